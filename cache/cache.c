@@ -1,0 +1,375 @@
+/* cache/cache.c: the cache facade the device workers call. It owns the cache lock and
+ * through it every ALRU list and the MESI-X directory; it decides, for one operand tile on
+ * one device, between an L1 hit, an L2 hit (copy from a peer device) and a copy from the
+ * tile's home, and queues that copy on the caller's stream. Device heaps are called under
+ * the cache lock (lock order: cache lock, then heap lock). Bytes move only through the
+ * backend's copy2d; this file never touches device memory itself.
+ *
+ * Reader counts (BLASX Alg. 2) change at sync points only: acquire takes one, release
+ * drops it after the worker saw the kernel that used the copy complete. A copy filled from
+ * a peer keeps one reader on the peer's copy until its own fill is known complete, so the
+ * peer cannot evict the source while the copy is in flight.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+
+void tess__cache_lock(struct tess__cache *c) { pthread_mutex_lock(&c->lock); }
+void tess__cache_unlock(struct tess__cache *c) { pthread_mutex_unlock(&c->lock); }
+
+int tess__cache_init(struct tess__cache *c, int ndev) {
+    memset(c, 0, sizeof *c);
+    c->ndev = ndev;
+    c->p2p = 1;
+    c->dir = tess__dir_create(ndev);
+    if (!c->dir) return tess__fail(TESS_ENOMEM, "tile directory: out of host memory");
+    pthread_mutex_init(&c->lock, NULL);
+    for (int i = 0; i < ndev; i++) tess__alru_init(&c->dev[i].alru);
+    return TESS_OK;
+}
+
+void tess__cache_set_dev(struct tess__cache *c, int i, const struct tess__dev_ops *ops,
+                         void *bd, unsigned caps, struct tess__heap *heap,
+                         struct tess__counters *ctr) {
+    struct tess__cdev *cd = &c->dev[i];
+    cd->ops = ops;
+    cd->bd = bd;
+    cd->caps = caps;
+    cd->heap = heap;
+    cd->ctr = ctr;
+}
+
+void tess__cache_set_peers(struct tess__cache *c, int i, uint32_t peer_mask) {
+    c->dev[i].peer_mask = peer_mask;
+}
+
+/* ---- block records (recycled with their events) ------------------------------------ */
+
+static struct tess__blk *blk_new(struct tess__cache *c, int dev) {
+    struct tess__cdev *cd = &c->dev[dev];
+    struct tess__blk *b = cd->free_blks;
+    if (b) {
+        cd->free_blks = b->next;
+    } else {
+        b = calloc(1, sizeof *b);
+        if (!b) return NULL;
+        if (!(cd->caps & TESS__CAP_UNIFIED) && cd->ops->event_create(cd->bd, &b->ready)) {
+            free(b);
+            return NULL;
+        }
+    }
+    tess__event *ev = b->ready;
+    memset(b, 0, sizeof *b);
+    b->ready = ev;
+    b->dev = dev;
+    return b;
+}
+
+static void blk_recycle(struct tess__cache *c, struct tess__blk *b) {
+    struct tess__cdev *cd = &c->dev[b->dev];
+    b->next = cd->free_blks;
+    cd->free_blks = b;
+}
+
+static void note_peak(struct tess__cdev *cd) {
+    size_t used = tess__heap_used(cd->heap);
+    size_t peak = atomic_load_explicit(&cd->ctr->mem_peak, memory_order_relaxed);
+    while (used > peak && !atomic_compare_exchange_weak(&cd->ctr->mem_peak, &peak, used)) {
+    }
+}
+
+/* The fill of b is complete (queries its event once; remembers the answer). */
+static bool fill_done(struct tess__blk *b, void *arg) {
+    struct tess__cache *c = arg;
+    if (b->ready_done) return true;
+    struct tess__cdev *cd = &c->dev[b->dev];
+    if (cd->failed || cd->ops->event_query(cd->bd, b->ready) == TESS_OK) b->ready_done = 1;
+    return b->ready_done;
+}
+
+static void blk_free(struct tess__cache *c, struct tess__blk *b);
+
+/* Drop one reader of b; a stale block with no readers left is freed. */
+static void unread(struct tess__cache *c, struct tess__blk *b) {
+    if (--b->readers == 0 && b->stale) blk_free(c, b);
+}
+
+/* Return b's memory and record (b is out of the ALRU and the directory). */
+static void blk_free(struct tess__cache *c, struct tess__blk *b) {
+    struct tess__blk *src = b->pinned_src;
+    b->pinned_src = NULL;
+    if (b->ptr && c->dev[b->dev].heap) tess__heap_free(c->dev[b->dev].heap, b->ptr);
+    b->ptr = NULL;
+    blk_recycle(c, b);
+    if (src) unread(c, src);
+}
+
+/* Take b out of the directory and its device's ALRU; free it now if nobody reads it. */
+static void blk_drop(struct tess__cache *c, struct tess__blk *b) {
+    struct tess__cdev *cd = &c->dev[b->dev];
+    if (b->in_alru) tess__alru_remove(&cd->alru, b);
+    if (b->entry) {
+        struct tess__dentry *e = b->entry;
+        e->copy[b->dev] = NULL;
+        b->entry = NULL;
+        tess__dir_evict(c->dir, e, b->dev);
+    }
+    if (b->readers == 0) blk_free(c, b);
+    else b->stale = 1;
+}
+
+/* Heap memory on dev, evicting idle cached copies (least recently used first). */
+static void *alloc_evicting(struct tess__cache *c, int dev, size_t bytes) {
+    struct tess__cdev *cd = &c->dev[dev];
+    for (;;) {
+        void *p = tess__heap_alloc(cd->heap, bytes);
+        if (p) return p;
+        struct tess__blk *v = tess__alru_victim(&cd->alru, fill_done, c);
+        if (!v) return NULL;
+        TESS__COUNT(cd->ctr, evictions, 1);
+        blk_drop(c, v);
+    }
+}
+
+/* A block on a UNIFIED device: the home itself, used in place. */
+static int acquire_in_place(struct tess__cache *c, int dev, const struct tess__tile *t,
+                            struct tess__blk **out) {
+    if (t->home != TESS__HOME_HOST)
+        return tess__fail(TESS_ENOSYS, "the CPU worker cannot use a device-resident tile");
+    struct tess__blk *b = blk_new(c, dev);
+    if (!b) return tess__fail(TESS_ENOMEM, "tile record: out of host memory");
+    b->ptr = (void *)t->key.addr;
+    b->ld = t->key.ld;
+    b->readers = 1;
+    b->ready_done = 1;
+    *out = b;
+    return TESS_OK;
+}
+
+int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct tess__tile *t,
+                        size_t alloc_bytes, struct tess__blk **out) {
+    struct tess__cdev *cd = &c->dev[dev];
+    const struct tess__dev_ops *ops = cd->ops;
+    const struct tess__tile_key *key = &t->key;
+    int rc;
+
+    tess__cache_lock(c);
+    if (cd->caps & TESS__CAP_UNIFIED) {
+        rc = acquire_in_place(c, dev, t, out);
+        tess__cache_unlock(c);
+        return rc;
+    }
+
+    /* L1: this device holds a copy. */
+    struct tess__dentry *e = tess__dir_find(c->dir, key);
+    if (e && e->copy[dev]) {
+        struct tess__blk *b = e->copy[dev];
+        b->readers++;
+        tess__alru_touch(&cd->alru, b);
+        rc = TESS_OK;
+        if (!fill_done(b, c)) rc = ops->stream_wait(cd->bd, stream, b->ready);
+        if (rc) {
+            b->readers--;
+        } else {
+            TESS__COUNT(cd->ctr, l1_hits, 1);
+            *out = b;
+        }
+        tess__cache_unlock(c);
+        return rc;
+    }
+
+    /* A new copy: room first. */
+    void *ptr = alloc_evicting(c, dev, alloc_bytes);
+    if (!ptr) {
+        tess__cache_unlock(c);
+        return TESS_EAGAIN;
+    }
+    e = tess__dir_find(c->dir, key); /* eviction may have freed the entry */
+    struct tess__blk *b = blk_new(c, dev);
+    if (!b) {
+        tess__heap_free(cd->heap, ptr);
+        tess__cache_unlock(c);
+        return tess__fail(TESS_ENOMEM, "tile record: out of host memory");
+    }
+    size_t es = key->esize;
+    b->ptr = ptr;
+    b->bytes = alloc_bytes;
+    b->ld = key->rows;
+    b->readers = 1;
+    size_t width = (size_t)key->rows * es, height = (size_t)key->cols;
+
+    int peer = (e && c->p2p) ? tess__dir_peer(e, dev, cd->peer_mask) : -1;
+    if (peer >= 0) {
+        /* L2: copy from the peer's copy, which stays pinned until this fill completes. */
+        struct tess__blk *src = e->copy[peer];
+        rc = TESS_OK;
+        if (!fill_done(src, c)) rc = ops->stream_wait(cd->bd, stream, src->ready);
+        if (!rc)
+            rc = ops->copy2d(cd->bd, stream, TESS__P2P, ptr, width, src->ptr,
+                             (size_t)src->ld * es, width, height, c->dev[peer].bd);
+        if (!rc) {
+            src->readers++;
+            b->pinned_src = src;
+            TESS__COUNT(cd->ctr, l2_hits, 1);
+            TESS__COUNT(cd->ctr, bytes_p2p, width * height);
+        }
+    } else if (t->home == TESS__HOME_DEV) {
+        /* Miss on a tile whose home is device memory (arrived, or produced earlier). */
+        rc = TESS_OK;
+        if (t->home_ready) rc = ops->stream_wait(cd->bd, stream, t->home_ready);
+        if (!rc)
+            rc = ops->copy2d(cd->bd, stream, t->home_dev == dev ? TESS__D2D : TESS__P2P, ptr,
+                             width, t->home_ptr, (size_t)t->home_ld * es, width, height,
+                             c->dev[t->home_dev].bd);
+        if (!rc) {
+            TESS__COUNT(cd->ctr, misses, 1);
+            if (t->home_dev != dev) TESS__COUNT(cd->ctr, bytes_p2p, width * height);
+        }
+    } else {
+        /* Miss: a 2D copy straight from the host matrix, no packing. */
+        rc = ops->copy2d(cd->bd, stream, TESS__H2D, ptr, width, (const void *)key->addr,
+                         (size_t)key->ld * es, width, height, NULL);
+        if (!rc) {
+            TESS__COUNT(cd->ctr, misses, 1);
+            TESS__COUNT(cd->ctr, bytes_h2d, width * height);
+        }
+    }
+    if (!rc) rc = ops->event_record(cd->bd, stream, b->ready);
+    if (!rc && !(e = tess__dir_get(c->dir, key)))
+        rc = tess__fail(TESS_ENOMEM, "tile directory: out of host memory");
+    if (rc) {
+        b->readers = 0;
+        blk_free(c, b);
+        tess__cache_unlock(c);
+        return rc;
+    }
+    tess__dir_fill(c->dir, e, dev, b);
+    e->copy[dev] = b;
+    b->entry = e;
+    tess__alru_push_front(&cd->alru, b);
+    b->in_alru = 1;
+    note_peak(cd);
+    *out = b;
+    tess__cache_unlock(c);
+    return TESS_OK;
+}
+
+void tess__cache_release(struct tess__cache *c, struct tess__blk *b) {
+    tess__cache_lock(c);
+    if (c->dev[b->dev].caps & TESS__CAP_UNIFIED) {
+        blk_recycle(c, b);
+    } else {
+        /* The kernel that read b completed, so its fill did: the peer source is free. */
+        b->ready_done = 1;
+        if (b->pinned_src) {
+            struct tess__blk *src = b->pinned_src;
+            b->pinned_src = NULL;
+            unread(c, src);
+        }
+        unread(c, b);
+    }
+    tess__cache_unlock(c);
+}
+
+void tess__cache_unacquire(struct tess__cache *c, struct tess__blk *b) {
+    tess__cache_lock(c);
+    if (c->dev[b->dev].caps & TESS__CAP_UNIFIED) blk_recycle(c, b);
+    else unread(c, b);
+    tess__cache_unlock(c);
+}
+
+int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct tess__blk **out) {
+    tess__cache_lock(c);
+    void *p = alloc_evicting(c, dev, bytes);
+    struct tess__blk *b = p ? blk_new(c, dev) : NULL;
+    if (!b) {
+        if (p) tess__heap_free(c->dev[dev].heap, p);
+        tess__cache_unlock(c);
+        return p ? tess__fail(TESS_ENOMEM, "tile record: out of host memory") : TESS_EAGAIN;
+    }
+    b->ptr = p;
+    b->bytes = bytes;
+    b->readers = 1;
+    b->ready_done = 1;
+    note_peak(&c->dev[dev]);
+    *out = b;
+    tess__cache_unlock(c);
+    return TESS_OK;
+}
+
+void tess__cache_free_work(struct tess__cache *c, struct tess__blk *b) {
+    tess__cache_lock(c);
+    b->readers = 0;
+    blk_free(c, b);
+    tess__cache_unlock(c);
+}
+
+struct purge_arg { struct tess__cache *c; };
+
+static void purge_entry(struct tess__dentry *e, void *arg) {
+    struct tess__cache *c = ((struct purge_arg *)arg)->c;
+    uint32_t holders = e->holders;
+    for (int d = 0; holders; d++, holders >>= 1) {
+        if (!(holders & 1)) continue;
+        struct tess__blk *b = e->copy[d];
+        bool last = (holders >> 1) == 0;
+        if (b && !fill_done(b, c)) {
+            /* only after a cancelled step: its copy may still be landing */
+            struct tess__cdev *cd = &c->dev[d];
+            if (cd->ops->event_sync(cd->bd, b->ready) == TESS_OK) b->ready_done = 1;
+        }
+        if (b) blk_drop(c, b); /* may free e when it was the last holder */
+        if (last) break;
+    }
+}
+
+void tess__cache_purge(struct tess__cache *c, uint64_t space) {
+    struct purge_arg a = {c};
+    tess__cache_lock(c);
+    tess__dir_foreach_space(c->dir, space, purge_entry, &a);
+    tess__cache_unlock(c);
+}
+
+void tess__cache_drop_dev(struct tess__cache *c, int dev) {
+    struct tess__cdev *cd = &c->dev[dev];
+    tess__cache_lock(c);
+    cd->failed = 1;
+    /* The worker released its own readers first; what remains are peers' pins, and those
+     * copies are freed when the peers release them. */
+    while (cd->alru.head) blk_drop(c, cd->alru.head);
+    tess__cache_unlock(c);
+}
+
+int tess__cache_locality(struct tess__cache *c, int dev, const struct tess__tile_key *key) {
+    struct tess__dentry *e = tess__dir_find(c->dir, key);
+    if (!e) return 0;
+    if (e->copy[dev]) return 2;
+    if (c->p2p && (e->holders & c->dev[dev].peer_mask)) return 1;
+    return 0;
+}
+
+void tess__cache_destroy(struct tess__cache *c) {
+    if (!c->dir) return;
+    for (int i = 0; i < c->ndev; i++) {
+        struct tess__cdev *cd = &c->dev[i];
+        while (cd->alru.head) {
+            struct tess__blk *b = cd->alru.head;
+            b->readers = 0;
+            b->pinned_src = NULL;
+            blk_drop(c, b);
+        }
+    }
+    for (int i = 0; i < c->ndev; i++) {
+        struct tess__cdev *cd = &c->dev[i];
+        while (cd->free_blks) {
+            struct tess__blk *b = cd->free_blks;
+            cd->free_blks = b->next;
+            if (b->ready && cd->ops) cd->ops->event_destroy(cd->bd, b->ready);
+            free(b);
+        }
+    }
+    tess__dir_destroy(c->dir);
+    c->dir = NULL;
+    pthread_mutex_destroy(&c->lock);
+}

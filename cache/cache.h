@@ -1,0 +1,224 @@
+/* cache/cache.h: the tile caches of a node. Three pieces and the facade over them:
+ *
+ *   heap.c   one pre-allocated arena per device, first-fit with split and merge (BLASX
+ *            Fig. 6): no cudaMalloc/cudaFree per tile. Has its own lock.
+ *   alru.c   per-device Approximate LRU list of cached tile copies (BLASX Alg. 2): a copy
+ *            with readers > 0 is never a victim; the victim is the least recently used
+ *            copy with no readers whose fill has completed. Not locked (the facade's lock).
+ *   mesix.c  the MESI-X directory: per tile, which devices hold a valid copy (BLASX Fig. 3).
+ *            Not locked (the facade's lock).
+ *   cache.c  the facade the workers call: acquire a tile on a device (L1 hit, L2 hit from a
+ *            peer, or a copy from the tile's home), release it at a sync point, working
+ *            blocks for output tiles, purge a job's tiles.
+ *
+ * MESI-X states of one tile on one device (derived from the directory entry):
+ *   I  the device holds no valid copy.
+ *   E  the device holds the only valid device copy (the host copy is valid too).
+ *   S  the device and at least one other device hold valid copies.
+ *   M  the device wrote the tile; ephemeral: the copy is written back to its home and
+ *      every copy, this one included, becomes I (Fig. 3: M -> write back -> I).
+ * Transitions: fill from home or peer: I -> E (or -> S, and the other holders E -> S);
+ * eviction: E -> I, or S -> I (and a last remaining holder S -> E); write on d: d -> M,
+ * every other holder -> I; write-back done: M -> I.
+ *
+ * Lock order: cache lock (struct tess__cache.lock) before a device heap's lock. The
+ * backend is called with the cache lock held only for hooks that queue work or query
+ * events (never for event_sync).
+ */
+#ifndef TESS_CACHE_H
+#define TESS_CACHE_H
+
+#include <pthread.h>
+
+#include "../src/backend/backend.h"
+
+/* ---- heap.c ----------------------------------------------------------------------- */
+
+struct tess__heap;
+/* Manage [base, base + size) with the given alignment (a power of two). */
+struct tess__heap *tess__heap_create(void *base, size_t size, size_t align);
+void tess__heap_destroy(struct tess__heap *h);
+/* First fit; the chosen free segment is split. NULL when no free segment is large enough. */
+void *tess__heap_alloc(struct tess__heap *h, size_t bytes);
+/* Return a segment; it merges with free neighbours. p must come from tess__heap_alloc. */
+void tess__heap_free(struct tess__heap *h, void *p);
+size_t tess__heap_capacity(const struct tess__heap *h);
+size_t tess__heap_used(struct tess__heap *h);
+size_t tess__heap_largest_free(struct tess__heap *h);
+size_t tess__heap_segments(struct tess__heap *h);  /* free + used segments (tests) */
+
+/* ---- tiles ------------------------------------------------------------------------ */
+
+/* Identity of one stored block of one operand: what the directory is keyed by. Two keys are
+ * the same tile iff every field is equal. space separates jobs (a host tile cached for one
+ * call is never reused by another call, whose data may have changed) and lets a later
+ * layer keep tiles across calls by sharing a space. */
+struct tess__tile_key {
+    uint64_t space;      /* job or session id */
+    uintptr_t addr;      /* host address of element (0,0) of the block, or a synthetic id */
+    int64_t ld;          /* leading dimension of the home storage */
+    int32_t rows, cols;  /* stored block shape (before any op) */
+    uint32_t esize;      /* bytes per element */
+};
+
+/* Where the valid master copy of a tile lives when no device holds it. */
+enum tess__home_kind {
+    TESS__HOME_HOST = 0,  /* host memory at key.addr with leading dimension key.ld */
+    TESS__HOME_DEV = 1    /* device memory: arrived from another rank, or produced earlier */
+};
+
+/* A tile as a task names it: its key and its home. */
+struct tess__tile {
+    struct tess__tile_key key;
+    enum tess__home_kind home;
+    int home_dev;              /* HOME_DEV: device index holding it */
+    void *home_ptr;            /* HOME_DEV: device pointer of element (0,0) */
+    int64_t home_ld;           /* HOME_DEV: its leading dimension */
+    tess__event *home_ready;   /* HOME_DEV: event after which home_ptr is valid, or NULL */
+};
+
+/* ---- alru.c ----------------------------------------------------------------------- */
+
+struct tess__dentry;
+
+/* One tile copy in one device's memory. */
+struct tess__blk {
+    struct tess__blk *prev, *next;  /* ALRU links; front = most recently used */
+    struct tess__dentry *entry;     /* directory entry, NULL for working blocks */
+    int dev;                        /* device index owning the memory */
+    int in_alru;                    /* 1 while linked in the device's ALRU */
+    void *ptr;                      /* device address (host address on UNIFIED devices) */
+    int64_t ld;                     /* leading dimension of the copy (elements) */
+    size_t bytes;                   /* bytes reserved in the heap */
+    int readers;                    /* users not yet released (tasks, peers copying from it) */
+    tess__event *ready;             /* recorded after the fill; valid while !ready_done */
+    int ready_done;                 /* the fill is known complete */
+    int stale;                      /* dropped from the directory, freed at readers == 0 */
+    struct tess__blk *pinned_src;   /* peer copy this block was filled from (its reader) */
+};
+
+struct tess__alru {
+    struct tess__blk *head, *tail;
+    size_t count;
+};
+
+void tess__alru_init(struct tess__alru *a);
+void tess__alru_push_front(struct tess__alru *a, struct tess__blk *b);
+/* A use: move b to the front. */
+void tess__alru_touch(struct tess__alru *a, struct tess__blk *b);
+void tess__alru_remove(struct tess__alru *a, struct tess__blk *b);
+/* Scan from the least recently used end for the first block with readers == 0 whose fill
+ * is complete (ready_done, or is_done(b, arg) returns true: the caller queries its event).
+ * NULL when every block is in use. Does not unlink it. */
+struct tess__blk *tess__alru_victim(struct tess__alru *a,
+                                    bool (*is_done)(struct tess__blk *b, void *arg), void *arg);
+
+/* ---- mesix.c ---------------------------------------------------------------------- */
+
+enum tess__mesix { TESS__MESIX_I = 0, TESS__MESIX_S, TESS__MESIX_E, TESS__MESIX_M };
+
+/* Per tile: which devices hold a valid copy, and which one writes it (M). */
+struct tess__dentry {
+    struct tess__tile_key key;
+    uint32_t holders;                        /* bit d: device d holds a valid copy */
+    int writer;                              /* device holding it in M, or -1 */
+    struct tess__blk *copy[TESS_MAX_DEVICES];/* the copy on each device, NULL if none */
+    struct tess__dentry *hnext;              /* hash chain */
+};
+
+struct tess__dir;
+struct tess__dir *tess__dir_create(int ndev);
+void tess__dir_destroy(struct tess__dir *d);
+uint64_t tess__key_hash(const struct tess__tile_key *k);
+bool tess__key_eq(const struct tess__tile_key *a, const struct tess__tile_key *b);
+/* Entry of key, or NULL (state I on every device). */
+struct tess__dentry *tess__dir_find(struct tess__dir *d, const struct tess__tile_key *key);
+/* Entry of key, created in state I everywhere if absent. NULL only when out of memory. */
+struct tess__dentry *tess__dir_get(struct tess__dir *d, const struct tess__tile_key *key);
+/* State of the tile on device dev. */
+enum tess__mesix tess__dir_state(const struct tess__dentry *e, int dev);
+/* Device dev now holds a valid copy blk: I -> E or S (others E -> S). */
+void tess__dir_fill(struct tess__dir *d, struct tess__dentry *e, int dev, struct tess__blk *blk);
+/* Device dev dropped its copy: -> I; a sole remaining holder becomes E. The entry is freed
+ * when no device holds the tile and none writes it; returns true then. */
+bool tess__dir_evict(struct tess__dir *d, struct tess__dentry *e, int dev);
+/* Device dev writes the tile: dev -> M. Returns the mask of other devices whose copies are
+ * now invalid (the caller drops them: their state is already I). */
+uint32_t tess__dir_write(struct tess__dir *d, struct tess__dentry *e, int dev);
+/* The M copy of dev was written back to the home: M -> I. Returns true if the entry was
+ * freed. */
+bool tess__dir_writeback(struct tess__dir *d, struct tess__dentry *e, int dev);
+/* A device other than dev holding a valid copy, preferring those in peer_mask (devices dev
+ * can copy from directly); -1 if none in peer_mask holds it. */
+int tess__dir_peer(const struct tess__dentry *e, int dev, uint32_t peer_mask);
+/* Call fn on every entry whose key.space == space (fn may evict, freeing the entry). */
+void tess__dir_foreach_space(struct tess__dir *d, uint64_t space,
+                             void (*fn)(struct tess__dentry *e, void *arg), void *arg);
+size_t tess__dir_count(const struct tess__dir *d);
+
+/* ---- cache.c: the facade ---------------------------------------------------------- */
+
+/* One device as the cache sees it. */
+struct tess__cdev {
+    const struct tess__dev_ops *ops;
+    void *bd;
+    unsigned caps;
+    struct tess__heap *heap;      /* NULL on UNIFIED devices */
+    struct tess__alru alru;
+    uint32_t peer_mask;           /* devices this one can copy from directly */
+    struct tess__counters *ctr;
+    struct tess__blk *free_blks;  /* recycled block records (with their events) */
+    int failed;
+};
+
+struct tess__cache {
+    int p2p;                      /* peer fetches allowed (TESSERA_P2P) */
+    pthread_mutex_t lock;
+    struct tess__dir *dir;
+    int ndev;
+    struct tess__cdev dev[TESS_MAX_DEVICES];
+};
+
+int tess__cache_init(struct tess__cache *c, int ndev);
+/* Register device i (its heap is created by the caller from the backend's arena). */
+void tess__cache_set_dev(struct tess__cache *c, int i, const struct tess__dev_ops *ops,
+                         void *bd, unsigned caps, struct tess__heap *heap,
+                         struct tess__counters *ctr);
+void tess__cache_set_peers(struct tess__cache *c, int i, uint32_t peer_mask);
+void tess__cache_destroy(struct tess__cache *c);
+
+/* Make tile t available on device dev for work queued next on `stream`, and take one
+ * reader on it. On return *out is the copy (ptr, ld) and the stream has been made to wait
+ * for its fill, wherever the fill runs:
+ *   L1 hit  the device holds it (counted in l1_hits);
+ *   L2 hit  a peer holds it: copied over P2P (l2_hits, bytes_p2p), the peer copy pinned
+ *           (one reader) until this copy is released;
+ *   miss    copied from the home (misses, bytes_h2d; or bytes_p2p from a HOME_DEV).
+ * alloc_bytes is the size to reserve (>= the tile's bytes; jobs pass their full-tile size
+ * so that the heap does not fragment). TESS_EAGAIN: no room now (every block has readers
+ * or an unfinished fill); nothing was taken. UNIFIED devices return the home in place. */
+int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct tess__tile *t,
+                        size_t alloc_bytes, struct tess__blk **out);
+/* Drop the reader taken by acquire; call only after work using the copy has completed
+ * (a sync point): the fill is then known complete, and a peer copy it came from is
+ * released too. */
+void tess__cache_release(struct tess__cache *c, struct tess__blk *b);
+/* A working block (an output tile) of `bytes` on dev, not in the directory. EAGAIN when no
+ * room even after evicting every idle cached copy. */
+int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct tess__blk **out);
+void tess__cache_free_work(struct tess__cache *c, struct tess__blk *b);
+/* Drop every cached tile of a space (all their readers must be released). */
+void tess__cache_purge(struct tess__cache *c, uint64_t space);
+/* Drop every copy held by device dev (it failed; its worker released its own readers
+ * first). Copies still pinned by peers are freed when those release them. */
+void tess__cache_drop_dev(struct tess__cache *c, int dev);
+/* BLASX Eq. 3b for one tile on dev: 2 if dev holds it (L1), 1 if a peer it can copy from
+ * holds it (L2), 0 otherwise. Call with the lock held (tess__cache_lock). */
+int tess__cache_locality(struct tess__cache *c, int dev, const struct tess__tile_key *key);
+void tess__cache_lock(struct tess__cache *c);
+void tess__cache_unlock(struct tess__cache *c);
+/* Drop the reader taken by acquire when the work that would have used the copy was never
+ * queued: unlike release, it does not claim that the fill completed. */
+void tess__cache_unacquire(struct tess__cache *c, struct tess__blk *b);
+
+#endif /* TESS_CACHE_H */

@@ -1,0 +1,336 @@
+/* cache/heap.c: the device heap of BLASX Fig. 6, one per device arena.
+ * Owns the bookkeeping of [base, base + size): which byte ranges are used and which are
+ * free. It does not own the arena memory (the backend allocates and frees it) and never
+ * touches the bytes it manages (device memory is not host-addressable).
+ * Lock order: the heap lock is a leaf. The cache lock (cache/cache.h) may be held when it
+ * is taken; nothing else is called while it is held.
+ *
+ * Three structures over segment records (Fig. 6):
+ *   metadata  every segment, used or free, in one doubly linked list in address order
+ *             (prev/next); free() merges a segment with its free neighbours there, so two
+ *             free segments are never adjacent.
+ *   free list the free segments, also in address order (fprev/fnext); alloc() takes the
+ *             first one that is large enough (first fit) and splits it.
+ *   occupied  a chained hash table from a used segment's address to its record, so free()
+ *             finds the record without a scan.
+ * Records come from a pool grown in chunks: after warm-up, alloc/free call no malloc
+ * (except when the occupied table doubles).
+ *
+ * Conventions:
+ *   - The managed range is base rounded up to `align`, its length rounded down to a
+ *     multiple of `align`; that length is tess__heap_capacity.
+ *   - Request sizes are rounded up to `align`; every returned pointer is aligned.
+ *   - tess__heap_alloc(h, 0) returns a minimal segment of `align` bytes (a distinct pointer
+ *     that must be freed like any other), so NULL always means "no room".
+ */
+#include <assert.h>
+#include <stdlib.h>
+
+#include "cache.h"
+
+#define SEG_CHUNK 256      /* records per pool chunk */
+#define TAB_MIN 64         /* initial buckets of the occupied table (power of two) */
+
+struct seg {
+    uintptr_t addr;
+    size_t size;
+    int used;
+    struct seg *prev, *next;    /* metadata list: all segments, address order */
+    struct seg *fprev, *fnext;  /* free list: free segments, address order */
+    struct seg *hnext;          /* occupied chain (used) or pool link (spare record) */
+};
+
+struct chunk {
+    struct chunk *next;
+    struct seg recs[SEG_CHUNK];
+};
+
+struct tess__heap {
+    pthread_mutex_t lock;
+    uintptr_t base;             /* aligned start of the managed range */
+    size_t cap;                 /* bytes managed */
+    size_t align;
+    struct seg *first;          /* metadata list head (lowest address) */
+    struct seg *free_head;      /* free list head (lowest free address) */
+    struct seg **tab;           /* occupied table */
+    size_t tab_size;            /* buckets, a power of two */
+    size_t nused;               /* used segments */
+    size_t used_bytes;
+    size_t nsegs;               /* free + used segments */
+    struct seg *spare;          /* unused records */
+    struct chunk *chunks;       /* every record allocation, freed at destroy */
+};
+
+/* ---- record pool ---------------------------------------------------------------------- */
+
+static struct seg *rec_get(struct tess__heap *h) {
+    if (!h->spare) {
+        struct chunk *c = malloc(sizeof *c);
+        if (!c) return NULL;
+        c->next = h->chunks;
+        h->chunks = c;
+        for (int i = 0; i < SEG_CHUNK; i++) {
+            c->recs[i].hnext = h->spare;
+            h->spare = &c->recs[i];
+        }
+    }
+    struct seg *s = h->spare;
+    h->spare = s->hnext;
+    s->hnext = NULL;
+    return s;
+}
+
+static void rec_put(struct tess__heap *h, struct seg *s) {
+    s->hnext = h->spare;
+    h->spare = s;
+}
+
+/* ---- occupied table --------------------------------------------------------------------- */
+
+static size_t slot_of(const struct tess__heap *h, uintptr_t addr, size_t tab_size) {
+    uint64_t x = (uint64_t)((addr - h->base) / h->align);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x & (tab_size - 1);
+}
+
+/* Double the table when it holds more used segments than buckets; on allocation failure
+ * keep the old one (longer chains, still correct). */
+static void tab_grow(struct tess__heap *h) {
+    size_t n = h->tab_size * 2;
+    struct seg **t = calloc(n, sizeof *t);
+    if (!t) return;
+    for (size_t i = 0; i < h->tab_size; i++) {
+        struct seg *s = h->tab[i];
+        while (s) {
+            struct seg *nx = s->hnext;
+            size_t j = slot_of(h, s->addr, n);
+            s->hnext = t[j];
+            t[j] = s;
+            s = nx;
+        }
+    }
+    free(h->tab);
+    h->tab = t;
+    h->tab_size = n;
+}
+
+static void tab_insert(struct tess__heap *h, struct seg *s) {
+    if (h->nused + 1 > h->tab_size) tab_grow(h);
+    size_t i = slot_of(h, s->addr, h->tab_size);
+    s->hnext = h->tab[i];
+    h->tab[i] = s;
+    h->nused++;
+}
+
+static struct seg *tab_remove(struct tess__heap *h, uintptr_t addr) {
+    if (addr < h->base || addr >= h->base + h->cap) return NULL;
+    struct seg **pp = &h->tab[slot_of(h, addr, h->tab_size)];
+    for (; *pp; pp = &(*pp)->hnext) {
+        struct seg *s = *pp;
+        if (s->addr == addr) {
+            *pp = s->hnext;
+            s->hnext = NULL;
+            h->nused--;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* ---- list helpers ----------------------------------------------------------------------- */
+
+static void free_unlink(struct tess__heap *h, struct seg *s) {
+    if (s->fprev) s->fprev->fnext = s->fnext;
+    else h->free_head = s->fnext;
+    if (s->fnext) s->fnext->fprev = s->fprev;
+    s->fprev = s->fnext = NULL;
+}
+
+/* r takes old's place in the free list (same address order: nothing free lies between). */
+static void free_replace(struct tess__heap *h, struct seg *old, struct seg *r) {
+    r->fprev = old->fprev;
+    r->fnext = old->fnext;
+    if (r->fprev) r->fprev->fnext = r;
+    else h->free_head = r;
+    if (r->fnext) r->fnext->fprev = r;
+    old->fprev = old->fnext = NULL;
+}
+
+/* Link s into the free list after the nearest free segment below it in address order. */
+static void free_insert(struct tess__heap *h, struct seg *s) {
+    struct seg *q = s->prev;
+    while (q && q->used) q = q->prev;
+    s->fprev = q;
+    s->fnext = q ? q->fnext : h->free_head;
+    if (s->fnext) s->fnext->fprev = s;
+    if (q) q->fnext = s;
+    else h->free_head = s;
+}
+
+static void meta_unlink(struct tess__heap *h, struct seg *s) {
+    if (s->prev) s->prev->next = s->next;
+    else h->first = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+/* ---- API -------------------------------------------------------------------------------- */
+
+struct tess__heap *tess__heap_create(void *base, size_t size, size_t align) {
+    if (align == 0 || (align & (align - 1)) != 0) return NULL;
+    uintptr_t b = (uintptr_t)base;
+    if (b == 0 || size > UINTPTR_MAX - b || align - 1 > UINTPTR_MAX - b) return NULL;
+    uintptr_t start = (b + align - 1) & ~(uintptr_t)(align - 1);
+    size_t lost = (size_t)(start - b);
+    if (lost >= size) return NULL;
+    size_t cap = (size - lost) & ~(align - 1);
+    if (cap == 0) return NULL;
+
+    struct tess__heap *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->base = start;
+    h->cap = cap;
+    h->align = align;
+    h->tab_size = TAB_MIN;
+    h->tab = calloc(h->tab_size, sizeof *h->tab);
+    struct seg *s = h->tab ? rec_get(h) : NULL;
+    if (!s || pthread_mutex_init(&h->lock, NULL) != 0) {
+        while (h->chunks) {
+            struct chunk *c = h->chunks;
+            h->chunks = c->next;
+            free(c);
+        }
+        free(h->tab);
+        free(h);
+        return NULL;
+    }
+    *s = (struct seg){.addr = start, .size = cap};
+    h->first = h->free_head = s;
+    h->nsegs = 1;
+    return h;
+}
+
+void tess__heap_destroy(struct tess__heap *h) {
+    if (!h) return;
+    while (h->chunks) {
+        struct chunk *c = h->chunks;
+        h->chunks = c->next;
+        free(c);
+    }
+    free(h->tab);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+void *tess__heap_alloc(struct tess__heap *h, size_t bytes) {
+    if (!h) return NULL;
+    size_t need = bytes ? bytes : 1;
+    if (need > h->cap) return NULL;                 /* also keeps the rounding from overflowing */
+    need = (need + h->align - 1) & ~(h->align - 1);
+
+    pthread_mutex_lock(&h->lock);
+    struct seg *s = h->free_head;
+    while (s && s->size < need) s = s->fnext;       /* first fit, lowest address */
+    if (!s) {
+        pthread_mutex_unlock(&h->lock);
+        return NULL;
+    }
+    if (s->size > need) {
+        /* Split: s keeps the front, the remainder r stays free in s's place. */
+        struct seg *r = rec_get(h);
+        if (!r) {
+            pthread_mutex_unlock(&h->lock);
+            return NULL;
+        }
+        *r = (struct seg){.addr = s->addr + need, .size = s->size - need};
+        r->prev = s;
+        r->next = s->next;
+        if (s->next) s->next->prev = r;
+        s->next = r;
+        free_replace(h, s, r);
+        s->size = need;
+        h->nsegs++;
+    } else {
+        free_unlink(h, s);
+    }
+    s->used = 1;
+    tab_insert(h, s);
+    h->used_bytes += s->size;
+    void *p = (void *)s->addr;
+    pthread_mutex_unlock(&h->lock);
+    return p;
+}
+
+void tess__heap_free(struct tess__heap *h, void *p) {
+    if (!h || !p) return;
+    pthread_mutex_lock(&h->lock);
+    struct seg *s = tab_remove(h, (uintptr_t)p);
+    if (!s) {
+        pthread_mutex_unlock(&h->lock);
+        assert(s && "tess__heap_free: pointer not allocated from this heap");
+        return;
+    }
+    s->used = 0;
+    h->used_bytes -= s->size;
+
+    /* Merge with the lower neighbour: it absorbs s and keeps its free-list place. */
+    struct seg *cur = s;
+    int listed = 0;
+    if (s->prev && !s->prev->used) {
+        cur = s->prev;
+        cur->size += s->size;
+        meta_unlink(h, s);
+        rec_put(h, s);
+        h->nsegs--;
+        listed = 1;
+    }
+    /* Merge with the upper neighbour: cur absorbs it (and takes its free-list place if cur
+     * was not listed yet). */
+    struct seg *n = cur->next;
+    if (n && !n->used) {
+        cur->size += n->size;
+        if (listed) {
+            free_unlink(h, n);
+        } else {
+            free_replace(h, n, cur);
+            listed = 1;
+        }
+        meta_unlink(h, n);
+        rec_put(h, n);
+        h->nsegs--;
+    }
+    if (!listed) free_insert(h, cur);
+    pthread_mutex_unlock(&h->lock);
+}
+
+size_t tess__heap_capacity(const struct tess__heap *h) {
+    return h ? h->cap : 0;
+}
+
+size_t tess__heap_used(struct tess__heap *h) {
+    if (!h) return 0;
+    pthread_mutex_lock(&h->lock);
+    size_t v = h->used_bytes;
+    pthread_mutex_unlock(&h->lock);
+    return v;
+}
+
+size_t tess__heap_largest_free(struct tess__heap *h) {
+    if (!h) return 0;
+    pthread_mutex_lock(&h->lock);
+    size_t best = 0;
+    for (struct seg *s = h->free_head; s; s = s->fnext)
+        if (s->size > best) best = s->size;
+    pthread_mutex_unlock(&h->lock);
+    return best;
+}
+
+size_t tess__heap_segments(struct tess__heap *h) {
+    if (!h) return 0;
+    pthread_mutex_lock(&h->lock);
+    size_t v = h->nsegs;
+    pthread_mutex_unlock(&h->lock);
+    return v;
+}

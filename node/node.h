@@ -1,0 +1,194 @@
+/* node/node.h: the node runtime of BLASX Alg. 1. A level-3 call becomes a job of tasks
+ * (one task per output tile C_ij, a list of k steps); tasks go to one non-blocking queue;
+ * one worker thread per device pulls them by demand into its reservation station, ranks
+ * them by expected cache hits (Eq. 3), runs the top ones on its streams with their k steps
+ * interleaved, and steals from other stations when the queue is empty.
+ *
+ *   queue.c    bounded lock-free MPMC queue of task pointers
+ *   rs.c       reservation stations (priority slots, stealing)
+ *   worker.c   the per-device worker loop: slots, k-step issue, sync points, write-back
+ *   runtime.c  devices, workers, init/finalize, submitting a job and waiting for it
+ *
+ * Task states: QUEUED (in the queue) -> RESERVED (in a station) -> RUNNING (on a stream
+ * slot of one device) -> DONE. A RESERVED task may be stolen (RESERVED on another device).
+ * A RUNNING task on a device that fails goes back to QUEUED unless its write-back was
+ * already queued, in which case its job fails with TESS_EDEVICE.
+ *
+ * Lock order: station lock, then cache lock (cache/cache.h), then heap lock. The queue
+ * has no lock. A job's lock is a leaf.
+ */
+#ifndef TESS_NODE_H
+#define TESS_NODE_H
+
+#include <pthread.h>
+
+#include "../cache/cache.h"
+
+/* ---- queue.c: bounded MPMC queue (D. Vyukov's array queue: each cell carries a sequence
+ * number; producers and consumers claim positions with CAS, no locks, no ABA) ----------- */
+
+struct tess__queue;
+struct tess__queue *tess__queue_create(size_t capacity_pow2);
+void tess__queue_destroy(struct tess__queue *q);
+/* false when full */
+bool tess__queue_push(struct tess__queue *q, void *item);
+/* false when empty */
+bool tess__queue_pop(struct tess__queue *q, void **item);
+/* approximate number of items */
+size_t tess__queue_size(struct tess__queue *q);
+
+/* ---- jobs and tasks ---------------------------------------------------------------- */
+
+enum tess__step_kind { TESS__STEP_GEMM = 0 };
+
+/* One kernel of one task on one stream: C_ij = alpha op(a) op(b) + beta C_ij. */
+struct tess__step {
+    enum tess__step_kind kind;
+    struct tess__tile a, b;    /* operand tiles, fetched through the cache */
+    char ta, tb;               /* 'N', 'T', 'C' applied to the stored tiles */
+    int64_t m, n, k;           /* kernel shape */
+    const void *alpha;         /* host scalars of the job's precision */
+    const void *beta;          /* the job's beta on step 0 (C loaded or not read), 1 after */
+};
+
+enum tess__task_state { TESS__TASK_QUEUED, TESS__TASK_RESERVED, TESS__TASK_RUNNING,
+                        TESS__TASK_DONE };
+
+struct tess__job;
+
+/* The work that produces one output tile. */
+struct tess__task {
+    struct tess__job *job;
+    int32_t i, j;              /* output tile coordinates */
+    int32_t nsteps;            /* k steps (varies by routine and tile) */
+    int64_t m, n;              /* output tile shape */
+    void *c;                   /* host address of element (0,0) of the output tile */
+    _Atomic int state;         /* enum tess__task_state */
+    int prio;                  /* Eq. 3 for the device whose station holds it */
+    int last_dev;              /* device that ran or reserved it last */
+};
+
+/* What a routine provides to the runtime. */
+struct tess__job_ops {
+    const char *name;          /* "gemm" */
+    /* Fill step s (0 <= s < t->nsteps) of task t. */
+    void (*step)(const struct tess__job *job, const struct tess__task *t, int s,
+                 struct tess__step *out);
+};
+
+struct tess__job {
+    const struct tess__job_ops *ops;
+    tess_dtype_t dt;
+    uint64_t space;            /* cache space of its tiles (unique per job) */
+    int64_t tile;              /* tile edge used to split the job */
+    size_t blk_bytes;          /* bytes reserved per tile copy (full tile: no fragmentation) */
+    int load_c;                /* 1: C is read (beta != 0); 0: C is only written */
+    uint32_t dev_mask;         /* devices whose heap can hold a running task of this job */
+    int64_t ldc;
+    tess__scalar_t alpha, beta;
+    /* routine parameters (column-major after layout folding) */
+    char ta, tb;
+    int64_t m, n, k;
+    const void *A, *B;
+    void *C;
+    int64_t lda, ldb;
+    /* tasks and completion */
+    struct tess__task *tasks;
+    int ntasks;
+    _Atomic int remaining;     /* tasks not DONE */
+    _Atomic int status;        /* first error, TESS_OK otherwise */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+/* ---- rs.c: reservation station of one device ---------------------------------------- */
+
+struct tess__rs {
+    pthread_mutex_t lock;
+    int cap;                   /* slots */
+    int count;
+    struct tess__task **t;     /* cap entries; t[0..count) in use */
+};
+
+int tess__rs_init(struct tess__rs *rs, int cap);
+void tess__rs_destroy(struct tess__rs *rs);
+/* Add a task (false when full). */
+bool tess__rs_push(struct tess__rs *rs, struct tess__task *t);
+/* Recompute every task's priority with prio(t, arg), then remove and return the highest
+ * (ties: oldest). NULL when empty. */
+struct tess__task *tess__rs_pop_best(struct tess__rs *rs, int (*prio)(struct tess__task *, void *),
+                                     void *arg);
+/* Steal for a thief: remove the task the owner ranks lowest (it would run last). */
+struct tess__task *tess__rs_steal(struct tess__rs *rs);
+int tess__rs_count(struct tess__rs *rs);
+
+/* ---- devices and the runtime -------------------------------------------------------- */
+
+struct tess__rt;
+
+/* One task running on a stream of a device. */
+struct tess__slot {
+    struct tess__task *t;      /* NULL: free */
+    int stream;
+    int next;                  /* next step to issue */
+    int inflight;              /* issued steps not yet reaped (<= TESS__DEPTH) */
+    struct tess__blk *c;       /* output tile working block (NULL on UNIFIED devices) */
+    struct tess__blk *held[2 * 2]; /* operand copies per in-flight step, ring by step */
+    tess__event *done[2];      /* per in-flight step, ring by step parity */
+    tess__event *wb;           /* after the write-back */
+    int writing_back;          /* write-back queued */
+    int cancelled;             /* the job failed: issue nothing more, write nothing back */
+    size_t committed;          /* heap bytes this slot counts on (admission) */
+};
+#define TESS__DEPTH 2          /* steps of one slot in flight at once */
+
+struct tess__dev {
+    int id;
+    struct tess__rt *rt;
+    const struct tess__dev_ops *ops;
+    void *bd;
+    struct tess__dev_desc desc;
+    int nstreams;
+    size_t heap_bytes;
+    struct tess__rs rs;
+    struct tess__slot slot[TESS_MAX_STREAMS];
+    size_t committed;          /* sum of the slots' commitments */
+    int inflight;              /* steps in flight over all slots */
+    double busy_since;         /* when inflight last went from 0 to 1 */
+    double stall_since;        /* first failed allocation with nothing in flight, 0 if none */
+    pthread_t thread;
+    _Atomic int failed;
+    _Atomic int warned;
+    struct tess__counters ctr;
+};
+
+struct tess__rt {
+    struct tess__config cfg;
+    int ndev;
+    struct tess__dev *dev[TESS_MAX_DEVICES];
+    struct tess__queue *q;
+    struct tess__cache cache;
+    pthread_mutex_t mu;        /* guards the sleeping workers' condition */
+    pthread_cond_t work;       /* signalled when tasks are queued or at shutdown */
+    _Atomic int shutdown;
+    _Atomic uint64_t next_space;
+    _Atomic int active_jobs;
+};
+
+/* The runtime, started on first use (refcount handled by tess_init/tess_finalize). */
+int tess__rt_get(struct tess__rt **rt);
+int tess__rt_start(struct tess__rt **rt);
+void tess__rt_stop(struct tess__rt *rt);
+/* Split job into its tasks' queue entries, wake the workers, wait for every task, purge
+ * the job's cached tiles, return the job's status. job->tasks must be filled. */
+int tess__rt_run(struct tess__rt *rt, struct tess__job *job);
+/* Tile edge for a job of precision dt and shape m x n x k (TESSERA_TILE or automatic). */
+int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
+                      int64_t k);
+
+/* worker.c */
+void *tess__worker_main(void *dev);
+/* A device failed: mark it, drop its cache, return its tasks. */
+void tess__worker_fail(struct tess__dev *d, int status, const char *what);
+
+#endif /* TESS_NODE_H */

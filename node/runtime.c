@@ -1,0 +1,330 @@
+/* node/runtime.c: the node runtime's life and its front door. Owns the device list (GPUs
+ * first, then emulated devices, then the CPU worker, in that index order), their heaps,
+ * reservation stations and worker threads, the task queue and the cache; starts them once
+ * (BLASX: streams, heaps and handles are created once, not per call), runs jobs, and tears
+ * everything down. Does not own tile scheduling (worker.c) or tile placement (cache/).
+ *
+ * Lock order: the runtime start/stop lock (g_lock) is taken only by init/finalize and is
+ * never held while a job runs; rt->mu only guards the workers' sleep.
+ */
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "node.h"
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tess__rt *g_rt;
+static int g_refs;
+
+#define HEAP_ALIGN 256
+#define QUEUE_CAP (1u << 16)
+
+/* "dev:k,dev:k": the fault point of device index dev, 0 if none. */
+static int64_t fault_for(const char *spec, int dev) {
+    const char *p = spec;
+    while (p && *p) {
+        char *end;
+        long d = strtol(p, &end, 10);
+        if (*end == ':') {
+            long long k = strtoll(end + 1, &end, 10);
+            if (d == dev) return k;
+        }
+        p = strchr(end, ',');
+        if (p) p++;
+    }
+    return 0;
+}
+
+static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int ordinal,
+                    int nstreams, size_t mem) {
+    int id = rt->ndev;
+    if (id >= TESS_MAX_DEVICES) return tess__fail(TESS_EINVAL, "more than %d devices", TESS_MAX_DEVICES);
+    struct tess__dev *d = calloc(1, sizeof *d);
+    if (!d) return tess__fail(TESS_ENOMEM, "device record: out of host memory");
+    d->id = id;
+    d->rt = rt;
+    d->ops = ops;
+    d->nstreams = nstreams;
+    struct tess__dev_params p = {
+        .ordinal = ordinal,
+        .nstreams = nstreams,
+        .mem_cap = mem,
+        .link_gbs = rt->cfg.emu_link_gbs,
+        .gflops = tess__list_double(rt->cfg.emu_gflops, ordinal, 0.0),
+        .fault_at = fault_for(rt->cfg.emu_fault, id),
+        .jitter_us = rt->cfg.emu_jitter_us,
+    };
+    if (ops != &tess__emu_ops) p.link_gbs = p.gflops = 0, p.jitter_us = 0;
+    int rc = ops->open(&p, &d->bd, &d->desc);
+    if (rc) {
+        free(d);
+        return rc;
+    }
+    struct tess__heap *heap = NULL;
+    if (!(d->desc.caps & TESS__CAP_UNIFIED)) {
+        void *base;
+        size_t got;
+        rc = ops->arena(d->bd, mem, &base, &got);
+        if (!rc && !(heap = tess__heap_create(base, got, HEAP_ALIGN)))
+            rc = tess__fail(TESS_ENOMEM, "device heap: out of host memory");
+        if (rc) {
+            ops->close(d->bd);
+            free(d);
+            return rc;
+        }
+        d->heap_bytes = got;
+    }
+    if ((rc = tess__rs_init(&d->rs, rt->cfg.rs_size))) {
+        if (heap) tess__heap_destroy(heap);
+        ops->close(d->bd);
+        free(d);
+        return rc;
+    }
+    for (int s = 0; s < nstreams; s++) {
+        d->slot[s].stream = s;
+        if (ops->event_create(d->bd, &d->slot[s].done[0]) ||
+            ops->event_create(d->bd, &d->slot[s].done[1]) ||
+            ops->event_create(d->bd, &d->slot[s].wb))
+            rc = tess__fail(TESS_EDEVICE, "device %d: cannot create events", id);
+    }
+    tess__cache_set_dev(&rt->cache, id, ops, d->bd, d->desc.caps, heap, &d->ctr);
+    rt->dev[id] = d;
+    rt->ndev++;
+    return rc;
+}
+
+static void close_dev(struct tess__rt *rt, struct tess__dev *d) {
+    for (int s = 0; s < d->nstreams; s++) {
+        if (d->slot[s].done[0]) d->ops->event_destroy(d->bd, d->slot[s].done[0]);
+        if (d->slot[s].done[1]) d->ops->event_destroy(d->bd, d->slot[s].done[1]);
+        if (d->slot[s].wb) d->ops->event_destroy(d->bd, d->slot[s].wb);
+    }
+    if (rt->cache.dev[d->id].heap) tess__heap_destroy(rt->cache.dev[d->id].heap);
+    d->ops->close(d->bd);
+    tess__rs_destroy(&d->rs);
+    free(d);
+}
+
+static int open_all(struct tess__rt *rt) {
+    const struct tess__config *cfg = &rt->cfg;
+    int rc = TESS_OK;
+#ifdef TESS_HAVE_CUDA
+    int ngpu = tess__cuda_ops.count(cfg);
+    for (int i = 0; i < ngpu && !rc; i++)
+        rc = open_dev(rt, &tess__cuda_ops, i, cfg->streams, (size_t)cfg->dev_mem);
+    if (rc) return rc;
+#endif
+    for (int i = 0; i < cfg->emulate && !rc; i++)
+        rc = open_dev(rt, &tess__emu_ops, i, cfg->emu_streams, (size_t)cfg->emu_mem);
+    if (rc) return rc;
+    if (cfg->cpu_worker == 1 || (cfg->cpu_worker < 0 && rt->ndev == 0))
+        rc = open_dev(rt, &tess__cpu_ops, 0, 1, 0);
+    if (rc) return rc;
+    if (rt->ndev == 0)
+        return tess__fail(TESS_ENODEV, "no device: TESSERA_DEVICES, TESSERA_EMULATE and "
+                                       "TESSERA_CPU_WORKER leave nothing to run on");
+    /* Peers: devices of one backend that can copy from each other directly. */
+    for (int i = 0; i < rt->ndev; i++) {
+        uint32_t mask = 0;
+        for (int j = 0; j < rt->ndev && cfg->p2p; j++)
+            if (j != i && rt->dev[i]->ops == rt->dev[j]->ops &&
+                (rt->dev[i]->desc.caps & TESS__CAP_P2P) &&
+                rt->dev[i]->ops->can_peer(rt->dev[i]->bd, rt->dev[j]->bd))
+                mask |= 1u << j;
+        tess__cache_set_peers(&rt->cache, i, mask);
+    }
+    return TESS_OK;
+}
+
+void tess__rt_stop(struct tess__rt *rt) {
+    if (!rt) return;
+    pthread_mutex_lock(&rt->mu);
+    atomic_store(&rt->shutdown, 1);
+    pthread_cond_broadcast(&rt->work);
+    pthread_mutex_unlock(&rt->mu);
+    for (int i = 0; i < rt->ndev; i++)
+        if (rt->dev[i]->thread) pthread_join(rt->dev[i]->thread, NULL);
+    tess__cache_destroy(&rt->cache);
+    for (int i = 0; i < rt->ndev; i++) close_dev(rt, rt->dev[i]);
+    if (rt->q) tess__queue_destroy(rt->q);
+    pthread_cond_destroy(&rt->work);
+    pthread_mutex_destroy(&rt->mu);
+    free(rt);
+}
+
+int tess__rt_start(struct tess__rt **out) {
+    struct tess__rt *rt = calloc(1, sizeof *rt);
+    if (!rt) return tess__fail(TESS_ENOMEM, "runtime: out of host memory");
+    pthread_mutex_init(&rt->mu, NULL);
+    pthread_cond_init(&rt->work, NULL);
+    atomic_store(&rt->next_space, 1);
+    int rc = tess__config_load(&rt->cfg);
+    if (!rc) {
+        tess__verbose = rt->cfg.verbose;
+        rc = tess__cache_init(&rt->cache, TESS_MAX_DEVICES);
+    }
+    if (!rc) rt->cache.p2p = rt->cfg.p2p;
+    if (!rc && !(rt->q = tess__queue_create(QUEUE_CAP)))
+        rc = tess__fail(TESS_ENOMEM, "task queue: out of host memory");
+    if (!rc) rc = open_all(rt);
+    for (int i = 0; i < rt->ndev && !rc; i++)
+        if (pthread_create(&rt->dev[i]->thread, NULL, tess__worker_main, rt->dev[i]))
+            rc = tess__fail(TESS_ENOMEM, "cannot start the worker of device %d", i);
+    if (rc) {
+        tess__rt_stop(rt);
+        return rc;
+    }
+    for (int i = 0; i < rt->ndev; i++)
+        tess__log(TESS__LOG_INFO, "device %d: %s, %zu MiB heap, %d streams", i,
+                  rt->dev[i]->desc.name, rt->dev[i]->heap_bytes >> 20, rt->dev[i]->nstreams);
+    *out = rt;
+    return TESS_OK;
+}
+
+int tess_init(void) {
+    tess__clear_error();
+    pthread_mutex_lock(&g_lock);
+    int rc = TESS_OK;
+    if (!g_rt) rc = tess__rt_start(&g_rt);
+    if (!rc) g_refs++;
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+int tess_finalize(void) {
+    pthread_mutex_lock(&g_lock);
+    if (g_refs > 0 && --g_refs == 0) {
+        tess__rt_stop(g_rt);
+        g_rt = NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return TESS_OK;
+}
+
+int tess__rt_get(struct tess__rt **rt) {
+    pthread_mutex_lock(&g_lock);
+    int rc = TESS_OK;
+    if (!g_rt) {
+        rc = tess__rt_start(&g_rt);
+        if (!rc) g_refs = 1; /* implicit start: lives until tess_finalize or exit */
+    }
+    *rt = g_rt;
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+static int live_devices(const struct tess__rt *rt, uint32_t mask) {
+    int n = 0;
+    for (int i = 0; i < rt->ndev; i++)
+        n += (mask & (1u << i)) && !atomic_load(&rt->dev[i]->failed);
+    return n;
+}
+
+/* With no device left to take them, cancel whatever the queue holds. */
+static void drain_queue(struct tess__rt *rt) {
+    void *item;
+    while (tess__queue_pop(rt->q, &item)) {
+        struct tess__task *t = item;
+        int ok = TESS_OK;
+        atomic_compare_exchange_strong(&t->job->status, &ok, TESS_ENODEV);
+        atomic_store(&t->state, TESS__TASK_DONE);
+        if (atomic_fetch_sub(&t->job->remaining, 1) == 1) {
+            pthread_mutex_lock(&t->job->mu);
+            pthread_cond_broadcast(&t->job->cv);
+            pthread_mutex_unlock(&t->job->mu);
+        }
+    }
+}
+
+int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
+    job->space = atomic_fetch_add(&rt->next_space, 1);
+    job->dev_mask = 0;
+    for (int i = 0; i < rt->ndev; i++) {
+        struct tess__dev *d = rt->dev[i];
+        if ((d->desc.caps & TESS__CAP_UNIFIED) || d->heap_bytes >= 3 * job->blk_bytes)
+            job->dev_mask |= 1u << i;
+    }
+    if (!job->dev_mask)
+        return tess__fail(TESS_ENOMEM, "no device heap holds three %zu-byte tiles; lower TESSERA_TILE",
+                          job->blk_bytes);
+    if (!live_devices(rt, job->dev_mask))
+        return tess__fail(TESS_ENODEV, "every device able to run this call has failed");
+    atomic_store(&job->remaining, job->ntasks);
+    atomic_store(&job->status, TESS_OK);
+    pthread_mutex_init(&job->mu, NULL);
+    pthread_cond_init(&job->cv, NULL);
+    atomic_fetch_add(&rt->active_jobs, 1);
+
+    for (int i = 0; i < job->ntasks; i++) {
+        struct tess__task *t = &job->tasks[i];
+        atomic_store(&t->state, TESS__TASK_QUEUED);
+        t->last_dev = -1;
+        while (!tess__queue_push(rt->q, t)) {
+            /* queue full: let the workers drain it */
+            pthread_mutex_lock(&rt->mu);
+            pthread_cond_broadcast(&rt->work);
+            pthread_mutex_unlock(&rt->mu);
+            sched_yield();
+        }
+        if ((i & 255) == 255) {
+            pthread_mutex_lock(&rt->mu);
+            pthread_cond_broadcast(&rt->work);
+            pthread_mutex_unlock(&rt->mu);
+        }
+    }
+    pthread_mutex_lock(&rt->mu);
+    pthread_cond_broadcast(&rt->work);
+    pthread_mutex_unlock(&rt->mu);
+
+    pthread_mutex_lock(&job->mu);
+    while (atomic_load(&job->remaining) > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50000000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&job->cv, &job->mu, &ts);
+        if (atomic_load(&job->remaining) > 0 && !live_devices(rt, job->dev_mask)) {
+            pthread_mutex_unlock(&job->mu);
+            drain_queue(rt);
+            pthread_mutex_lock(&job->mu);
+        }
+    }
+    pthread_mutex_unlock(&job->mu);
+    tess__cache_purge(&rt->cache, job->space);
+    atomic_fetch_sub(&rt->active_jobs, 1);
+    pthread_mutex_destroy(&job->mu);
+    pthread_cond_destroy(&job->cv);
+    int st = atomic_load(&job->status);
+    if (st == TESS_EDEVICE)
+        tess__fail(st, "a device failed during this call; C is unspecified, retry the call");
+    return st;
+}
+
+int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
+                      int64_t k) {
+    if (rt->cfg.tile > 0) return rt->cfg.tile;
+    int gpus = 0, others = 0;
+    size_t min_heap = SIZE_MAX;
+    for (int i = 0; i < rt->ndev; i++) {
+        const struct tess__dev *d = rt->dev[i];
+        if (d->desc.kind == TESS_DEV_CUDA) gpus++;
+        else if (d->desc.kind == TESS_DEV_EMULATED) others++;
+        if (!(d->desc.caps & TESS__CAP_UNIFIED) && d->heap_bytes < min_heap) min_heap = d->heap_bytes;
+    }
+    int64_t t = gpus ? 4096 : 256;
+    /* Enough tasks to keep every device's streams busy, but never tiny GPU tiles. */
+    int64_t ndev = gpus + others > 0 ? gpus + others : 1;
+    int64_t big = TESS__MAX(m, n);
+    while (t > (gpus ? 1024 : 64) && TESS__CEILDIV(m, t) * TESS__CEILDIV(n, t) < 2 * ndev &&
+           big > 0)
+        t /= 2;
+    /* A running task holds three tiles; leave room for several on the smallest heap. */
+    size_t es = tess__dtypes[dt].size;
+    while (t > 16 && min_heap != SIZE_MAX && (size_t)(12 * t * t) * es > min_heap) t /= 2;
+    (void)k;
+    return t;
+}

@@ -1,0 +1,430 @@
+/* node/worker.c: the loop one thread runs for one device (BLASX Alg. 1, ComputingKernel).
+ * Owns the device's stream slots: each slot runs one task, its k steps issued in order on
+ * the slot's stream; the worker interleaves the slots step by step so that the copies of
+ * one slot overlap the kernels of another. It does not own tiles (cache/) or the queue.
+ *
+ * One pass of the loop:
+ *   reap      sync point: query the events of issued steps; a completed step releases its
+ *             operand tiles (ALRU readers); a completed write-back finishes the task.
+ *   refill    demand-driven: pull tasks from the global queue into the reservation station
+ *             until it is full; with the queue empty and a slot idle, steal from the
+ *             fullest station of another device.
+ *   activate  move the best-ranked station task (Eq. 3) onto each free slot, if the heap
+ *             can hold it (admission: each running task counts on C + A + B tiles, so the
+ *             running tasks can always progress once idle copies are evicted).
+ *   issue     round-robin over the slots, one k step each per round, up to TESS__DEPTH
+ *             steps in flight per slot; step 0 loads C (unless beta = 0), the last step is
+ *             followed by the write-back of C on the same stream. C stays on the device
+ *             across all k steps.
+ * When a pass made no progress the worker blocks on its oldest event, or sleeps briefly
+ * on the runtime's condition variable when it has nothing in flight.
+ *
+ * Stream ownership: slot s uses stream s; only this thread queues work on this device's
+ * streams. Locks taken here: a station's lock (rs.c), then the cache lock inside cache.c.
+ */
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "node.h"
+
+#define STALL_LIMIT_S 5.0   /* no room, nothing in flight, this long: the job fails ENOMEM */
+
+static void job_task_done(struct tess__job *job) {
+    if (atomic_fetch_sub(&job->remaining, 1) == 1) {
+        pthread_mutex_lock(&job->mu);
+        pthread_cond_broadcast(&job->cv);
+        pthread_mutex_unlock(&job->mu);
+    }
+}
+
+static void job_fail(struct tess__job *job, int status) {
+    int ok = TESS_OK;
+    atomic_compare_exchange_strong(&job->status, &ok, status);
+}
+
+/* Finish a task that will not run (its job failed). */
+static void task_cancel(struct tess__task *t) {
+    atomic_store(&t->state, TESS__TASK_DONE);
+    job_task_done(t->job);
+}
+
+static bool unified(const struct tess__dev *d) { return d->desc.caps & TESS__CAP_UNIFIED; }
+
+/* ---- Eq. 3: priority = sum over k of f(A_ik) + f(B_kj), f = 2 L1, 1 L2, 0 host -------- */
+
+static int task_prio(struct tess__task *t, void *arg) {
+    struct tess__dev *d = arg;
+    struct tess__cache *c = &d->rt->cache;
+    if (unified(d)) return 0;
+    int p = 0;
+    tess__cache_lock(c);
+    for (int s = 0; s < t->nsteps; s++) {
+        struct tess__step st;
+        t->job->ops->step(t->job, t, s, &st);
+        p += tess__cache_locality(c, d->id, &st.a.key) + tess__cache_locality(c, d->id, &st.b.key);
+    }
+    tess__cache_unlock(c);
+    return p;
+}
+
+/* ---- busy time: wall time with at least one step in flight ------------------------ */
+
+static void inflight_add(struct tess__dev *d, int delta) {
+    if (d->inflight == 0 && delta > 0) d->busy_since = tess__now();
+    d->inflight += delta;
+    if (d->inflight == 0 && delta < 0)
+        TESS__COUNT(&d->ctr, busy_ns, (uint64_t)((tess__now() - d->busy_since) * 1e9));
+}
+
+/* ---- slots ------------------------------------------------------------------------ */
+
+static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
+    d->committed -= sl->committed;
+    sl->committed = 0;
+    sl->t = NULL;
+    sl->c = NULL;
+    sl->next = sl->inflight = 0;
+    sl->writing_back = sl->cancelled = 0;
+}
+
+static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
+    struct tess__task *t = sl->t;
+    if (sl->c) tess__cache_free_work(&d->rt->cache, sl->c);
+    if (!sl->cancelled) TESS__COUNT(&d->ctr, tasks, 1);
+    atomic_store(&t->state, TESS__TASK_DONE);
+    slot_clear(d, sl);
+    job_task_done(t->job);
+}
+
+/* The device failed: abandon everything it holds, fail the jobs it was running. */
+void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
+    struct tess__cache *c = &d->rt->cache;
+    if (atomic_exchange(&d->failed, 1)) return;
+    if (!atomic_exchange(&d->warned, 1))
+        tess__log(TESS__LOG_WARN, "device %d (%s) failed during %s: %s; it is left out from now on",
+                  d->id, d->desc.name, what, tess_last_error());
+    for (int i = 0; i < d->nstreams; i++) {
+        struct tess__slot *sl = &d->slot[i];
+        if (!sl->t) continue;
+        for (int s = sl->next - sl->inflight; s < sl->next; s++)
+            for (int h = 0; h < 2; h++)
+                if (sl->held[2 * (s % 2) + h]) tess__cache_unacquire(c, sl->held[2 * (s % 2) + h]);
+        if (sl->c) {
+            tess__cache_free_work(c, sl->c);
+            sl->c = NULL;
+        }
+        job_fail(sl->t->job, status);
+        struct tess__task *t = sl->t;
+        sl->inflight = 0;
+        slot_clear(d, sl);
+        task_cancel(t);
+    }
+    d->inflight = 0;
+    struct tess__task *t;
+    while ((t = tess__rs_steal(&d->rs))) {
+        job_fail(t->job, status);
+        task_cancel(t);
+    }
+    tess__cache_drop_dev(c, d->id);
+}
+
+/* Sync point: release what completed. Returns 1 if anything did. */
+static int reap(struct tess__dev *d) {
+    int progress = 0;
+    for (int i = 0; i < d->nstreams; i++) {
+        struct tess__slot *sl = &d->slot[i];
+        if (!sl->t) continue;
+        while (sl->inflight > 0) {
+            int s = sl->next - sl->inflight;
+            int rc = d->ops->event_query(d->bd, sl->done[s % 2]);
+            if (rc == TESS_EAGAIN) break;
+            if (rc) {
+                tess__worker_fail(d, TESS_EDEVICE, "a tile kernel");
+                return 1;
+            }
+            for (int h = 0; h < 2; h++) {
+                struct tess__blk **b = &sl->held[2 * (s % 2) + h];
+                if (*b) tess__cache_release(&d->rt->cache, *b);
+                *b = NULL;
+            }
+            sl->inflight--;
+            inflight_add(d, -1);
+            progress = 1;
+        }
+        if (sl->inflight == 0 && sl->writing_back) {
+            int rc = d->ops->event_query(d->bd, sl->wb);
+            if (rc == TESS_EAGAIN) continue;
+            if (rc) {
+                tess__worker_fail(d, TESS_EDEVICE, "a tile write-back");
+                return 1;
+            }
+            slot_finish(d, sl);
+            progress = 1;
+        } else if (sl->inflight == 0 && (sl->cancelled || (unified(d) && sl->next == sl->t->nsteps))) {
+            slot_finish(d, sl);
+            progress = 1;
+        }
+    }
+    return progress;
+}
+
+static int free_slots(const struct tess__dev *d) {
+    int n = 0;
+    for (int i = 0; i < d->nstreams; i++) n += !d->slot[i].t;
+    return n;
+}
+
+/* Demand: fill the station from the queue; steal when the queue is dry and a slot idles. */
+static int refill(struct tess__dev *d) {
+    struct tess__rt *rt = d->rt;
+    int progress = 0;
+    while (tess__rs_count(&d->rs) < d->rs.cap) {
+        void *item;
+        if (!tess__queue_pop(rt->q, &item)) break;
+        struct tess__task *t = item;
+        if (!(t->job->dev_mask & (1u << d->id))) {
+            /* this device cannot hold the job's tiles: leave the task to the others */
+            while (!tess__queue_push(rt->q, t)) sched_yield();
+            break;
+        }
+        atomic_store(&t->state, TESS__TASK_RESERVED);
+        t->last_dev = d->id;
+        tess__rs_push(&d->rs, t);
+        progress = 1;
+    }
+    if (tess__rs_count(&d->rs) == 0 && free_slots(d) > 0 && tess__queue_size(rt->q) == 0) {
+        struct tess__dev *victim = NULL;
+        int best = 0;
+        for (int i = 0; i < rt->ndev; i++) {
+            struct tess__dev *o = rt->dev[i];
+            if (o == d || atomic_load(&o->failed)) continue;
+            int n = tess__rs_count(&o->rs);
+            if (n > best) best = n, victim = o;
+        }
+        struct tess__task *t = victim ? tess__rs_steal(&victim->rs) : NULL;
+        if (t) {
+            if (!(t->job->dev_mask & (1u << d->id))) {
+                tess__rs_push(&victim->rs, t);
+            } else {
+                t->last_dev = d->id;
+                tess__rs_push(&d->rs, t);
+                TESS__COUNT(&d->ctr, stolen, 1);
+                progress = 1;
+            }
+        }
+    }
+    return progress;
+}
+
+/* Put the best station tasks on free slots, within the heap's admission budget. */
+static int activate(struct tess__dev *d) {
+    int progress = 0;
+    for (int i = 0; i < d->nstreams; i++) {
+        struct tess__slot *sl = &d->slot[i];
+        if (sl->t) continue;
+        struct tess__task *t = tess__rs_pop_best(&d->rs, task_prio, d);
+        if (!t) break;
+        if (atomic_load(&t->job->status) != TESS_OK) {
+            task_cancel(t);
+            progress = 1;
+            i--;
+            continue;
+        }
+        size_t need = unified(d) ? 0 : 3 * t->job->blk_bytes;
+        if (need && d->committed + need > d->heap_bytes) {
+            tess__rs_push(&d->rs, t); /* no room for another running task now */
+            break;
+        }
+        atomic_store(&t->state, TESS__TASK_RUNNING);
+        sl->t = t;
+        sl->next = sl->inflight = 0;
+        sl->committed = need;
+        d->committed += need;
+        progress = 1;
+    }
+    return progress;
+}
+
+/* Queue step sl->next of the slot's task. TESS_EAGAIN: no room on the device now. */
+static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
+    struct tess__task *t = sl->t;
+    struct tess__job *job = t->job;
+    struct tess__cache *c = &d->rt->cache;
+    const struct tess__dev_ops *ops = d->ops;
+    size_t es = tess__dtypes[job->dt].size;
+    int s = sl->next, rc;
+    struct tess__step st;
+    job->ops->step(job, t, s, &st);
+
+    void *cptr = t->c;
+    int64_t cld = job->ldc;
+    if (!unified(d)) {
+        if (!sl->c) {
+            rc = tess__cache_alloc_work(c, d->id, job->blk_bytes, &sl->c);
+            if (rc) return rc;
+            sl->c->ld = t->m;
+            if (job->load_c) {
+                rc = ops->copy2d(d->bd, sl->stream, TESS__H2D, sl->c->ptr, (size_t)t->m * es,
+                                 t->c, (size_t)job->ldc * es, (size_t)t->m * es, (size_t)t->n, NULL);
+                if (rc) return rc;
+                TESS__COUNT(&d->ctr, bytes_h2d, (uint64_t)(t->m * t->n) * es);
+            }
+        }
+        cptr = sl->c->ptr;
+        cld = sl->c->ld;
+    }
+    struct tess__blk *a, *b;
+    rc = tess__cache_acquire(c, d->id, sl->stream, &st.a, job->blk_bytes, &a);
+    if (rc) return rc;
+    rc = tess__cache_acquire(c, d->id, sl->stream, &st.b, job->blk_bytes, &b);
+    if (rc) {
+        tess__cache_unacquire(c, a);
+        return rc;
+    }
+    rc = ops->gemm(d->bd, sl->stream, job->dt, st.ta, st.tb, st.m, st.n, st.k, st.alpha, a->ptr,
+                   a->ld, b->ptr, b->ld, st.beta, cptr, cld);
+    if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->done[s % 2]);
+    if (rc) {
+        tess__cache_unacquire(c, a);
+        tess__cache_unacquire(c, b);
+        return rc;
+    }
+    sl->held[2 * (s % 2)] = a;
+    sl->held[2 * (s % 2) + 1] = b;
+    sl->next++;
+    sl->inflight++;
+    inflight_add(d, 1);
+    TESS__COUNT(&d->ctr, steps, 1);
+    TESS__COUNT(&d->ctr, flops_x1k,
+                (uint64_t)(tess__dtypes[job->dt].flop_mul * (double)st.m * (double)st.n *
+                           (double)st.k / 1000.0));
+    if (sl->next == t->nsteps && !unified(d)) {
+        /* Written back once, after the last k step, on the same stream. */
+        rc = ops->copy2d(d->bd, sl->stream, TESS__D2H, t->c, (size_t)job->ldc * es, sl->c->ptr,
+                         (size_t)sl->c->ld * es, (size_t)t->m * es, (size_t)t->n, NULL);
+        if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->wb);
+        if (rc) return rc;
+        sl->writing_back = 1;
+        TESS__COUNT(&d->ctr, bytes_d2h, (uint64_t)(t->m * t->n) * es);
+    }
+    return TESS_OK;
+}
+
+/* Interleave the slots k step by k step. Returns progress; *stalled when out of room. */
+static int issue(struct tess__dev *d, int *stalled) {
+    int progress = 0, any;
+    *stalled = 0;
+    do {
+        any = 0;
+        for (int i = 0; i < d->nstreams; i++) {
+            struct tess__slot *sl = &d->slot[i];
+            if (!sl->t || sl->cancelled || sl->next >= sl->t->nsteps || sl->inflight >= TESS__DEPTH)
+                continue;
+            if (atomic_load(&sl->t->job->status) != TESS_OK) {
+                sl->cancelled = 1; /* its job failed elsewhere: stop, write nothing back */
+                continue;
+            }
+            int rc = issue_step(d, sl);
+            if (rc == TESS_EAGAIN) {
+                *stalled = 1;
+                return progress;
+            }
+            if (rc == TESS_ENOMEM) {
+                job_fail(sl->t->job, rc);
+                sl->cancelled = 1;
+                continue;
+            }
+            if (rc) {
+                tess__worker_fail(d, TESS_EDEVICE, "queueing a tile step");
+                return 1;
+            }
+            any = progress = 1;
+        }
+    } while (any);
+    return progress;
+}
+
+/* Nothing moved: block on the oldest pending event, or nap until work arrives. */
+static void wait_for_something(struct tess__dev *d, int stalled) {
+    for (int i = 0; i < d->nstreams; i++) {
+        struct tess__slot *sl = &d->slot[i];
+        if (!sl->t) continue;
+        tess__event *ev = NULL;
+        if (sl->inflight > 0) ev = sl->done[(sl->next - sl->inflight) % 2];
+        else if (sl->writing_back) ev = sl->wb;
+        if (ev) {
+            d->stall_since = 0;
+            if (d->ops->event_sync(d->bd, ev)) tess__worker_fail(d, TESS_EDEVICE, "a tile step");
+            return;
+        }
+    }
+    if (stalled) {
+        /* Out of room with nothing of ours in flight: peers still pin some of our copies
+         * (they release them at their next sync point). Never wait forever. */
+        double now = tess__now();
+        if (!d->stall_since) d->stall_since = now;
+        if (now - d->stall_since > STALL_LIMIT_S) {
+            for (int i = 0; i < d->nstreams; i++)
+                if (d->slot[i].t) {
+                    tess__fail(TESS_ENOMEM, "device %d: no room for the tiles of a task", d->id);
+                    job_fail(d->slot[i].t->job, TESS_ENOMEM);
+                    d->slot[i].cancelled = 1;
+                }
+            d->stall_since = 0;
+        }
+        usleep(50);
+        return;
+    }
+    struct tess__rt *rt = d->rt;
+    pthread_mutex_lock(&rt->mu);
+    if (!atomic_load(&rt->shutdown) && tess__queue_size(rt->q) == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 1000000; /* 1 ms: idle workers look for tasks to steal */
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&rt->work, &rt->mu, &ts);
+    }
+    pthread_mutex_unlock(&rt->mu);
+}
+
+static bool has_work(const struct tess__dev *d) {
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->slot[i].t) return true;
+    return false;
+}
+
+static void pin_self(const struct tess__dev *d) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 2) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)(d->id % ncpu), &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+void *tess__worker_main(void *arg) {
+    struct tess__dev *d = arg;
+    struct tess__rt *rt = d->rt;
+    if (rt->cfg.pin_threads && !unified(d)) pin_self(d);
+    for (;;) {
+        if (atomic_load(&d->failed)) {
+            if (atomic_load(&rt->shutdown)) break;
+            pthread_mutex_lock(&rt->mu);
+            if (!atomic_load(&rt->shutdown)) pthread_cond_wait(&rt->work, &rt->mu);
+            pthread_mutex_unlock(&rt->mu);
+            continue;
+        }
+        int stalled = 0, progress = reap(d);
+        if (atomic_load(&rt->shutdown) && !has_work(d) && tess__rs_count(&d->rs) == 0 &&
+            tess__queue_size(rt->q) == 0)
+            break;
+        progress |= refill(d);
+        progress |= activate(d);
+        progress |= issue(d, &stalled);
+        if (!stalled) d->stall_since = 0;
+        if (!progress) wait_for_something(d, stalled);
+    }
+    return NULL;
+}

@@ -1,0 +1,103 @@
+/* src/backend/backend.h: the device interface. Each backend is one const ops table; the
+ * node runtime (node/) and the cache (cache/) drive every device through it and nothing
+ * else. Backends: cuda.c (cuBLAS, CUDA streams/events, P2P), host.c (the CPU worker, which
+ * computes in place on host memory, and the emulated devices: separate capped arenas,
+ * stream threads, throttles, injected faults).
+ *
+ * Semantics every backend keeps, the CUDA ones:
+ *  - Work queued on one stream runs in order; streams of one device run concurrently and
+ *    in no particular order relative to each other.
+ *  - Every hook that queues work (copy2d, gemm, event_record, stream_wait) returns at once;
+ *    its effect is visible only after an event recorded behind it completes.
+ *  - An event records the position of a stream at the time of event_record; a later
+ *    stream_wait captures the event as it is at that call (a re-record afterwards does not
+ *    affect that wait). event_query answers TESS_OK (reached), TESS_EAGAIN (not yet) or an
+ *    error. An event may be waited on by a stream of another device of the same backend.
+ *  - Errors are sticky per device: after a failure every later call of that device
+ *    returns TESS_EDEVICE and its events never report TESS_OK.
+ *  - Only the device's worker thread queues work on its streams; event_query and
+ *    event_sync may be called from any thread.
+ */
+#ifndef TESS_BACKEND_H
+#define TESS_BACKEND_H
+
+#include "../internal.h"
+
+/* Direction of a 2D copy. P2P: src is in the memory of device `peer`, dst in this one. */
+enum tess__copy_kind { TESS__H2D = 0, TESS__D2H = 1, TESS__D2D = 2, TESS__P2P = 3 };
+
+/* Capabilities of a device instance. */
+enum {
+    TESS__CAP_UNIFIED = 1u << 0,  /* device memory is host memory: operands are used in place */
+    TESS__CAP_P2P = 1u << 1       /* can copy from peers of the same backend (see can_peer) */
+};
+
+typedef struct tess__event tess__event; /* backend-defined */
+
+/* What the runtime asks of one device when opening it. */
+struct tess__dev_params {
+    int ordinal;          /* backend-local index: CUDA device number, or emulated device index */
+    int nstreams;         /* streams to create (1..TESS_MAX_STREAMS) */
+    size_t mem_cap;       /* bytes wanted for the device heap arena; 0 = backend default */
+    double link_gbs;      /* emulated: copy bandwidth in GB/s (0 = unthrottled) */
+    double gflops;        /* emulated: kernel rate in GFLOP/s (0 = unthrottled) */
+    int64_t fault_at;     /* emulated: the k-th copy/gemm (1-based) fails; 0 = never */
+    int jitter_us;        /* emulated: random delay up to this before each op */
+};
+
+/* Description of an opened device (filled by open). */
+struct tess__dev_desc {
+    char name[64];        /* "NVIDIA H100 80GB HBM3 (cuda:0)", "emulated:2", "cpu" */
+    tess_dev_kind_t kind;
+    unsigned caps;        /* TESS__CAP_* */
+    size_t mem_total;     /* physical memory of the device, bytes (0 if not applicable) */
+    double link_gbs;      /* host link bandwidth, informational (0 unknown) */
+    int pci_bus;          /* for topology printing, -1 unknown */
+};
+
+struct tess__dev_ops {
+    const char *name;
+    /* Number of devices this backend can open with cfg (CUDA: GPUs visible; emulated:
+     * TESSERA_EMULATE; cpu: 1). Never fails; 0 when none. */
+    int (*count)(const struct tess__config *cfg);
+    /* Open device p->ordinal: create streams, handles, events pool. *bd receives the
+     * backend's handle, passed to every other hook. */
+    int (*open)(const struct tess__dev_params *p, void **bd, struct tess__dev_desc *desc);
+    /* Wait for all queued work, then free everything of the device (arena included). */
+    void (*close)(void *bd);
+    /* The one large allocation the device heap is carved from: up to `want` bytes
+     * (want = 0: as much as sensible). Returns base and size; called once per device.
+     * UNIFIED devices have no arena (return TESS_ENOSYS). */
+    int (*arena)(void *bd, size_t want, void **base, size_t *got);
+    /* Queue a copy of `height` rows of `width` bytes: row r goes from src + r*spitch to
+     * dst + r*dpitch. Host pointers may be pinned or pageable. For P2P, peer is the
+     * source device's handle. */
+    int (*copy2d)(void *bd, int stream, enum tess__copy_kind kind, void *dst, size_t dpitch,
+                  const void *src, size_t spitch, size_t width, size_t height, void *peer);
+    /* Queue C = alpha op(A) op(B) + beta C, column-major, ta/tb in 'N','T','C'. alpha and
+     * beta point to host scalars of precision dt, read before the call returns. beta = 0
+     * must not read C. */
+    int (*gemm)(void *bd, int stream, tess_dtype_t dt, char ta, char tb, int64_t m,
+                int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
+                const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+    int (*event_create)(void *bd, tess__event **ev);
+    void (*event_destroy)(void *bd, tess__event *ev);
+    int (*event_record)(void *bd, int stream, tess__event *ev);
+    /* TESS_OK once the stream passed the recorded point; TESS_EAGAIN before; <0 on error.
+     * An event never recorded reports TESS_OK. */
+    int (*event_query)(void *bd, tess__event *ev);
+    /* Block until the event is reached (TESS_OK) or the device fails (<0). */
+    int (*event_sync)(void *bd, tess__event *ev);
+    /* Make `stream` wait for ev (ev may belong to another device of this backend). */
+    int (*stream_wait)(void *bd, int stream, tess__event *ev);
+    /* 1 if this device can copy directly from peer's memory (and access was enabled). */
+    int (*can_peer)(void *bd, void *peer);
+};
+
+extern const struct tess__dev_ops tess__cpu_ops;   /* host.c: the CPU worker */
+extern const struct tess__dev_ops tess__emu_ops;   /* host.c: emulated devices */
+#ifdef TESS_HAVE_CUDA
+extern const struct tess__dev_ops tess__cuda_ops;  /* cuda.c */
+#endif
+
+#endif /* TESS_BACKEND_H */

@@ -1,0 +1,684 @@
+/* src/backend/cuda.c: the CUDA backend, one NVIDIA GPU per device instance: its streams
+ * (non-blocking), one cuBLAS handle per stream, its heap arena (one cudaMalloc), 2D copies
+ * straight from host matrices, peer copies over NVLink/PCIe, events (pooled), sticky
+ * failure and injected faults. Semantics of every hook: backend.h.
+ *
+ * Owns: the CUDA/cuBLAS objects of each opened GPU and the peer-access answers. Does not own
+ * what is carved out of the arena (cache/heap.c) nor the order of work (node/worker.c).
+ *
+ * Threads. The device's worker thread calls the hooks that queue work (copy2d, gemm,
+ * event_record, stream_wait); they make the device current (cudaSetDevice) and leave it so.
+ * The cold hooks (open, close, arena, can_peer, event_create on a pool miss) may run on a
+ * user's thread: they make the device current and restore the caller's device afterwards.
+ * event_query and event_sync may run on any thread and leave the current device alone:
+ * cudaEventQuery/cudaEventSynchronize succeed for an event of a device other than the
+ * current one (CUDA Programming Guide, "Stream and Event Behavior").
+ *
+ * Failure. Every CUDA and cuBLAS call goes through TESS_CU(d, call): on an error it marks
+ * the device failed (sticky) and records, via tess__fail, the device, the call, file:line
+ * and CUDA's message; every later hook of that device answers TESS_EDEVICE and its events
+ * never report TESS_OK. The few calls whose failure is an answer rather than a device
+ * failure are checked by hand: cudaGetDeviceCount (no GPU), peer queries, cudaMalloc out of
+ * memory, cudaEventQuery's "not ready", and teardown in close. Argument errors (our own
+ * invariants: bad stream index, ld < rows) answer TESS_EINVAL and leave the device healthy;
+ * an arena that does not fit answers TESS_ENOMEM. As in host.c (the reference), another
+ * device is not dragged down by a failed one: its stream_wait on an event of the failed
+ * device is skipped (logged at info level) and returns TESS_OK, since the work behind that
+ * event may never run; a P2P copy from the failed device's memory is still queued. Data
+ * read from a failed device is not to be trusted; the runtime drops it.
+ * fault_at counts the copy2d/gemm calls that queue work (not zero-sized copies), failing
+ * the fault_at-th as if CUDA had; work queued before it still runs to completion.
+ *
+ * Lifetime. Events come from a per-device pool and outlive their device, as in host.c:
+ * event_destroy may come before or after close. The device record is reference counted
+ * (the device itself and each event); close frees the pooled events and the CUDA objects,
+ * the record goes with its last event. The CUDA context (primary) is never destroyed.
+ *
+ * Lock order: the event-pool mutex is a leaf.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+
+/* cuBLAS 12 added the _64 entry points (64-bit m, n, k, ld); before, 32-bit only. */
+#if defined(CUBLAS_VER_MAJOR) && CUBLAS_VER_MAJOR >= 12
+#define CUDA_GEMM_64 1
+#else
+#define CUDA_GEMM_64 0
+#endif
+
+/* The i-th device that cfg->devices selects, as a CUDA ordinal (-1 if none). The runtime
+ * opens device i of this backend with p->ordinal = tess__cuda_ordinal(cfg, i). */
+int tess__cuda_ordinal(const struct tess__config *cfg, int i);
+
+struct cuda_dev;
+
+/* One CUDA event of one device. `recorded` lets a pooled event answer "never recorded"
+ * (TESS_OK) after reuse without asking CUDA. */
+struct tess__event {
+    cudaEvent_t ev;
+    struct cuda_dev *owner;
+    _Atomic int recorded;
+    struct tess__event *next_free;  /* pool list (owner->evmu) */
+};
+
+/* Failure states of a device: healthy, being marked (message being written), failed. */
+enum { DEV_OK = 0, DEV_FAILING = 1, DEV_FAILED = 2 };
+
+struct cuda_dev {
+    int ord;                            /* CUDA device number */
+    int nstreams;
+    cudaStream_t stream[TESS_MAX_STREAMS];
+    cublasHandle_t blas[TESS_MAX_STREAMS];  /* blas[i] is bound to stream[i] */
+    void *arena;
+    size_t arena_bytes;
+    size_t max_pitch;                   /* cudaDeviceProp.memPitch; larger: row by row */
+    int uva;                            /* cudaDeviceProp.unifiedAddressing */
+    int64_t fault_at;                   /* injected fault: the k-th copy/gemm fails; 0 never */
+    _Atomic int64_t ops;                /* copy2d + gemm calls so far */
+    _Atomic int state;                  /* DEV_* */
+    char why[384];                      /* first failure, valid once state == DEV_FAILED */
+    int ndev;                           /* CUDA devices visible at open */
+    _Atomic int *peer;                  /* [ndev]: 0 not asked, 1 usable, -1 not usable */
+    _Atomic int refs;                   /* 1 for the open device + 1 per event */
+    pthread_mutex_t evmu;               /* guards ev_free and closed */
+    struct tess__event *ev_free;
+    int closed;
+};
+
+/* ---- failure: the one wrapper every vendor call goes through ------------------------- */
+
+static const char *short_file(const char *file) {
+    const char *s = strstr(file, "src/backend/");
+    return s ? s : file;
+}
+
+static bool dev_failed(struct cuda_dev *d) {
+    return atomic_load_explicit(&d->state, memory_order_acquire) != DEV_OK;
+}
+
+/* Mark d failed (the first failure's message is kept) and record the message. */
+static int dev_fail(struct cuda_dev *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int dev_fail(struct cuda_dev *d, const char *fmt, ...) {
+    char msg[sizeof d->why];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int expect = DEV_OK;
+    if (atomic_compare_exchange_strong(&d->state, &expect, DEV_FAILING)) {
+        memcpy(d->why, msg, sizeof msg);
+        atomic_store_explicit(&d->state, DEV_FAILED, memory_order_release);
+    }
+    return tess__fail(TESS_EDEVICE, "cuda:%d: %s", d->ord, msg);
+}
+
+/* The answer of every hook of a device that failed earlier. */
+static int dev_dead(struct cuda_dev *d) {
+    int s = atomic_load_explicit(&d->state, memory_order_acquire);
+    return tess__fail(TESS_EDEVICE, "cuda:%d: device failed earlier: %s", d->ord,
+                      s == DEV_FAILED ? d->why : "(failure being recorded)");
+}
+
+static int cu_check_(struct cuda_dev *d, cudaError_t e, const char *call, const char *file,
+                     int line) {
+    if (e == cudaSuccess) return TESS_OK;
+    (void)cudaGetLastError(); /* clear a non-sticky error so it is not reported twice */
+    return dev_fail(d, "%s at %s:%d: %s (%s)", call, short_file(file), line,
+                    cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+static int cublas_check_(struct cuda_dev *d, cublasStatus_t e, const char *call,
+                         const char *file, int line) {
+    if (e == CUBLAS_STATUS_SUCCESS) return TESS_OK;
+    return dev_fail(d, "%s at %s:%d: %s (%s)", call, short_file(file), line,
+                    cublasGetStatusName(e), cublasGetStatusString(e));
+}
+
+/* TESS_CU(d, call): run a CUDA runtime or cuBLAS call once; TESS_OK, or mark d failed and
+ * return TESS_EDEVICE with the call, file:line and CUDA's message. The controlling
+ * expression of _Generic is not evaluated, so `call` runs exactly once. */
+#define TESS_CU(d, call)                                                                 \
+    _Generic((call), cudaError_t: cu_check_, cublasStatus_t: cublas_check_)(             \
+        (d), (call), #call, __FILE__, __LINE__)
+
+/* ---- current device ---------------------------------------------------------------- */
+
+/* Cold hooks: make d current, remember the caller's device for leave(). */
+static int enter(struct cuda_dev *d, int *prev) {
+    if (cudaGetDevice(prev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *prev = -1;
+    }
+    if (*prev == d->ord) return TESS_OK;
+    return TESS_CU(d, cudaSetDevice(d->ord));
+}
+
+/* Give the caller back its device (ord: the device enter() made current). */
+static void leave(int ord, int prev) {
+    if (prev >= 0 && prev != ord && cudaSetDevice(prev) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+/* ---- count: which GPUs cfg->devices selects ----------------------------------------- */
+
+static int visible_gpus(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) { /* no driver, no device, ... */
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n > 0 ? n : 0;
+}
+
+/* Fill out[] with the CUDA ordinals cfg->devices selects, in its order, without
+ * duplicates: "all" (or empty, or no cfg) = every visible GPU, "none" = no GPU, otherwise a
+ * comma list of ordinals; ordinals not visible are left out with a warning. */
+static int select_gpus(const struct tess__config *cfg, int out[TESS_MAX_DEVICES]) {
+    int n = visible_gpus(), cnt = 0;
+    const char *s = cfg ? cfg->devices : "";
+    while (*s == ' ') s++;
+    if (*s == '\0' || strcmp(s, "all") == 0) {
+        for (int i = 0; i < n && cnt < TESS_MAX_DEVICES; i++) out[cnt++] = i;
+        return cnt;
+    }
+    if (strcmp(s, "none") == 0) return 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) { /* not a number: skip the entry */
+            tess__log(TESS__LOG_WARN, "TESSERA_DEVICES: '%s': entry is not a GPU ordinal",
+                      cfg->devices);
+            while (*end && *end != ',') end++;
+        } else if (v < 0 || v >= n) {
+            tess__log(TESS__LOG_WARN, "TESSERA_DEVICES: GPU %ld is not visible (%d GPUs)", v,
+                      n);
+        } else {
+            bool dup = false;
+            for (int i = 0; i < cnt; i++) dup = dup || out[i] == (int)v;
+            if (!dup && cnt < TESS_MAX_DEVICES) out[cnt++] = (int)v;
+        }
+        s = end;
+        while (*s == ' ' || *s == ',') s++;
+    }
+    return cnt;
+}
+
+static int cuda_count(const struct tess__config *cfg) {
+    int ord[TESS_MAX_DEVICES];
+    return select_gpus(cfg, ord);
+}
+
+int tess__cuda_ordinal(const struct tess__config *cfg, int i) {
+    int ord[TESS_MAX_DEVICES];
+    int n = select_gpus(cfg, ord);
+    return i >= 0 && i < n ? ord[i] : -1;
+}
+
+/* ---- open / close -------------------------------------------------------------------- */
+
+static void dev_unref(struct cuda_dev *d) {
+    if (atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) != 1) return;
+    pthread_mutex_destroy(&d->evmu);
+    free(d->peer);
+    free(d);
+}
+
+static void event_free(struct tess__event *e) {
+    if (cudaEventDestroy(e->ev) != cudaSuccess) (void)cudaGetLastError();
+    struct cuda_dev *d = e->owner;
+    free(e);
+    dev_unref(d);
+}
+
+/* Close (and a failed open): wait for the streams, then free handles, streams, pooled
+ * events and the arena, with d current. Events still held by the runtime stay valid. */
+static void teardown(struct cuda_dev *d) {
+    for (int i = 0; i < d->nstreams; i++) {
+        if (d->stream[i] && cudaStreamSynchronize(d->stream[i]) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
+    for (int i = 0; i < d->nstreams; i++) {
+        if (d->blas[i]) (void)cublasDestroy(d->blas[i]);
+        if (d->stream[i] && cudaStreamDestroy(d->stream[i]) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
+    pthread_mutex_lock(&d->evmu);
+    struct tess__event *e = d->ev_free;
+    d->ev_free = NULL;
+    d->closed = 1;
+    pthread_mutex_unlock(&d->evmu);
+    while (e) {
+        struct tess__event *next = e->next_free;
+        event_free(e); /* the device's own reference keeps d alive here */
+        e = next;
+    }
+    if (d->arena && cudaFree(d->arena) != cudaSuccess) (void)cudaGetLastError();
+    d->arena = NULL;
+}
+
+static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__dev_desc *desc) {
+    *bd = NULL;
+    int ndev = visible_gpus();
+    if (p->ordinal < 0 || p->ordinal >= ndev)
+        return tess__fail(TESS_ENODEV, "cuda: no GPU %d (%d visible)", p->ordinal, ndev);
+    if (p->nstreams < 1 || p->nstreams > TESS_MAX_STREAMS)
+        return tess__fail(TESS_EINVAL, "cuda:%d: %d streams (1..%d)", p->ordinal, p->nstreams,
+                          TESS_MAX_STREAMS);
+    struct cuda_dev *d = calloc(1, sizeof *d);
+    _Atomic int *peer = calloc((size_t)ndev, sizeof *peer);
+    if (!d || !peer) {
+        free(d);
+        free(peer);
+        return tess__fail(TESS_ENOMEM, "cuda:%d: out of host memory", p->ordinal);
+    }
+    d->ord = p->ordinal;
+    d->ndev = ndev;
+    d->peer = peer;
+    for (int i = 0; i < ndev; i++) atomic_init(&d->peer[i], 0);
+    d->fault_at = p->fault_at;
+    atomic_init(&d->ops, 0);
+    atomic_init(&d->state, DEV_OK);
+    atomic_init(&d->refs, 1);
+    pthread_mutex_init(&d->evmu, NULL);
+
+    int prev, rc = enter(d, &prev);
+    struct cudaDeviceProp prop;
+    if (rc == TESS_OK) rc = TESS_CU(d, cudaGetDeviceProperties(&prop, d->ord));
+    for (int i = 0; rc == TESS_OK && i < p->nstreams; i++) {
+        rc = TESS_CU(d, cudaStreamCreateWithFlags(&d->stream[i], cudaStreamNonBlocking));
+        d->nstreams = i + 1; /* teardown cleans up what exists */
+        if (rc == TESS_OK) rc = TESS_CU(d, cublasCreate(&d->blas[i]));
+        if (rc == TESS_OK) rc = TESS_CU(d, cublasSetStream(d->blas[i], d->stream[i]));
+        /* alpha and beta are host scalars, read before the gemm call returns */
+        if (rc == TESS_OK)
+            rc = TESS_CU(d, cublasSetPointerMode(d->blas[i], CUBLAS_POINTER_MODE_HOST));
+    }
+    if (rc != TESS_OK) {
+        teardown(d);
+        dev_unref(d);
+        leave(p->ordinal, prev);
+        return rc;
+    }
+    d->max_pitch = prop.memPitch;
+    d->uva = prop.unifiedAddressing;
+
+    unsigned caps = 0;
+    for (int j = 0; j < ndev; j++) {
+        int can = 0;
+        if (j == d->ord) continue;
+        if (cudaDeviceCanAccessPeer(&can, d->ord, j) != cudaSuccess) {
+            (void)cudaGetLastError();
+            can = 0;
+        }
+        if (can && d->uva) caps |= TESS__CAP_P2P;
+    }
+    leave(d->ord, prev);
+
+    memset(desc, 0, sizeof *desc);
+    snprintf(desc->name, sizeof desc->name, "%.40s (cuda:%d)", prop.name, d->ord);
+    desc->kind = TESS_DEV_CUDA;
+    desc->caps = caps;
+    desc->mem_total = prop.totalGlobalMem;
+    desc->link_gbs = 0;
+    desc->pci_bus = prop.pciBusID;
+    tess__log(TESS__LOG_INFO, "cuda:%d: %s, %zu MiB, pci %04x:%02x, %d streams%s", d->ord,
+              prop.name, (size_t)(prop.totalGlobalMem >> 20), (unsigned)prop.pciDomainID,
+              (unsigned)prop.pciBusID, d->nstreams, caps & TESS__CAP_P2P ? ", p2p" : "");
+    *bd = d;
+    return TESS_OK;
+}
+
+static void cuda_close(void *bd) {
+    struct cuda_dev *d = bd;
+    if (!d) return;
+    int prev, ord = d->ord;
+    if (enter(d, &prev) != TESS_OK) prev = -1;
+    teardown(d); /* streams synchronized first, then handles, pooled events, arena */
+    dev_unref(d);
+    leave(ord, prev);
+}
+
+/* ---- arena ----------------------------------------------------------------------------- */
+
+static int cuda_arena(void *bd, size_t want, void **base, size_t *got) {
+    struct cuda_dev *d = bd;
+    *base = NULL;
+    *got = 0;
+    if (dev_failed(d)) return dev_dead(d);
+    if (d->arena) return tess__fail(TESS_EINVAL, "cuda:%d: arena already allocated", d->ord);
+    int prev, rc = enter(d, &prev);
+    size_t free_b = 0, total_b = 0;
+    if (rc == TESS_OK) rc = TESS_CU(d, cudaMemGetInfo(&free_b, &total_b));
+    if (rc != TESS_OK) {
+        leave(d->ord, prev);
+        return rc;
+    }
+    /* Default: all free memory but a margin for the CUDA context, cuBLAS workspaces and
+     * other users: max(1 GiB, 5% of the device). */
+    size_t margin = TESS__MAX((size_t)1 << 30, total_b / 20);
+    size_t size = want;
+    if (size == 0) {
+        if (free_b <= margin + ((size_t)64 << 20)) {
+            leave(d->ord, prev);
+            return tess__fail(TESS_ENOMEM,
+                              "cuda:%d: %zu MiB free, less than the %zu MiB margin", d->ord,
+                              free_b >> 20, margin >> 20);
+        }
+        size = (free_b - margin) & ~(((size_t)2 << 20) - 1); /* whole 2 MiB pages */
+    }
+    /* "Up to want": if the allocation does not fit (memory taken since the query, or a
+     * request larger than the device), retry 1/8 smaller a few times. */
+    void *p = NULL;
+    for (int attempt = 0;; attempt++) {
+        cudaError_t e = cudaMalloc(&p, size);
+        if (e == cudaSuccess) break;
+        if (e != cudaErrorMemoryAllocation) {
+            rc = cu_check_(d, e, "cudaMalloc(&p, size)", __FILE__, __LINE__);
+            leave(d->ord, prev);
+            return rc;
+        }
+        (void)cudaGetLastError(); /* out of memory is not sticky, nor a device failure */
+        size_t smaller = size / 8 * 7 & ~(size_t)0xfffff;
+        if (attempt == 8 || smaller < ((size_t)64 << 20)) {
+            leave(d->ord, prev);
+            return tess__fail(TESS_ENOMEM,
+                              "cuda:%d: cudaMalloc of %zu MiB failed (%zu MiB free)", d->ord,
+                              size >> 20, free_b >> 20);
+        }
+        size = smaller;
+    }
+    leave(d->ord, prev);
+    if (want && size < want)
+        tess__log(TESS__LOG_WARN, "cuda:%d: heap arena %zu MiB instead of the %zu MiB asked",
+                  d->ord, size >> 20, want >> 20);
+    d->arena = p;
+    d->arena_bytes = size;
+    *base = p;
+    *got = size;
+    return TESS_OK;
+}
+
+/* ---- work: copies and kernels --------------------------------------------------------- */
+
+/* Hot hooks: the worker thread of this device makes it current and leaves it current. */
+static int use(struct cuda_dev *d) { return TESS_CU(d, cudaSetDevice(d->ord)); }
+
+/* Count one copy/gemm for fault injection: the fault_at-th call fails as if CUDA had. */
+static int count_op(struct cuda_dev *d) {
+    int64_t k = atomic_fetch_add_explicit(&d->ops, 1, memory_order_relaxed) + 1;
+    if (d->fault_at > 0 && k == d->fault_at)
+        return dev_fail(d, "injected fault at operation %lld (fault_at)", (long long)k);
+    return TESS_OK;
+}
+
+static int check_stream(struct cuda_dev *d, int stream) {
+    if (stream < 0 || stream >= d->nstreams)
+        return tess__fail(TESS_EINVAL, "cuda:%d: stream %d (device has %d)", d->ord, stream,
+                          d->nstreams);
+    return TESS_OK;
+}
+
+static int cuda_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *dst,
+                       size_t dpitch, const void *src, size_t spitch, size_t width,
+                       size_t height, void *peer) {
+    struct cuda_dev *d = bd, *pd = peer;
+    if (dev_failed(d)) return dev_dead(d);
+    int rc = check_stream(d, stream);
+    if (rc != TESS_OK) return rc;
+    if ((unsigned)kind > TESS__P2P)
+        return tess__fail(TESS_EINVAL, "cuda:%d: copy kind %d", d->ord, (int)kind);
+    if (width == 0 || height == 0) return TESS_OK; /* nothing to move, nothing counted */
+    if (!dst || !src)
+        return tess__fail(TESS_EINVAL, "cuda:%d: copy2d with a NULL pointer", d->ord);
+    if (height > 1 && (width > dpitch || width > spitch))
+        return tess__fail(TESS_EINVAL, "cuda:%d: copy2d width %zu > pitch (%zu, %zu)", d->ord,
+                          width, dpitch, spitch);
+    enum cudaMemcpyKind ck = cudaMemcpyDefault;
+    switch (kind) {
+    case TESS__H2D: ck = cudaMemcpyHostToDevice; break;
+    case TESS__D2H: ck = cudaMemcpyDeviceToHost; break;
+    case TESS__D2D: ck = cudaMemcpyDeviceToDevice; break;
+    case TESS__P2P:
+        /* Under unified addressing cudaMemcpyDefault infers both devices from the pointers;
+         * the copy is direct once can_peer enabled access (staged through the host if not). */
+        if (!pd) return tess__fail(TESS_EINVAL, "cuda:%d: P2P copy without a peer", d->ord);
+        ck = cudaMemcpyDefault;
+        break;
+    }
+    if ((rc = count_op(d)) != TESS_OK) return rc;
+    if ((rc = use(d)) != TESS_OK) return rc;
+    cudaStream_t s = d->stream[stream];
+    if (height == 1)
+        return TESS_CU(d, cudaMemcpyAsync(dst, src, width, ck, s));
+    if (dpitch <= d->max_pitch && spitch <= d->max_pitch)
+        return TESS_CU(d, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, ck, s));
+    /* A pitch beyond cudaMemcpy2D's limit (a very tall host matrix): row by row. */
+    for (size_t r = 0; r < height && rc == TESS_OK; r++)
+        rc = TESS_CU(d, cudaMemcpyAsync((char *)dst + r * dpitch,
+                                        (const char *)src + r * spitch, width, ck, s));
+    return rc;
+}
+
+static char upper_trans(char t) { return t == 'n' ? 'N' : t == 't' ? 'T' : t == 'c' ? 'C' : t; }
+
+static cublasOperation_t blas_op(char t) {
+    return t == 'N' ? CUBLAS_OP_N : t == 'T' ? CUBLAS_OP_T : CUBLAS_OP_C;
+}
+
+/* C = alpha op(A) op(B) + beta C on the stream's handle. cuBLAS does not read C when
+ * beta == 0 ("if beta == 0 then C does not have to be a valid input", cuBLAS gemm docs), so
+ * a C holding NaN is overwritten, as netlib requires. */
+static int cuda_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, int64_t m,
+                     int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
+                     const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc) {
+    struct cuda_dev *d = bd;
+    if (dev_failed(d)) return dev_dead(d);
+    int rc = check_stream(d, stream);
+    if (rc != TESS_OK) return rc;
+    ta = upper_trans(ta);
+    tb = upper_trans(tb);
+    bool ok_t = (ta == 'N' || ta == 'T' || ta == 'C') && (tb == 'N' || tb == 'T' || tb == 'C');
+    int64_t arows = ta == 'N' ? m : k, brows = tb == 'N' ? k : n;
+    if (!ok_t || (unsigned)dt > TESS_Z || !alpha || !beta || m < 0 || n < 0 || k < 0 ||
+        lda < TESS__MAX(1, arows) || ldb < TESS__MAX(1, brows) || ldc < TESS__MAX(1, m))
+        return tess__fail(TESS_EINVAL,
+                          "cuda:%d: gemm dt=%d ta=%c tb=%c m=%lld n=%lld k=%lld lda=%lld "
+                          "ldb=%lld ldc=%lld",
+                          d->ord, (int)dt, ta, tb, (long long)m, (long long)n, (long long)k,
+                          (long long)lda, (long long)ldb, (long long)ldc);
+#if !CUDA_GEMM_64
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX ||
+        ldb > INT32_MAX || ldc > INT32_MAX)
+        return tess__fail(TESS_EINVAL, "cuda:%d: gemm size beyond 32 bits (cuBLAS < 12)",
+                          d->ord);
+#endif
+    if ((rc = count_op(d)) != TESS_OK) return rc;
+    if ((rc = use(d)) != TESS_OK) return rc;
+    cublasHandle_t h = d->blas[stream];
+    cublasOperation_t oa = blas_op(ta), ob = blas_op(tb);
+#if CUDA_GEMM_64
+#define TESS_GEMM_(fn, T) \
+    TESS_CU(d, fn##_64(h, oa, ob, m, n, k, (const T *)alpha, (const T *)A, lda, (const T *)B, \
+                       ldb, (const T *)beta, (T *)C, ldc))
+#else
+#define TESS_GEMM_(fn, T)                                                                   \
+    TESS_CU(d, fn(h, oa, ob, (int)m, (int)n, (int)k, (const T *)alpha, (const T *)A,        \
+                  (int)lda, (const T *)B, (int)ldb, (const T *)beta, (T *)C, (int)ldc))
+#endif
+    switch (dt) {
+    case TESS_S: return TESS_GEMM_(cublasSgemm, float);
+    case TESS_D: return TESS_GEMM_(cublasDgemm, double);
+    case TESS_C: return TESS_GEMM_(cublasCgemm, cuComplex);
+    case TESS_Z: return TESS_GEMM_(cublasZgemm, cuDoubleComplex);
+    }
+#undef TESS_GEMM_
+    return TESS_EINTERNAL;
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+static int cuda_event_create(void *bd, tess__event **out) {
+    struct cuda_dev *d = bd;
+    *out = NULL;
+    if (dev_failed(d)) return dev_dead(d);
+    pthread_mutex_lock(&d->evmu);
+    struct tess__event *e = d->ev_free;
+    if (e) d->ev_free = e->next_free;
+    pthread_mutex_unlock(&d->evmu);
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e) return tess__fail(TESS_ENOMEM, "cuda:%d: out of host memory", d->ord);
+        int prev, rc = enter(d, &prev);
+        /* BlockingSync: event_sync sleeps instead of spinning a core the CPU worker and
+         * the other devices' workers need. */
+        if (rc == TESS_OK)
+            rc = TESS_CU(d, cudaEventCreateWithFlags(&e->ev, cudaEventDisableTiming |
+                                                                 cudaEventBlockingSync));
+        leave(d->ord, prev);
+        if (rc != TESS_OK) {
+            free(e);
+            return rc;
+        }
+        e->owner = d;
+        atomic_fetch_add_explicit(&d->refs, 1, memory_order_relaxed);
+    }
+    atomic_store(&e->recorded, 0);
+    *out = e;
+    return TESS_OK;
+}
+
+/* Back to its own device's pool; after that device's close, freed for good. */
+static void cuda_event_destroy(void *bd, tess__event *e) {
+    (void)bd;
+    if (!e) return;
+    struct cuda_dev *d = e->owner;
+    atomic_store(&e->recorded, 0);
+    pthread_mutex_lock(&d->evmu);
+    int closed = d->closed;
+    if (!closed) {
+        e->next_free = d->ev_free;
+        d->ev_free = e;
+    }
+    pthread_mutex_unlock(&d->evmu);
+    if (closed) event_free(e);
+}
+
+static int cuda_event_record(void *bd, int stream, tess__event *e) {
+    struct cuda_dev *d = bd;
+    if (dev_failed(d)) return dev_dead(d);
+    int rc = check_stream(d, stream);
+    if (rc != TESS_OK) return rc;
+    if (e->owner != d) /* CUDA records only on a stream of the event's own device */
+        return tess__fail(TESS_EINVAL, "cuda:%d: recording an event of cuda:%d", d->ord,
+                          e->owner->ord);
+    if ((rc = use(d)) != TESS_OK) return rc;
+    rc = TESS_CU(d, cudaEventRecord(e->ev, d->stream[stream]));
+    if (rc == TESS_OK) atomic_store_explicit(&e->recorded, 1, memory_order_release);
+    return rc;
+}
+
+/* TESS_OK / TESS_EAGAIN / TESS_EDEVICE. bd and the event's owner are normally the same
+ * device; either one having failed makes the answer TESS_EDEVICE. */
+static int cuda_event_query(void *bd, tess__event *e) {
+    struct cuda_dev *d = bd, *o = e->owner;
+    if (dev_failed(d)) return dev_dead(d);
+    if (dev_failed(o)) return dev_dead(o);
+    if (!atomic_load_explicit(&e->recorded, memory_order_acquire)) return TESS_OK;
+    cudaError_t err = cudaEventQuery(e->ev);
+    if (err == cudaErrorNotReady) return TESS_EAGAIN;
+    int rc = cu_check_(o, err, "cudaEventQuery(e->ev)", __FILE__, __LINE__);
+    if (rc == TESS_OK && dev_failed(o)) return dev_dead(o); /* failed meanwhile */
+    return rc;
+}
+
+/* Blocks (sleeping: the event is BlockingSync) until the event is reached. An injected
+ * fault leaves the queued work running, so this returns, then answers TESS_EDEVICE. */
+static int cuda_event_sync(void *bd, tess__event *e) {
+    struct cuda_dev *d = bd, *o = e->owner;
+    if (dev_failed(d)) return dev_dead(d);
+    if (dev_failed(o)) return dev_dead(o);
+    if (!atomic_load_explicit(&e->recorded, memory_order_acquire)) return TESS_OK;
+    int rc = TESS_CU(o, cudaEventSynchronize(e->ev));
+    if (rc == TESS_OK && dev_failed(o)) return dev_dead(o);
+    return rc;
+}
+
+/* Make `stream` of d wait for e, which may belong to another GPU: cudaStreamWaitEvent
+ * takes "an event from a different device than stream" (CUDA runtime API docs). A never
+ * recorded event is no wait at all. */
+static int cuda_stream_wait(void *bd, int stream, tess__event *e) {
+    struct cuda_dev *d = bd, *o = e->owner;
+    if (dev_failed(d)) return dev_dead(d);
+    int rc = check_stream(d, stream);
+    if (rc != TESS_OK) return rc;
+    if (dev_failed(o)) { /* its work may never run: waiting could hang this stream */
+        tess__log(TESS__LOG_INFO, "cuda:%d stream %d: wait on an event of failed cuda:%d "
+                  "skipped", d->ord, stream, o->ord);
+        return TESS_OK;
+    }
+    if (!atomic_load_explicit(&e->recorded, memory_order_acquire)) return TESS_OK;
+    if ((rc = use(d)) != TESS_OK) return rc;
+    return TESS_CU(d, cudaStreamWaitEvent(d->stream[stream], e->ev, 0));
+}
+
+/* ---- peers ------------------------------------------------------------------------------ */
+
+/* 1 if d can copy straight from peer's memory. Asked once per pair: cudaDeviceCanAccessPeer,
+ * then cudaDeviceEnablePeerAccess with d current (access is one-way: d reads peer's
+ * memory); "already enabled" (a second runtime in the process, or a re-open) is fine. */
+static int cuda_can_peer(void *bd, void *peer) {
+    struct cuda_dev *d = bd, *p = peer;
+    if (!p || p == d || p->ord == d->ord || dev_failed(d) || dev_failed(p)) return 0;
+    if (p->ord < 0 || p->ord >= d->ndev) return 0;
+    int known = atomic_load_explicit(&d->peer[p->ord], memory_order_acquire);
+    if (known) return known > 0;
+
+    int ans = 0, can = 0, prev;
+    if (enter(d, &prev) != TESS_OK) return 0;
+    cudaError_t e = cudaDeviceCanAccessPeer(&can, d->ord, p->ord);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        tess__log(TESS__LOG_WARN, "cuda:%d: cudaDeviceCanAccessPeer(cuda:%d): %s", d->ord,
+                  p->ord, cudaGetErrorString(e));
+    } else if (can && d->uva && p->uva) {
+        e = cudaDeviceEnablePeerAccess(p->ord, 0);
+        if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) {
+            ans = 1;
+        } else {
+            tess__log(TESS__LOG_WARN, "cuda:%d: cudaDeviceEnablePeerAccess(cuda:%d): %s",
+                      d->ord, p->ord, cudaGetErrorString(e));
+        }
+        if (e != cudaSuccess) (void)cudaGetLastError(); /* not sticky: clear it */
+    }
+    leave(d->ord, prev);
+    tess__log(TESS__LOG_INFO, "cuda:%d: peer access to cuda:%d %s", d->ord, p->ord,
+              ans ? "enabled" : "not available");
+    atomic_store_explicit(&d->peer[p->ord], ans ? 1 : -1, memory_order_release);
+    return ans;
+}
+
+const struct tess__dev_ops tess__cuda_ops = {
+    .name = "cuda",
+    .count = cuda_count,
+    .open = cuda_open,
+    .close = cuda_close,
+    .arena = cuda_arena,
+    .copy2d = cuda_copy2d,
+    .gemm = cuda_gemm,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .event_query = cuda_event_query,
+    .event_sync = cuda_event_sync,
+    .stream_wait = cuda_stream_wait,
+    .can_peer = cuda_can_peer,
+};

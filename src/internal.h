@@ -1,0 +1,112 @@
+/* src/internal.h: what every layer of tessera shares inside the library: precision table,
+ * scalars, status helpers, logging, clocks, the knob values (struct tess__config) and the
+ * per-device counters. Nothing here owns threads or devices.
+ */
+#ifndef TESS_INTERNAL_H
+#define TESS_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera.h"
+
+#define TESS_MAX_DEVICES 32   /* devices of one node runtime (GPUs + CPU worker + emulated) */
+#define TESS_MAX_STREAMS 8    /* streams per device */
+
+/* ---- precisions: one generic path, typed by this table ---------------------------- */
+
+/* One scalar of any precision, aligned for all of them. */
+typedef union tess__scalar {
+    float s;
+    double d;
+    float c[2];
+    double z[2];
+    unsigned char bytes[16];
+} tess__scalar_t;
+
+struct tess__dtype_info {
+    const char *name;   /* "s", "d", "c", "z" */
+    size_t size;        /* bytes of one element */
+    int complex_;       /* 1 for c and z */
+    double flop_mul;    /* real flops per multiply-add pair: 2 real, 8 complex */
+};
+extern const struct tess__dtype_info tess__dtypes[4];
+
+/* Scalars: load from the caller's pointer, compare, and constants 0 and 1. */
+void tess__scalar_load(tess_dtype_t dt, tess__scalar_t *out, const void *p);
+bool tess__scalar_is_zero(tess_dtype_t dt, const tess__scalar_t *x);
+bool tess__scalar_is_one(tess_dtype_t dt, const tess__scalar_t *x);
+const tess__scalar_t *tess__scalar_zero(void);
+/* The constant one of precision dt. */
+const tess__scalar_t *tess__scalar_one(tess_dtype_t dt);
+
+/* Host kernels (OpenBLAS, column-major). trans is 'N', 'T' or 'C'. */
+void tess__host_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
+                     const void *alpha, const void *A, int64_t lda, const void *B,
+                     int64_t ldb, const void *beta, void *C, int64_t ldc);
+/* C = beta * C on an m x n host matrix; beta = 0 writes zeros without reading C. */
+void tess__host_scale(tess_dtype_t dt, int64_t m, int64_t n, const tess__scalar_t *beta,
+                      void *C, int64_t ldc);
+
+/* ---- status, messages, logging ----------------------------------------------------- */
+
+/* Record a failure for tess_last_error (thread-local) and return status. Logged at
+ * verbosity >= 2. */
+int tess__fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Clear this thread's last-error message (start of each public call). */
+void tess__clear_error(void);
+
+enum { TESS__LOG_WARN = 1, TESS__LOG_INFO = 2, TESS__LOG_DEBUG = 3 };
+/* Print to stderr when level <= TESSERA_VERBOSE. The library is silent at 0. */
+void tess__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern int tess__verbose;
+
+/* Monotonic seconds. */
+double tess__now(void);
+
+/* ---- knobs: one table in src/knobs.c, mirrored in docs/knobs.md ------------------- */
+
+struct tess__config {
+    char devices[128];       /* TESSERA_DEVICES: "all", "none" or a list of GPU ordinals "0,1" */
+    int64_t tile;            /* TESSERA_TILE: tile edge in elements, 0 = automatic */
+    int streams;             /* TESSERA_STREAMS: streams (concurrent tasks) per GPU */
+    int64_t dev_mem;         /* TESSERA_DEVICE_MEM: heap bytes per GPU, 0 = all free but a margin */
+    int cpu_worker;          /* TESSERA_CPU_WORKER: -1 auto, 0 off, 1 on */
+    int rs_size;             /* TESSERA_RS: reservation-station slots per device */
+    int p2p;                 /* TESSERA_P2P: allow peer-to-peer tile fetches */
+    int pin_threads;         /* TESSERA_PIN: pin each worker thread to a core */
+    int emulate;             /* TESSERA_EMULATE: number of emulated host devices */
+    int64_t emu_mem;         /* TESSERA_EMULATE_MEM: arena bytes per emulated device */
+    double emu_link_gbs;     /* TESSERA_EMULATE_LINK: emulated link GB/s, 0 = unthrottled */
+    char emu_gflops[128];    /* TESSERA_EMULATE_GFLOPS: per-device flop rate list, "" = unthrottled */
+    char emu_fault[128];     /* TESSERA_FAULT: "dev:k[,dev:k]" device index dev fails at its k-th op */
+    int emu_jitter_us;       /* TESSERA_EMULATE_JITTER: random delay before each op, microseconds */
+    int emu_streams;         /* TESSERA_EMULATE_STREAMS: streams per emulated device */
+    int verbose;             /* TESSERA_VERBOSE: 0 silent, 1 warnings, 2 info, 3 debug */
+};
+
+/* Fill cfg from the environment (defaults for unset knobs). Returns TESS_EINVAL with a
+ * message naming the variable when one cannot be parsed. */
+int tess__config_load(struct tess__config *cfg);
+/* Value of a "a,b,c" list entry i as double (def when absent). */
+double tess__list_double(const char *list, int i, double def);
+
+/* ---- per-device counters (updated with relaxed atomics by workers and the cache) ---- */
+
+struct tess__counters {
+    _Atomic uint64_t tasks, stolen, steps;
+    _Atomic uint64_t bytes_h2d, bytes_d2h, bytes_p2p;
+    _Atomic uint64_t l1_hits, l2_hits, misses, evictions;
+    _Atomic uint64_t flops_x1k;     /* flops / 1000, to stay integral */
+    _Atomic uint64_t busy_ns;
+    _Atomic size_t mem_peak;
+};
+#define TESS__COUNT(c, field, v) atomic_fetch_add_explicit(&(c)->field, (v), memory_order_relaxed)
+
+#define TESS__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TESS__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define TESS__CEILDIV(a, b) (((a) + (b) - 1) / (b))
+
+#endif /* TESS_INTERNAL_H */

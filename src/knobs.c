@@ -1,0 +1,184 @@
+/* src/knobs.c: the one table of TESSERA_* environment knobs: name, type, default, meaning,
+ * and where each lands in struct tess__config. docs/knobs.md mirrors this table and
+ * tessera-info prints it with the live values. Owns parsing only; nothing is opened here. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum knob_type { K_INT, K_BYTES, K_DOUBLE, K_STR, K_AUTO01 };
+
+struct knob {
+    const char *name;
+    enum knob_type type;
+    const char *def;
+    size_t off;
+    size_t size;  /* K_STR: buffer size */
+    const char *help;
+};
+
+#define OFF(f) offsetof(struct tess__config, f)
+static const struct knob knobs[] = {
+    {"TESSERA_DEVICES", K_STR, "all", OFF(devices), sizeof(((struct tess__config *)0)->devices),
+     "GPUs to use: all, none, or CUDA ordinals such as 0,1"},
+    {"TESSERA_TILE", K_INT, "0", OFF(tile), 0,
+     "tile edge in elements; 0 = automatic from the devices and the problem"},
+    {"TESSERA_STREAMS", K_INT, "4", OFF(streams), 0,
+     "streams per GPU, each running one task (1..8)"},
+    {"TESSERA_DEVICE_MEM", K_BYTES, "0", OFF(dev_mem), 0,
+     "heap bytes per GPU (suffix K, M, G); 0 = all free memory but a margin"},
+    {"TESSERA_CPU_WORKER", K_AUTO01, "auto", OFF(cpu_worker), 0,
+     "CPU cores as a device: auto (only when no other device), 0, 1"},
+    {"TESSERA_RS", K_INT, "8", OFF(rs_size), 0,
+     "reservation-station slots per device (tasks pulled ahead and ranked)"},
+    {"TESSERA_P2P", K_INT, "1", OFF(p2p), 0,
+     "fetch tiles from peer devices (L2 cache hits); 0 = always from the host"},
+    {"TESSERA_PIN", K_INT, "1", OFF(pin_threads), 0,
+     "pin each device worker thread to its own core"},
+    {"TESSERA_EMULATE", K_INT, "0", OFF(emulate), 0,
+     "emulated host devices to add (separate capped arenas, stream threads)"},
+    {"TESSERA_EMULATE_MEM", K_BYTES, "256M", OFF(emu_mem), 0,
+     "arena bytes per emulated device (its memory cap)"},
+    {"TESSERA_EMULATE_LINK", K_DOUBLE, "0", OFF(emu_link_gbs), 0,
+     "emulated link bandwidth in GB/s per copy; 0 = unthrottled"},
+    {"TESSERA_EMULATE_GFLOPS", K_STR, "", OFF(emu_gflops),
+     sizeof(((struct tess__config *)0)->emu_gflops),
+     "emulated kernel rate in GFLOP/s, one value or a list per device; 0 = unthrottled"},
+    {"TESSERA_FAULT", K_STR, "", OFF(emu_fault),
+     sizeof(((struct tess__config *)0)->emu_fault),
+     "inject faults: dev:k[,dev:k] makes device index dev fail at its k-th copy or kernel"},
+    {"TESSERA_EMULATE_JITTER", K_INT, "0", OFF(emu_jitter_us), 0,
+     "random delay up to this many microseconds before each emulated op"},
+    {"TESSERA_EMULATE_STREAMS", K_INT, "2", OFF(emu_streams), 0,
+     "streams per emulated device"},
+    {"TESSERA_VERBOSE", K_INT, "0", OFF(verbose), 0,
+     "0 silent, 1 warnings (device failures), 2 info, 3 debug"},
+};
+#undef OFF
+#define NKNOBS (sizeof knobs / sizeof knobs[0])
+
+static int parse_bytes(const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || v < 0) return -1;
+    while (isspace((unsigned char)*end)) end++;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': v *= 1024.0; end++; break;
+    case 'M': v *= 1024.0 * 1024.0; end++; break;
+    case 'G': v *= 1024.0 * 1024.0 * 1024.0; end++; break;
+    case 'T': v *= 1024.0 * 1024.0 * 1024.0 * 1024.0; end++; break;
+    default: break;
+    }
+    if (toupper((unsigned char)*end) == 'I') end++;  /* KiB, MiB */
+    if (toupper((unsigned char)*end) == 'B') end++;
+    if (*end) return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+static int set_knob(struct tess__config *cfg, const struct knob *k, const char *val) {
+    char *p = (char *)cfg + k->off, *end;
+    switch (k->type) {
+    case K_INT: {
+        errno = 0;
+        long long v = strtoll(val, &end, 10);
+        if (end == val || *end || errno) return -1;
+        if (k->off == offsetof(struct tess__config, tile)) *(int64_t *)p = v;
+        else *(int *)p = (int)v;
+        return 0;
+    }
+    case K_BYTES: return parse_bytes(val, (int64_t *)p);
+    case K_DOUBLE: {
+        errno = 0;
+        double v = strtod(val, &end);
+        if (end == val || *end || errno) return -1;
+        *(double *)p = v;
+        return 0;
+    }
+    case K_STR:
+        if (strlen(val) >= k->size) return -1;
+        strcpy(p, val);
+        return 0;
+    case K_AUTO01:
+        if (!strcmp(val, "auto")) *(int *)p = -1;
+        else if (!strcmp(val, "0") || !strcmp(val, "off")) *(int *)p = 0;
+        else if (!strcmp(val, "1") || !strcmp(val, "on")) *(int *)p = 1;
+        else return -1;
+        return 0;
+    }
+    return -1;
+}
+
+int tess__config_load(struct tess__config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < NKNOBS; i++) set_knob(cfg, &knobs[i], knobs[i].def);
+    for (size_t i = 0; i < NKNOBS; i++) {
+        const char *v = getenv(knobs[i].name);
+        if (!v || !*v) continue;
+        if (set_knob(cfg, &knobs[i], v))
+            return tess__fail(TESS_EINVAL, "%s=\"%s\" cannot be parsed (%s)", knobs[i].name,
+                              v, knobs[i].help);
+    }
+    if (cfg->streams < 1 || cfg->streams > TESS_MAX_STREAMS)
+        return tess__fail(TESS_EINVAL, "TESSERA_STREAMS=%d must be in 1..%d", cfg->streams,
+                          TESS_MAX_STREAMS);
+    if (cfg->emu_streams < 1 || cfg->emu_streams > TESS_MAX_STREAMS)
+        return tess__fail(TESS_EINVAL, "TESSERA_EMULATE_STREAMS=%d must be in 1..%d",
+                          cfg->emu_streams, TESS_MAX_STREAMS);
+    if (cfg->tile < 0) return tess__fail(TESS_EINVAL, "TESSERA_TILE must be >= 0");
+    if (cfg->rs_size < 1) return tess__fail(TESS_EINVAL, "TESSERA_RS must be >= 1");
+    if (cfg->emulate < 0 || cfg->emulate > TESS_MAX_DEVICES - 1)
+        return tess__fail(TESS_EINVAL, "TESSERA_EMULATE must be in 0..%d", TESS_MAX_DEVICES - 1);
+    return TESS_OK;
+}
+
+double tess__list_double(const char *list, int i, double def) {
+    const char *p = list;
+    if (!p || !*p) return def;
+    for (int at = 0; at < i; at++) {
+        p = strchr(p, ',');
+        if (!p) {
+            /* a single value applies to every device */
+            return strchr(list, ',') ? def : strtod(list, NULL);
+        }
+        p++;
+    }
+    return strtod(p, NULL);
+}
+
+static void knob_value(const struct tess__config *cfg, const struct knob *k, char *buf,
+                       size_t n) {
+    const char *p = (const char *)cfg + k->off;
+    switch (k->type) {
+    case K_INT:
+        if (k->off == offsetof(struct tess__config, tile))
+            snprintf(buf, n, "%lld", (long long)*(const int64_t *)p);
+        else snprintf(buf, n, "%d", *(const int *)p);
+        break;
+    case K_BYTES: snprintf(buf, n, "%lld", (long long)*(const int64_t *)p); break;
+    case K_DOUBLE: snprintf(buf, n, "%g", *(const double *)p); break;
+    case K_STR: snprintf(buf, n, "%s", p); break;
+    case K_AUTO01: {
+        int v = *(const int *)p;
+        snprintf(buf, n, "%s", v < 0 ? "auto" : v ? "1" : "0");
+        break;
+    }
+    }
+}
+
+void tess_print_knobs(FILE *f) {
+    struct tess__config cfg;
+    int st = tess__config_load(&cfg);
+    fprintf(f, "%-24s %-10s %-8s %s\n", "knob", "value", "default", "meaning");
+    for (size_t i = 0; i < NKNOBS; i++) {
+        char val[160];
+        knob_value(&cfg, &knobs[i], val, sizeof val);
+        fprintf(f, "%-24s %-10s %-8s %s\n", knobs[i].name, val[0] ? val : "\"\"",
+                knobs[i].def[0] ? knobs[i].def : "\"\"", knobs[i].help);
+    }
+    if (st) fprintf(f, "error: %s\n", tess_last_error());
+}

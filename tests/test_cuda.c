@@ -1,0 +1,583 @@
+/* tests/test_cuda.c: the CUDA backend (src/backend/cuda.c) on real GPUs, through its ops
+ * table only: device selection, open/desc, the heap arena, strided 2D copies straight from
+ * host matrices, s/d/c/z gemm against OpenBLAS, events (query, sync, reuse), waits across
+ * streams and across GPUs, P2P copies (two GPUs), injected faults and argument errors.
+ * Skips (exit 77) when no GPU is usable.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "harness.h"
+
+/* cuda.c: the i-th GPU that cfg->devices selects, as a CUDA ordinal (-1 if none). */
+int tess__cuda_ordinal(const struct tess__config *cfg, int i);
+
+static const struct tess__dev_ops *ops = &tess__cuda_ops;
+
+static struct tess__config cfg_with(const char *devices) {
+    struct tess__config c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.devices, sizeof c.devices, "%s", devices);
+    return c;
+}
+
+/* Number of CUDA devices, or SKIP the program when there is none. */
+static int need_gpu(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) SKIP("no usable CUDA driver/device: %s", cudaGetErrorString(e));
+    struct tess__config cfg = cfg_with("all");
+    if (n <= 0 || ops->count(&cfg) == 0) SKIP("no GPU visible");
+    return n;
+}
+
+/* ---- helpers: an opened device with a bump allocator over its arena ------------------ */
+
+struct gpu {
+    void *bd;
+    struct tess__dev_desc desc;
+    char *base;
+    size_t got, used;
+};
+
+static void gpu_open(struct gpu *g, int i, int nstreams, int64_t fault_at, size_t arena) {
+    struct tess__config cfg = cfg_with("all");
+    struct tess__dev_params p = {.ordinal = tess__cuda_ordinal(&cfg, i), .nstreams = nstreams,
+                                 .fault_at = fault_at};
+    memset(g, 0, sizeof *g);
+    ASSERT(p.ordinal >= 0);
+    int rc = ops->open(&p, &g->bd, &g->desc);
+    ASSERT_MSG(rc == TESS_OK, "open(cuda:%d): %d %s", p.ordinal, rc, tess_last_error());
+    if (arena) {
+        void *base = NULL;
+        rc = ops->arena(g->bd, arena, &base, &g->got);
+        ASSERT_MSG(rc == TESS_OK, "arena: %d %s", rc, tess_last_error());
+        ASSERT(g->got == arena);
+        g->base = base;
+    }
+}
+
+static void *gpu_alloc(struct gpu *g, size_t bytes) {
+    size_t off = (g->used + 255) & ~(size_t)255;
+    ASSERT_MSG(off + bytes <= g->got, "test arena too small (%zu + %zu > %zu)", off, bytes,
+               g->got);
+    g->used = off + bytes;
+    return g->base + off;
+}
+
+static tess__event *ev_new(void *bd) {
+    tess__event *e = NULL;
+    int rc = ops->event_create(bd, &e);
+    ASSERT_MSG(rc == TESS_OK && e, "event_create: %d %s", rc, tess_last_error());
+    return e;
+}
+
+static void ev_sync(void *bd, tess__event *e) {
+    int rc = ops->event_sync(bd, e);
+    ASSERT_MSG(rc == TESS_OK, "event_sync: %d %s", rc, tess_last_error());
+}
+
+/* Deterministic values in [-1, 1). */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static double rnd(void) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+/* Real component idx of a buffer of precision dt (complex: 2 components per element). */
+static double comp(tess_dtype_t dt, const void *p, size_t idx) {
+    return dt == TESS_S || dt == TESS_C ? (double)((const float *)p)[idx]
+                                        : ((const double *)p)[idx];
+}
+static void set_comp(tess_dtype_t dt, void *p, size_t idx, double v) {
+    if (dt == TESS_S || dt == TESS_C) ((float *)p)[idx] = (float)v;
+    else ((double *)p)[idx] = v;
+}
+static size_t ncomp(tess_dtype_t dt) { return tess__dtypes[dt].complex_ ? 2 : 1; }
+
+/* A host rows x cols matrix with leading dimension ld, random (or constant v if !random). */
+static void *host_mat(tess_dtype_t dt, int64_t ld, int64_t cols, bool random, double v) {
+    size_t nc = (size_t)ld * (size_t)cols * ncomp(dt);
+    void *p = malloc(nc * tess__dtypes[dt].size / ncomp(dt) + 16);
+    ASSERT(p);
+    for (size_t i = 0; i < nc; i++) set_comp(dt, p, i, random ? rnd() : v);
+    return p;
+}
+
+/* ---- selection --------------------------------------------------------------------- */
+
+/* TESSERA_DEVICES selects GPUs: all, none, a list (order kept, duplicates and invisible
+ * ordinals left out), and tess__cuda_ordinal maps the i-th selected device to its ordinal. */
+TEST(cuda_count_and_ordinal) {
+    int n = need_gpu();
+    struct tess__config all = cfg_with("all"), none = cfg_with("none"), zero = cfg_with("0"),
+                        dup = cfg_with("0,0"), far = cfg_with("99"), empty = cfg_with("");
+    ASSERT_EQ(ops->count(&all), TESS__MIN(n, TESS_MAX_DEVICES));
+    ASSERT_EQ(ops->count(&empty), ops->count(&all));
+    ASSERT_EQ(ops->count(NULL), ops->count(&all));
+    ASSERT_EQ(ops->count(&none), 0);
+    ASSERT_EQ(ops->count(&zero), 1);
+    ASSERT_EQ(ops->count(&dup), 1);
+    if (n < 99) ASSERT_EQ(ops->count(&far), 0);
+    ASSERT_EQ(tess__cuda_ordinal(&all, 0), 0);
+    ASSERT_EQ(tess__cuda_ordinal(&all, n), -1);
+    ASSERT_EQ(tess__cuda_ordinal(&none, 0), -1);
+    if (n >= 2) {
+        struct tess__config rev = cfg_with("1, 0");
+        ASSERT_EQ(ops->count(&rev), 2);
+        ASSERT_EQ(tess__cuda_ordinal(&rev, 0), 1);
+        ASSERT_EQ(tess__cuda_ordinal(&rev, 1), 0);
+    }
+}
+
+/* open fills the description (name "<gpu> (cuda:N)", kind, memory, bus) and rejects a bad
+ * ordinal or stream count; close returns the calling thread's current device unchanged. */
+TEST(cuda_open_desc) {
+    int n = need_gpu();
+    struct gpu g;
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    gpu_open(&g, 0, 4, 0, 0);
+    ASSERT(strstr(g.desc.name, "(cuda:0)") != NULL);
+    ASSERT_EQ(g.desc.kind, TESS_DEV_CUDA);
+    ASSERT_GT(g.desc.mem_total, (size_t)1 << 30);
+    ASSERT(g.desc.pci_bus >= 0);
+    ASSERT_EQ(g.desc.caps & TESS__CAP_UNIFIED, 0);
+    fprintf(stderr, "  %s, %zu MiB, bus %d, caps %#x\n", g.desc.name, g.desc.mem_total >> 20,
+            g.desc.pci_bus, g.desc.caps);
+    ops->close(g.bd);
+    int cur = -1;
+    ASSERT_EQ(cudaGetDevice(&cur), cudaSuccess);
+    ASSERT_EQ(cur, 0);
+    if (n >= 2) { /* opening another GPU leaves this thread's device as it was */
+        gpu_open(&g, 1, 1, 0, 0);
+        ASSERT(strstr(g.desc.name, "(cuda:1)") != NULL);
+        ASSERT_EQ(cudaGetDevice(&cur), cudaSuccess);
+        ASSERT_EQ(cur, 0);
+        ops->close(g.bd);
+        ASSERT_EQ(cudaGetDevice(&cur), cudaSuccess);
+        ASSERT_EQ(cur, 0);
+    }
+
+    void *bd = NULL;
+    struct tess__dev_desc desc;
+    struct tess__dev_params bad = {.ordinal = n, .nstreams = 1};
+    ASSERT_EQ(ops->open(&bad, &bd, &desc), TESS_ENODEV);
+    struct tess__dev_params nostream = {.ordinal = 0, .nstreams = 0};
+    ASSERT_EQ(ops->open(&nostream, &bd, &desc), TESS_EINVAL);
+    struct tess__dev_params many = {.ordinal = 0, .nstreams = TESS_MAX_STREAMS + 1};
+    ASSERT_EQ(ops->open(&many, &bd, &desc), TESS_EINVAL);
+}
+
+/* arena(0) takes the free memory but the margin (>= 1 GiB) in one allocation whose last
+ * bytes are usable; a second arena is refused. */
+TEST(cuda_arena_default) {
+    need_gpu();
+    struct gpu g;
+    gpu_open(&g, 0, 1, 0, 0);
+    void *base = NULL;
+    size_t got = 0;
+    int rc = ops->arena(g.bd, 0, &base, &got);
+    ASSERT_MSG(rc == TESS_OK, "arena(0): %d %s", rc, tess_last_error());
+    ASSERT(base != NULL);
+    ASSERT_GT(got, 0);
+    ASSERT(got + ((size_t)1 << 30) <= g.desc.mem_total);
+    fprintf(stderr, "  arena %zu MiB of %zu MiB\n", got >> 20, g.desc.mem_total >> 20);
+    double in[512], out[512];
+    for (int i = 0; i < 512; i++) in[i] = i + 0.5, out[i] = 0;
+    char *last = (char *)base + got - sizeof in;
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, last, sizeof in, in, sizeof in, sizeof in, 1,
+                          NULL));
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__D2H, out, sizeof out, last, sizeof out, sizeof out,
+                          1, NULL));
+    tess__event *e = ev_new(g.bd);
+    ASSERT_OK(ops->event_record(g.bd, 0, e));
+    ev_sync(g.bd, e);
+    ASSERT(memcmp(in, out, sizeof in) == 0);
+    void *b2;
+    size_t g2;
+    ASSERT_EQ(ops->arena(g.bd, 1 << 20, &b2, &g2), TESS_EINVAL);
+    ops->event_destroy(g.bd, e);
+    ops->close(g.bd);
+}
+
+/* ---- gemm ---------------------------------------------------------------------------- */
+
+/* One gemm on the device vs OpenBLAS: A, B, C copied from strided host matrices on three
+ * streams, the kernel on a fourth that waits for the three copies' events, C copied back
+ * into a strided host matrix whose padding must stay untouched. beta_zero: the device C
+ * holds NaN and must not be read. */
+static void check_gemm(struct gpu *g, tess_dtype_t dt, char ta, char tb, int64_t m,
+                       int64_t n, int64_t k, bool beta_zero) {
+    size_t es = tess__dtypes[dt].size, nc = ncomp(dt);
+    int64_t ar = ta == 'N' ? m : k, ac = ta == 'N' ? k : m;
+    int64_t br = tb == 'N' ? k : n, bc = tb == 'N' ? n : k;
+    int64_t lda = ar + 5, ldb = br + 3, ldc = m + 7;
+    int64_t ldda = (ar + 31) / 32 * 32, lddb = (br + 15) / 16 * 16 + 16, lddc = m + 1;
+    const double sentinel = 12345.0;
+    void *A = host_mat(dt, lda, ac, true, 0), *B = host_mat(dt, ldb, bc, true, 0);
+    void *C0 = host_mat(dt, ldc, n, !beta_zero, beta_zero ? NAN : 0);
+    void *Cref = host_mat(dt, ldc, n, false, 0);
+    void *Cout = host_mat(dt, ldc, n, false, sentinel);
+    if (!beta_zero) memcpy(Cref, C0, (size_t)ldc * (size_t)n * es);
+    tess__scalar_t alpha, beta;
+    memset(&alpha, 0, sizeof alpha);
+    memset(&beta, 0, sizeof beta);
+    set_comp(dt, &alpha, 0, 0.75);
+    if (nc == 2) set_comp(dt, &alpha, 1, -0.5);
+    if (!beta_zero) {
+        set_comp(dt, &beta, 0, 0.5);
+        if (nc == 2) set_comp(dt, &beta, 1, 0.25);
+    }
+    tess__host_gemm(dt, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, Cref, ldc);
+
+    g->used = 0;
+    void *dA = gpu_alloc(g, (size_t)(ldda * ac) * es + 1);
+    void *dB = gpu_alloc(g, (size_t)(lddb * bc) * es + 1);
+    void *dC = gpu_alloc(g, (size_t)(lddc * n) * es + 1);
+    tess__event *ea = ev_new(g->bd), *eb = ev_new(g->bd), *ec = ev_new(g->bd),
+                *ed = ev_new(g->bd);
+    ASSERT_OK(ops->copy2d(g->bd, 0, TESS__H2D, dA, (size_t)ldda * es, A, (size_t)lda * es,
+                          (size_t)ar * es, (size_t)ac, NULL));
+    ASSERT_OK(ops->event_record(g->bd, 0, ea));
+    ASSERT_OK(ops->copy2d(g->bd, 1, TESS__H2D, dB, (size_t)lddb * es, B, (size_t)ldb * es,
+                          (size_t)br * es, (size_t)bc, NULL));
+    ASSERT_OK(ops->event_record(g->bd, 1, eb));
+    ASSERT_OK(ops->copy2d(g->bd, 2, TESS__H2D, dC, (size_t)lddc * es, C0, (size_t)ldc * es,
+                          (size_t)m * es, (size_t)n, NULL));
+    ASSERT_OK(ops->event_record(g->bd, 2, ec));
+    ASSERT_OK(ops->stream_wait(g->bd, 3, ea));
+    ASSERT_OK(ops->stream_wait(g->bd, 3, eb));
+    ASSERT_OK(ops->stream_wait(g->bd, 3, ec));
+    int rc = ops->gemm(g->bd, 3, dt, ta, tb, m, n, k, &alpha, dA, ldda, dB, lddb, &beta, dC,
+                       lddc);
+    ASSERT_MSG(rc == TESS_OK, "gemm: %d %s", rc, tess_last_error());
+    ASSERT_OK(ops->copy2d(g->bd, 3, TESS__D2H, Cout, (size_t)ldc * es, dC, (size_t)lddc * es,
+                          (size_t)m * es, (size_t)n, NULL));
+    ASSERT_OK(ops->event_record(g->bd, 3, ed));
+    ev_sync(g->bd, ed);
+
+    /* |error| <= c k eps max(1, |ref|); entries of the inputs are below 1 in magnitude */
+    double eps = dt == TESS_S || dt == TESS_C ? 1.2e-7 : 2.3e-16;
+    double tol = 8.0 * (double)(k + 2) * eps, worst = 0;
+    for (int64_t j = 0; j < n; j++) {
+        for (int64_t i = 0; i < ldc; i++) {
+            for (size_t c = 0; c < nc; c++) {
+                size_t idx = ((size_t)(j * ldc + i)) * nc + c;
+                double got = comp(dt, Cout, idx), want = comp(dt, Cref, idx);
+                if (i >= m) {
+                    ASSERT_MSG(got == sentinel, "%sgemm %c%c: padding C(%lld,%lld) written",
+                               tess__dtypes[dt].name, ta, tb, (long long)i, (long long)j);
+                    continue;
+                }
+                double err = fabs(got - want) / fmax(1.0, fabs(want));
+                ASSERT_MSG(err <= tol, "%sgemm %c%c beta0=%d: C(%lld,%lld)[%zu] = %g, want %g",
+                           tess__dtypes[dt].name, ta, tb, beta_zero, (long long)i,
+                           (long long)j, c, got, want);
+                worst = fmax(worst, err);
+            }
+        }
+    }
+    (void)worst;
+    ops->event_destroy(g->bd, ea);
+    ops->event_destroy(g->bd, eb);
+    ops->event_destroy(g->bd, ec);
+    ops->event_destroy(g->bd, ed);
+    free(A);
+    free(B);
+    free(C0);
+    free(Cref);
+    free(Cout);
+}
+
+/* Every precision and op combination agrees with OpenBLAS, beta = 0 ignores a NaN C, and
+ * one-column operands (height-1 copies) work. */
+TEST(cuda_gemm_vs_openblas) {
+    need_gpu();
+    struct gpu g;
+    gpu_open(&g, 0, 4, 0, (size_t)64 << 20);
+    static const char real_ops[][2] = {{'N', 'N'}, {'T', 'N'}, {'N', 'T'}, {'T', 'T'}};
+    static const char cplx_ops[][2] = {{'N', 'N'}, {'C', 'N'}, {'N', 'C'}, {'T', 'C'}};
+    for (int dt = TESS_S; dt <= TESS_Z; dt++) {
+        bool cplx = tess__dtypes[dt].complex_;
+        for (int o = 0; o < 4; o++) {
+            char ta = cplx ? cplx_ops[o][0] : real_ops[o][0];
+            char tb = cplx ? cplx_ops[o][1] : real_ops[o][1];
+            check_gemm(&g, (tess_dtype_t)dt, ta, tb, 67, 45, 33, false);
+        }
+        check_gemm(&g, (tess_dtype_t)dt, 'N', 'N', 67, 45, 33, true);
+        check_gemm(&g, (tess_dtype_t)dt, 'N', 'N', 67, 1, 33, false);
+        check_gemm(&g, (tess_dtype_t)dt, 'T', 'N', 1, 40, 257, false);
+    }
+    ops->close(g.bd);
+}
+
+/* ---- events ------------------------------------------------------------------------- */
+
+/* A stream waiting for another stream's event sees the kernel's result: C = A B on stream 0
+ * (C first overwritten with zeros there), the copy back on stream 1 behind a wait. The
+ * result is checked by the probe vector (C t = A (B t)). A never-recorded (or reused)
+ * event reports TESS_OK; query answers EAGAIN until the work is done, then OK. */
+TEST(cuda_events_cross_stream) {
+    need_gpu();
+    const int64_t n = 4096;
+    size_t bytes = (size_t)(n * n) * sizeof(double);
+    struct gpu g;
+    gpu_open(&g, 0, 2, 0, 3 * bytes + (1 << 20));
+    double *A = host_mat(TESS_D, n, n, true, 0), *B = host_mat(TESS_D, n, n, true, 0);
+    double *Z = host_mat(TESS_D, n, n, false, 0), *C = NULL;
+    ASSERT_EQ(cudaMallocHost((void **)&C, bytes), cudaSuccess); /* pinned: async D2H */
+    void *dA = gpu_alloc(&g, bytes), *dB = gpu_alloc(&g, bytes), *dC = gpu_alloc(&g, bytes);
+
+    tess__event *e0 = ev_new(g.bd), *e1 = ev_new(g.bd);
+    ASSERT_EQ(ops->event_query(g.bd, e0), TESS_OK); /* never recorded */
+    ASSERT_OK(ops->event_sync(g.bd, e0));
+    ASSERT_OK(ops->stream_wait(g.bd, 1, e0));     /* never recorded: no wait */
+
+    size_t row = (size_t)n * sizeof(double);
+    double one = 1.0, zero = 0.0;
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, dA, row, A, row, row, (size_t)n, NULL));
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, dB, row, B, row, row, (size_t)n, NULL));
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, dC, row, Z, row, row, (size_t)n, NULL));
+    ASSERT_OK(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', n, n, n, &one, dA, n, dB, n, &zero, dC, n));
+    ASSERT_OK(ops->event_record(g.bd, 0, e0));
+    ASSERT_OK(ops->stream_wait(g.bd, 1, e0));
+    ASSERT_OK(ops->copy2d(g.bd, 1, TESS__D2H, C, row, dC, row, row, (size_t)n, NULL));
+    ASSERT_OK(ops->event_record(g.bd, 1, e1));
+    int first = ops->event_query(g.bd, e1), rc = first, polls = 0;
+    double t0 = tess__now();
+    while (rc == TESS_EAGAIN && tess__now() - t0 < 60) {
+        rc = ops->event_query(g.bd, e1);
+        polls++;
+    }
+    ASSERT_MSG(rc == TESS_OK, "event_query: %d %s", rc, tess_last_error());
+    ASSERT(first == TESS_OK || first == TESS_EAGAIN);
+    fprintf(stderr, "  first query %s, %d polls, %.1f ms\n",
+            first == TESS_EAGAIN ? "EAGAIN" : "OK", polls, 1e3 * (tess__now() - t0));
+    ev_sync(g.bd, e1);
+    ASSERT_EQ(ops->event_query(g.bd, e0), TESS_OK);
+
+    /* probe: y = C t, z = A (B t) */
+    double *t = malloc(row), *bt = calloc((size_t)n, sizeof(double)),
+           *y = calloc((size_t)n, sizeof(double)), *z = calloc((size_t)n, sizeof(double));
+    ASSERT(t && bt && y && z);
+    for (int64_t i = 0; i < n; i++) t[i] = rnd();
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < n; i++) {
+            bt[i] += B[j * n + i] * t[j];
+            y[i] += C[j * n + i] * t[j];
+        }
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < n; i++) z[i] += A[j * n + i] * bt[j];
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num += (y[i] - z[i]) * (y[i] - z[i]);
+        den += z[i] * z[i];
+    }
+    ASSERT_MSG(sqrt(num / den) < 1e-12, "probe: relative error %g (wait not honoured?)",
+               sqrt(num / den));
+
+    /* a reused event starts as never recorded */
+    ops->event_destroy(g.bd, e1);
+    tess__event *e2 = ev_new(g.bd);
+    ASSERT_EQ(ops->event_query(g.bd, e2), TESS_OK);
+    ops->event_destroy(g.bd, e2);
+    ops->event_destroy(g.bd, e0);
+    ops->close(g.bd);
+    cudaFreeHost(C);
+    free(A);
+    free(B);
+    free(Z);
+    free(t);
+    free(bt);
+    free(y);
+    free(z);
+}
+
+/* ---- two GPUs --------------------------------------------------------------------------- */
+
+/* With two GPUs: can_peer answers consistently with the P2P capability (and refuses the
+ * device itself), and a strided P2P copy on GPU 1, ordered behind an event of GPU 0, moves
+ * exactly the bytes GPU 0 received. */
+TEST(cuda_p2p_copy) {
+    int n = need_gpu();
+    struct tess__config all = cfg_with("all");
+    if (n < 2 || ops->count(&all) < 2) {
+        fprintf(stderr, "  one GPU: P2P not tested\n");
+        return;
+    }
+    struct gpu g0, g1;
+    gpu_open(&g0, 0, 2, 0, (size_t)16 << 20);
+    gpu_open(&g1, 1, 2, 0, (size_t)16 << 20);
+    int can = ops->can_peer(g1.bd, g0.bd);
+    ASSERT_EQ(ops->can_peer(g1.bd, g0.bd), can); /* cached */
+    ASSERT_EQ(ops->can_peer(g0.bd, g0.bd), 0);
+    if (can) ASSERT(g1.desc.caps & TESS__CAP_P2P);
+    fprintf(stderr, "  %s <- %s: can_peer %d\n", g1.desc.name, g0.desc.name, can);
+
+    const int64_t rows = 300, cols = 200, ldx = 333, ld0 = 320, ld1 = 352, ldy = 301;
+    double *X = host_mat(TESS_D, ldx, cols, true, 0);
+    double *Y = host_mat(TESS_D, ldy, cols, false, -7);
+    void *d0 = gpu_alloc(&g0, (size_t)(ld0 * cols) * 8);
+    void *d1 = gpu_alloc(&g1, (size_t)(ld1 * cols) * 8);
+    tess__event *e0 = ev_new(g0.bd), *e1 = ev_new(g1.bd);
+    ASSERT_OK(ops->copy2d(g0.bd, 1, TESS__H2D, d0, (size_t)ld0 * 8, X, (size_t)ldx * 8,
+                          (size_t)rows * 8, (size_t)cols, NULL));
+    ASSERT_OK(ops->event_record(g0.bd, 1, e0));
+    ASSERT_OK(ops->stream_wait(g1.bd, 0, e0)); /* an event of the other GPU */
+    int rc = ops->copy2d(g1.bd, 0, TESS__P2P, d1, (size_t)ld1 * 8, d0, (size_t)ld0 * 8,
+                         (size_t)rows * 8, (size_t)cols, g0.bd);
+    ASSERT_MSG(rc == TESS_OK, "P2P copy: %d %s", rc, tess_last_error());
+    ASSERT_OK(ops->copy2d(g1.bd, 0, TESS__D2H, Y, (size_t)ldy * 8, d1, (size_t)ld1 * 8,
+                          (size_t)rows * 8, (size_t)cols, NULL));
+    ASSERT_OK(ops->event_record(g1.bd, 0, e1));
+    ev_sync(g1.bd, e1);
+    for (int64_t j = 0; j < cols; j++) {
+        ASSERT_MSG(memcmp(&Y[j * ldy], &X[j * ldx], (size_t)rows * 8) == 0,
+                   "column %lld differs after P2P", (long long)j);
+        ASSERT(Y[j * ldy + rows] == -7.0);
+    }
+    ops->event_destroy(g0.bd, e0);
+    ops->event_destroy(g1.bd, e1);
+    ops->close(g1.bd);
+    ops->close(g0.bd);
+    free(X);
+    free(Y);
+}
+
+/* ---- failures ------------------------------------------------------------------------- */
+
+/* fault_at = 3: two operations run, the third copy/gemm fails with TESS_EDEVICE, and from
+ * then on every hook answers TESS_EDEVICE: an event recorded before the fault never
+ * reports OK, event_sync returns at once instead of hanging, close still works; another
+ * instance of the same GPU is unaffected. */
+TEST(cuda_fault_injection) {
+    need_gpu();
+    struct gpu g;
+    gpu_open(&g, 0, 2, 3, (size_t)4 << 20);
+    double h[64 * 64], one = 1.0, zero = 0.0;
+    for (int i = 0; i < 64 * 64; i++) h[i] = rnd();
+    void *dA = gpu_alloc(&g, sizeof h), *dC = gpu_alloc(&g, sizeof h);
+    tess__event *before = ev_new(g.bd), *spare = ev_new(g.bd);
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, dA, 512, h, 512, 512, 64, NULL));      /* 1 */
+    ASSERT_OK(ops->event_record(g.bd, 0, before));
+    ASSERT_OK(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 64, 64, 64, &one, dA, 64, dA, 64, &zero,
+                        dC, 64));                                                      /* 2 */
+    ASSERT_OK(ops->event_record(g.bd, 0, before));
+    int rc = ops->copy2d(g.bd, 1, TESS__D2H, h, 512, dC, 512, 512, 64, NULL);          /* 3 */
+    ASSERT_EQ(rc, TESS_EDEVICE);
+    ASSERT(strstr(tess_last_error(), "cuda:") != NULL);
+    fprintf(stderr, "  %s\n", tess_last_error());
+    ASSERT_EQ(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 64, 64, 64, &one, dA, 64, dA, 64, &zero,
+                        dC, 64), TESS_EDEVICE);
+    ASSERT_EQ(ops->copy2d(g.bd, 0, TESS__H2D, dA, 512, h, 512, 512, 64, NULL), TESS_EDEVICE);
+    ASSERT_EQ(ops->event_record(g.bd, 0, spare), TESS_EDEVICE);
+    ASSERT_EQ(ops->stream_wait(g.bd, 0, before), TESS_EDEVICE);
+    tess__event *e3 = NULL;
+    ASSERT_EQ(ops->event_create(g.bd, &e3), TESS_EDEVICE);
+    double t0 = tess__now();
+    ASSERT_EQ(ops->event_query(g.bd, before), TESS_EDEVICE);
+    ASSERT_EQ(ops->event_query(g.bd, spare), TESS_EDEVICE);
+    ASSERT_EQ(ops->event_sync(g.bd, before), TESS_EDEVICE);
+    ASSERT_EQ(ops->event_sync(g.bd, spare), TESS_EDEVICE);
+    ASSERT(tess__now() - t0 < 5.0);
+    ASSERT_EQ(ops->can_peer(g.bd, g.bd), 0);
+    void *b;
+    size_t got;
+    ASSERT_EQ(ops->arena(g.bd, 1 << 20, &b, &got), TESS_EDEVICE);
+    ops->event_destroy(g.bd, before);
+    ops->event_destroy(g.bd, spare);
+    ops->close(g.bd);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess); /* an injected fault leaves CUDA clean */
+
+    struct gpu ok;
+    gpu_open(&ok, 0, 1, 0, (size_t)1 << 20);
+    void *d = gpu_alloc(&ok, sizeof h);
+    tess__event *e = ev_new(ok.bd);
+    ASSERT_OK(ops->copy2d(ok.bd, 0, TESS__H2D, d, 512, h, 512, 512, 64, NULL));
+    ASSERT_OK(ops->event_record(ok.bd, 0, e));
+    ev_sync(ok.bd, e);
+    ops->event_destroy(ok.bd, e);
+    ops->close(ok.bd);
+}
+
+/* A failed device does not drag another down (as in host.c): a wait on its event is
+ * skipped with TESS_OK, and a P2P copy from its memory is still made (an injected fault
+ * leaves that memory intact). Two instances of one GPU are enough. */
+TEST(cuda_failed_peer_does_not_spread) {
+    need_gpu();
+    struct gpu bad, good;
+    gpu_open(&bad, 0, 1, 2, (size_t)1 << 20);
+    gpu_open(&good, 0, 1, 0, (size_t)1 << 20);
+    tess__event *e = ev_new(bad.bd), *f = ev_new(good.bd);
+    double h[8] = {1, 2, 3, 4, 5, 6, 7, 8}, back[8] = {0};
+    ASSERT_OK(ops->copy2d(bad.bd, 0, TESS__H2D, bad.base, 64, h, 64, 64, 1, NULL)); /* 1 */
+    ASSERT_OK(ops->event_record(bad.bd, 0, e));
+    ev_sync(bad.bd, e);
+    ASSERT_EQ(ops->copy2d(bad.bd, 0, TESS__H2D, bad.base, 64, h, 64, 64, 1, NULL),
+              TESS_EDEVICE);                                                          /* 2 */
+    ASSERT_OK(ops->stream_wait(good.bd, 0, e));
+    ASSERT_OK(ops->copy2d(good.bd, 0, TESS__P2P, good.base, 64, bad.base, 64, 64, 1, bad.bd));
+    ASSERT_OK(ops->copy2d(good.bd, 0, TESS__D2H, back, 64, good.base, 64, 64, 1, NULL));
+    ASSERT_OK(ops->event_record(good.bd, 0, f));
+    ev_sync(good.bd, f);
+    ASSERT(memcmp(h, back, sizeof h) == 0);
+    ASSERT_EQ(ops->event_query(good.bd, e), TESS_EDEVICE); /* the failed device's event */
+    ops->event_destroy(bad.bd, e);
+    ops->event_destroy(good.bd, f);
+    ops->close(bad.bd);
+    ops->close(good.bd);
+}
+
+/* Events outlive their device (as in host.c): destroyed after close, still queryable
+ * before; a zero-sized copy is no operation for fault_at. */
+TEST(cuda_event_outlives_device) {
+    need_gpu();
+    struct gpu g;
+    gpu_open(&g, 0, 1, 2, (size_t)1 << 20);
+    double h[8] = {0};
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, g.base, 64, h, 64, 0, 1, NULL));  /* no op */
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, g.base, 64, h, 64, 64, 0, NULL));  /* no op */
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, g.base, 64, h, 64, 64, 1, NULL)); /* 1 */
+    tess__event *a = ev_new(g.bd), *b = ev_new(g.bd), *c = ev_new(g.bd);
+    ASSERT_OK(ops->event_record(g.bd, 0, a));
+    ev_sync(g.bd, a);
+    ops->event_destroy(g.bd, c); /* pooled: freed by close */
+    ops->close(g.bd);
+    ops->event_destroy(NULL, a);
+    ops->event_destroy(NULL, b);
+}
+
+/* Bad arguments (our invariants) answer TESS_EINVAL and do not fail the device. */
+TEST(cuda_bad_arguments_keep_device) {
+    need_gpu();
+    struct gpu g;
+    gpu_open(&g, 0, 2, 0, (size_t)1 << 20);
+    double h[16] = {0}, one = 1.0;
+    void *d = gpu_alloc(&g, sizeof h);
+    ASSERT_EQ(ops->copy2d(g.bd, 2, TESS__H2D, d, 128, h, 128, 128, 1, NULL), TESS_EINVAL);
+    ASSERT_EQ(ops->copy2d(g.bd, 0, TESS__H2D, d, 8, h, 8, 16, 2, NULL), TESS_EINVAL);
+    ASSERT_EQ(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 4, 4, 4, &one, d, 4, d, 4, &one, d, 3),
+              TESS_EINVAL);
+    ASSERT_EQ(ops->gemm(g.bd, 0, TESS_D, 'X', 'N', 4, 4, 4, &one, d, 4, d, 4, &one, d, 4),
+              TESS_EINVAL);
+    ASSERT_EQ(ops->gemm(g.bd, -1, TESS_D, 'N', 'N', 4, 4, 4, &one, d, 4, d, 4, &one, d, 4),
+              TESS_EINVAL);
+    ASSERT_OK(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 0, 4, 4, &one, d, 1, d, 4, &one, d, 1));
+    ASSERT_OK(ops->gemm(g.bd, 0, TESS_D, 'n', 't', 2, 2, 2, &one, d, 2, d, 2, &one, d, 2));
+    ASSERT_EQ(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 2, 2, 2, NULL, d, 2, d, 2, &one, d, 2),
+              TESS_EINVAL);
+    ASSERT_EQ(ops->copy2d(g.bd, 0, TESS__H2D, NULL, 8, h, 8, 8, 1, NULL), TESS_EINVAL);
+    ASSERT_EQ(ops->copy2d(g.bd, 0, (enum tess__copy_kind)9, d, 8, h, 8, 8, 1, NULL),
+              TESS_EINVAL);
+    tess__event *e = ev_new(g.bd);
+    ASSERT_OK(ops->copy2d(g.bd, 1, TESS__H2D, d, 128, h, 128, 128, 1, NULL));
+    ASSERT_OK(ops->event_record(g.bd, 1, e));
+    ev_sync(g.bd, e);
+    ops->event_destroy(g.bd, e);
+    ops->close(g.bd);
+}
+
+TEST_MAIN()

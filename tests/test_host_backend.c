@@ -1,0 +1,617 @@
+/* tests/test_host_backend.c: the host backend (src/backend/host.c): emulated devices with
+ * separate arenas, stream threads, events, throttles and injected faults, and the CPU worker.
+ * Timings use throttled ops of 100-250 ms so that ordering claims do not depend on luck.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "harness.h"
+
+#define MIB ((size_t)1 << 20)
+
+static const struct tess__dev_ops *emu = &tess__emu_ops;
+
+static struct tess__dev_params prm(int ordinal, int nstreams) {
+    struct tess__dev_params p;
+    memset(&p, 0, sizeof p);
+    p.ordinal = ordinal;
+    p.nstreams = nstreams;
+    p.mem_cap = 8 * MIB;
+    return p;
+}
+
+/* One opened emulated device and its arena. */
+struct edev {
+    void *bd;
+    unsigned char *base;
+    size_t size;
+    struct tess__dev_desc desc;
+};
+
+static void edev_open(struct edev *e, struct tess__dev_params p) {
+    ASSERT_OK(emu->open(&p, &e->bd, &e->desc));
+    void *b = NULL;
+    ASSERT_OK(emu->arena(e->bd, 0, &b, &e->size));
+    e->base = b;
+}
+
+/* Record a fresh event on `stream`, wait for it, return the status of event_sync. */
+static int drain(const struct tess__dev_ops *ops, void *bd, int stream) {
+    tess__event *ev;
+    int rc = ops->event_create(bd, &ev);
+    if (rc) return rc;
+    rc = ops->event_record(bd, stream, ev);
+    if (!rc) rc = ops->event_sync(bd, ev);
+    ops->event_destroy(bd, ev);
+    return rc;
+}
+
+/* Poll event_query until it stops answering EAGAIN or `secs` pass; returns the last answer. */
+static int query_until(const struct tess__dev_ops *ops, void *bd, tess__event *ev, double secs) {
+    double t0 = tess__now();
+    int rc;
+    while ((rc = ops->event_query(bd, ev)) == TESS_EAGAIN && tess__now() - t0 < secs) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return rc;
+}
+
+static void fill_d(double *x, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (double)((seed >> 8) % 2001) / 1000.0 - 1.0;
+    }
+}
+
+static double max_rel_diff(const double *a, const double *b, size_t n) {
+    double worst = 0, scale = 1e-300;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs(a[i] - b[i]);
+        if (!(d <= worst)) worst = d;  /* NaN propagates as a failure */
+    }
+    return worst / scale;
+}
+
+/* count() follows cfg->emulate, open describes the device, its one arena starts as 0xFF
+ * bytes and cannot be taken twice, and two emulated devices can peer. */
+TEST(emu_open_desc_arena) {
+    struct tess__config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    ASSERT_EQ(emu->count(&cfg), 0);
+    cfg.emulate = 3;
+    ASSERT_EQ(emu->count(&cfg), 3);
+    struct edev a, b;
+    edev_open(&a, prm(0, 2));
+    edev_open(&b, prm(1, 1));
+    ASSERT(strcmp(a.desc.name, "emulated:0") == 0);
+    ASSERT(strcmp(b.desc.name, "emulated:1") == 0);
+    ASSERT_EQ(a.desc.kind, TESS_DEV_EMULATED);
+    ASSERT_EQ(a.desc.caps, TESS__CAP_P2P);
+    ASSERT_EQ(a.size, 8 * MIB);
+    ASSERT_EQ(a.desc.mem_total, 8 * MIB);
+    for (size_t i = 0; i < a.size; i += 4093) ASSERT_EQ(a.base[i], 0xFF);
+    ASSERT_EQ(a.base[a.size - 1], 0xFF);
+    void *p;
+    size_t got;
+    ASSERT_EQ(emu->arena(a.bd, 0, &p, &got), TESS_EINVAL);
+    ASSERT_EQ(emu->can_peer(a.bd, b.bd), 1);
+    ASSERT_EQ(emu->can_peer(a.bd, a.bd), 0);
+    emu->close(a.bd);
+    emu->close(b.bd);
+}
+
+/* A strided 2D block goes host -> dev0 (H2D) -> dev0 (D2D) -> dev1 (P2P) -> host (D2H),
+ * across streams and devices ordered by events, and comes back exact with its surroundings
+ * untouched. */
+TEST(copy_round_trip_two_devices) {
+    struct tess__dev_params p0 = prm(0, 2), p1 = prm(1, 2);
+    p0.jitter_us = p1.jitter_us = 300;
+    struct edev a, b;
+    edev_open(&a, p0);
+    edev_open(&b, p1);
+    enum { LD = 41, COLS = 29, R0 = 5, C0 = 3, ROWS = 20, NC = 17, LDOUT = 50 };
+    double *host = malloc(sizeof(double) * LD * COLS), *out = malloc(sizeof(double) * LDOUT * NC);
+    fill_d(host, (size_t)LD * COLS, 7);
+    for (int i = 0; i < LDOUT * NC; i++) out[i] = -99.0;
+    size_t w = ROWS * sizeof(double);
+    double *d0 = (double *)a.base + 1000, *d0b = (double *)a.base + 9000;
+    double *d1 = (double *)b.base + 333;
+    tess__event *e0, *e1;
+    ASSERT_OK(emu->event_create(a.bd, &e0));
+    ASSERT_OK(emu->event_create(b.bd, &e1));
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, d0, 24 * sizeof(double), host + R0 + C0 * LD,
+                          LD * sizeof(double), w, NC, NULL));
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2D, d0b, w, d0, 24 * sizeof(double), w, NC, NULL));
+    ASSERT_OK(emu->event_record(a.bd, 0, e0));
+    ASSERT_OK(emu->stream_wait(b.bd, 1, e0));
+    ASSERT_OK(emu->copy2d(b.bd, 1, TESS__P2P, d1, 32 * sizeof(double), d0b, w, w, NC, a.bd));
+    ASSERT_OK(emu->copy2d(b.bd, 1, TESS__D2H, out + 2, LDOUT * sizeof(double), d1,
+                          32 * sizeof(double), w, NC, NULL));
+    ASSERT_OK(emu->event_record(b.bd, 1, e1));
+    ASSERT_OK(emu->event_sync(b.bd, e1));
+    for (int j = 0; j < NC; j++)
+        for (int i = 0; i < LDOUT; i++) {
+            double want = i >= 2 && i < 2 + ROWS ? host[R0 + i - 2 + (C0 + j) * LD] : -99.0;
+            ASSERT_MSG(out[i + j * LDOUT] == want, "out(%d,%d) = %g, want %g", i, j,
+                       out[i + j * LDOUT], want);
+        }
+    emu->event_destroy(a.bd, e0);
+    emu->event_destroy(b.bd, e1);
+    emu->close(a.bd);
+    emu->close(b.bd);
+    free(host);
+    free(out);
+}
+
+/* gemm on device memory (s, d, c, z, transposes, complex scalars) equals tess__host_gemm
+ * on host copies of the operands, and beta = 0 ignores the NaN fill left in C. */
+TEST(gemm_on_device_matches_host) {
+    struct edev a;
+    edev_open(&a, prm(0, 1));
+    enum { M = 37, N = 23, K = 19 };
+    const struct { tess_dtype_t dt; char ta, tb; int beta_zero; } cases[] = {
+        {TESS_D, 'N', 'N', 0}, {TESS_D, 'T', 'N', 1}, {TESS_Z, 'C', 'T', 0}, {TESS_Z, 'N', 'C', 1},
+        {TESS_S, 'N', 'T', 0}, {TESS_C, 'T', 'C', 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tess_dtype_t dt = cases[c].dt;
+        size_t es = tess__dtypes[dt].size;
+        int64_t ar = cases[c].ta == 'N' ? M : K, ac = cases[c].ta == 'N' ? K : M;
+        int64_t br = cases[c].tb == 'N' ? K : N, bc = cases[c].tb == 'N' ? N : K;
+        int64_t lda = ar + 3, ldb = br + 1, ldc = M + 2;
+        size_t na = (size_t)(lda * ac), nb = (size_t)(ldb * bc), nc = (size_t)(ldc * N);
+        /* operands as doubles regardless of dt: only bytes matter until compared */
+        size_t words = (na + nb + nc) * es / sizeof(double) + 1;
+        double *h = malloc(words * sizeof(double)), *ref = malloc(nc * es), *got = malloc(nc * es);
+        unsigned char *hA = (unsigned char *)h, *hB = hA + na * es, *hC = hB + nb * es;
+        if (dt == TESS_S || dt == TESS_C) {
+            float *f = (float *)h;
+            for (size_t i = 0; i < (na + nb + nc) * es / sizeof(float); i++)
+                f[i] = (float)((int)((i * 7919) % 2001) - 1000) / 1000.0f;
+        } else {
+            fill_d(h, (na + nb + nc) * es / sizeof(double), (unsigned)c + 1);
+        }
+        tess__scalar_t alpha, beta;
+        memset(&alpha, 0, sizeof alpha);
+        memset(&beta, 0, sizeof beta);
+        switch (dt) {
+        case TESS_S: alpha.s = 1.5f; beta.s = -0.5f; break;
+        case TESS_D: alpha.d = 1.5; beta.d = -0.5; break;
+        case TESS_C: alpha.c[0] = 0.5f; alpha.c[1] = -1.25f; beta.c[0] = 0.75f; beta.c[1] = 0.5f; break;
+        case TESS_Z: alpha.z[0] = 0.5; alpha.z[1] = -1.25; beta.z[0] = 0.75; beta.z[1] = 0.5; break;
+        }
+        if (cases[c].beta_zero) memset(&beta, 0, sizeof beta);
+        unsigned char *dA = a.base + 4096, *dB = dA + na * es + 512, *dC = dB + nb * es + 512;
+        /* arena bytes are 0xFF (NaN) until written: reset the C area for this case */
+        memset(dC, 0xFF, nc * es);
+        ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dA, 0, hA, 0, na * es, 1, NULL));
+        ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dB, 0, hB, 0, nb * es, 1, NULL));
+        if (!cases[c].beta_zero)
+            ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, hC, 0, nc * es, 1, NULL));
+        ASSERT_OK(emu->gemm(a.bd, 0, dt, cases[c].ta, cases[c].tb, M, N, K, &alpha, dA, lda, dB,
+                            ldb, &beta, dC, ldc));
+        ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, got, 0, dC, 0, nc * es, 1, NULL));
+        ASSERT_OK(drain(emu, a.bd, 0));
+        memcpy(ref, hC, nc * es);
+        if (cases[c].beta_zero) memset(ref, 0xFF, nc * es);  /* NaN: must not be read */
+        tess__host_gemm(dt, cases[c].ta, cases[c].tb, M, N, K, &alpha, hA, lda, hB, ldb, &beta,
+                        ref, ldc);
+        /* compare the m rows of every column, as reals */
+        for (int64_t j = 0; j < N; j++) {
+            size_t off = (size_t)(j * ldc) * es, len = (size_t)M * es;
+            if (dt == TESS_S || dt == TESS_C) {
+                const float *x = (const float *)((unsigned char *)got + off),
+                            *y = (const float *)((unsigned char *)ref + off);
+                for (size_t i = 0; i < len / sizeof(float); i++)
+                    ASSERT_MSG(fabsf(x[i] - y[i]) <= 1e-4f * (1 + fabsf(y[i])),
+                               "case %zu: C[%zu] col %lld: %g vs %g", c, i, (long long)j, x[i], y[i]);
+            } else {
+                double r = max_rel_diff((const double *)((unsigned char *)got + off),
+                                        (const double *)((unsigned char *)ref + off),
+                                        len / sizeof(double));
+                ASSERT_MSG(r <= 1e-13, "case %zu col %lld: rel diff %g", c, (long long)j, r);
+            }
+        }
+        free(h);
+        free(ref);
+        free(got);
+    }
+    emu->close(a.bd);
+}
+
+/* alpha and beta are read when gemm is called: changing the caller's scalars while the
+ * gemm still waits behind a slow copy does not change the result. */
+TEST(gemm_reads_scalars_at_call) {
+    struct tess__dev_params p = prm(0, 1);
+    p.link_gbs = 0.01;  /* 1 MB: 100 ms */
+    struct edev a;
+    edev_open(&a, p);
+    double *dA = (double *)a.base, *dB = dA + 4, *dC = dB + 4;
+    double one[4] = {1, 1, 1, 1}, c = 0, alpha = 2.0, beta = 0.0;
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dA, 0, one, 0, sizeof one, 1, NULL));
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dB, 0, one, 0, sizeof one, 1, NULL));
+    static unsigned char slow[1000000];  /* keeps the gemm queued while alpha changes */
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base + 4 * MIB, 0, slow, 0, sizeof slow, 1, NULL));
+    ASSERT_OK(emu->gemm(a.bd, 0, TESS_D, 'N', 'N', 1, 1, 4, &alpha, dA, 1, dB, 4, &beta, dC, 1));
+    alpha = 100.0;
+    beta = 1.0;
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, &c, 0, dC, 0, sizeof c, 1, NULL));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    ASSERT_MSG(c == 8.0, "C = %g, want 8 (alpha 2 captured at the call, beta 0)", c);
+    emu->close(a.bd);
+}
+
+/* Ops of one stream run in FIFO order despite jitter, as each D2H reads the value that the
+ * H2D just before it wrote to the same device word. */
+TEST(stream_is_fifo) {
+    struct tess__dev_params p = prm(0, 2);
+    p.jitter_us = 200;
+    struct edev a;
+    edev_open(&a, p);
+    enum { N = 60 };
+    double src[N], out[N];
+    for (int i = 0; i < N; i++) {
+        src[i] = i;
+        out[i] = -1;
+    }
+    double *word = (double *)a.base + 17;
+    for (int i = 0; i < N; i++) {
+        ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, word, 0, &src[i], 0, sizeof(double), 1, NULL));
+        ASSERT_OK(emu->copy2d(a.bd, 1, TESS__D2H, &out[i], 0, word, 0, sizeof(double), 1, NULL));
+    }
+    ASSERT_OK(drain(emu, a.bd, 1));
+    for (int i = 0; i < N; i++) ASSERT_MSG(out[i] == i, "out[%d] = %g", i, out[i]);
+    emu->close(a.bd);
+}
+
+/* Two streams of one device run at once (two 200 ms copies take well under 400 ms), and a
+ * stream waiting on an event recorded on another stream behind a slow copy stays pending
+ * (EAGAIN) until that copy is done, then sees its bytes. */
+TEST(streams_concurrent_and_cross_wait) {
+    struct tess__dev_params p = prm(0, 3);
+    p.link_gbs = 0.01;  /* 2 MB: 200 ms */
+    struct edev a;
+    edev_open(&a, p);
+    size_t n = 2000000;
+    unsigned char *h0 = malloc(n), *h1 = malloc(n), *back = malloc(n);
+    for (size_t i = 0; i < n; i++) {
+        h0[i] = (unsigned char)(i * 31);
+        h1[i] = (unsigned char)(i * 17 + 3);
+    }
+    memset(back, 0, n);
+    tess__event *e0, *e1, *e2;
+    ASSERT_OK(emu->event_create(a.bd, &e0));
+    ASSERT_OK(emu->event_create(a.bd, &e1));
+    ASSERT_OK(emu->event_create(a.bd, &e2));
+    double t0 = tess__now();
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 0, h0, 0, n, 1, NULL));
+    ASSERT_OK(emu->event_record(a.bd, 0, e0));
+    ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, a.base + 4 * MIB, 0, h1, 0, n, 1, NULL));
+    ASSERT_OK(emu->event_record(a.bd, 1, e1));
+    ASSERT_OK(emu->stream_wait(a.bd, 2, e0));
+    ASSERT_OK(emu->copy2d(a.bd, 2, TESS__D2H, back, 0, a.base, 0, 1000, 1, NULL)); /* 0.1 ms */
+    ASSERT_OK(emu->event_record(a.bd, 2, e2));
+    ASSERT_EQ(emu->event_query(a.bd, e2), TESS_EAGAIN);
+    ASSERT_EQ(emu->event_query(a.bd, e0), TESS_EAGAIN);
+    ASSERT_OK(emu->event_sync(a.bd, e0));
+    ASSERT_OK(emu->event_sync(a.bd, e1));
+    double both = tess__now() - t0;
+    ASSERT_MSG(both >= 0.19 && both < 0.36, "two 200 ms copies on two streams took %.3f s", both);
+    ASSERT_OK(emu->event_sync(a.bd, e2));
+    ASSERT(memcmp(back, h0, 1000) == 0);
+    emu->event_destroy(a.bd, e0);
+    emu->event_destroy(a.bd, e1);
+    emu->event_destroy(a.bd, e2);
+    emu->close(a.bd);
+    free(h0);
+    free(h1);
+    free(back);
+}
+
+/* stream_wait holds on to the record current at its call, so re-recording the event on an
+ * idle stream completes the event but not the earlier wait (and a never-recorded event
+ * counts as complete). */
+TEST(wait_captures_generation) {
+    struct tess__dev_params p = prm(0, 3);
+    p.link_gbs = 0.01;  /* 2 MB: 200 ms */
+    struct edev a;
+    edev_open(&a, p);
+    size_t n = 2000000;
+    unsigned char *h = calloc(1, n);
+    tess__event *ev, *after, *never;
+    ASSERT_OK(emu->event_create(a.bd, &ev));
+    ASSERT_OK(emu->event_create(a.bd, &after));
+    ASSERT_OK(emu->event_create(a.bd, &never));
+    ASSERT_EQ(emu->event_query(a.bd, never), TESS_OK);
+    ASSERT_OK(emu->event_sync(a.bd, never));
+    ASSERT_OK(emu->stream_wait(a.bd, 1, never));
+    double t0 = tess__now();
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 0, h, 0, n, 1, NULL));
+    ASSERT_OK(emu->event_record(a.bd, 0, ev));     /* record 1: behind the slow copy */
+    ASSERT_OK(emu->stream_wait(a.bd, 1, ev));      /* waits for record 1 */
+    ASSERT_OK(emu->event_record(a.bd, 2, ev));     /* record 2: reached at once */
+    ASSERT_OK(emu->event_record(a.bd, 1, after));
+    ASSERT_EQ(query_until(emu, a.bd, ev, 5.0), TESS_OK);
+    ASSERT_MSG(tess__now() - t0 < 0.15, "re-recorded event took %.3f s", tess__now() - t0);
+    ASSERT_EQ(emu->event_query(a.bd, after), TESS_EAGAIN);
+    ASSERT_OK(emu->event_sync(a.bd, after));
+    ASSERT_MSG(tess__now() - t0 >= 0.19, "wait released after %.3f s", tess__now() - t0);
+    emu->event_destroy(a.bd, ev);
+    emu->event_destroy(a.bd, after);
+    emu->event_destroy(a.bd, never);
+    emu->close(a.bd);
+    free(h);
+}
+
+/* copy2d and gemm refuse pointers on the wrong side (a host pointer as device memory, an
+ * arena pointer as host memory, the own arena as a P2P source, a block running past the
+ * arena's end) with TESS_EINVAL, and the device stays usable. */
+TEST(bounds_checks) {
+    struct edev a, b;
+    edev_open(&a, prm(0, 1));
+    edev_open(&b, prm(1, 1));
+    double host[64] = {0};
+    size_t w = 8 * sizeof(double);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__H2D, host, w, host + 8, w, w, 2, NULL), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__H2D, a.base, w, b.base, w, w, 2, NULL), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__H2D, a.base, w, a.base + 4096, w, w, 2, NULL), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__D2H, host, w, host + 8, w, w, 2, NULL), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__D2H, b.base, w, a.base, w, w, 2, NULL), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__D2D, host, w, a.base, w, w, 2, NULL), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__D2D, a.base, w, b.base, w, w, 2, NULL), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__P2P, a.base, w, a.base + 4096, w, w, 2, b.bd), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__P2P, b.base, w, b.base + 4096, w, w, 2, b.bd), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__P2P, a.base, w, b.base, w, w, 2, NULL), TESS_EINVAL);
+    /* second row ends 8 bytes past the arena */
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__H2D, a.base + a.size - w - 8, w, host, w, w, 2, NULL),
+              TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 4, host, w, w, 2, NULL), TESS_EINVAL);
+    ASSERT_EQ(emu->copy2d(a.bd, 5, TESS__H2D, a.base, w, host, w, w, 2, NULL), TESS_EINVAL);
+    double one = 1, zero = 0;
+    double *d = (double *)a.base;
+    ASSERT_EQ(emu->gemm(a.bd, 0, TESS_D, 'N', 'N', 2, 2, 2, &one, d, 2, d, 2, &zero, host, 2),
+              TESS_EINVAL);
+    ASSERT_EQ(emu->gemm(a.bd, 0, TESS_D, 'N', 'N', 2, 2, 2, &one, host, 2, d, 2, &zero, d + 8, 2),
+              TESS_EINVAL);
+    ASSERT_EQ(emu->gemm(a.bd, 0, TESS_D, 'N', 'N', 2, 2, 2, &one, d, 1, d, 2, &zero, d + 8, 2),
+              TESS_EINVAL);
+    ASSERT(strstr(tess_last_error(), "emulated:0") != NULL);
+    /* still healthy: an exact-fit copy to the last bytes works */
+    for (int i = 0; i < 16; i++) host[i] = i;
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base + a.size - 2 * w, w, host, w, w, 2, NULL));
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, host + 32, w, a.base + a.size - 2 * w, w, w, 2, NULL));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    ASSERT(memcmp(host, host + 32, 2 * w) == 0);
+    emu->close(a.bd);
+    emu->close(b.bd);
+}
+
+/* link_gbs makes a 4 MB copy last at least 4 MB / link, and gflops makes a gemm last at
+ * least its flops / rate. */
+TEST(throttles) {
+    struct tess__dev_params p = prm(0, 1);
+    p.link_gbs = 0.05;
+    p.gflops = 0.005;
+    struct edev a;
+    edev_open(&a, p);
+    size_t n = 4000000;  /* 80 ms at 0.05 GB/s */
+    unsigned char *h = calloc(1, n);
+    double t0 = tess__now();
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 0, h, 0, n, 1, NULL));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    double dt = tess__now() - t0;
+    ASSERT_MSG(dt >= 0.08, "copy took %.4f s, want >= 0.08", dt);
+    double one = 1, zero = 0;
+    double *d = (double *)a.base;
+    memset(d, 0, 3 * 64 * 64 * sizeof(double));
+    t0 = tess__now();  /* 2 * 64^3 flops = 524288: 105 ms at 5 MFLOP/s */
+    ASSERT_OK(emu->gemm(a.bd, 0, TESS_D, 'N', 'N', 64, 64, 64, &one, d, 64, d + 4096, 64, &zero,
+                        d + 8192, 64));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    dt = tess__now() - t0;
+    ASSERT_MSG(dt >= 0.104, "gemm took %.4f s, want >= 0.104", dt);
+    emu->close(a.bd);
+    free(h);
+}
+
+struct sync_arg {
+    void *bd;
+    tess__event *ev;
+    int rc;
+};
+
+static void *sync_thread(void *arg) {
+    struct sync_arg *s = arg;
+    s->rc = emu->event_sync(s->bd, s->ev);
+    return NULL;
+}
+
+/* With fault_at = 3 the third copy/gemm does nothing and fails the device: ops queued
+ * behind it are dropped, a blocked event_sync and every later call return TESS_EDEVICE
+ * naming the device, and another device's stream waiting on its event goes on unharmed. */
+TEST(fault_at_fails_device) {
+    struct tess__dev_params pa = prm(0, 2), pb = prm(1, 1);
+    pa.link_gbs = 0.01;  /* 1.5 MB: 150 ms */
+    pa.fault_at = 3;
+    struct edev a, b;
+    edev_open(&a, pa);
+    edev_open(&b, pb);
+    size_t n = 1500000;
+    unsigned char *h = calloc(1, n);
+    double src[4] = {1, 2, 3, 4}, out[4] = {-1, -1, -1, -1}, one = 1, zero = 0;
+    double *d = (double *)(a.base + 2 * MIB);
+    tess__event *ea, *eb;
+    ASSERT_OK(emu->event_create(a.bd, &ea));
+    ASSERT_OK(emu->event_create(b.bd, &eb));
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 0, h, 0, n, 1, NULL));       /* op 1 */
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, d, 0, src, 0, sizeof src, 1, NULL)); /* op 2 */
+    ASSERT_OK(emu->gemm(a.bd, 0, TESS_D, 'N', 'N', 2, 2, 2, &one, d, 2, d, 2, &zero, d + 4,
+                        2));                                                      /* op 3 */
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, out, 0, d, 0, sizeof out, 1, NULL)); /* op 4 */
+    ASSERT_OK(emu->event_record(a.bd, 0, ea));
+    ASSERT_OK(emu->stream_wait(b.bd, 0, ea));
+    ASSERT_OK(emu->event_record(b.bd, 0, eb));
+    ASSERT_EQ(emu->event_query(b.bd, eb), TESS_EAGAIN);
+    struct sync_arg sa = {a.bd, ea, 12345};
+    pthread_t th;
+    ASSERT_OK(pthread_create(&th, NULL, sync_thread, &sa));
+    pthread_join(th, NULL);
+    ASSERT_EQ(sa.rc, TESS_EDEVICE);
+    /* the peer's stream is not stuck and its device is healthy */
+    ASSERT_EQ(query_until(emu, b.bd, eb, 5.0), TESS_OK);
+    ASSERT_OK(drain(emu, b.bd, 0));
+    /* op 3 did nothing (C area still 0xFF) and op 4 was discarded */
+    unsigned char ff[32];
+    memset(ff, 0xFF, sizeof ff);
+    ASSERT(memcmp(d + 4, ff, sizeof ff) == 0);
+    for (int i = 0; i < 4; i++) ASSERT_EQ(out[i], -1);
+    /* sticky: every later call of device a fails */
+    ASSERT_EQ(emu->copy2d(a.bd, 1, TESS__H2D, d, 0, src, 0, sizeof src, 1, NULL), TESS_EDEVICE);
+    ASSERT(strstr(tess_last_error(), "emulated:0") != NULL);
+    ASSERT(strstr(tess_last_error(), "injected fault at op 3 (gemm") != NULL);
+    ASSERT_EQ(emu->gemm(a.bd, 1, TESS_D, 'N', 'N', 2, 2, 2, &one, d, 2, d, 2, &zero, d + 4, 2),
+              TESS_EDEVICE);
+    ASSERT_EQ(emu->event_query(a.bd, ea), TESS_EDEVICE);
+    ASSERT_EQ(emu->event_sync(a.bd, ea), TESS_EDEVICE);
+    ASSERT_EQ(emu->event_record(a.bd, 1, ea), TESS_EDEVICE);
+    ASSERT_EQ(emu->stream_wait(a.bd, 1, eb), TESS_EDEVICE);
+    tess__event *x;
+    ASSERT_EQ(emu->event_create(a.bd, &x), TESS_EDEVICE);
+    /* the failed device's event is an error for anyone; waiting on it is skipped */
+    ASSERT_EQ(emu->event_query(b.bd, ea), TESS_EDEVICE);
+    ASSERT_OK(emu->stream_wait(b.bd, 0, ea));
+    ASSERT_OK(drain(emu, b.bd, 0));
+    emu->event_destroy(a.bd, ea);
+    emu->event_destroy(b.bd, eb);
+    emu->close(a.bd);
+    emu->close(b.bd);
+    free(h);
+}
+
+/* The fault counter spans streams: with fault_at = 2 and one copy on each of two streams,
+ * exactly one copy lands and the device fails. */
+TEST(fault_counts_across_streams) {
+    struct tess__dev_params p = prm(0, 2);
+    p.fault_at = 2;
+    struct edev a;
+    edev_open(&a, p);
+    double x = 5, y = 6, o0 = 0, o1 = 0;
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 0, &x, 0, sizeof x, 1, NULL));
+    ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, a.base + 64, 0, &y, 0, sizeof y, 1, NULL));
+    int r0 = drain(emu, a.bd, 0), r1 = drain(emu, a.bd, 1);
+    ASSERT(r0 == TESS_EDEVICE || r1 == TESS_EDEVICE);
+    memcpy(&o0, a.base, sizeof o0);
+    memcpy(&o1, a.base + 64, sizeof o1);
+    ASSERT_EQ((o0 == 5) + (o1 == 6), 1);
+    emu->close(a.bd);
+}
+
+/* TESS_EDEVICE is reported only once the copy already running on another stream of the
+ * failing device has finished, so the caller may reuse its buffers at once. */
+TEST(fault_published_after_running_ops) {
+    struct tess__dev_params p = prm(0, 2);
+    p.link_gbs = 0.01;  /* 3 MB: 300 ms */
+    p.fault_at = 2;
+    struct edev a;
+    edev_open(&a, p);
+    size_t n = 3000000;
+    unsigned char *h = malloc(n), *back = calloc(1, n);
+    memset(h, 0x3C, n);
+    memset(a.base, 0x3C, n);
+    double x = 1;
+    tess__event *e1;
+    ASSERT_OK(emu->event_create(a.bd, &e1));
+    double t0 = tess__now();
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, back, 0, a.base, 0, n, 1, NULL)); /* op 1 */
+    struct timespec ts = {0, 80000000};  /* op 1 surely started */
+    nanosleep(&ts, NULL);
+    ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, a.base + 4 * MIB, 0, &x, 0, sizeof x, 1,
+                          NULL)); /* op 2: fails */
+    ASSERT_OK(emu->event_record(a.bd, 1, e1));
+    ASSERT_EQ(emu->event_sync(a.bd, e1), TESS_EDEVICE);
+    double dt = tess__now() - t0;
+    ASSERT_MSG(dt >= 0.29, "failure reported after %.3f s, while op 1 still ran", dt);
+    ASSERT(memcmp(back, h, n) == 0);
+    emu->event_destroy(a.bd, e1);
+    emu->close(a.bd);
+    free(h);
+    free(back);
+}
+
+/* close waits for queued work (a slow copy issued just before lands), even with an event
+ * destroyed while its record was still queued. */
+TEST(close_drains) {
+    struct tess__dev_params p = prm(0, 1);
+    p.link_gbs = 0.01;  /* 1 MB: 100 ms */
+    struct edev a;
+    edev_open(&a, p);
+    size_t n = 1000000;
+    unsigned char *h = malloc(n), *back = calloc(1, n);
+    memset(h, 0x5A, n);
+    tess__event *ev;
+    ASSERT_OK(emu->event_create(a.bd, &ev));
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 0, h, 0, n, 1, NULL));
+    ASSERT_OK(emu->event_record(a.bd, 0, ev));
+    emu->event_destroy(a.bd, ev);
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, back, 0, a.base, 0, n, 1, NULL));
+    emu->close(a.bd);
+    ASSERT(memcmp(back, h, n) == 0);
+    free(h);
+    free(back);
+}
+
+/* The CPU worker is one unified device without an arena, whose in-place gemm equals
+ * tess__host_gemm and whose copy2d is a plain strided memcpy. */
+TEST(cpu_gemm_in_place) {
+    const struct tess__dev_ops *cpu = &tess__cpu_ops;
+    struct tess__config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    ASSERT_EQ(cpu->count(&cfg), 1);
+    struct tess__dev_params p = prm(0, 2);
+    void *bd;
+    struct tess__dev_desc desc;
+    ASSERT_OK(cpu->open(&p, &bd, &desc));
+    ASSERT_EQ(desc.kind, TESS_DEV_CPU);
+    ASSERT_EQ(desc.caps, TESS__CAP_UNIFIED);
+    ASSERT(strncmp(desc.name, "cpu (OpenBLAS, ", 15) == 0);
+    ASSERT(strstr(desc.name, " cores)") != NULL);
+    void *base;
+    size_t got;
+    ASSERT_EQ(cpu->arena(bd, 0, &base, &got), TESS_ENOSYS);
+    ASSERT_EQ(cpu->can_peer(bd, bd), 0);
+    enum { M = 50, N = 40, K = 30 };
+    double *A = malloc(sizeof(double) * M * K), *B = malloc(sizeof(double) * K * N);
+    double *C = malloc(sizeof(double) * M * N), *R = malloc(sizeof(double) * M * N);
+    fill_d(A, M * K, 1);
+    fill_d(B, K * N, 2);
+    fill_d(C, M * N, 3);
+    memcpy(R, C, sizeof(double) * M * N);
+    double alpha = -0.75, beta = 2.0;
+    ASSERT_OK(cpu->gemm(bd, 1, TESS_D, 'N', 'T', M, N, K, &alpha, A, M, B, N, &beta, C, M));
+    ASSERT_OK(drain(cpu, bd, 1));
+    tess__host_gemm(TESS_D, 'N', 'T', M, N, K, &alpha, A, M, B, N, &beta, R, M);
+    ASSERT_MSG(max_rel_diff(C, R, M * N) <= 1e-14, "cpu gemm differs: %g",
+               max_rel_diff(C, R, M * N));
+    /* strided copy: 3 rows of 16 bytes, pitches 40 and 24 */
+    unsigned char s[120], t[72];
+    for (int i = 0; i < 120; i++) s[i] = (unsigned char)i;
+    memset(t, 0, sizeof t);
+    ASSERT_OK(cpu->copy2d(bd, 0, TESS__H2D, t, 24, s, 40, 16, 3, NULL));
+    ASSERT_OK(drain(cpu, bd, 0));
+    for (int r = 0; r < 3; r++) {
+        ASSERT(memcmp(t + 24 * r, s + 40 * r, 16) == 0);
+        for (int i = 16; i < 24; i++) ASSERT_EQ(t[24 * r + i], 0);
+    }
+    cpu->close(bd);
+    free(A);
+    free(B);
+    free(C);
+    free(R);
+}
+
+TEST_MAIN()

@@ -1,0 +1,462 @@
+/* tests/test_runtime.c: the node runtime seen through the public statistics API
+ * (tess_device_count, tess_device_stats, tess_reset_stats) on emulated devices: DGEMMs with
+ * many tasks are checked for correctness and their counters for what must have happened
+ * (tasks spread over the devices, peer fetches, evictions under a memory cap, stealing from
+ * a throttled device, C written back once), and injected device faults end in a clean
+ * status, never a wrong result with TESS_OK and never a hang.
+ *
+ * Registered several times (tests/CMakeLists.txt). The registration's environment says
+ * what applies: the TESSERA_* knobs (read here too: TESSERA_EMULATE, TESSERA_TILE,
+ * TESSERA_EMULATE_MEM, TESSERA_CPU_WORKER, TESSERA_EMULATE_FAULT) and TEST_EXPECT, a comma
+ * list of the counter assertions this configuration must meet:
+ *   tasks  every device computed at least one task
+ *   l2     some operand tile was fetched from a peer (l2_hits > 0, bytes_p2p > 0)
+ *   evict  some cached tile was evicted (the memory cap is below the working set)
+ *   steal  some task was stolen from another device's reservation station
+ *   fault  TESSERA_EMULATE_FAULT injects a fault: run the fault tests
+ * Every test opens the runtime with tess_init and closes it with tess_finalize, so each
+ * starts from fresh devices and counters.
+ */
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "ref.h"
+#include "tessera.h"
+
+struct rt_cfg {
+    int emulate;      /* TESSERA_EMULATE */
+    int cpu;          /* TESSERA_CPU_WORKER == 1 */
+    int no_gpu;       /* TESSERA_DEVICES == none */
+    int64_t tile;     /* TESSERA_TILE, 32 when unset */
+    int64_t cap;      /* TESSERA_EMULATE_MEM in bytes, 0 when unset */
+    int fault_dev;    /* device of TESSERA_EMULATE_FAULT "dev:k", -1 when none */
+};
+
+static int64_t parse_bytes(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    switch (toupper((unsigned char)*end)) {
+    case 'K': v *= 1024.0; break;
+    case 'M': v *= 1024.0 * 1024.0; break;
+    case 'G': v *= 1024.0 * 1024.0 * 1024.0; break;
+    default: break;
+    }
+    return (int64_t)v;
+}
+
+static struct rt_cfg cfg_read(void) {
+    struct rt_cfg c;
+    memset(&c, 0, sizeof c);
+    c.emulate = (int)ref_env_long("TESSERA_EMULATE", 0);
+    c.cpu = ref_env_long("TESSERA_CPU_WORKER", -1) == 1;
+    const char *dv = getenv("TESSERA_DEVICES");
+    c.no_gpu = dv && !strcmp(dv, "none");
+    c.tile = ref_env_long("TESSERA_TILE", 0);
+    if (c.tile <= 0) c.tile = 32;
+    const char *mem = getenv("TESSERA_EMULATE_MEM");
+    c.cap = mem && *mem ? parse_bytes(mem) : 0;
+    const char *f = getenv("TESSERA_EMULATE_FAULT");
+    c.fault_dev = f && *f ? atoi(f) : -1;
+    return c;
+}
+
+static int expect(const char *what) { return ref_env_has("TEST_EXPECT", what); }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void print_stats(const char *title) {
+    int n = tess_device_count();
+    fprintf(stderr, "  %s\n  %-3s %-18s %4s %6s %6s %6s %10s %10s %10s %7s %7s %7s %6s %5s %9s %9s\n",
+            title, "dev", "name", "fail", "tasks", "stolen", "steps", "h2d", "d2h", "p2p",
+            "l1", "l2", "miss", "evict", "busy", "cap", "peak");
+    for (int i = 0; i < n; i++) {
+        tess_dev_stats_t s;
+        if (tess_device_stats(i, &s)) continue;
+        fprintf(stderr,
+                "  %-3d %-18.18s %4d %6llu %6llu %6llu %10llu %10llu %10llu %7llu %7llu %7llu "
+                "%6llu %5.2f %9zu %9zu\n",
+                i, s.name, s.failed, (unsigned long long)s.tasks, (unsigned long long)s.stolen,
+                (unsigned long long)s.steps, (unsigned long long)s.bytes_h2d,
+                (unsigned long long)s.bytes_d2h, (unsigned long long)s.bytes_p2p,
+                (unsigned long long)s.l1_hits, (unsigned long long)s.l2_hits,
+                (unsigned long long)s.misses, (unsigned long long)s.evictions, s.busy_s,
+                s.mem_capacity, s.mem_peak);
+    }
+}
+
+/* A DGEMM case of about 8 x 8 tiles (more tasks than any configuration has slots). */
+static struct ref_gemm_case dgemm_case(const struct rt_cfg *c, uint64_t seed) {
+    struct ref_gemm_case g;
+    memset(&g, 0, sizeof g);
+    g.dt = TESS_D;
+    g.layout = TESS_COL_MAJOR;
+    g.ta = TESS_NO_TRANS;
+    g.tb = TESS_NO_TRANS;
+    g.m = 8 * c->tile + 5;
+    g.n = 7 * c->tile + 3;
+    g.k = 6 * c->tile + 1;
+    g.alpha[0] = 0.5;
+    g.beta[0] = -1.0;
+    g.flags = REF_TYPED;
+    g.seed = seed;
+    return g;
+}
+
+static int64_t ceildiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#define RUN_OK(d)                                                                        \
+    do {                                                                                 \
+        char msg_[1024] = "", what_[512];                                                \
+        int st_ = ref_gemm_call(d);                                                      \
+        ref_gemm_describe(&(d)->c, what_, sizeof what_);                                 \
+        ASSERT_MSG(st_ == TESS_OK, "%s: returned %d (%s): %s", what_, st_,               \
+                   tess_strerror(st_), tess_last_error());                               \
+        ASSERT_MSG(ref_gemm_verify(d, msg_, sizeof msg_) == 0, "%s: %s", what_, msg_);   \
+    } while (0)
+
+/* tess_init / tess_finalize are reference counted and the runtime can be started again
+ * after the last finalize; every cycle computes correctly. */
+TEST(runtime_init_finalize_cycles) {
+    struct rt_cfg c = cfg_read();
+    if (c.fault_dev >= 0) return;  /* a fault would make these calls fail by design */
+    for (int cycle = 0; cycle < 3; cycle++) {
+        ASSERT_OK(tess_init());
+        ASSERT_OK(tess_init());
+        struct ref_gemm_case g = dgemm_case(&c, 10 + (uint64_t)cycle);
+        g.m = g.n = g.k = 2 * c.tile + 1;
+        struct ref_gemm_data d;
+        ref_gemm_setup(&g, &d);
+        RUN_OK(&d);
+        ASSERT_OK(tess_finalize());      /* one reference left: still running */
+        ASSERT_GT(tess_device_count(), 0);
+        ref_gemm_free(&d);
+        ref_gemm_setup(&g, &d);
+        RUN_OK(&d);
+        ref_gemm_free(&d);
+        ASSERT_OK(tess_finalize());
+    }
+}
+
+/* The devices are the ones configured: TESSERA_EMULATE emulated ones (then the CPU worker
+ * if enabled), with names, kinds, memory capacities within the cap and fresh counters. */
+TEST(runtime_device_list) {
+    struct rt_cfg c = cfg_read();
+    ASSERT_OK(tess_init());
+    int n = tess_device_count();
+    if (c.no_gpu) ASSERT_EQ(n, c.emulate + c.cpu);
+    int nemu = 0, ncpu = 0;
+    for (int i = 0; i < n; i++) {
+        tess_dev_stats_t s;
+        ASSERT_OK(tess_device_stats(i, &s));
+        ASSERT_MSG(s.name[0] != '\0', "device %d has no name", i);
+        ASSERT_EQ(s.failed, 0);
+        ASSERT_EQ(s.tasks, 0);
+        ASSERT_EQ(s.bytes_h2d, 0);
+        if (s.kind == TESS_DEV_EMULATED) {
+            nemu++;
+            ASSERT_GT(s.mem_capacity, 0);
+            if (c.cap > 0)
+                ASSERT_MSG(s.mem_capacity <= (size_t)c.cap,
+                           "device %d: capacity %zu above TESSERA_EMULATE_MEM %lld", i,
+                           s.mem_capacity, (long long)c.cap);
+        } else if (s.kind == TESS_DEV_CPU) {
+            ncpu++;
+        } else {
+            ASSERT_MSG(!c.no_gpu, "device %d kind %d with TESSERA_DEVICES=none", i, (int)s.kind);
+        }
+    }
+    ASSERT_EQ(nemu, c.emulate);
+    ASSERT_EQ(ncpu, c.cpu);
+    ASSERT_OK(tess_finalize());
+}
+
+/* One DGEMM of many tiles is correct and its counters add up: every task counted once,
+ * kernels = tasks x k steps, flops = 2mnk, C written back exactly once (m n 8 bytes), at
+ * least A, B and C moved from the host, every operand lookup of a device with a cache
+ * classified (L1, L2 or miss), peaks within
+ * capacity; and the configuration's expectations (TEST_EXPECT) hold. */
+TEST(runtime_counters_dgemm) {
+    struct rt_cfg c = cfg_read();
+    if (c.fault_dev >= 0) return;
+    ASSERT_OK(tess_init());
+    int n = tess_device_count();
+    ASSERT_GT(n, 0);
+    tess_reset_stats();
+    struct ref_gemm_case g = dgemm_case(&c, 42);
+    struct ref_gemm_data d;
+    ref_gemm_setup(&g, &d);
+    double t0 = now_s();
+    RUN_OK(&d);
+    double wall = now_s() - t0;
+    print_stats("after one DGEMM");
+
+    int64_t T = c.tile;
+    uint64_t ntasks = (uint64_t)(ceildiv(g.m, T) * ceildiv(g.n, T));
+    uint64_t nsteps = ntasks * (uint64_t)ceildiv(g.k, T);
+    uint64_t tasks = 0, stolen = 0, steps = 0, cached_steps = 0, h2d = 0, d2h = 0, p2p = 0, l1 = 0, l2 = 0,
+             miss = 0, evict = 0;
+    double flops = 0;
+    int unified = 0;
+    for (int i = 0; i < n; i++) {
+        tess_dev_stats_t s;
+        ASSERT_OK(tess_device_stats(i, &s));
+        ASSERT_EQ(s.failed, 0);
+        tasks += s.tasks, stolen += s.stolen, steps += s.steps;
+        if (s.kind != TESS_DEV_CPU) cached_steps += s.steps;  /* the CPU worker has no cache */
+        h2d += s.bytes_h2d, d2h += s.bytes_d2h, p2p += s.bytes_p2p;
+        l1 += s.l1_hits, l2 += s.l2_hits, miss += s.misses, evict += s.evictions;
+        flops += s.flops;
+        if (s.kind == TESS_DEV_CPU) unified = 1;
+        ASSERT_MSG(s.stolen <= s.tasks, "device %d: stolen %llu > tasks %llu", i,
+                   (unsigned long long)s.stolen, (unsigned long long)s.tasks);
+        if (s.kind == TESS_DEV_EMULATED) {
+            ASSERT_MSG(s.mem_peak <= s.mem_capacity, "device %d: peak %zu > capacity %zu", i,
+                       s.mem_peak, s.mem_capacity);
+            if (s.tasks) ASSERT_GT(s.mem_peak, 0);
+        }
+        if (s.tasks) {
+            ASSERT_MSG(s.busy_s > 0, "device %d: %llu tasks but busy_s = 0", i,
+                       (unsigned long long)s.tasks);
+            ASSERT_MSG(s.steps >= s.tasks, "device %d: steps %llu < tasks %llu", i,
+                       (unsigned long long)s.steps, (unsigned long long)s.tasks);
+        }
+        ASSERT_MSG(s.busy_s <= wall + 0.05, "device %d: busy %.3f s > call %.3f s", i, s.busy_s,
+                   wall);
+        if (expect("tasks"))
+            ASSERT_MSG(s.tasks > 0, "device %d (%s) got no task", i, s.name);
+    }
+    ASSERT_EQ(tasks, ntasks);
+    ASSERT_EQ(steps, nsteps);
+    double want = 2.0 * (double)g.m * (double)g.n * (double)g.k;
+    ASSERT_MSG(flops > 0.95 * want && flops < 1.05 * want, "flops %.6g, expected %.6g", flops,
+               want);
+    ASSERT_MSG(l1 + l2 + miss >= 2 * cached_steps,
+               "l1 %llu + l2 %llu + misses %llu < 2 x %llu operand lookups",
+               (unsigned long long)l1, (unsigned long long)l2, (unsigned long long)miss,
+               (unsigned long long)cached_steps);
+    if (!unified) {
+        uint64_t cbytes = (uint64_t)(g.m * g.n) * 8;
+        uint64_t abytes = (uint64_t)(g.m * g.k) * 8, bbytes = (uint64_t)(g.k * g.n) * 8;
+        ASSERT_MSG(d2h == cbytes, "bytes_d2h %llu, expected C once = %llu",
+                   (unsigned long long)d2h, (unsigned long long)cbytes);
+        ASSERT_MSG(h2d >= abytes + bbytes + cbytes,
+                   "bytes_h2d %llu < A + B + C = %llu", (unsigned long long)h2d,
+                   (unsigned long long)(abytes + bbytes + cbytes));
+        ASSERT_GT(miss, 0);
+    }
+    if (expect("l2")) {
+        ASSERT_MSG(l2 > 0, "no L2 hit (peer fetch) with %d devices", n);
+        ASSERT_MSG(p2p > 0, "l2_hits %llu but bytes_p2p = 0", (unsigned long long)l2);
+    }
+    if (l2 > 0) ASSERT_GT(p2p, 0);
+    if (expect("evict")) ASSERT_MSG(evict > 0, "no eviction under cap %lld", (long long)c.cap);
+    if (expect("steal")) ASSERT_MSG(stolen > 0, "no task was stolen");
+
+    /* reset: every counter back to zero */
+    tess_reset_stats();
+    for (int i = 0; i < n; i++) {
+        tess_dev_stats_t s;
+        ASSERT_OK(tess_device_stats(i, &s));
+        ASSERT_EQ(s.tasks + s.stolen + s.steps + s.bytes_h2d + s.bytes_d2h + s.bytes_p2p, 0);
+        ASSERT_EQ(s.l1_hits + s.l2_hits + s.misses + s.evictions, 0);
+        ASSERT_MSG(s.flops == 0 && s.busy_s == 0, "device %d: flops/busy not reset", i);
+    }
+    ref_gemm_free(&d);
+    ASSERT_OK(tess_finalize());
+}
+
+/* Every precision and transpose, both layouts, beta = 0 and not, computes correctly under
+ * this configuration (memory caps of a few tiles included); beta = 0 writes C without
+ * loading it (d2h still m n esize). */
+TEST(runtime_all_precisions_correct) {
+    struct rt_cfg c = cfg_read();
+    if (c.fault_dev >= 0) return;
+    ASSERT_OK(tess_init());
+    static const tess_trans_t tr[3] = {TESS_NO_TRANS, TESS_TRANS, TESS_CONJ_TRANS};
+    int64_t T = c.tile;
+    for (int dt = 0; dt < 4; dt++)
+        for (int v = 0; v < 3; v++) {
+            struct ref_gemm_case g;
+            memset(&g, 0, sizeof g);
+            g.dt = (tess_dtype_t)dt;
+            g.layout = v == 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
+            g.ta = tr[(dt + v) % 3];
+            g.tb = tr[(dt + 2 * v) % 3];
+            g.m = 4 * T + 3;
+            g.n = 3 * T + 1;
+            g.k = 5 * T + 2;
+            g.pad_c = v;
+            g.alpha[0] = 1.25, g.alpha[1] = -0.5;
+            g.beta[0] = v == 1 ? 0 : 0.5, g.beta[1] = v == 1 ? 0 : 0.5;
+            g.flags = v == 1 ? REF_NAN_C : 0;
+            g.seed = 500 + (uint64_t)(dt * 3 + v);
+            struct ref_gemm_data d;
+            ref_gemm_setup(&g, &d);
+            tess_reset_stats();
+            RUN_OK(&d);
+            if (!c.cpu && c.no_gpu) {
+                uint64_t d2h = 0;
+                for (int i = 0; i < tess_device_count(); i++) {
+                    tess_dev_stats_t s;
+                    ASSERT_OK(tess_device_stats(i, &s));
+                    d2h += s.bytes_d2h;
+                }
+                ASSERT_MSG(d2h == (uint64_t)(g.m * g.n) * ref_esize(g.dt),
+                           "%s: bytes_d2h %llu, expected %llu", ref_dtype_name(g.dt),
+                           (unsigned long long)d2h,
+                           (unsigned long long)((uint64_t)(g.m * g.n) * ref_esize(g.dt)));
+            }
+            ref_gemm_free(&d);
+        }
+    ASSERT_OK(tess_finalize());
+}
+
+struct conc_arg { int id; struct rt_cfg c; int failed; char msg[1024]; };
+
+static void *conc_worker(void *p) {
+    struct conc_arg *a = p;
+    for (int it = 0; it < 2 && !a->failed; it++) {
+        struct ref_gemm_case g = dgemm_case(&a->c, 700 + (uint64_t)(a->id * 10 + it));
+        g.m = 3 * a->c.tile + 1 + a->id;
+        g.n = 4 * a->c.tile + 2;
+        g.k = 3 * a->c.tile + 3;
+        if (ref_gemm_run(&g, a->msg, sizeof a->msg)) a->failed = 1;
+    }
+    return NULL;
+}
+
+/* Calls from 4 host threads at once share the devices: all results are correct and the
+ * task counter is the sum of the tiles of all calls. */
+TEST(runtime_concurrent_jobs) {
+    struct rt_cfg c = cfg_read();
+    if (c.fault_dev >= 0) return;
+    enum { NT = 4 };
+    ASSERT_OK(tess_init());
+    tess_reset_stats();
+    pthread_t th[NT];
+    struct conc_arg a[NT];
+    uint64_t want = 0;
+    for (int i = 0; i < NT; i++) {
+        memset(&a[i], 0, sizeof a[i]);
+        a[i].id = i;
+        a[i].c = c;
+        want += 2 * (uint64_t)(ceildiv(3 * c.tile + 1 + i, c.tile) * ceildiv(4 * c.tile + 2, c.tile));
+        ASSERT_EQ(pthread_create(&th[i], NULL, conc_worker, &a[i]), 0);
+    }
+    for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < NT; i++) ASSERT_MSG(!a[i].failed, "thread %d: %s", i, a[i].msg);
+    uint64_t tasks = 0;
+    for (int i = 0; i < tess_device_count(); i++) {
+        tess_dev_stats_t s;
+        ASSERT_OK(tess_device_stats(i, &s));
+        tasks += s.tasks;
+    }
+    ASSERT_EQ(tasks, want);
+    ASSERT_OK(tess_finalize());
+}
+
+/* A device fault injected (TESSERA_EMULATE_FAULT=dev:k) during a DGEMM ends in TESS_OK with
+ * a correct result (recovered) or TESS_EDEVICE, never a wrong result with TESS_OK; the
+ * device reports failed = 1 (kept across tess_reset_stats), and later calls run correctly
+ * on the devices left. */
+TEST(runtime_fault_injection) {
+    struct rt_cfg c = cfg_read();
+    if (!expect("fault")) return;
+    ASSERT_MSG(c.fault_dev >= 0, "TEST_EXPECT has fault but TESSERA_EMULATE_FAULT is unset");
+    ASSERT_OK(tess_init());
+    int n = tess_device_count();
+    ASSERT_MSG(c.fault_dev < n, "fault device %d of %d", c.fault_dev, n);
+    struct ref_gemm_case g = dgemm_case(&c, 900);
+    struct ref_gemm_data d;
+    ref_gemm_setup(&g, &d);
+    int st = ref_gemm_call(&d);
+    char err[512];
+    snprintf(err, sizeof err, "%s", tess_last_error());  /* before any other public call */
+    fprintf(stderr, "  faulted call: status %d (%s): %s\n", st, tess_strerror(st), err);
+    print_stats("after the faulted call");
+    if (st == TESS_OK) {
+        char msg[1024] = "";
+        ASSERT_MSG(ref_gemm_verify(&d, msg, sizeof msg) == 0,
+                   "WRONG RESULT WITH TESS_OK after a device fault: %s", msg);
+    } else {
+        ASSERT_MSG(st == TESS_EDEVICE, "status %d (%s), expected TESS_OK or TESS_EDEVICE", st,
+                   tess_strerror(st));
+        ASSERT_MSG(err[0] != '\0', "TESS_EDEVICE without a message");
+    }
+    ref_gemm_free(&d);
+
+    tess_dev_stats_t s;
+    ASSERT_OK(tess_device_stats(c.fault_dev, &s));
+    ASSERT_MSG(s.failed == 1, "device %d did not fail (failed = %d)", c.fault_dev, s.failed);
+    for (int i = 0; i < n; i++) {
+        tess_dev_stats_t o;
+        ASSERT_OK(tess_device_stats(i, &o));
+        if (i != c.fault_dev) ASSERT_MSG(o.failed == 0, "device %d failed too", i);
+    }
+    tess_reset_stats();
+    ASSERT_OK(tess_device_stats(c.fault_dev, &s));
+    ASSERT_MSG(s.failed == 1, "tess_reset_stats cleared the failed flag");
+
+    /* the devices left carry on: later calls are correct, nothing lands on the failed one */
+    for (int it = 0; it < 2; it++) {
+        g = dgemm_case(&c, 901 + (uint64_t)it);
+        ref_gemm_setup(&g, &d);
+        RUN_OK(&d);
+        ref_gemm_free(&d);
+    }
+    ASSERT_OK(tess_device_stats(c.fault_dev, &s));
+    ASSERT_EQ(s.tasks, 0);
+    print_stats("after two more calls");
+    ASSERT_OK(tess_finalize());
+}
+
+struct fault_call { struct ref_gemm_data d; int st; };
+
+static void *fault_call_main(void *p) {
+    struct fault_call *f = p;
+    f->st = ref_gemm_call(&f->d);
+    return NULL;
+}
+
+/* Faults hit from several host threads at once still end cleanly for each call. */
+TEST(runtime_fault_concurrent_calls) {
+    struct rt_cfg c = cfg_read();
+    if (!expect("fault")) return;
+    ASSERT_OK(tess_init());  /* fresh runtime: the device fails again at its k-th op */
+    enum { NT = 3 };
+    struct fault_call w[NT];
+    pthread_t th[NT];
+    for (int i = 0; i < NT; i++) {
+        struct ref_gemm_case g = dgemm_case(&c, 950 + (uint64_t)i);
+        ref_gemm_setup(&g, &w[i].d);
+        w[i].st = -100;
+    }
+    for (int i = 0; i < NT; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, fault_call_main, &w[i]), 0);
+    for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < NT; i++) {
+        char msg[1024] = "";
+        fprintf(stderr, "  thread %d: status %d\n", i, w[i].st);
+        ASSERT_MSG(w[i].st == TESS_OK || w[i].st == TESS_EDEVICE, "thread %d: status %d", i,
+                   w[i].st);
+        if (w[i].st == TESS_OK)
+            ASSERT_MSG(ref_gemm_verify(&w[i].d, msg, sizeof msg) == 0,
+                       "thread %d: WRONG RESULT WITH TESS_OK: %s", i, msg);
+        ref_gemm_free(&w[i].d);
+    }
+    tess_dev_stats_t s;
+    ASSERT_OK(tess_device_stats(c.fault_dev, &s));
+    ASSERT_EQ(s.failed, 1);
+    ASSERT_OK(tess_finalize());
+}
+
+TEST_MAIN()

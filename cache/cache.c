@@ -46,24 +46,29 @@ void tess__cache_set_peers(struct tess__cache *c, int i, uint32_t peer_mask) {
 
 /* ---- block records (recycled with their events) ------------------------------------ */
 
-static struct tess__blk *blk_new(struct tess__cache *c, int dev) {
+/* A block record for dev, from the recycled ones or new with its event. */
+static int blk_new(struct tess__cache *c, int dev, struct tess__blk **out) {
     struct tess__cdev *cd = &c->dev[dev];
     struct tess__blk *b = cd->free_blks;
     if (b) {
         cd->free_blks = b->next;
     } else {
         b = calloc(1, sizeof *b);
-        if (!b) return NULL;
-        if (!(cd->caps & TESS__CAP_UNIFIED) && cd->ops->event_create(cd->bd, &b->ready)) {
-            free(b);
-            return NULL;
+        if (!b) return tess__fail(TESS_ENOMEM, "tile record: out of host memory");
+        if (!(cd->caps & TESS__CAP_UNIFIED)) {
+            int rc = cd->ops->event_create(cd->bd, &b->ready);
+            if (rc) {
+                free(b);
+                return rc;
+            }
         }
     }
     tess__event *ev = b->ready;
     memset(b, 0, sizeof *b);
     b->ready = ev;
     b->dev = dev;
-    return b;
+    *out = b;
+    return TESS_OK;
 }
 
 static void blk_recycle(struct tess__cache *c, struct tess__blk *b) {
@@ -137,8 +142,9 @@ static int acquire_in_place(struct tess__cache *c, int dev, const struct tess__t
                             struct tess__blk **out) {
     if (t->home != TESS__HOME_HOST)
         return tess__fail(TESS_ENOSYS, "the CPU worker cannot use a device-resident tile");
-    struct tess__blk *b = blk_new(c, dev);
-    if (!b) return tess__fail(TESS_ENOMEM, "tile record: out of host memory");
+    struct tess__blk *b;
+    int rc = blk_new(c, dev, &b);
+    if (rc) return rc;
     b->ptr = (void *)t->key.addr;
     b->ld = t->key.ld;
     b->readers = 1;
@@ -186,11 +192,11 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
         return TESS_EAGAIN;
     }
     e = tess__dir_find(c->dir, key); /* eviction may have freed the entry */
-    struct tess__blk *b = blk_new(c, dev);
-    if (!b) {
+    struct tess__blk *b;
+    if ((rc = blk_new(c, dev, &b))) {
         tess__heap_free(cd->heap, ptr);
         tess__cache_unlock(c);
-        return tess__fail(TESS_ENOMEM, "tile record: out of host memory");
+        return rc;
     }
     size_t es = key->esize;
     b->ptr = ptr;
@@ -282,11 +288,12 @@ void tess__cache_unacquire(struct tess__cache *c, struct tess__blk *b) {
 int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct tess__blk **out) {
     tess__cache_lock(c);
     void *p = alloc_evicting(c, dev, bytes);
-    struct tess__blk *b = p ? blk_new(c, dev) : NULL;
-    if (!b) {
+    struct tess__blk *b = NULL;
+    int rc = p ? blk_new(c, dev, &b) : TESS_EAGAIN;
+    if (rc) {
         if (p) tess__heap_free(c->dev[dev].heap, p);
         tess__cache_unlock(c);
-        return p ? tess__fail(TESS_ENOMEM, "tile record: out of host memory") : TESS_EAGAIN;
+        return rc;
     }
     b->ptr = p;
     b->bytes = bytes;

@@ -186,6 +186,10 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job);
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
                       int64_t k);
 
+/* One task of job is DONE (or cancelled). The count drops under the job's lock, so the
+ * waiter cannot free the job while the last finisher still signals it. */
+void tess__job_task_done(struct tess__job *job);
+
 /* worker.c */
 void *tess__worker_main(void *dev);
 /* A device failed: mark it, drop its cache, return its tasks. */

@@ -115,7 +115,8 @@ static int open_all(struct tess__rt *rt) {
 #ifdef TESS_HAVE_CUDA
     int ngpu = tess__cuda_ops.count(cfg);
     for (int i = 0; i < ngpu && !rc; i++)
-        rc = open_dev(rt, &tess__cuda_ops, i, cfg->streams, (size_t)cfg->dev_mem);
+        rc = open_dev(rt, &tess__cuda_ops, tess__cuda_ordinal(cfg, i), cfg->streams,
+                      (size_t)cfg->dev_mem);
     if (rc) return rc;
 #endif
     for (int i = 0; i < cfg->emulate && !rc; i++)
@@ -224,6 +225,12 @@ static int live_devices(const struct tess__rt *rt, uint32_t mask) {
     return n;
 }
 
+void tess__job_task_done(struct tess__job *job) {
+    pthread_mutex_lock(&job->mu);
+    if (atomic_fetch_sub(&job->remaining, 1) == 1) pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+}
+
 /* With no device left to take them, cancel whatever the queue holds. */
 static void drain_queue(struct tess__rt *rt) {
     void *item;
@@ -232,11 +239,7 @@ static void drain_queue(struct tess__rt *rt) {
         int ok = TESS_OK;
         atomic_compare_exchange_strong(&t->job->status, &ok, TESS_ENODEV);
         atomic_store(&t->state, TESS__TASK_DONE);
-        if (atomic_fetch_sub(&t->job->remaining, 1) == 1) {
-            pthread_mutex_lock(&t->job->mu);
-            pthread_cond_broadcast(&t->job->cv);
-            pthread_mutex_unlock(&t->job->mu);
-        }
+        tess__job_task_done(t->job);
     }
 }
 
@@ -298,9 +301,16 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     atomic_fetch_sub(&rt->active_jobs, 1);
     pthread_mutex_destroy(&job->mu);
     pthread_cond_destroy(&job->cv);
+    /* The failure was recorded on a worker's thread: say it again on the caller's. */
     int st = atomic_load(&job->status);
     if (st == TESS_EDEVICE)
         tess__fail(st, "a device failed during this call; C is unspecified, retry the call");
+    else if (st == TESS_ENOMEM)
+        tess__fail(st, "a device could not get room for the tiles of a task; C is unspecified");
+    else if (st == TESS_ENODEV)
+        tess__fail(st, "every device able to run this call failed; C is unspecified");
+    else if (st)
+        tess__fail(st, "the call failed; C is unspecified");
     return st;
 }
 

@@ -31,14 +31,6 @@
 
 #define STALL_LIMIT_S 5.0   /* no room, nothing in flight, this long: the job fails ENOMEM */
 
-static void job_task_done(struct tess__job *job) {
-    if (atomic_fetch_sub(&job->remaining, 1) == 1) {
-        pthread_mutex_lock(&job->mu);
-        pthread_cond_broadcast(&job->cv);
-        pthread_mutex_unlock(&job->mu);
-    }
-}
-
 static void job_fail(struct tess__job *job, int status) {
     int ok = TESS_OK;
     atomic_compare_exchange_strong(&job->status, &ok, status);
@@ -47,7 +39,7 @@ static void job_fail(struct tess__job *job, int status) {
 /* Finish a task that will not run (its job failed). */
 static void task_cancel(struct tess__task *t) {
     atomic_store(&t->state, TESS__TASK_DONE);
-    job_task_done(t->job);
+    tess__job_task_done(t->job);
 }
 
 static bool unified(const struct tess__dev *d) { return d->desc.caps & TESS__CAP_UNIFIED; }
@@ -95,7 +87,7 @@ static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     if (!sl->cancelled) TESS__COUNT(&d->ctr, tasks, 1);
     atomic_store(&t->state, TESS__TASK_DONE);
     slot_clear(d, sl);
-    job_task_done(t->job);
+    tess__job_task_done(t->job);
 }
 
 /* The device failed: abandon everything it holds, fail the jobs it was running. */
@@ -377,12 +369,18 @@ static void wait_for_something(struct tess__dev *d, int stalled) {
         usleep(50);
         return;
     }
+    /* Idle: while another station holds tasks, look again in 1 ms (to steal); otherwise
+     * sleep until a job is queued (broadcast), checking every 100 ms regardless. */
     struct tess__rt *rt = d->rt;
+    long wait_ns = 100000000;
+    for (int i = 0; i < rt->ndev; i++)
+        if (rt->dev[i] != d && !atomic_load(&rt->dev[i]->failed) && tess__rs_count(&rt->dev[i]->rs))
+            wait_ns = 1000000;
     pthread_mutex_lock(&rt->mu);
     if (!atomic_load(&rt->shutdown) && tess__queue_size(rt->q) == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 1000000; /* 1 ms: idle workers look for tasks to steal */
+        ts.tv_nsec += wait_ns;
         if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
         pthread_cond_timedwait(&rt->work, &rt->mu, &ts);
     }

@@ -89,8 +89,14 @@ static void set_el(tess_dtype_t dt, void *X, size_t idx, long double re, long do
     switch (dt) {
     case TESS_S: ((float *)X)[idx] = (float)re; break;
     case TESS_D: ((double *)X)[idx] = (double)re; break;
-    case TESS_C: ((float *)X)[2 * idx] = (float)re; ((float *)X)[2 * idx + 1] = (float)im; break;
-    case TESS_Z: ((double *)X)[2 * idx] = (double)re; ((double *)X)[2 * idx + 1] = (double)im; break;
+    case TESS_C:
+        ((float *)X)[2 * idx] = (float)re;
+        ((float *)X)[2 * idx + 1] = (float)im;
+        break;
+    case TESS_Z:
+        ((double *)X)[2 * idx] = (double)re;
+        ((double *)X)[2 * idx + 1] = (double)im;
+        break;
     }
 }
 

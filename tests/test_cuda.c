@@ -12,9 +12,6 @@
 #include "backend/backend.h"
 #include "harness.h"
 
-/* cuda.c: the i-th GPU that cfg->devices selects, as a CUDA ordinal (-1 if none). */
-int tess__cuda_ordinal(const struct tess__config *cfg, int i);
-
 static const struct tess__dev_ops *ops = &tess__cuda_ops;
 
 static struct tess__config cfg_with(const char *devices) {

@@ -162,9 +162,9 @@ TEST(gemm_alpha_beta_special) {
         int nv = ref_is_complex(dtypes[d]) ? 5 : 3;
         for (int a = 0; a < nv; a++)
             for (int b = 0; b < nv; b++, idx++) {
-                struct ref_gemm_case c = mkcase(dtypes[d], idx % 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
-                                                trans3[idx % 3], trans3[(idx / 3) % 3], u + 2,
-                                                u + 1, u + 3);
+                struct ref_gemm_case c =
+                    mkcase(dtypes[d], idx % 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR, trans3[idx % 3],
+                           trans3[(idx / 3) % 3], u + 2, u + 1, u + 3);
                 c.alpha[0] = vals[a][0]; c.alpha[1] = vals[a][1];
                 c.beta[0] = vals[b][0]; c.beta[1] = vals[b][1];
                 RUN_CASE(c);
@@ -284,6 +284,38 @@ TEST(gemm_repeated_calls_same_buffers) {
         ref_gemm_free(&dd);
         ASSERT_MSG(!bad, "%s call %d: status %d: %s", ref_dtype_name(c.dt), it, st, msg);
     }
+}
+
+/* Operands in tess_malloc_host memory (pinned when a GPU is present) compute the same;
+ * tess_free_host(NULL) is harmless. */
+TEST(gemm_operands_in_tess_malloc_host) {
+    int64_t u = unit();
+    for (int d = 0; d < 4; d++) {
+        struct ref_gemm_case c = mkcase(dtypes[d], d % 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
+                                        trans3[d % 3], trans3[(d + 2) % 3], 3 * u + 1,
+                                        2 * u + 3, 2 * u + 1);
+        c.pad_c = 2;
+        c.alpha[0] = -1, c.beta[0] = 0.5, c.beta[1] = 1;
+        struct ref_gemm_data dd;
+        char msg[1024] = "";
+        size_t es = ref_esize(c.dt);
+        ref_gemm_setup(&c, &dd);
+        void *own[3] = {dd.A, dd.B, dd.C};
+        void *pin[3] = {tess_malloc_host(dd.na * es), tess_malloc_host(dd.nb * es),
+                        tess_malloc_host(dd.nc * es)};
+        ASSERT(pin[0] && pin[1] && pin[2]);
+        memcpy(pin[0], dd.A, dd.na * es);
+        memcpy(pin[1], dd.B, dd.nb * es);
+        memcpy(pin[2], dd.C, dd.nc * es);
+        dd.A = pin[0], dd.B = pin[1], dd.C = pin[2];
+        int st = ref_gemm_call(&dd);
+        int bad = st == TESS_OK ? ref_gemm_verify(&dd, msg, sizeof msg) : 1;
+        dd.A = own[0], dd.B = own[1], dd.C = own[2];
+        for (int i = 0; i < 3; i++) tess_free_host(pin[i]);
+        ref_gemm_free(&dd);
+        ASSERT_MSG(!bad, "%s: status %d: %s", ref_dtype_name(c.dt), st, msg);
+    }
+    tess_free_host(NULL);
 }
 
 /* A larger call in each precision, checked by the probe-vector oracle only. */

@@ -98,6 +98,8 @@ extern const struct tess__dev_ops tess__cpu_ops;   /* host.c: the CPU worker */
 extern const struct tess__dev_ops tess__emu_ops;   /* host.c: emulated devices */
 #ifdef TESS_HAVE_CUDA
 extern const struct tess__dev_ops tess__cuda_ops;  /* cuda.c */
+/* CUDA ordinal of the i-th GPU selected by cfg->devices, -1 if none. */
+int tess__cuda_ordinal(const struct tess__config *cfg, int i);
 #endif
 
 #endif /* TESS_BACKEND_H */

@@ -54,10 +54,6 @@
 #define CUDA_GEMM_64 0
 #endif
 
-/* The i-th device that cfg->devices selects, as a CUDA ordinal (-1 if none). The runtime
- * opens device i of this backend with p->ordinal = tess__cuda_ordinal(cfg, i). */
-int tess__cuda_ordinal(const struct tess__config *cfg, int i);
-
 struct cuda_dev;
 
 /* One CUDA event of one device. `recorded` lets a pooled event answer "never recorded"

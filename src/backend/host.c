@@ -321,7 +321,8 @@ static void run_copy(struct dev *d, const struct op *op) {
     if (op->copy.dpitch == w && op->copy.spitch == w) {
         memcpy(dst, src, w * h);
     } else {
-        for (size_t r = 0; r < h; r++) memcpy(dst + r * op->copy.dpitch, src + r * op->copy.spitch, w);
+        for (size_t r = 0; r < h; r++)
+            memcpy(dst + r * op->copy.dpitch, src + r * op->copy.spitch, w);
     }
     if (d->p.link_gbs > 0 && op->copy.kind != TESS__D2D)
         throttle(t0, (double)(w * h) / (d->p.link_gbs * 1e9));

@@ -94,6 +94,12 @@ TESS_API int tess_gemm(tess_dtype_t dtype, tess_layout_t layout, tess_trans_t tr
                        const void *A, int64_t lda, const void *B, int64_t ldb,
                        const void *beta, void *C, int64_t ldc);
 
+/* Host memory for operands: page-locked (pinned) when a GPU is present, so tiles move at
+ * the link's full rate; plain malloc otherwise. NULL when out of memory. Free it with
+ * tess_free_host only. Any host memory works as an operand; this is only faster. */
+TESS_API void *tess_malloc_host(size_t bytes);
+TESS_API void tess_free_host(void *p);
+
 /* Device kinds reported in statistics. */
 typedef enum tess_dev_kind {
     TESS_DEV_CUDA = 1,     /* an NVIDIA GPU through CUDA + cuBLAS */

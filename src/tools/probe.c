@@ -46,7 +46,7 @@ static void matvec(tess_dtype_t dt, char trans, int64_t rows, int64_t cols, cons
             long double vr = v[2 * in], vi = v[2 * in + 1];
             y[2 * o] += re * vr - im * vi;
             y[2 * o + 1] += re * vi + im * vr;
-            yabs[o] += sqrtl(re * re + im * im) * vabs[in];
+            yabs[o] += (im == 0 ? fabsl(re) : sqrtl(re * re + im * im)) * vabs[in];
         }
 }
 

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# jobs/gpu-check.sh: everything tessera checks and times on a GPU machine, in one call.
+# One node, all its GPUs (H100 x1 or H200 x2 here). Environment: the machine has CUDA,
+# cuBLAS and NCCL; OpenBLAS, Open MPI and ScaLAPACK come from .devkit (carried, see
+# ../shared/devkit/README.md). Writes logs under $OUT (default ./out) and prints a table.
+#   GPU_CHECK_SIZES   sizes for the verified tessera-gemm runs (default "4096 16384")
+#   GPU_CHECK_BENCH   arguments for tessera-bench ("" skips it)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+sizes=${GPU_CHECK_SIZES:-"4096 16384"}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+if [ -d .devkit/debs ]; then
+  [ -f .devkit/prefix/env.sh ] || sh .devkit/kit-unpack.sh .devkit/debs .devkit/prefix >/dev/null
+  . .devkit/prefix/env.sh
+fi
+summary=()
+note() { summary+=("$1"); echo "$1"; }
+t0=$(date +%s)
+if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+   cmake --build build-gpu -j"$(nproc)" >>"$OUT/build.log" 2>&1; then
+  note "build                         ok   ($(( $(date +%s) - t0 )) s)"
+else
+  tail -40 "$OUT/build.log"; note "build                         FAILED"; exit 1
+fi
+nvidia-smi --query-gpu=name,memory.total,pcie.link.gen.current --format=csv >"$OUT/gpus.txt" 2>&1
+nvidia-smi topo -m >>"$OUT/gpus.txt" 2>&1
+./build-gpu/tessera-info >"$OUT/info.txt" 2>&1; sed -n '1,/^knobs/p' "$OUT/info.txt"
+
+run() { # label, log, command...
+  local label=$1 log=$2; shift 2
+  local s=$(date +%s)
+  "$@" >"$OUT/$log" 2>&1; local rc=$?
+  local verdict=ok; [ $rc -eq 77 ] && verdict=skip; [ $rc -ne 0 ] && [ $rc -ne 77 ] && verdict="FAILED rc=$rc"
+  note "$(printf '%-29s %s (%d s)' "$label" "$verdict" $(( $(date +%s) - s )))"
+  [ "$verdict" = ok ] || tail -15 "$OUT/$log"
+}
+run "test_cuda"                     test_cuda.log      ./build-gpu/tests/test_cuda
+run "test_gemm GPUs tile 96"        test_gemm_t96.log  env TESSERA_TILE=96 ./build-gpu/tests/test_gemm
+run "test_gemm GPUs+CPU tile 128"   test_gemm_cpu.log  env TESSERA_TILE=128 TESSERA_CPU_WORKER=1 ./build-gpu/tests/test_gemm
+run "test_args GPUs"                test_args.log      ./build-gpu/tests/test_args
+for n in $sizes; do
+  for p in s d c z; do
+    run "tessera-gemm ${p} n=$n pinned"  "gemm_${p}_${n}.log" ./build-gpu/tessera-gemm -m "$n" -p "$p" -r 2 --pinned
+    grep -E "median|^  [0-9]" "$OUT/gemm_${p}_${n}.log" | sed 's/^/    /'
+  done
+done
+if [ -n "${GPU_CHECK_BENCH:-}" ] && [ -x build-gpu/tessera-bench ]; then
+  run "tessera-bench" bench.log ./build-gpu/tessera-bench $GPU_CHECK_BENCH --csv "$OUT/bench.csv"
+  cat "$OUT/bench.log"
+fi
+echo; echo "== summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ' | paste -sd,))"
+printf '%s\n' "${summary[@]}"

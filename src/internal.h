@@ -17,13 +17,14 @@
 
 /* ---- precisions: one generic path, typed by this table ---------------------------- */
 
-/* One scalar of any precision, aligned for all of them. */
+/* One scalar of any precision, aligned for all of them (16 bytes: cuDoubleComplex and SSE
+ * loads of a complex double need it). */
 typedef union tess__scalar {
     float s;
     double d;
     float c[2];
     double z[2];
-    unsigned char bytes[16];
+    _Alignas(16) unsigned char bytes[16];
 } tess__scalar_t;
 
 struct tess__dtype_info {

@@ -501,14 +501,18 @@ static int cuda_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, in
     if ((rc = use(d)) != TESS_OK) return rc;
     cublasHandle_t h = d->blas[stream];
     cublasOperation_t oa = blas_op(ta), ob = blas_op(tb);
+    /* cuBLAS loads complex scalars as 16-byte-aligned vectors: copy them to aligned storage */
+    tess__scalar_t al, be;
+    tess__scalar_load(dt, &al, alpha);
+    tess__scalar_load(dt, &be, beta);
 #if CUDA_GEMM_64
 #define TESS_GEMM_(fn, T) \
-    TESS_CU(d, fn##_64(h, oa, ob, m, n, k, (const T *)alpha, (const T *)A, lda, (const T *)B, \
-                       ldb, (const T *)beta, (T *)C, ldc))
+    TESS_CU(d, fn##_64(h, oa, ob, m, n, k, (const T *)&al, (const T *)A, lda, (const T *)B, \
+                       ldb, (const T *)&be, (T *)C, ldc))
 #else
 #define TESS_GEMM_(fn, T)                                                                   \
-    TESS_CU(d, fn(h, oa, ob, (int)m, (int)n, (int)k, (const T *)alpha, (const T *)A,        \
-                  (int)lda, (const T *)B, (int)ldb, (const T *)beta, (T *)C, (int)ldc))
+    TESS_CU(d, fn(h, oa, ob, (int)m, (int)n, (int)k, (const T *)&al, (const T *)A,          \
+                  (int)lda, (const T *)B, (int)ldb, (const T *)&be, (T *)C, (int)ldc))
 #endif
     switch (dt) {
     case TESS_S: return TESS_GEMM_(cublasSgemm, float);

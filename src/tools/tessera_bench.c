@@ -583,7 +583,7 @@ static void row_incore(struct group *g) {
         int64_t s = (int64_t)sqrt(0.9 * (double)fr / (3.0 * (double)g->es)) / 1024 * 1024;
         if (s > 16384) s = 16384;
         if (s < 1024) {
-            fail_msg("in-core", "not even n = 1024 fits in the free device memory", __FILE__,
+            fail_msg("fit check", "n = 1024 does not fit in 90% of the free device memory either", __FILE__,
                      __LINE__);
             goto fail;
         }

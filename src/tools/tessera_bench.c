@@ -12,9 +12,14 @@
  * check after each run). tessera rows also report each device's bytes per run.
  *
  * Owns the measurement only: nothing here reaches inside the library. Order within one size:
- * in-core and cuBLAS-XT first, each freeing its device memory when done, because tessera's
- * runtime takes nearly all free device memory for its heap when it starts; then tess_init,
- * the tessera rows, tess_finalize.
+ * in-core (its device buffers freed after), then tess_init, the tessera rows and
+ * tess_finalize (tessera's runtime takes nearly all free device memory for its heap while it
+ * lives), then the cuBLAS-XT rows. The ceiling and the rows under test come first, so a
+ * --time-limit cuts the baselines; the table prints in the order above.
+ *
+ * Host memory: pinned A, B, C (3 n^2 elements) and, for the pageable rows, malloc'd copies
+ * holding the same values; both are allocated once for the largest size still to come when
+ * that fits, and the pageable rows are left out of a size whose two sets do not fit.
  *
  * Exit status: 0 every run verified, 1 a verification failed, 2 usage, 3 a row failed with
  * an error (CUDA, cuBLAS, tessera; the call is printed and the row skipped), 77 no GPU.
@@ -25,6 +30,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -331,7 +337,8 @@ static void free_pageable(void) {
 }
 
 /* Make room for matrices of `bytes` each (pinned if pin, pageable if page); `want` >= bytes
- * is allocated instead when it fits, so later, larger sizes need no second allocation. */
+ * is allocated instead when it fits, so later, larger sizes need no second allocation.
+ * -2: not enough host memory (nothing changed), -1: an allocation failed. */
 static int ensure_bufs(int pin, int page, size_t bytes, size_t want_pin, size_t want_page) {
     double avail = mem_available();
     double held = 3.0 * (double)((pin && bufs.cap < bytes ? bufs.cap : 0) +
@@ -342,7 +349,8 @@ static int ensure_bufs(int pin, int page, size_t bytes, size_t want_pin, size_t 
         char why[200];
         snprintf(why, sizeof why, "needs %.1f GB of host memory, %.1f GB available", need * 1e-9,
                  (avail + held) * 1e-9);
-        return fail_msg("host operands", why, __FILE__, __LINE__);
+        fail_msg("host operands", why, __FILE__, __LINE__);
+        return -2;
     }
     if (avail > 0 && want_pin + want_page > 0 &&
         3.0 * (double)((pin ? want_pin : 0) + (page ? want_page : 0)) > 0.9 * (avail + held))
@@ -410,6 +418,7 @@ struct group {
     char *C;
     struct probeset ps;
     struct row rows[K_NKINDS + MAX_LIST];
+    struct row *order[K_NKINDS + MAX_LIST]; /* rows by kind, for printing */
     int nrows;
     double best_xt_rate;
     int best_xt_block;
@@ -455,6 +464,13 @@ static int row_out_of_time(struct row *r) {
     r->status = ROW_SKIPPED;
     note(r, "skipped: --time-limit %.0f s reached at %.0f s", o.time_limit, elapsed());
     return 1;
+}
+
+/* A pageable row must start on memory nobody has page-locked (an earlier row that
+ * registered it and left it so would make the row a pinned one). */
+static void check_unpinned(struct row *r) {
+    if (is_pinned(bufs.Ap) || is_pinned(bufs.Bp) || is_pinned(bufs.Cp))
+        note(r, "WARNING: the malloc'd operands were already page-locked when the row started");
 }
 
 /* What a row runs: run() refills C with C0, makes one timed call and leaves the result in
@@ -583,8 +599,8 @@ static void row_incore(struct group *g) {
         int64_t s = (int64_t)sqrt(0.9 * (double)fr / (3.0 * (double)g->es)) / 1024 * 1024;
         if (s > 16384) s = 16384;
         if (s < 1024) {
-            fail_msg("fit check", "n = 1024 does not fit in 90% of the free device memory either", __FILE__,
-                     __LINE__);
+            fail_msg("fit check", "n = 1024 does not fit in 90% of the free device memory either",
+                     __FILE__, __LINE__);
             goto fail;
         }
         note(row, "does not fit: 3 x %.1f GB > 90%% of %.1f GB free on cuda:%d; ceiling rate "
@@ -603,7 +619,7 @@ static void row_incore(struct group *g) {
         CU(cudaMemcpy2D(ic.dB, w, g->B, pitch, w, (size_t)ic.s, cudaMemcpyHostToDevice)))
         goto fail;
     ic.r.A = g->A, ic.r.B = g->B, ic.r.C = g->C, ic.r.ps = &g->ps;
-    if (ic.s != g->n && o.verify != V_NONE) { /* the checks of the leading s x s problem need their own C0 t */
+    if (ic.s != g->n && o.verify != V_NONE) { /* the leading s x s problem: its own C0 t */
         fill(g->dt, g->C, g->n, SEED_C);
         if (probeset_begin(&sub, g->dt, ic.s, g->n, g->C)) goto fail;
         ic.r.ps = &sub;
@@ -649,6 +665,7 @@ static void row_xt(struct group *g, int block, int pageable) {
     struct xt x = {.r = {.run = xt_run, .ps = &g->ps}, .g = g};
     x.r.A = pageable ? bufs.Ap : g->A, x.r.B = pageable ? bufs.Bp : g->B;
     x.r.C = pageable ? bufs.Cp : g->C;
+    if (pageable) check_unpinned(row);
     last_err[0] = 0;
     if (CB(cublasXtCreate(&x.h)) || CB(cublasXtDeviceSelect(x.h, o.ndev, o.dev)) ||
         CB(cublasXtSetBlockDim(x.h, block)) ||
@@ -728,6 +745,7 @@ static void row_tess(struct group *g, int pageable, int init_rc) {
                      .g = g};
     t.r.A = pageable ? bufs.Ap : g->A, t.r.B = pageable ? bufs.Bp : g->B;
     t.r.C = pageable ? bufs.Cp : g->C;
+    if (pageable) check_unpinned(row);
     last_err[0] = 0;
     drive(g, row, &t.r);
     if (row->status == ROW_OK && row->reps > 0) { /* counters were summed over the timed runs */
@@ -752,7 +770,7 @@ static void print_group(const struct group *g, double incore_rate) {
     printf("%-22s %6s %10s %9s %8s %8s %8s %8s %8s  %s\n", "row", "n", "median s", "TFLOP/s",
            "/in-core", "/best XT", "H2D GB", "D2H GB", "P2P GB", "check (worst error/bound)");
     for (int i = 0; i < g->nrows; i++) {
-        const struct row *r = &g->rows[i];
+        const struct row *r = g->order[i];
         if (r->status != ROW_OK) {
             printf("%-22s %6lld %s\n", r->name, (long long)r->n,
                    r->status == ROW_SKIPPED ? "skipped (see notes)" : "FAILED (see notes)");
@@ -781,9 +799,9 @@ static void print_group(const struct group *g, double incore_rate) {
     }
     int first = 1;
     for (int i = 0; i < g->nrows; i++)
-        if (g->rows[i].note[0]) {
+        if (g->order[i]->note[0]) {
             if (first) printf("notes:\n"), first = 0;
-            printf("  %s: %s\n", g->rows[i].name, g->rows[i].note);
+            printf("  %s: %s\n", g->order[i]->name, g->order[i]->note);
         }
     fflush(stdout);
 }
@@ -799,10 +817,13 @@ static void csv_str(FILE *f, const char *s) {
 
 static void csv_group(FILE *f, const struct group *g, double incore_rate) {
     for (int i = 0; i < g->nrows; i++) {
-        const struct row *r = &g->rows[i];
-        const char *st = r->status == ROW_OK ? "ok" : r->status == ROW_SKIPPED ? "skipped" : "failed";
+        const struct row *r = g->order[i];
+        const char *st = r->status == ROW_OK        ? "ok"
+                         : r->status == ROW_SKIPPED ? "skipped"
+                                                    : "failed";
         char ri[16] = "", rx[16] = "";
-        if (r->status == ROW_OK && incore_rate > 0) snprintf(ri, sizeof ri, "%.4f", r->rate / incore_rate);
+        if (r->status == ROW_OK && incore_rate > 0)
+            snprintf(ri, sizeof ri, "%.4f", r->rate / incore_rate);
         if (r->status == ROW_OK && g->best_xt_rate > 0)
             snprintf(rx, sizeof rx, "%.4f", r->rate / g->best_xt_rate);
         for (int d = -1; d < (r->has_bytes ? r->ndev : 0); d++) {
@@ -854,8 +875,9 @@ static void run_group(tess_dtype_t dt, int64_t n, int index, FILE *csv) {
         n_errors++;
         return;
     }
-    static const double one[2] = {1.0, 0.0}, half[2] = {0.5, 0.0};
-    static const float onef[2] = {1.0f, 0.0f}, halff[2] = {0.5f, 0.0f};
+    /* 16-byte aligned: cuBLAS may load a complex alpha or beta as one aligned vector */
+    static _Alignas(16) const double one[2] = {1.0, 0.0}, half[2] = {0.5, 0.0};
+    static _Alignas(16) const float onef[2] = {1.0f, 0.0f}, halff[2] = {0.5f, 0.0f};
     int single = dt == TESS_S || dt == TESS_C;
     g->dt = dt, g->n = n, g->es = esize(dt);
     g->al = single ? (const void *)onef : (const void *)one;
@@ -875,7 +897,23 @@ static void run_group(tess_dtype_t dt, int64_t n, int index, FILE *csv) {
     }
     last_err[0] = 0;
     size_t later = max_bytes_from(index);
-    if (ensure_bufs(pin, page, bytes, later, later)) {
+    int rc = ensure_bufs(pin, page, bytes, later, later);
+    if (rc == -2 && pin && page) { /* both sets do not fit: keep the pinned rows */
+        fprintf(stderr, "  %s: leaving out the pageable rows\n", last_err);
+        char why[sizeof last_err];
+        snprintf(why, sizeof why, "%s", last_err);
+        free_pageable();
+        page = 0;
+        rc = ensure_bufs(pin, page, bytes, later, 0);
+        static const enum kind paged[] = {K_XT_PAGE, K_TESS_PAGE};
+        for (int i = 0; !rc && i < 2; i++) {
+            if (o.skip[paged[i]]) continue;
+            struct row *r = new_row(g, paged[i], 0, kind_names[paged[i]]);
+            r->status = ROW_SKIPPED;
+            note(r, "skipped: pinned and pageable copies do not fit together (%s)", why);
+        }
+    }
+    if (rc) {
         printf("\n%cgemm n = %lld: not run: %s\n", prec_char(dt), (long long)n, last_err);
         n_errors++;
         free(g);
@@ -895,9 +933,27 @@ static void run_group(tess_dtype_t dt, int64_t n, int index, FILE *csv) {
     fprintf(stderr, "  operands filled%s in %.1f s\n", o.verify != V_NONE ? ", C0 t taken" : "",
             now() - t0);
 
+    /* Run order: the ceiling and tessera first, so a --time-limit cuts the cuBLAS-XT rows
+     * (the baselines measured before) rather than the rows under test; tessera's runtime is
+     * finalized before cuBLAS-XT starts, which frees its device heap. Printed in kind order. */
     if (!o.skip[K_INCORE]) row_incore(g);
+    if (!o.skip[K_TESS] || (page && !o.skip[K_TESS_PAGE])) {
+        int trc = 0, inited = 0;
+        if (!(o.time_limit > 0 && elapsed() > o.time_limit)) {
+            last_err[0] = 0;
+            double ti = now();
+            trc = TS(tess_init());
+            inited = !trc;
+            if (inited)
+                fprintf(stderr, "  tess_init: %d devices in %.1f s\n", tess_device_count(),
+                        now() - ti);
+        }
+        if (!o.skip[K_TESS]) row_tess(g, 0, trc);
+        if (page && !o.skip[K_TESS_PAGE]) row_tess(g, 1, trc);
+        if (inited) tess_finalize();
+    }
     for (int i = 0; want_xt && i < o.nblocks; i++) row_xt(g, o.blocks[i], 0);
-    if (!o.skip[K_XT_PAGE]) {
+    if (page && !o.skip[K_XT_PAGE]) {
         int b = g->best_xt_block;
         for (int i = 0; !b && i < o.nblocks; i++)
             if (o.blocks[i] == 8192) b = 8192;
@@ -905,26 +961,15 @@ static void run_group(tess_dtype_t dt, int64_t n, int index, FILE *csv) {
             if (o.blocks[i] > b) b = o.blocks[i];
         if (b) row_xt(g, b, 1);
     }
-    if (!o.skip[K_TESS] || !o.skip[K_TESS_PAGE]) {
-        int rc = 0, inited = 0;
-        if (!(o.time_limit > 0 && elapsed() > o.time_limit)) {
-            last_err[0] = 0;
-            double ti = now();
-            rc = TS(tess_init());
-            inited = !rc;
-            if (inited)
-                fprintf(stderr, "  tess_init: %d devices in %.1f s\n", tess_device_count(),
-                        now() - ti);
-        }
-        if (!o.skip[K_TESS]) row_tess(g, 0, rc);
-        if (!o.skip[K_TESS_PAGE]) row_tess(g, 1, rc);
-        if (inited) tess_finalize();
-    }
     if (!bufs.pinned && pin)
         for (int i = 0; i < g->nrows; i++)
             if (g->rows[i].kind == K_XT || g->rows[i].kind == K_TESS)
                 note(&g->rows[i], "host operands are NOT page-locked (cudaHostAlloc failed)");
 
+    int at = 0;
+    for (int k = 0; k < K_NKINDS; k++)
+        for (int i = 0; i < g->nrows; i++)
+            if (g->rows[i].kind == (enum kind)k) g->order[at++] = &g->rows[i];
     double incore_rate = 0;
     for (int i = 0; i < g->nrows; i++)
         if (g->rows[i].kind == K_INCORE && g->rows[i].status == ROW_OK) incore_rate = g->rows[i].rate;
@@ -955,7 +1000,7 @@ static void usage(FILE *f) {
             "  --csv         also write every row (and each tessera device) to FILE\n"
             "  --verify      check every run (all, default), the warm-up and the last run\n"
             "                (ends), or none; the probe check costs O(n^2) per run on the CPU\n"
-            "  --threads     CPU threads for filling and checking (default: online CPUs)\n"
+            "  --threads     CPU threads for filling and checking (default: CPUs available)\n"
             "  Progress goes to stderr, the tables to stdout. Exit: 0 all verified, 1 a wrong\n"
             "  result, 2 usage, 3 a row failed with an error, 77 no GPU.\n");
 }
@@ -987,7 +1032,9 @@ static int parse_args(int argc, char **argv) {
     o.precs[0] = TESS_D, o.nprecs = 1;
     o.reps = 3;
     o.blocks[0] = 1024, o.blocks[1] = 8192, o.blocks[2] = 12288, o.nblocks = 3;
-    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t cpus; /* the CPUs this process may run on (a cpuset may hide some) */
+    long nproc = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus)
+                                                               : sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = nproc < 1 ? 1 : nproc > MAX_THREADS ? MAX_THREADS : (int)nproc;
     while ((c = getopt_long(argc, argv, "n:p:r:h", longopts, NULL)) != -1) {
         switch (c) {

@@ -4,6 +4,7 @@
 # cuBLAS and NCCL; OpenBLAS, Open MPI and ScaLAPACK come from .devkit (carried, see
 # ../shared/devkit/README.md). Writes logs under $OUT (default ./out) and prints a table.
 #   GPU_CHECK_SIZES   sizes for the verified tessera-gemm runs (default "4096 16384")
+#   GPU_CHECK_REPS    timed runs per tessera-gemm size (default 2)
 #   GPU_CHECK_BENCH   arguments for tessera-bench ("" skips it)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +43,7 @@ run "test_gemm GPUs+CPU tile 128"   test_gemm_cpu.log  env TESSERA_TILE=128 TESS
 run "test_args GPUs"                test_args.log      ./build-gpu/tests/test_args
 for n in $sizes; do
   for p in s d c z; do
-    run "tessera-gemm ${p} n=$n pinned"  "gemm_${p}_${n}.log" ./build-gpu/tessera-gemm -m "$n" -p "$p" -r 2 --pinned
+    run "tessera-gemm ${p} n=$n pinned"  "gemm_${p}_${n}.log" ./build-gpu/tessera-gemm -m "$n" -p "$p" -r "${GPU_CHECK_REPS:-2}" --pinned
     grep -E "median|^  [0-9]" "$OUT/gemm_${p}_${n}.log" | sed 's/^/    /'
   done
 done
@@ -52,3 +53,5 @@ if [ -n "${GPU_CHECK_BENCH:-}" ] && [ -x build-gpu/tessera-bench ]; then
 fi
 echo; echo "== summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ' | paste -sd,))"
 printf '%s\n' "${summary[@]}"
+# only 8 files come back from a lent machine: pack the logs into one
+(cd "$OUT" && tar czf logs.tgz --remove-files $(ls | grep -v '^logs.tgz$') 2>/dev/null)

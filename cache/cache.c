@@ -312,6 +312,42 @@ void tess__cache_free_work(struct tess__cache *c, struct tess__blk *b) {
     tess__cache_unlock(c);
 }
 
+void tess__cache_written(struct tess__cache *c, int dev, const struct tess__tile_key *key,
+                         struct tess__blk *keep) {
+    tess__cache_lock(c);
+    struct tess__dentry *e = tess__dir_find(c->dir, key);
+    if (e) {
+        /* dev -> M: every other holder -> I; dev's own older copy is stale as well */
+        uint32_t others = tess__dir_write(c->dir, e, dev);
+        for (int d = 0; others; d++, others >>= 1)
+            if ((others & 1) && e->copy[d]) blk_drop(c, e->copy[d]);
+        if (e->copy[dev]) {
+            struct tess__blk *old = e->copy[dev];
+            if (old->in_alru) tess__alru_remove(&c->dev[dev].alru, old);
+            e->copy[dev] = NULL;
+            old->entry = NULL;
+            if (old->readers == 0) blk_free(c, old);
+            else old->stale = 1;
+        }
+        tess__dir_writeback(c->dir, e, dev); /* M -> I (written back); may free e */
+    }
+    if (keep && (e = tess__dir_get(c->dir, key))) {
+        struct tess__cdev *cd = &c->dev[dev];
+        keep->readers = 0;
+        keep->ready_done = 1;
+        keep->ld = key->rows;
+        tess__dir_fill(c->dir, e, dev, keep);  /* I -> E */
+        e->copy[dev] = keep;
+        keep->entry = e;
+        tess__alru_push_front(&cd->alru, keep);
+        keep->in_alru = 1;
+    } else if (keep) {
+        keep->readers = 0;
+        blk_free(c, keep);
+    }
+    tess__cache_unlock(c);
+}
+
 struct purge_arg { struct tess__cache *c; };
 
 static void purge_entry(struct tess__dentry *e, void *arg) {

@@ -207,6 +207,12 @@ void tess__cache_release(struct tess__cache *c, struct tess__blk *b);
  * room even after evicting every idle cached copy. */
 int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct tess__blk **out);
 void tess__cache_free_work(struct tess__cache *c, struct tess__blk *b);
+/* Device dev wrote the tile `key` and its write-back to the home completed (MESI-X:
+ * M -> written back). Every cached copy of the old contents is dropped (others -> I). If
+ * keep is a working block holding the new contents, it becomes dev's cached copy (E), so
+ * later readers hit it (L1) or fetch it from dev (L2); otherwise dev's state is I. */
+void tess__cache_written(struct tess__cache *c, int dev, const struct tess__tile_key *key,
+                         struct tess__blk *keep);
 /* Drop every cached tile of a space (all their readers must be released). */
 void tess__cache_purge(struct tess__cache *c, uint64_t space);
 /* Drop every copy held by device dev (it failed; its worker released its own readers

@@ -39,16 +39,16 @@ size_t tess__queue_size(struct tess__queue *q);
 
 /* ---- jobs and tasks ---------------------------------------------------------------- */
 
-enum tess__step_kind { TESS__STEP_GEMM = 0 };
-
-/* One kernel of one task on one stream: C_ij = alpha op(a) op(b) + beta C_ij. */
+/* One kernel of one task on one stream, on the task's output tile C_ij (see struct
+ * tess__kernel for the kinds): C_ij = f(a, b, C_ij). */
 struct tess__step {
-    enum tess__step_kind kind;
+    enum tess__kernel_kind kind;
     struct tess__tile a, b;    /* operand tiles, fetched through the cache */
-    char ta, tb;               /* 'N', 'T', 'C' applied to the stored tiles */
+    int nops;                  /* operand tiles used: 1 (a) or 2 (a, b) */
+    char side, uplo, ta, tb, diag;
     int64_t m, n, k;           /* kernel shape */
-    const void *alpha;         /* host scalars of the job's precision */
-    const void *beta;          /* the job's beta on step 0 (C loaded or not read), 1 after */
+    const void *alpha;         /* host scalars of the job's precision (live as long as the job) */
+    const void *beta;          /* typically the job's beta on step 0, one after */
 };
 
 enum tess__task_state { TESS__TASK_QUEUED, TESS__TASK_RESERVED, TESS__TASK_RUNNING,
@@ -63,6 +63,9 @@ struct tess__task {
     int32_t nsteps;            /* k steps (varies by routine and tile) */
     int64_t m, n;              /* output tile shape */
     void *c;                   /* host address of element (0,0) of the output tile */
+    int load_c;                /* read C_ij before step 0 (beta != 0, a triangle to keep, B of TRSM) */
+    _Atomic int ndeps;         /* tasks that must be DONE before this one is queued */
+    struct tess__task *succ;   /* the task waiting for this one (one chain), or NULL */
     _Atomic int state;         /* enum tess__task_state */
     int prio;                  /* Eq. 3 for the device whose station holds it */
     int last_dev;              /* device that ran or reserved it last */
@@ -71,6 +74,9 @@ struct tess__task {
 /* What a routine provides to the runtime. */
 struct tess__job_ops {
     const char *name;          /* "gemm" */
+    /* Outputs are read again by later tasks (TRSM): after its write-back a C tile stays
+     * on its device as a clean cached copy (MESI-X E) that others hit or fetch (L2). */
+    int publish;
     /* Fill step s (0 <= s < t->nsteps) of task t. */
     void (*step)(const struct tess__job *job, const struct tess__task *t, int s,
                  struct tess__step *out);
@@ -82,7 +88,6 @@ struct tess__job {
     uint64_t space;            /* cache space of its tiles (unique per job) */
     int64_t tile;              /* tile edge used to split the job */
     size_t blk_bytes;          /* bytes reserved per tile copy (full tile: no fragmentation) */
-    int load_c;                /* 1: C is read (beta != 0); 0: C is only written */
     uint32_t dev_mask;         /* devices whose heap can hold a running task of this job */
     int64_t ldc;
     tess__scalar_t alpha, beta;
@@ -186,9 +191,10 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job);
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
                       int64_t k);
 
-/* One task of job is DONE (or cancelled). The count drops under the job's lock, so the
- * waiter cannot free the job while the last finisher still signals it. */
-void tess__job_task_done(struct tess__job *job);
+/* Task t is DONE (or cancelled): queue the task waiting for it, then count it off its job.
+ * The count drops under the job's lock, so the waiter cannot free the job while the last
+ * finisher still signals it. */
+void tess__task_done(struct tess__rt *rt, struct tess__task *t);
 
 /* worker.c */
 void *tess__worker_main(void *dev);

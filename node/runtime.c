@@ -164,6 +164,7 @@ int tess__rt_start(struct tess__rt **out) {
     pthread_cond_init(&rt->work, NULL);
     atomic_store(&rt->next_space, 1);
     int rc = tess__config_load(&rt->cfg);
+    if (!rc) rc = tess__hostblas_load();
     if (!rc) {
         tess__verbose = rt->cfg.verbose;
         rc = tess__cache_init(&rt->cache, TESS_MAX_DEVICES);
@@ -225,7 +226,28 @@ static int live_devices(const struct tess__rt *rt, uint32_t mask) {
     return n;
 }
 
-void tess__job_task_done(struct tess__job *job) {
+/* Put a ready task on the queue (waiting for room if the queue is full). */
+static void queue_task(struct tess__rt *rt, struct tess__task *t) {
+    atomic_store(&t->state, TESS__TASK_QUEUED);
+    t->last_dev = -1;
+    while (!tess__queue_push(rt->q, t)) {
+        pthread_mutex_lock(&rt->mu);
+        pthread_cond_broadcast(&rt->work);
+        pthread_mutex_unlock(&rt->mu);
+        sched_yield();
+    }
+}
+
+void tess__task_done(struct tess__rt *rt, struct tess__task *t) {
+    struct tess__job *job = t->job;
+    atomic_store(&t->state, TESS__TASK_DONE);
+    struct tess__task *next = t->succ;
+    if (next && atomic_fetch_sub(&next->ndeps, 1) == 1) {
+        queue_task(rt, next);  /* even when the job failed: it is then cancelled */
+        pthread_mutex_lock(&rt->mu);
+        pthread_cond_broadcast(&rt->work);
+        pthread_mutex_unlock(&rt->mu);
+    }
     pthread_mutex_lock(&job->mu);
     if (atomic_fetch_sub(&job->remaining, 1) == 1) pthread_cond_broadcast(&job->cv);
     pthread_mutex_unlock(&job->mu);
@@ -238,8 +260,7 @@ static void drain_queue(struct tess__rt *rt) {
         struct tess__task *t = item;
         int ok = TESS_OK;
         atomic_compare_exchange_strong(&t->job->status, &ok, TESS_ENODEV);
-        atomic_store(&t->state, TESS__TASK_DONE);
-        tess__job_task_done(t->job);
+        tess__task_done(rt, t);
     }
 }
 
@@ -262,23 +283,27 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     pthread_cond_init(&job->cv, NULL);
     atomic_fetch_add(&rt->active_jobs, 1);
 
-    for (int i = 0; i < job->ntasks; i++) {
-        struct tess__task *t = &job->tasks[i];
-        atomic_store(&t->state, TESS__TASK_QUEUED);
-        t->last_dev = -1;
-        while (!tess__queue_push(rt->q, t)) {
-            /* queue full: let the workers drain it */
-            pthread_mutex_lock(&rt->mu);
-            pthread_cond_broadcast(&rt->work);
-            pthread_mutex_unlock(&rt->mu);
-            sched_yield();
-        }
+    /* The ready tasks are chosen before any is queued: once one runs, a finishing task
+     * may queue its successor itself. */
+    struct tess__task **ready = malloc(sizeof *ready * (size_t)(job->ntasks + 1));
+    if (!ready) {
+        atomic_fetch_sub(&rt->active_jobs, 1);
+        pthread_mutex_destroy(&job->mu);
+        pthread_cond_destroy(&job->cv);
+        return tess__fail(TESS_ENOMEM, "task list: out of host memory");
+    }
+    int nready = 0;
+    for (int i = 0; i < job->ntasks; i++)
+        if (atomic_load(&job->tasks[i].ndeps) == 0) ready[nready++] = &job->tasks[i];
+    for (int i = 0; i < nready; i++) {
+        queue_task(rt, ready[i]);
         if ((i & 255) == 255) {
             pthread_mutex_lock(&rt->mu);
             pthread_cond_broadcast(&rt->work);
             pthread_mutex_unlock(&rt->mu);
         }
     }
+    free(ready);
     pthread_mutex_lock(&rt->mu);
     pthread_cond_broadcast(&rt->work);
     pthread_mutex_unlock(&rt->mu);

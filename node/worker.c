@@ -37,9 +37,8 @@ static void job_fail(struct tess__job *job, int status) {
 }
 
 /* Finish a task that will not run (its job failed). */
-static void task_cancel(struct tess__task *t) {
-    atomic_store(&t->state, TESS__TASK_DONE);
-    tess__job_task_done(t->job);
+static void task_cancel(struct tess__rt *rt, struct tess__task *t) {
+    tess__task_done(rt, t);
 }
 
 static bool unified(const struct tess__dev *d) { return d->desc.caps & TESS__CAP_UNIFIED; }
@@ -81,13 +80,32 @@ static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
     sl->writing_back = sl->cancelled = 0;
 }
 
+/* The key of the task's output tile as an operand of later tasks would name it. */
+static void out_key(const struct tess__task *t, struct tess__tile_key *key) {
+    memset(key, 0, sizeof *key);
+    key->space = t->job->space;
+    key->addr = (uintptr_t)t->c;
+    key->ld = t->job->ldc;
+    key->rows = (int32_t)t->m;
+    key->cols = (int32_t)t->n;
+    key->esize = (uint32_t)tess__dtypes[t->job->dt].size;
+}
+
 static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     struct tess__task *t = sl->t;
+    if (!sl->cancelled) {
+        /* MESI-X: the tile was written (M) and written back; copies others cached of its
+         * old contents are invalid. A published tile stays here as a clean copy (E). */
+        struct tess__tile_key key;
+        out_key(t, &key);
+        bool keep = sl->c && t->job->ops->publish;
+        tess__cache_written(&d->rt->cache, d->id, &key, keep ? sl->c : NULL);
+        if (keep) sl->c = NULL;
+    }
     if (sl->c) tess__cache_free_work(&d->rt->cache, sl->c);
     if (!sl->cancelled) TESS__COUNT(&d->ctr, tasks, 1);
-    atomic_store(&t->state, TESS__TASK_DONE);
     slot_clear(d, sl);
-    tess__job_task_done(t->job);
+    tess__task_done(d->rt, t);
 }
 
 /* The device failed: abandon everything it holds, fail the jobs it was running. */
@@ -111,13 +129,13 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
         struct tess__task *t = sl->t;
         sl->inflight = 0;
         slot_clear(d, sl);
-        task_cancel(t);
+        task_cancel(d->rt, t);
     }
     d->inflight = 0;
     struct tess__task *t;
     while ((t = tess__rs_steal(&d->rs))) {
         job_fail(t->job, status);
-        task_cancel(t);
+        task_cancel(d->rt, t);
     }
     tess__cache_drop_dev(c, d->id);
 }
@@ -219,7 +237,7 @@ static int activate(struct tess__dev *d) {
         struct tess__task *t = tess__rs_pop_best(&d->rs, task_prio, d);
         if (!t) break;
         if (atomic_load(&t->job->status) != TESS_OK) {
-            task_cancel(t);
+            task_cancel(d->rt, t);
             progress = 1;
             i--;
             continue;
@@ -237,6 +255,20 @@ static int activate(struct tess__dev *d) {
         progress = 1;
     }
     return progress;
+}
+
+/* Flops of one tile kernel: multiply-add pairs times the precision's flops per pair. */
+static double kernel_flops(const struct tess__step *st, tess_dtype_t dt) {
+    double m = (double)st->m, n = (double)st->n, k = (double)st->k, pairs;
+    switch (st->kind) {
+    case TESS__K_SYMM: case TESS__K_HEMM: pairs = st->side == 'L' ? m * m * n : m * n * n; break;
+    case TESS__K_SYRK: case TESS__K_HERK: pairs = 0.5 * n * (n + 1) * k; break;
+    case TESS__K_SYR2K: case TESS__K_HER2K: pairs = n * (n + 1) * k; break;
+    case TESS__K_TRMM: case TESS__K_TRSM:
+        pairs = st->side == 'L' ? 0.5 * m * (m + 1) * n : 0.5 * n * (n + 1) * m; break;
+    default: pairs = m * n * k; break;
+    }
+    return tess__dtypes[dt].flop_mul * pairs;
 }
 
 /* Queue step sl->next of the slot's task. TESS_EAGAIN: no room on the device now. */
@@ -257,7 +289,7 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
             rc = tess__cache_alloc_work(c, d->id, job->blk_bytes, &sl->c);
             if (rc) return rc;
             sl->c->ld = t->m;
-            if (job->load_c) {
+            if (t->load_c) {
                 rc = ops->copy2d(d->bd, sl->stream, TESS__H2D, sl->c->ptr, (size_t)t->m * es,
                                  t->c, (size_t)job->ldc * es, (size_t)t->m * es, (size_t)t->n, NULL);
                 if (rc) return rc;
@@ -267,20 +299,24 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         cptr = sl->c->ptr;
         cld = sl->c->ld;
     }
-    struct tess__blk *a, *b;
+    struct tess__blk *a, *b = NULL;
     rc = tess__cache_acquire(c, d->id, sl->stream, &st.a, job->blk_bytes, &a);
     if (rc) return rc;
-    rc = tess__cache_acquire(c, d->id, sl->stream, &st.b, job->blk_bytes, &b);
-    if (rc) {
+    if (st.nops > 1 && (rc = tess__cache_acquire(c, d->id, sl->stream, &st.b, job->blk_bytes, &b))) {
         tess__cache_unacquire(c, a);
         return rc;
     }
-    rc = ops->gemm(d->bd, sl->stream, job->dt, st.ta, st.tb, st.m, st.n, st.k, st.alpha, a->ptr,
-                   a->ld, b->ptr, b->ld, st.beta, cptr, cld);
+    struct tess__kernel k = {
+        .kind = st.kind, .dt = job->dt, .side = st.side, .uplo = st.uplo, .ta = st.ta,
+        .tb = st.tb, .diag = st.diag, .m = st.m, .n = st.n, .k = st.k, .alpha = st.alpha,
+        .beta = st.beta, .A = a->ptr, .lda = a->ld, .B = b ? b->ptr : NULL,
+        .ldb = b ? b->ld : 1, .C = cptr, .ldc = cld,
+    };
+    rc = ops->kernel(d->bd, sl->stream, &k);
     if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->done[s % 2]);
     if (rc) {
         tess__cache_unacquire(c, a);
-        tess__cache_unacquire(c, b);
+        if (b) tess__cache_unacquire(c, b);
         return rc;
     }
     sl->held[2 * (s % 2)] = a;
@@ -289,9 +325,7 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     sl->inflight++;
     inflight_add(d, 1);
     TESS__COUNT(&d->ctr, steps, 1);
-    TESS__COUNT(&d->ctr, flops_x1k,
-                (uint64_t)(tess__dtypes[job->dt].flop_mul * (double)st.m * (double)st.n *
-                           (double)st.k / 1000.0));
+    TESS__COUNT(&d->ctr, flops_x1k, (uint64_t)(kernel_flops(&st, job->dt) / 1000.0));
     if (sl->next == t->nsteps && !unified(d)) {
         /* Written back once, after the last k step, on the same stream. */
         rc = ops->copy2d(d->bd, sl->stream, TESS__D2H, t->c, (size_t)job->ldc * es, sl->c->ptr,

@@ -1,9 +1,12 @@
 /* src/dtype.c: the precision table and the host (OpenBLAS) kernels every layer shares:
- * scalars of any precision, C = beta*C on the host, and the CBLAS gemm dispatch. The one
- * place where s, d, c, z are spelled out; every tile loop elsewhere is generic. */
-#include <cblas.h>
+ * scalars of any precision, C = beta*C on the host, and the CBLAS gemm dispatch (through
+ * the CPU BLAS table of hostblas.h, never a BLAS symbol by name). The one place where
+ * s, d, c, z are spelled out; every tile loop elsewhere is generic. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hostblas.h"
 #include "internal.h"
 
 const struct tess__dtype_info tess__dtypes[4] = {
@@ -55,20 +58,28 @@ void tess__host_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
                      const void *alpha, const void *A, int64_t lda, const void *B,
                      int64_t ldb, const void *beta, void *C, int64_t ldc) {
     enum CBLAS_TRANSPOSE a = cblas_trans(ta), b = cblas_trans(tb);
+    const struct tess__hostblas *hb = tess__hostblas();
+    if (!hb) {
+        /* the runtime does not start without the CPU BLAS (tess__hostblas_load), so only a
+         * caller that bypassed it gets here */
+        fprintf(stderr, "tessera: no CPU BLAS for a host kernel: %s\n",
+                tess__hostblas_load() ? tess_last_error() : "?");
+        abort();
+    }
     switch (dt) {
     case TESS_S:
-        cblas_sgemm(CblasColMajor, a, b, m, n, k, *(const float *)alpha, A, lda, B, ldb,
-                    *(const float *)beta, C, ldc);
+        hb->sgemm(CblasColMajor, a, b, m, n, k, *(const float *)alpha, A, lda, B, ldb,
+                  *(const float *)beta, C, ldc);
         break;
     case TESS_D:
-        cblas_dgemm(CblasColMajor, a, b, m, n, k, *(const double *)alpha, A, lda, B, ldb,
-                    *(const double *)beta, C, ldc);
+        hb->dgemm(CblasColMajor, a, b, m, n, k, *(const double *)alpha, A, lda, B, ldb,
+                  *(const double *)beta, C, ldc);
         break;
     case TESS_C:
-        cblas_cgemm(CblasColMajor, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        hb->cgemm(CblasColMajor, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         break;
     case TESS_Z:
-        cblas_zgemm(CblasColMajor, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        hb->zgemm(CblasColMajor, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         break;
     }
 }

@@ -19,7 +19,8 @@ static void gemm_step(const struct tess__job *job, const struct tess__task *t, i
     const char *A = job->A, *B = job->B;
 
     memset(out, 0, sizeof *out);
-    out->kind = TESS__STEP_GEMM;
+    out->kind = TESS__K_GEMM;
+    out->nops = 2;
     out->a.key.space = out->b.key.space = job->space;
     out->a.key.esize = out->b.key.esize = es;
     out->a.home = out->b.home = TESS__HOME_HOST;
@@ -130,7 +131,6 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
     /* every copy of this job reserves a full tile, rounded to the heap's alignment: uniform
      * blocks cannot fragment the heap */
     job.blk_bytes = ((size_t)T * (size_t)T * tess__dtypes[dt].size + 255) & ~(size_t)255;
-    job.load_c = !tess__scalar_is_zero(dt, &be);
     job.alpha = al;
     job.beta = be;
     job.ta = ta, job.tb = tb;
@@ -155,6 +155,7 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
             t->m = TESS__MIN(T, m - i * T);
             t->n = TESS__MIN(T, n - j * T);
             t->c = (char *)C + (size_t)(i * T + j * T * ldc) * es;
+            t->load_c = !tess__scalar_is_zero(dt, &be);
         }
     rc = tess__rt_run(rt, &job);
     free(job.tasks);

@@ -43,10 +43,17 @@ const tess__scalar_t *tess__scalar_zero(void);
 /* The constant one of precision dt. */
 const tess__scalar_t *tess__scalar_one(tess_dtype_t dt);
 
-/* Host kernels (OpenBLAS, column-major). trans is 'N', 'T' or 'C'. */
+/* Resolve the CPU BLAS (src/hostblas.h, which has the table): TESS_OK or TESS_ENOSYS naming
+ * the library and TESSERA_CPU_BLAS. Declared here too so the runtime can start it. */
+int tess__hostblas_load(void);
+
+/* Host kernels (the CPU BLAS of hostblas.h, column-major). trans is 'N', 'T' or 'C'. */
 void tess__host_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
                      const void *alpha, const void *A, int64_t lda, const void *B,
                      int64_t ldb, const void *beta, void *C, int64_t ldc);
+struct tess__kernel;
+/* Any tile kernel (src/backend/backend.h) on host memory, through the CPU BLAS. */
+void tess__host_kernel(const struct tess__kernel *k);
 /* C = beta * C on an m x n host matrix; beta = 0 writes zeros without reading C. */
 void tess__host_scale(tess_dtype_t dt, int64_t m, int64_t n, const tess__scalar_t *beta,
                       void *C, int64_t ldc);
@@ -86,6 +93,12 @@ struct tess__config {
     int emu_jitter_us;       /* TESSERA_EMULATE_JITTER: random delay before each op, microseconds */
     int emu_streams;         /* TESSERA_EMULATE_STREAMS: streams per emulated device */
     int verbose;             /* TESSERA_VERBOSE: 0 silent, 1 warnings, 2 info, 3 debug */
+    char cpu_blas[256];      /* TESSERA_CPU_BLAS: the CPU BLAS library dlopen'ed (hostblas.c) */
+    /* the drop-in library libtessera_blas.so (src/blas/) */
+    int blas_force;          /* TESSERA_BLAS_FORCE: 1 = every level-3 call to the runtime */
+    int blas_min_dim;        /* TESSERA_BLAS_MIN_DIM: smallest m, n, k sent to the runtime */
+    double blas_min_volume;  /* TESSERA_BLAS_MIN_VOLUME: smallest m*n*k sent to the runtime */
+    int blas_verbose;        /* TESSERA_BLAS_VERBOSE: 1 = one summary line at exit */
 };
 
 /* Fill cfg from the environment (defaults for unset knobs). Returns TESS_EINVAL with a

@@ -56,6 +56,17 @@ static const struct knob knobs[] = {
      "streams per emulated device"},
     {"TESSERA_VERBOSE", K_INT, "0", OFF(verbose), 0,
      "0 silent, 1 warnings (device failures), 2 info, 3 debug"},
+    {"TESSERA_CPU_BLAS", K_STR, "libopenblas.so.0", OFF(cpu_blas),
+     sizeof(((struct tess__config *)0)->cpu_blas),
+     "CPU BLAS library (CBLAS level 3) for host kernels and the drop-in's CPU path"},
+    {"TESSERA_BLAS_FORCE", K_INT, "0", OFF(blas_force), 0,
+     "drop-in: 1 = every GEMM to the runtime, whatever its shape (testing)"},
+    {"TESSERA_BLAS_MIN_DIM", K_INT, "128", OFF(blas_min_dim), 0,
+     "drop-in: GEMM goes to the runtime only if min(m, n, k) >= this (placeholder)"},
+    {"TESSERA_BLAS_MIN_VOLUME", K_DOUBLE, "16777216", OFF(blas_min_volume), 0,
+     "drop-in: ... and m*n*k >= this (placeholder, 256^3)"},
+    {"TESSERA_BLAS_VERBOSE", K_INT, "0", OFF(blas_verbose), 0,
+     "drop-in: 1 = one summary line on stderr at exit (calls, flops: runtime vs CPU)"},
 };
 #undef OFF
 #define NKNOBS (sizeof knobs / sizeof knobs[0])

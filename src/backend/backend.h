@@ -34,6 +34,38 @@ enum {
 
 typedef struct tess__event tess__event; /* backend-defined */
 
+/* Tile kernels, with CBLAS column-major semantics (side 'L'/'R', uplo 'U'/'L', trans
+ * 'N'/'T'/'C', diag 'U'/'N'):
+ *   GEMM   C = alpha op(A) op(B) + beta C                 (m x n, k; ta, tb)
+ *   SYMM   C = alpha A B + beta C (side L) or alpha B A + beta C (side R), A symmetric
+ *   HEMM   as SYMM, A Hermitian
+ *   SYRK   C = alpha op(A) op(A)^T + beta C, C n x n, op(A) n x k (ta 'N' or 'T'); uplo
+ *   HERK   C = alpha op(A) op(A)^H + beta C, alpha and beta real (.s/.d of the scalar)
+ *   SYR2K  C = alpha op(A) op(B)^T + alpha op(B) op(A)^T + beta C
+ *   HER2K  C = alpha op(A) op(B)^H + conj(alpha) op(B) op(A)^H + beta C, beta real
+ *   TRMM   C = alpha op(A) C (side L) or alpha C op(A) (side R), in place on C (B unused)
+ *   TRSM   C = alpha op(A)^-1 C (side L) or alpha C op(A)^-1 (side R), in place on C
+ * Only the triangle `uplo` of C is referenced by SYRK/HERK/SYR2K/HER2K, only that of A by
+ * SYMM/HEMM/TRMM/TRSM. beta = 0 never reads C. */
+enum tess__kernel_kind {
+    TESS__K_GEMM = 0, TESS__K_SYMM, TESS__K_HEMM, TESS__K_SYRK, TESS__K_HERK, TESS__K_SYR2K,
+    TESS__K_HER2K, TESS__K_TRMM, TESS__K_TRSM
+};
+
+struct tess__kernel {
+    enum tess__kernel_kind kind;
+    tess_dtype_t dt;
+    char side, uplo, ta, tb, diag;
+    int64_t m, n, k;
+    const void *alpha, *beta;      /* host scalars of precision dt, read before the call returns */
+    const void *A;
+    int64_t lda;
+    const void *B;
+    int64_t ldb;
+    void *C;
+    int64_t ldc;
+};
+
 /* What the runtime asks of one device when opening it. */
 struct tess__dev_params {
     int ordinal;          /* backend-local index: CUDA device number, or emulated device index */
@@ -80,6 +112,8 @@ struct tess__dev_ops {
     int (*gemm)(void *bd, int stream, tess_dtype_t dt, char ta, char tb, int64_t m,
                 int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
                 const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+    /* Queue one tile kernel (any kind above; GEMM behaves as the gemm hook). */
+    int (*kernel)(void *bd, int stream, const struct tess__kernel *k);
     int (*event_create)(void *bd, tess__event **ev);
     void (*event_destroy)(void *bd, tess__event *ev);
     int (*event_record)(void *bd, int stream, tess__event *ev);

@@ -524,6 +524,94 @@ static int cuda_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, in
     return TESS_EINTERNAL;
 }
 
+static cublasSideMode_t blas_side(char c) { return c == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT; }
+static cublasFillMode_t blas_fill(char c) { return c == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER; }
+static cublasDiagType_t blas_diag(char c) { return c == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT; }
+
+/* Every tile kernel kind (backend.h) on the stream's cuBLAS handle; in place for TRMM and
+ * TRSM (cuBLAS TRMM is out of place in form, B == C makes it in place). */
+static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
+    struct cuda_dev *d = bd;
+    if (k->kind == TESS__K_GEMM)
+        return cuda_gemm(bd, stream, k->dt, k->ta, k->tb, k->m, k->n, k->k, k->alpha, k->A,
+                         k->lda, k->B, k->ldb, k->beta, k->C, k->ldc);
+    if (dev_failed(d)) return dev_dead(d);
+    int rc = check_stream(d, stream);
+    if (rc != TESS_OK) return rc;
+    if ((unsigned)k->dt > TESS_Z || !k->alpha || !k->A || !k->C ||
+        ((k->kind == TESS__K_HEMM || k->kind == TESS__K_HERK || k->kind == TESS__K_HER2K) &&
+         !tess__dtypes[k->dt].complex_))
+        return tess__fail(TESS_EINVAL, "cuda:%d: kernel kind %d dt %d: bad arguments", d->ord,
+                          (int)k->kind, (int)k->dt);
+#if CUDA_GEMM_64
+    if ((rc = count_op(d)) != TESS_OK) return rc;
+    if ((rc = use(d)) != TESS_OK) return rc;
+    cublasHandle_t h = d->blas[stream];
+    tess__scalar_t al, be;
+    tess__scalar_load(k->dt, &al, k->alpha);
+    if (k->beta) tess__scalar_load(k->dt, &be, k->beta);
+    else memset(&be, 0, sizeof be);
+    cublasSideMode_t side = blas_side(k->side);
+    cublasFillMode_t uplo = blas_fill(k->uplo);
+    cublasOperation_t ta = blas_op(upper_trans(k->ta));
+    cublasDiagType_t diag = blas_diag(k->diag);
+    int64_t m = k->m, n = k->n, kk = k->k, lda = k->lda, ldb = k->ldb, ldc = k->ldc;
+    /* one call per kind and precision; X names the cuBLAS precision letter, T its type,
+     * R the real type of HERK/HER2K scalars */
+#define KERNELS_(X, T)                                                                         \
+    switch (k->kind) {                                                                         \
+    case TESS__K_SYMM:                                                                         \
+        return TESS_CU(d, cublas##X##symm_v2_64(h, side, uplo, m, n, (const T *)&al,           \
+                                                (const T *)k->A, lda, (const T *)k->B, ldb,    \
+                                                (const T *)&be, (T *)k->C, ldc));              \
+    case TESS__K_SYRK:                                                                         \
+        return TESS_CU(d, cublas##X##syrk_v2_64(h, uplo, ta, n, kk, (const T *)&al,            \
+                                                (const T *)k->A, lda, (const T *)&be,          \
+                                                (T *)k->C, ldc));                              \
+    case TESS__K_SYR2K:                                                                        \
+        return TESS_CU(d, cublas##X##syr2k_v2_64(h, uplo, ta, n, kk, (const T *)&al,           \
+                                                 (const T *)k->A, lda, (const T *)k->B, ldb,   \
+                                                 (const T *)&be, (T *)k->C, ldc));             \
+    case TESS__K_TRMM:                                                                         \
+        return TESS_CU(d, cublas##X##trmm_v2_64(h, side, uplo, ta, diag, m, n, (const T *)&al, \
+                                                (const T *)k->A, lda, (const T *)k->C, ldc,    \
+                                                (T *)k->C, ldc));                              \
+    case TESS__K_TRSM:                                                                         \
+        return TESS_CU(d, cublas##X##trsm_v2_64(h, side, uplo, ta, diag, m, n, (const T *)&al, \
+                                                (const T *)k->A, lda, (T *)k->C, ldc));        \
+    default: break;                                                                            \
+    }
+#define HERMITIAN_(X, T, R)                                                                    \
+    switch (k->kind) {                                                                         \
+    case TESS__K_HEMM:                                                                         \
+        return TESS_CU(d, cublas##X##hemm_v2_64(h, side, uplo, m, n, (const T *)&al,           \
+                                                (const T *)k->A, lda, (const T *)k->B, ldb,    \
+                                                (const T *)&be, (T *)k->C, ldc));              \
+    case TESS__K_HERK:                                                                         \
+        return TESS_CU(d, cublas##X##herk_v2_64(h, uplo, ta, n, kk, (const R *)&al,            \
+                                                (const T *)k->A, lda, (const R *)&be,          \
+                                                (T *)k->C, ldc));                              \
+    case TESS__K_HER2K:                                                                        \
+        return TESS_CU(d, cublas##X##her2k_v2_64(h, uplo, ta, n, kk, (const T *)&al,           \
+                                                 (const T *)k->A, lda, (const T *)k->B, ldb,   \
+                                                 (const R *)&be, (T *)k->C, ldc));             \
+    default: break;                                                                            \
+    }
+    switch (k->dt) {
+    case TESS_S: KERNELS_(S, float) break;
+    case TESS_D: KERNELS_(D, double) break;
+    case TESS_C: KERNELS_(C, cuComplex) HERMITIAN_(C, cuComplex, float) break;
+    case TESS_Z: KERNELS_(Z, cuDoubleComplex) HERMITIAN_(Z, cuDoubleComplex, double) break;
+    }
+#undef KERNELS_
+#undef HERMITIAN_
+    return tess__fail(TESS_EINVAL, "cuda:%d: kernel kind %d not valid for precision %s", d->ord,
+                      (int)k->kind, tess__dtypes[k->dt].name);
+#else
+    return tess__fail(TESS_ENOSYS, "cuda:%d: level-3 tile kernels need cuBLAS >= 12", d->ord);
+#endif
+}
+
 /* ---- events ------------------------------------------------------------------------------ */
 
 static int cuda_event_create(void *bd, tess__event **out) {
@@ -668,6 +756,7 @@ static int cuda_can_peer(void *bd, void *peer) {
 
 const struct tess__dev_ops tess__cuda_ops = {
     .name = "cuda",
+    .kernel = cuda_kernel,
     .count = cuda_count,
     .open = cuda_open,
     .close = cuda_close,

@@ -67,7 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cblas.h>  /* openblas_get_num_threads, for the CPU worker's name */
+#include "../hostblas.h"  /* the CPU BLAS table: the CPU worker's name */
 
 #define EMU_DEFAULT_MEM ((size_t)256 << 20)
 
@@ -82,7 +82,7 @@ struct arena {
     struct arena *next;        /* registry of live arenas */
 };
 
-enum op_kind { OP_COPY, OP_GEMM, OP_RECORD, OP_WAIT };
+enum op_kind { OP_COPY, OP_GEMM, OP_KERNEL, OP_RECORD, OP_WAIT };
 
 struct gemm_args {
     tess_dtype_t dt;
@@ -105,6 +105,10 @@ struct op {
             struct arena *pin;     /* P2P: the peer's arena, held until the op is gone */
         } copy;
         struct gemm_args gemm;
+        struct {
+            struct tess__kernel k;     /* k.alpha/k.beta point at the copies below */
+            tess__scalar_t alpha, beta;
+        } kern;
         struct {
             tess__event *ev;       /* holds one reference */
             int stream;            /* RECORD: this stream; WAIT: the stream of the record */
@@ -340,6 +344,19 @@ static void run_gemm(struct dev *d, const struct op *op) {
     }
 }
 
+static void run_kernel(struct dev *d, const struct op *op) {
+    double t0 = tess__now();
+    struct tess__kernel k = op->kern.k;
+    k.alpha = &op->kern.alpha;
+    k.beta = &op->kern.beta;
+    tess__host_kernel(&k);
+    if (d->p.gflops > 0) {
+        double mx = (double)TESS__MAX(k.m, k.n), flops = tess__dtypes[k.dt].flop_mul * mx * mx *
+                    (double)TESS__MAX(TESS__MAX(k.m, k.n), k.k);
+        throttle(t0, 0.5 * flops / (d->p.gflops * 1e9));
+    }
+}
+
 static void run_record(const struct op *op) {
     tess__event *ev = op->ev.ev;
     pthread_mutex_lock(&ev_mu);
@@ -374,7 +391,8 @@ static void run_op(struct stream *s, struct op *op) {
     }
     switch (op->kind) {
     case OP_COPY:
-    case OP_GEMM: {
+    case OP_GEMM:
+    case OP_KERNEL: {
         pthread_mutex_lock(&ev_mu);
         int drop = atomic_load(&d->failing);
         if (!drop) d->busy++;
@@ -389,14 +407,16 @@ static void run_op(struct stream *s, struct op *op) {
                     snprintf(what, sizeof what, "injected fault at op %lld (%s copy, stream %d)",
                              (long long)nth, kind_name(op->copy.kind), s->idx);
                 else
-                    snprintf(what, sizeof what, "injected fault at op %lld (gemm, stream %d)",
-                             (long long)nth, s->idx);
+                    snprintf(what, sizeof what, "injected fault at op %lld (%s, stream %d)",
+                             (long long)nth, op->kind == OP_GEMM ? "gemm" : "kernel", s->idx);
                 dev_fail(d, what);
             }
         } else if (op->kind == OP_COPY) {
             run_copy(d, op);
-        } else {
+        } else if (op->kind == OP_GEMM) {
             run_gemm(d, op);
+        } else {
+            run_kernel(d, op);
         }
         pthread_mutex_lock(&ev_mu);
         d->busy--;
@@ -469,7 +489,17 @@ static int host_open(int emu, const struct tess__dev_params *p, void **bd,
         desc->mem_total = d->mem_default;
         desc->link_gbs = p->link_gbs;
     } else {
-        snprintf(d->name, sizeof d->name, "cpu (OpenBLAS, %d cores)", openblas_get_num_threads());
+        const struct tess__hostblas *hb = tess__hostblas();
+        if (!hb) {
+            int rc = tess__hostblas_load();  /* the message naming the library and knob */
+            free(d);
+            return rc;
+        }
+        if (hb->get_num_threads)
+            snprintf(d->name, sizeof d->name, "cpu (OpenBLAS, %d cores)", hb->get_num_threads());
+        else  /* the library's file name, without its directory */
+            snprintf(d->name, sizeof d->name, "cpu (%.40s)",
+                     strrchr(hb->name, '/') ? strrchr(hb->name, '/') + 1 : hb->name);
         desc->kind = TESS_DEV_CPU;
         desc->caps = TESS__CAP_UNIFIED;
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -740,6 +770,63 @@ static int host_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, in
     return TESS_OK;
 }
 
+/* Stored shapes (rows x cols) of A, B and C of a tile kernel (backend.h); B absent: 0 x 0. */
+static void kernel_shapes(const struct tess__kernel *k, int64_t sh[3][2]) {
+    int64_t side_dim = k->side == 'L' ? k->m : k->n;
+    int64_t ar = k->ta == 'N' ? k->n : k->k, ac = k->ta == 'N' ? k->k : k->n;
+    memset(sh, 0, sizeof(int64_t) * 6);
+    switch (k->kind) {
+    case TESS__K_SYMM: case TESS__K_HEMM:
+        sh[0][0] = sh[0][1] = side_dim, sh[1][0] = sh[2][0] = k->m, sh[1][1] = sh[2][1] = k->n;
+        break;
+    case TESS__K_SYRK: case TESS__K_HERK:
+        sh[0][0] = ar, sh[0][1] = ac, sh[2][0] = sh[2][1] = k->n;
+        break;
+    case TESS__K_SYR2K: case TESS__K_HER2K:
+        sh[0][0] = sh[1][0] = ar, sh[0][1] = sh[1][1] = ac, sh[2][0] = sh[2][1] = k->n;
+        break;
+    default: /* TRMM, TRSM: in place on C */
+        sh[0][0] = sh[0][1] = side_dim, sh[2][0] = k->m, sh[2][1] = k->n;
+        break;
+    }
+}
+
+static int host_kernel(void *bd, int stream, const struct tess__kernel *k) {
+    struct dev *d = bd;
+    if (k->kind == TESS__K_GEMM)
+        return host_gemm(bd, stream, k->dt, k->ta, k->tb, k->m, k->n, k->k, k->alpha, k->A,
+                         k->lda, k->B, k->ldb, k->beta, k->C, k->ldc);
+    if (!live(d)) return dead(d, "kernel");
+    int rc = check_stream(d, stream, "kernel");
+    if (rc) return rc;
+    char ta = k->ta ? k->ta : 'N';
+    if ((unsigned)k->dt > TESS_Z || !upper_trans(&ta) || k->m < 0 || k->n < 0 || k->k < 0 ||
+        !k->alpha || (k->kind != TESS__K_TRMM && k->kind != TESS__K_TRSM && !k->beta))
+        return tess__fail(TESS_EINVAL, "%s: kernel %d: bad argument", d->name, (int)k->kind);
+    size_t es = tess__dtypes[k->dt].size;
+    int64_t sh[3][2];
+    kernel_shapes(k, sh);
+    const void *ptr[3] = {k->A, k->B, k->C};
+    const int64_t ld[3] = {k->lda, k->ldb, k->ldc};
+    static const char *name[3] = {"A", "B", "C"};
+    for (int i = 0; i < 3; i++) {
+        if (sh[i][0] <= 0 || sh[i][1] <= 0) continue;
+        if (ld[i] < sh[i][0])
+            return tess__fail(TESS_EINVAL, "%s: kernel %d: ld%s %lld < %lld", d->name,
+                              (int)k->kind, name[i], (long long)ld[i], (long long)sh[i][0]);
+        if (d->emu && (rc = emu_check_operand(d, name[i], ptr[i], sh[i][0], sh[i][1], ld[i], es)))
+            return rc;
+    }
+    struct op *op = op_new(OP_KERNEL);
+    if (!op) return tess__fail(TESS_ENOMEM, "%s: kernel: out of memory", d->name);
+    op->kern.k = *k;
+    op->kern.k.ta = ta;
+    memcpy(&op->kern.alpha, k->alpha, es);
+    if (k->beta) memcpy(&op->kern.beta, k->beta, es);
+    append(&d->s[stream], op);
+    return TESS_OK;
+}
+
 /* ---- events ------------------------------------------------------------------------ */
 
 static int host_event_create(void *bd, tess__event **out) {
@@ -888,6 +975,7 @@ const struct tess__dev_ops tess__cpu_ops = {
     .count = cpu_count,
     .open = cpu_open,
     .close = host_close,
+    .kernel = host_kernel,
     .arena = cpu_arena,
     .copy2d = host_copy2d,
     .gemm = host_gemm,
@@ -905,6 +993,7 @@ const struct tess__dev_ops tess__emu_ops = {
     .count = emu_count,
     .open = emu_open,
     .close = host_close,
+    .kernel = host_kernel,
     .arena = emu_arena,
     .copy2d = host_copy2d,
     .gemm = host_gemm,

@@ -9,6 +9,7 @@
 
 /* element i of x as (re, im) */
 static inline void ld_el(tess_dtype_t dt, const void *x, size_t i, long double *re, long double *im) {
+    *re = *im = 0;
     switch (dt) {
     case TESS_S: *re = ((const float *)x)[i], *im = 0; break;
     case TESS_D: *re = ((const double *)x)[i], *im = 0; break;

@@ -76,6 +76,7 @@ void ref_scalar(tess_dtype_t dt, void *out, double re, double im) {
 /* Element idx of X as a long double pair. */
 static void get_el(tess_dtype_t dt, const void *X, size_t idx, long double *re,
                    long double *im) {
+    *re = *im = 0;
     switch (dt) {
     case TESS_S: *re = ((const float *)X)[idx]; *im = 0; break;
     case TESS_D: *re = ((const double *)X)[idx]; *im = 0; break;

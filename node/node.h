@@ -178,6 +178,11 @@ struct tess__rt {
     _Atomic int shutdown;
     _Atomic uint64_t next_space;
     _Atomic int active_jobs;
+    /* Ready tasks that found the queue full when a worker released them (a worker must
+     * never wait for room in the queue it drains): taken after the queue. */
+    pthread_mutex_t overflow_mu;
+    struct tess__task **overflow;
+    int noverflow, overflow_cap;
 };
 
 /* The runtime, started on first use (refcount handled by tess_init/tess_finalize). */
@@ -191,6 +196,12 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job);
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
                       int64_t k);
 
+/* The next ready task (queue first, then the overflow list), or NULL. */
+struct tess__task *tess__rt_next_task(struct tess__rt *rt);
+/* Give a task back to the ready pool from a worker (never waits). */
+void tess__rt_requeue(struct tess__rt *rt, struct tess__task *t);
+/* Ready tasks not yet pulled (approximate). */
+size_t tess__rt_pending(struct tess__rt *rt);
 /* Task t is DONE (or cancelled): queue the task waiting for it, then count it off its job.
  * The count drops under the job's lock, so the waiter cannot free the job while the last
  * finisher still signals it. */

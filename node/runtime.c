@@ -152,6 +152,8 @@ void tess__rt_stop(struct tess__rt *rt) {
     tess__cache_destroy(&rt->cache);
     for (int i = 0; i < rt->ndev; i++) close_dev(rt, rt->dev[i]);
     if (rt->q) tess__queue_destroy(rt->q);
+    free(rt->overflow);
+    pthread_mutex_destroy(&rt->overflow_mu);
     pthread_cond_destroy(&rt->work);
     pthread_mutex_destroy(&rt->mu);
     free(rt);
@@ -162,6 +164,7 @@ int tess__rt_start(struct tess__rt **out) {
     if (!rt) return tess__fail(TESS_ENOMEM, "runtime: out of host memory");
     pthread_mutex_init(&rt->mu, NULL);
     pthread_cond_init(&rt->work, NULL);
+    pthread_mutex_init(&rt->overflow_mu, NULL);
     atomic_store(&rt->next_space, 1);
     int rc = tess__config_load(&rt->cfg);
     if (!rc) rc = tess__hostblas_load();
@@ -226,11 +229,29 @@ static int live_devices(const struct tess__rt *rt, uint32_t mask) {
     return n;
 }
 
-/* Put a ready task on the queue (waiting for room if the queue is full). */
-static void queue_task(struct tess__rt *rt, struct tess__task *t) {
+/* Put a ready task on the queue. The caller's thread submits (may wait for room while the
+ * workers drain the queue); a worker never waits: a full queue sends it to the overflow. */
+static void queue_task(struct tess__rt *rt, struct tess__task *t, bool may_wait) {
     atomic_store(&t->state, TESS__TASK_QUEUED);
     t->last_dev = -1;
     while (!tess__queue_push(rt->q, t)) {
+        if (!may_wait) {
+            pthread_mutex_lock(&rt->overflow_mu);
+            if (rt->noverflow == rt->overflow_cap) {
+                int cap = rt->overflow_cap ? 2 * rt->overflow_cap : 256;
+                struct tess__task **grown = realloc(rt->overflow, sizeof *grown * (size_t)cap);
+                if (!grown) { /* cannot grow: yield and retry the queue */
+                    pthread_mutex_unlock(&rt->overflow_mu);
+                    sched_yield();
+                    continue;
+                }
+                rt->overflow = grown;
+                rt->overflow_cap = cap;
+            }
+            rt->overflow[rt->noverflow++] = t;
+            pthread_mutex_unlock(&rt->overflow_mu);
+            return;
+        }
         pthread_mutex_lock(&rt->mu);
         pthread_cond_broadcast(&rt->work);
         pthread_mutex_unlock(&rt->mu);
@@ -238,12 +259,31 @@ static void queue_task(struct tess__rt *rt, struct tess__task *t) {
     }
 }
 
+void tess__rt_requeue(struct tess__rt *rt, struct tess__task *t) { queue_task(rt, t, false); }
+
+size_t tess__rt_pending(struct tess__rt *rt) {
+    pthread_mutex_lock(&rt->overflow_mu);
+    size_t n = (size_t)rt->noverflow;
+    pthread_mutex_unlock(&rt->overflow_mu);
+    return n + tess__queue_size(rt->q);
+}
+
+struct tess__task *tess__rt_next_task(struct tess__rt *rt) {
+    void *item;
+    if (tess__queue_pop(rt->q, &item)) return item;
+    struct tess__task *t = NULL;
+    pthread_mutex_lock(&rt->overflow_mu);
+    if (rt->noverflow > 0) t = rt->overflow[--rt->noverflow];
+    pthread_mutex_unlock(&rt->overflow_mu);
+    return t;
+}
+
 void tess__task_done(struct tess__rt *rt, struct tess__task *t) {
     struct tess__job *job = t->job;
     atomic_store(&t->state, TESS__TASK_DONE);
     struct tess__task *next = t->succ;
     if (next && atomic_fetch_sub(&next->ndeps, 1) == 1) {
-        queue_task(rt, next);  /* even when the job failed: it is then cancelled */
+        queue_task(rt, next, false); /* even when the job failed: it is then cancelled */
         pthread_mutex_lock(&rt->mu);
         pthread_cond_broadcast(&rt->work);
         pthread_mutex_unlock(&rt->mu);
@@ -255,9 +295,8 @@ void tess__task_done(struct tess__rt *rt, struct tess__task *t) {
 
 /* With no device left to take them, cancel whatever the queue holds. */
 static void drain_queue(struct tess__rt *rt) {
-    void *item;
-    while (tess__queue_pop(rt->q, &item)) {
-        struct tess__task *t = item;
+    struct tess__task *t;
+    while ((t = tess__rt_next_task(rt))) {
         int ok = TESS_OK;
         atomic_compare_exchange_strong(&t->job->status, &ok, TESS_ENODEV);
         tess__task_done(rt, t);
@@ -296,7 +335,7 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     for (int i = 0; i < job->ntasks; i++)
         if (atomic_load(&job->tasks[i].ndeps) == 0) ready[nready++] = &job->tasks[i];
     for (int i = 0; i < nready; i++) {
-        queue_task(rt, ready[i]);
+        queue_task(rt, ready[i], true);
         if ((i & 255) == 255) {
             pthread_mutex_lock(&rt->mu);
             pthread_cond_broadcast(&rt->work);

@@ -191,12 +191,11 @@ static int refill(struct tess__dev *d) {
     struct tess__rt *rt = d->rt;
     int progress = 0;
     while (tess__rs_count(&d->rs) < d->rs.cap) {
-        void *item;
-        if (!tess__queue_pop(rt->q, &item)) break;
-        struct tess__task *t = item;
+        struct tess__task *t = tess__rt_next_task(rt);
+        if (!t) break;
         if (!(t->job->dev_mask & (1u << d->id))) {
             /* this device cannot hold the job's tiles: leave the task to the others */
-            while (!tess__queue_push(rt->q, t)) sched_yield();
+            tess__rt_requeue(rt, t);
             break;
         }
         atomic_store(&t->state, TESS__TASK_RESERVED);
@@ -204,7 +203,7 @@ static int refill(struct tess__dev *d) {
         tess__rs_push(&d->rs, t);
         progress = 1;
     }
-    if (tess__rs_count(&d->rs) == 0 && free_slots(d) > 0 && tess__queue_size(rt->q) == 0) {
+    if (tess__rs_count(&d->rs) == 0 && free_slots(d) > 0 && tess__rt_pending(rt) == 0) {
         struct tess__dev *victim = NULL;
         int best = 0;
         for (int i = 0; i < rt->ndev; i++) {
@@ -411,7 +410,7 @@ static void wait_for_something(struct tess__dev *d, int stalled) {
         if (rt->dev[i] != d && !atomic_load(&rt->dev[i]->failed) && tess__rs_count(&rt->dev[i]->rs))
             wait_ns = 1000000;
     pthread_mutex_lock(&rt->mu);
-    if (!atomic_load(&rt->shutdown) && tess__queue_size(rt->q) == 0) {
+    if (!atomic_load(&rt->shutdown) && tess__rt_pending(rt) == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += wait_ns;
@@ -450,7 +449,7 @@ void *tess__worker_main(void *arg) {
         }
         int stalled = 0, progress = reap(d);
         if (atomic_load(&rt->shutdown) && !has_work(d) && tess__rs_count(&d->rs) == 0 &&
-            tess__queue_size(rt->q) == 0)
+            tess__rt_pending(rt) == 0)
             break;
         progress |= refill(d);
         progress |= activate(d);

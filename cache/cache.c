@@ -154,8 +154,10 @@ static int acquire_in_place(struct tess__cache *c, int dev, const struct tess__t
 }
 
 int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct tess__tile *t,
-                        size_t alloc_bytes, struct tess__blk **out) {
+                        size_t alloc_bytes, struct tess__blk **out, enum tess__fill *how) {
     struct tess__cdev *cd = &c->dev[dev];
+    enum tess__fill filled = TESS__FILL_NONE;
+    if (how) *how = TESS__FILL_NONE;
     const struct tess__dev_ops *ops = cd->ops;
     const struct tess__tile_key *key = &t->key;
     int rc;
@@ -219,6 +221,7 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
             b->pinned_src = src;
             TESS__COUNT(cd->ctr, l2_hits, 1);
             TESS__COUNT(cd->ctr, bytes_p2p, width * height);
+            filled = TESS__FILL_PEER;
         }
     } else if (t->home == TESS__HOME_DEV) {
         /* Miss on a tile whose home is device memory (arrived, or produced earlier). */
@@ -231,6 +234,7 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
         if (!rc) {
             TESS__COUNT(cd->ctr, misses, 1);
             if (t->home_dev != dev) TESS__COUNT(cd->ctr, bytes_p2p, width * height);
+            filled = TESS__FILL_HOME;
         }
     } else {
         /* Miss: a 2D copy straight from the host matrix, no packing. */
@@ -239,6 +243,7 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
         if (!rc) {
             TESS__COUNT(cd->ctr, misses, 1);
             TESS__COUNT(cd->ctr, bytes_h2d, width * height);
+            filled = TESS__FILL_HOST;
         }
     }
     if (!rc) rc = ops->event_record(cd->bd, stream, b->ready);
@@ -257,6 +262,7 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
     b->in_alru = 1;
     note_peak(cd);
     *out = b;
+    if (how) *how = filled;
     tess__cache_unlock(c);
     return TESS_OK;
 }

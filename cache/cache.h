@@ -194,11 +194,13 @@ void tess__cache_destroy(struct tess__cache *c);
  *   L2 hit  a peer holds it: copied over P2P (l2_hits, bytes_p2p), the peer copy pinned
  *           (one reader) until this copy is released;
  *   miss    copied from the home (misses, bytes_h2d; or bytes_p2p from a HOME_DEV).
+ * *how (if not NULL) says which copy this call queued on `stream` (NONE for a hit).
  * alloc_bytes is the size to reserve (>= the tile's bytes; jobs pass their full-tile size
  * so that the heap does not fragment). TESS_EAGAIN: no room now (every block has readers
  * or an unfinished fill); nothing was taken. UNIFIED devices return the home in place. */
+enum tess__fill { TESS__FILL_NONE = 0, TESS__FILL_HOST, TESS__FILL_PEER, TESS__FILL_HOME };
 int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct tess__tile *t,
-                        size_t alloc_bytes, struct tess__blk **out);
+                        size_t alloc_bytes, struct tess__blk **out, enum tess__fill *how);
 /* Drop the reader taken by acquire; call only after work using the copy has completed
  * (a sync point): the fill is then known complete, and a peer copy it came from is
  * released too. */

@@ -144,6 +144,13 @@ struct tess__slot {
     int writing_back;          /* write-back queued */
     int cancelled;             /* the job failed: issue nothing more, write nothing back */
     size_t committed;          /* heap bytes this slot counts on (admission) */
+    /* trace (TESSERA_TRACE) */
+    double t_act;              /* when the task was put on the slot */
+    double last_t;             /* when the stream's last traced operation ended */
+    double t_issue[2];         /* issue time per in-flight step */
+    int8_t fill[4];            /* enum tess__fill of each held copy */
+    tess__event *cl;           /* recorded after the C load (trace only) */
+    int cl_rec;                /* cl was recorded for the running task */
 };
 #define TESS__DEPTH 2          /* steps of one slot in flight at once */
 
@@ -167,8 +174,19 @@ struct tess__dev {
     struct tess__counters ctr;
 };
 
+/* trace.c: the timeline (TESSERA_TRACE) and the summary (TESSERA_SUMMARY). */
+struct tess__trace_rec;
+struct tess__trace {
+    pthread_mutex_t mu;        /* a leaf */
+    int on;
+    double origin;             /* tess__now() at start: time 0 of the trace */
+    struct tess__trace_rec *rec;
+    size_t n, cap, dropped;
+};
+
 struct tess__rt {
     struct tess__config cfg;
+    struct tess__trace trace;
     int ndev;
     struct tess__dev *dev[TESS_MAX_DEVICES];
     struct tess__queue *q;
@@ -206,6 +224,17 @@ size_t tess__rt_pending(struct tess__rt *rt);
  * The count drops under the job's lock, so the waiter cannot free the job while the last
  * finisher still signals it. */
 void tess__task_done(struct tess__rt *rt, struct tess__task *t);
+
+/* api.c: the public counters of one device. */
+void tess__dev_stats(const struct tess__dev *d, tess_dev_stats_t *out);
+
+void tess__trace_start(struct tess__rt *rt);
+/* Add an interval [t0, t1] (tess__now() clock) on track tid (0 worker, 1 + s stream s) of
+ * device dev. No-op unless TESSERA_TRACE is set. */
+void tess__trace_add(struct tess__rt *rt, int dev, int tid, double t0, double t1,
+                     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Print the summary if asked, write the trace file if asked, free the buffer. */
+void tess__trace_stop(struct tess__rt *rt);
 
 /* worker.c */
 void *tess__worker_main(void *dev);

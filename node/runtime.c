@@ -57,6 +57,7 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
         .gflops = tess__list_double(rt->cfg.emu_gflops, ordinal, 0.0),
         .fault_at = fault_for(rt->cfg.emu_fault, id),
         .jitter_us = rt->cfg.emu_jitter_us,
+        .timing = rt->trace.on,
     };
     if (ops != &tess__emu_ops) p.link_gbs = p.gflops = 0, p.jitter_us = 0;
     int rc = ops->open(&p, &d->bd, &d->desc);
@@ -88,7 +89,8 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
         d->slot[s].stream = s;
         if (ops->event_create(d->bd, &d->slot[s].done[0]) ||
             ops->event_create(d->bd, &d->slot[s].done[1]) ||
-            ops->event_create(d->bd, &d->slot[s].wb))
+            ops->event_create(d->bd, &d->slot[s].wb) ||
+            ops->event_create(d->bd, &d->slot[s].cl))
             rc = tess__fail(TESS_EDEVICE, "device %d: cannot create events", id);
     }
     tess__cache_set_dev(&rt->cache, id, ops, d->bd, d->desc.caps, heap, &d->ctr);
@@ -102,6 +104,7 @@ static void close_dev(struct tess__rt *rt, struct tess__dev *d) {
         if (d->slot[s].done[0]) d->ops->event_destroy(d->bd, d->slot[s].done[0]);
         if (d->slot[s].done[1]) d->ops->event_destroy(d->bd, d->slot[s].done[1]);
         if (d->slot[s].wb) d->ops->event_destroy(d->bd, d->slot[s].wb);
+        if (d->slot[s].cl) d->ops->event_destroy(d->bd, d->slot[s].cl);
     }
     if (rt->cache.dev[d->id].heap) tess__heap_destroy(rt->cache.dev[d->id].heap);
     d->ops->close(d->bd);
@@ -149,6 +152,7 @@ void tess__rt_stop(struct tess__rt *rt) {
     pthread_mutex_unlock(&rt->mu);
     for (int i = 0; i < rt->ndev; i++)
         if (rt->dev[i]->thread) pthread_join(rt->dev[i]->thread, NULL);
+    tess__trace_stop(rt);
     tess__cache_destroy(&rt->cache);
     for (int i = 0; i < rt->ndev; i++) close_dev(rt, rt->dev[i]);
     if (rt->q) tess__queue_destroy(rt->q);
@@ -170,6 +174,7 @@ int tess__rt_start(struct tess__rt **out) {
     if (!rc) rc = tess__hostblas_load();
     if (!rc) {
         tess__verbose = rt->cfg.verbose;
+        tess__trace_start(rt);
         rc = tess__cache_init(&rt->cache, TESS_MAX_DEVICES);
     }
     if (!rc) rt->cache.p2p = rt->cfg.p2p;

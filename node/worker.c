@@ -93,6 +93,8 @@ static void out_key(const struct tess__task *t, struct tess__tile_key *key) {
 
 static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     struct tess__task *t = sl->t;
+    tess__trace_add(d->rt, d->id, 0, sl->t_act, tess__now(), "task %s C(%d,%d)%s", t->job->ops->name,
+                    t->i, t->j, sl->cancelled ? " cancelled" : "");
     if (!sl->cancelled) {
         /* MESI-X: the tile was written (M) and written back; copies others cached of its
          * old contents are invalid. A published tile stays here as a clean copy (E). */
@@ -140,6 +142,39 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
     tess__cache_drop_dev(c, d->id);
 }
 
+/* ---- trace: intervals on the stream's track, from the backend's event times ---------- */
+
+static double ev_time(struct tess__dev *d, tess__event *ev) {
+    double t;
+    return d->ops->event_time && d->ops->event_time(d->bd, ev, &t) == TESS_OK ? t : tess__now();
+}
+
+/* One interval ending when ev was reached, starting when the stream finished its previous
+ * traced operation (or when this one was issued, if the stream was idle in between). */
+static void trace_op(struct tess__dev *d, struct tess__slot *sl, tess__event *ev, double issued,
+                     const char *what, const struct tess__task *t) {
+    double t1 = ev_time(d, ev), t0 = TESS__MAX(sl->last_t, issued);
+    tess__trace_add(d->rt, d->id, sl->stream + 1, t0, t1, "%s C(%d,%d)", what, t->i, t->j);
+    sl->last_t = TESS__MAX(sl->last_t, t1);
+}
+
+static void trace_step(struct tess__dev *d, struct tess__slot *sl, int s) {
+    static const char *fill_name[2][4] = {{"", "H2D a", "P2P a", "D2D a"},
+                                          {"", "H2D b", "P2P b", "D2D b"}};
+    const struct tess__task *t = sl->t;
+    double issued = sl->t_issue[s % 2];
+    if (s == 0 && sl->cl_rec) {
+        trace_op(d, sl, sl->cl, issued, "H2D load", t);
+        sl->cl_rec = 0;
+    }
+    for (int h = 0; h < 2; h++) {
+        struct tess__blk *b = sl->held[2 * (s % 2) + h];
+        int f = sl->fill[2 * (s % 2) + h];
+        if (b && f) trace_op(d, sl, b->ready, issued, fill_name[h][f], t);
+    }
+    trace_op(d, sl, sl->done[s % 2], issued, t->job->ops->name, t);
+}
+
 /* Sync point: release what completed. Returns 1 if anything did. */
 static int reap(struct tess__dev *d) {
     int progress = 0;
@@ -154,6 +189,7 @@ static int reap(struct tess__dev *d) {
                 tess__worker_fail(d, TESS_EDEVICE, "a tile kernel");
                 return 1;
             }
+            if (d->rt->trace.on) trace_step(d, sl, s);
             for (int h = 0; h < 2; h++) {
                 struct tess__blk **b = &sl->held[2 * (s % 2) + h];
                 if (*b) tess__cache_release(&d->rt->cache, *b);
@@ -170,6 +206,7 @@ static int reap(struct tess__dev *d) {
                 tess__worker_fail(d, TESS_EDEVICE, "a tile write-back");
                 return 1;
             }
+            if (d->rt->trace.on) trace_op(d, sl, sl->wb, sl->last_t, "D2H", sl->t);
             slot_finish(d, sl);
             progress = 1;
         } else if (sl->inflight == 0 && (sl->cancelled || (unified(d) && sl->next == sl->t->nsteps))) {
@@ -248,6 +285,8 @@ static int activate(struct tess__dev *d) {
         }
         atomic_store(&t->state, TESS__TASK_RUNNING);
         sl->t = t;
+        sl->t_act = tess__now();
+        sl->cl_rec = 0;
         sl->next = sl->inflight = 0;
         sl->committed = need;
         d->committed += need;
@@ -293,15 +332,19 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
                                  t->c, (size_t)job->ldc * es, (size_t)t->m * es, (size_t)t->n, NULL);
                 if (rc) return rc;
                 TESS__COUNT(&d->ctr, bytes_h2d, (uint64_t)(t->m * t->n) * es);
+                if (d->rt->trace.on && !ops->event_record(d->bd, sl->stream, sl->cl))
+                    sl->cl_rec = 1;
             }
         }
         cptr = sl->c->ptr;
         cld = sl->c->ld;
     }
     struct tess__blk *a, *b = NULL;
-    rc = tess__cache_acquire(c, d->id, sl->stream, &st.a, job->blk_bytes, &a);
+    enum tess__fill fa, fb = TESS__FILL_NONE;
+    rc = tess__cache_acquire(c, d->id, sl->stream, &st.a, job->blk_bytes, &a, &fa);
     if (rc) return rc;
-    if (st.nops > 1 && (rc = tess__cache_acquire(c, d->id, sl->stream, &st.b, job->blk_bytes, &b))) {
+    if (st.nops > 1 &&
+        (rc = tess__cache_acquire(c, d->id, sl->stream, &st.b, job->blk_bytes, &b, &fb))) {
         tess__cache_unacquire(c, a);
         return rc;
     }
@@ -320,6 +363,9 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     }
     sl->held[2 * (s % 2)] = a;
     sl->held[2 * (s % 2) + 1] = b;
+    sl->fill[2 * (s % 2)] = (int8_t)fa;
+    sl->fill[2 * (s % 2) + 1] = (int8_t)fb;
+    sl->t_issue[s % 2] = tess__now();
     sl->next++;
     sl->inflight++;
     inflight_add(d, 1);

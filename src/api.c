@@ -4,22 +4,7 @@
 
 #include "../node/node.h"
 
-int tess_device_count(void) {
-    struct tess__rt *rt;
-    if (tess__rt_get(&rt)) return 0;
-    return rt->ndev;
-}
-
-int tess_device_stats(int dev, tess_dev_stats_t *out) {
-    struct tess__rt *rt;
-    tess__clear_error();
-    int rc = tess__rt_get(&rt);
-    if (rc) return rc;
-    if (!out) return tess__fail(TESS_EINVAL, "tess_device_stats: argument 2 (out) must not be NULL");
-    if (dev < 0 || dev >= rt->ndev)
-        return tess__fail(TESS_EINVAL, "tess_device_stats: argument 1 (dev = %d) must be in 0..%d",
-                          dev, rt->ndev - 1);
-    const struct tess__dev *d = rt->dev[dev];
+void tess__dev_stats(const struct tess__dev *d, tess_dev_stats_t *out) {
     const struct tess__counters *c = &d->ctr;
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", d->desc.name);
@@ -39,6 +24,24 @@ int tess_device_stats(int dev, tess_dev_stats_t *out) {
     out->busy_s = 1e-9 * (double)atomic_load(&c->busy_ns);
     out->mem_capacity = d->heap_bytes;
     out->mem_peak = atomic_load(&c->mem_peak);
+}
+
+int tess_device_count(void) {
+    struct tess__rt *rt;
+    if (tess__rt_get(&rt)) return 0;
+    return rt->ndev;
+}
+
+int tess_device_stats(int dev, tess_dev_stats_t *out) {
+    struct tess__rt *rt;
+    tess__clear_error();
+    int rc = tess__rt_get(&rt);
+    if (rc) return rc;
+    if (!out) return tess__fail(TESS_EINVAL, "tess_device_stats: argument 2 (out) must not be NULL");
+    if (dev < 0 || dev >= rt->ndev)
+        return tess__fail(TESS_EINVAL, "tess_device_stats: argument 1 (dev = %d) must be in 0..%d",
+                          dev, rt->ndev - 1);
+    tess__dev_stats(rt->dev[dev], out);
     return TESS_OK;
 }
 

@@ -93,6 +93,8 @@ struct tess__config {
     int emu_jitter_us;       /* TESSERA_EMULATE_JITTER: random delay before each op, microseconds */
     int emu_streams;         /* TESSERA_EMULATE_STREAMS: streams per emulated device */
     int verbose;             /* TESSERA_VERBOSE: 0 silent, 1 warnings, 2 info, 3 debug */
+    char trace[256];         /* TESSERA_TRACE: write a Chrome/Perfetto trace to this file */
+    int summary;             /* TESSERA_SUMMARY: print per-device counters at finalize */
     char cpu_blas[256];      /* TESSERA_CPU_BLAS: the CPU BLAS library dlopen'ed (hostblas.c) */
     /* the drop-in library libtessera_blas.so (src/blas/) */
     int blas_force;          /* TESSERA_BLAS_FORCE: 1 = every level-3 call to the runtime */

@@ -75,6 +75,7 @@ struct tess__dev_params {
     double gflops;        /* emulated: kernel rate in GFLOP/s (0 = unthrottled) */
     int64_t fault_at;     /* emulated: the k-th copy/gemm (1-based) fails; 0 = never */
     int jitter_us;        /* emulated: random delay up to this before each op */
+    int timing;           /* events carry completion times (event_time), for the trace */
 };
 
 /* Description of an opened device (filled by open). */
@@ -122,6 +123,9 @@ struct tess__dev_ops {
     int (*event_query)(void *bd, tess__event *ev);
     /* Block until the event is reached (TESS_OK) or the device fails (<0). */
     int (*event_sync)(void *bd, tess__event *ev);
+    /* When the stream passed ev's latest record, in tess__now()'s clock: TESS_OK, TESS_EAGAIN
+     * (not yet), or TESS_ENOSYS (the device was opened without params.timing). */
+    int (*event_time)(void *bd, tess__event *ev, double *t);
     /* Make `stream` wait for ev (ev may belong to another device of this backend). */
     int (*stream_wait)(void *bd, int stream, tess__event *ev);
     /* 1 if this device can copy directly from peer's memory (and access was enabled). */

@@ -87,6 +87,9 @@ struct cuda_dev {
     pthread_mutex_t evmu;               /* guards ev_free and closed */
     struct tess__event *ev_free;
     int closed;
+    int timing;                         /* events time their records (the trace) */
+    cudaEvent_t t0_ev;                  /* reference event for event_time, reached ... */
+    double t0_host;                     /* ... at this tess__now() */
 };
 
 /* ---- failure: the one wrapper every vendor call goes through ------------------------- */
@@ -247,6 +250,7 @@ static void teardown(struct cuda_dev *d) {
         if (d->stream[i] && cudaStreamDestroy(d->stream[i]) != cudaSuccess)
             (void)cudaGetLastError();
     }
+    if (d->t0_ev && cudaEventDestroy(d->t0_ev) != cudaSuccess) (void)cudaGetLastError();
     pthread_mutex_lock(&d->evmu);
     struct tess__event *e = d->ev_free;
     d->ev_free = NULL;
@@ -281,6 +285,7 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
     d->peer = peer;
     for (int i = 0; i < ndev; i++) atomic_init(&d->peer[i], 0);
     d->fault_at = p->fault_at;
+    d->timing = p->timing;
     atomic_init(&d->ops, 0);
     atomic_init(&d->state, DEV_OK);
     atomic_init(&d->refs, 1);
@@ -306,6 +311,15 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
     }
     d->max_pitch = prop.memPitch;
     d->uva = prop.unifiedAddressing;
+    if (d->timing) {
+        /* the trace's clock: a reference event whose host time is taken right after it */
+        rc = TESS_CU(d, cudaEventCreate(&d->t0_ev));
+        if (rc == TESS_OK) rc = TESS_CU(d, cudaEventRecord(d->t0_ev, d->stream[0]));
+        if (rc == TESS_OK) rc = TESS_CU(d, cudaEventSynchronize(d->t0_ev));
+        d->t0_host = tess__now();
+        if (rc != TESS_OK) d->timing = 0;
+        rc = TESS_OK;
+    }
 
     unsigned caps = 0;
     for (int j = 0; j < ndev; j++) {
@@ -629,8 +643,9 @@ static int cuda_event_create(void *bd, tess__event **out) {
         /* BlockingSync: event_sync sleeps instead of spinning a core the CPU worker and
          * the other devices' workers need. */
         if (rc == TESS_OK)
-            rc = TESS_CU(d, cudaEventCreateWithFlags(&e->ev, cudaEventDisableTiming |
-                                                                 cudaEventBlockingSync));
+            rc = TESS_CU(d, cudaEventCreateWithFlags(
+                                &e->ev, (d->timing ? 0 : cudaEventDisableTiming) |
+                                            cudaEventBlockingSync));
         leave(d->ord, prev);
         if (rc != TESS_OK) {
             free(e);
@@ -685,6 +700,22 @@ static int cuda_event_query(void *bd, tess__event *e) {
     if (err == cudaErrorNotReady) return TESS_EAGAIN;
     int rc = cu_check_(o, err, "cudaEventQuery(e->ev)", __FILE__, __LINE__);
     if (rc == TESS_OK && dev_failed(o)) return dev_dead(o); /* failed meanwhile */
+    return rc;
+}
+
+/* Completion time of the event's latest record: elapsed time from the reference event
+ * recorded at open (whose host time is known) on the device's own clock. */
+static int cuda_event_time(void *bd, tess__event *e, double *t) {
+    struct cuda_dev *d = bd, *o = e->owner;
+    if (!o->timing) return TESS_ENOSYS;
+    if (dev_failed(o)) return dev_dead(o);
+    if (!atomic_load_explicit(&e->recorded, memory_order_acquire)) return TESS_EAGAIN;
+    float ms = 0;
+    cudaError_t err = cudaEventElapsedTime(&ms, o->t0_ev, e->ev);
+    if (err == cudaErrorNotReady) return TESS_EAGAIN;
+    int rc = cu_check_(o, err, "cudaEventElapsedTime", __FILE__, __LINE__);
+    (void)d;
+    if (rc == TESS_OK) *t = o->t0_host + 1e-3 * (double)ms;
     return rc;
 }
 
@@ -757,6 +788,7 @@ static int cuda_can_peer(void *bd, void *peer) {
 const struct tess__dev_ops tess__cuda_ops = {
     .name = "cuda",
     .kernel = cuda_kernel,
+    .event_time = cuda_event_time,
     .count = cuda_count,
     .open = cuda_open,
     .close = cuda_close,

@@ -156,6 +156,7 @@ struct tess__event {
     uint64_t done[TESS_MAX_STREAMS];  /* per stream of the owner: highest generation reached */
     int failed;                /* the owner failed: the event never reports OK again */
     int refs;                  /* 1 for the handle (until event_destroy) + 1 per queued op */
+    double t_done;             /* tess__now() when the latest record was reached */
 };
 
 static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -359,8 +360,10 @@ static void run_kernel(struct dev *d, const struct op *op) {
 
 static void run_record(const struct op *op) {
     tess__event *ev = op->ev.ev;
+    double now = tess__now();
     pthread_mutex_lock(&ev_mu);
     if (ev->done[op->ev.stream] < op->ev.gen) ev->done[op->ev.stream] = op->ev.gen;
+    if (op->ev.gen == ev->recorded) ev->t_done = now;
     if (ev_waiters) pthread_cond_broadcast(&ev_cv);
     pthread_mutex_unlock(&ev_mu);
 }
@@ -928,6 +931,16 @@ static int host_event_query(void *bd, tess__event *ev) {
     return reached ? TESS_OK : TESS_EAGAIN;
 }
 
+static int host_event_time(void *bd, tess__event *ev, double *t) {
+    struct dev *d = bd;
+    if (!ev || !t) return tess__fail(TESS_EINVAL, "%s: event_time: NULL argument", d->name);
+    pthread_mutex_lock(&ev_mu);
+    int reached = ev->recorded != 0 && ev->done[ev->rec_stream] >= ev->recorded && !ev->failed;
+    *t = ev->t_done;
+    pthread_mutex_unlock(&ev_mu);
+    return reached ? TESS_OK : TESS_EAGAIN;
+}
+
 static int host_event_sync(void *bd, tess__event *ev) {
     struct dev *d = bd;
     if (!live(d)) return dead(d, "event_sync");
@@ -976,6 +989,7 @@ const struct tess__dev_ops tess__cpu_ops = {
     .open = cpu_open,
     .close = host_close,
     .kernel = host_kernel,
+    .event_time = host_event_time,
     .arena = cpu_arena,
     .copy2d = host_copy2d,
     .gemm = host_gemm,
@@ -994,6 +1008,7 @@ const struct tess__dev_ops tess__emu_ops = {
     .open = emu_open,
     .close = host_close,
     .kernel = host_kernel,
+    .event_time = host_event_time,
     .arena = emu_arena,
     .copy2d = host_copy2d,
     .gemm = host_gemm,

@@ -4,7 +4,10 @@
 # under /usr/local/cuda). Idempotent: installs nothing when everything is present.
 # Environment: TESS_DEPS_EXTRA="pkg ..." adds packages.
 set -euo pipefail
-pkgs=(cmake make gcc pkg-config libopenblas-dev openmpi-bin libopenmpi-dev ${TESS_DEPS_EXTRA:-})
+# libblas-test, python3-numpy, octave: the drop-in library's tests (reference BLAS testers,
+# numpy and Octave under LD_PRELOAD; octave installs in about 20 s here)
+pkgs=(cmake make gcc pkg-config libopenblas-dev openmpi-bin libopenmpi-dev
+      libblas-test python3-numpy octave ${TESS_DEPS_EXTRA:-})
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,6 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 test -f "$tmp/prefix/include/tessera.h"
 test -x "$tmp/prefix/bin/tessera-info"
+test -n "$(find "$tmp/prefix" -name 'libtessera_blas.so*' | head -1)"  # the drop-in library
 cmake -S "$src/tests/consumer" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/cm" >/dev/null
 TESSERA_DEVICES=none LD_LIBRARY_PATH="$tmp/prefix/lib:$tmp/prefix/lib64:${LD_LIBRARY_PATH:-}" "$tmp/cm/consumer"

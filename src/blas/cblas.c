@@ -1,0 +1,292 @@
+/* src/blas/cblas.c: the CBLAS level-3 symbols of the drop-in library, cblas_sgemm to
+ * cblas_ztrsm (30 routines), with <cblas.h>'s prototypes (LP64: int dimensions).
+ *
+ * Each call is handled as the reference CBLAS (netlib's CBLAS/src) handles it:
+ *   1. the enumerated arguments are checked in the C layer, in argument order, and turned
+ *      into netlib letters; row-major folds into the column-major problem the reference
+ *      hands to its Fortran routine (operands and dimensions swapped, side and uplo
+ *      flipped, SYRK-like transposes flipped, HER2K's alpha conjugated);
+ *   2. the folded call gets the Fortran routine's checks (check.c); a Fortran position p
+ *      becomes the CBLAS position p + 1 (the layout argument comes first), and, for a
+ *      row-major call, the positions the fold swapped are swapped back (GEMM m<->n,
+ *      lda<->ldb; SYMM/HEMM m<->n; TRMM/TRSM m<->n);
+ *   3. errors go to the program's cblas_xerbla with that CBLAS position; a good call runs
+ *      (route.c).
+ * Owns nothing but this translation.
+ */
+#include <cblas.h>
+#include <stdio.h>
+
+#include "blas.h"
+
+enum { COL = CblasColMajor, ROW = CblasRowMajor };
+
+/* cblas_<p><kind>, e.g. "cblas_zher2k" */
+static void rout_name(char *buf, const struct tess__blas_call *c) {
+    const char *k = tess__blas_kind_name[c->kind];
+    int i = 0;
+    for (const char *p = "cblas_"; *p; p++) buf[i++] = *p;
+    buf[i++] = tess__blas_prefix(c->dt);
+    while (*k) buf[i++] = *k++;
+    buf[i] = '\0';
+}
+
+/* C-layer error: the reference's message with the bad value. */
+static void bad_enum(const struct tess__blas_call *c, int pos, const char *what, int value) {
+    char rout[16], form[48];
+    rout_name(rout, c);
+    snprintf(form, sizeof form, "Illegal %s setting, %%d\n", what);
+    tess__blas_cblas_xerbla(pos, rout, form, value);
+}
+
+#define BAD(...)              \
+    do {                      \
+        bad_enum(__VA_ARGS__); \
+        return;               \
+    } while (0)
+
+/* Steps 2 and 3 of the file comment. */
+static void submit(const struct tess__blas_call *c, int row) {
+    int info = tess__blas_check(c);
+    if (!info) {
+        tess__blas_run(c);
+        return;
+    }
+    int pos = info + 1;
+    if (row) {
+        switch (c->kind) {
+        case TESS__BLAS_GEMM:
+            pos = pos == 4 ? 5 : pos == 5 ? 4 : pos == 9 ? 11 : pos == 11 ? 9 : pos;
+            break;
+        case TESS__BLAS_SYMM:
+        case TESS__BLAS_HEMM: pos = pos == 4 ? 5 : pos == 5 ? 4 : pos; break;
+        case TESS__BLAS_TRMM:
+        case TESS__BLAS_TRSM: pos = pos == 6 ? 7 : pos == 7 ? 6 : pos; break;
+        default: break;
+        }
+    }
+    char rout[16];
+    rout_name(rout, c);
+    tess__blas_cblas_xerbla(pos, rout, "", 0);
+}
+
+/* The letter of a CBLAS transpose (0 if invalid). */
+static char trans_letter(int t) {
+    return t == CblasNoTrans ? 'N' : t == CblasTrans ? 'T' : t == CblasConjTrans ? 'C' : 0;
+}
+static char side_letter(int s, int row) {
+    return s == CblasLeft ? (row ? 'R' : 'L') : s == CblasRight ? (row ? 'L' : 'R') : 0;
+}
+static char uplo_letter(int u, int row) {
+    return u == CblasUpper ? (row ? 'L' : 'U') : u == CblasLower ? (row ? 'U' : 'L') : 0;
+}
+
+static void gemm(tess_dtype_t dt, int layout, int transa, int transb, int m, int n, int k,
+                 const void *alpha, const void *A, int lda, const void *B, int ldb,
+                 const void *beta, void *C, int ldc) {
+    struct tess__blas_call c = {.kind = TESS__BLAS_GEMM, .dt = dt, .alpha = alpha,
+                                .beta = beta, .C = C, .ldc = ldc, .k = k};
+    if (layout != COL && layout != ROW) BAD(&c, 1, "layout", layout);
+    int row = layout == ROW;
+    char ta = trans_letter(transa), tb = trans_letter(transb);
+    if (!ta) BAD(&c, 2, "TransA", transa);
+    if (!tb) BAD(&c, 3, "TransB", transb);
+    /* row-major: C^T = op(B)^T op(A)^T on the column-major views */
+    c.ta = row ? tb : ta, c.tb = row ? ta : tb;
+    c.m = row ? n : m, c.n = row ? m : n;
+    c.A = row ? B : A, c.lda = row ? ldb : lda;
+    c.B = row ? A : B, c.ldb = row ? lda : ldb;
+    submit(&c, row);
+}
+
+static void symm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int side, int uplo,
+                 int m, int n, const void *alpha, const void *A, int lda, const void *B,
+                 int ldb, const void *beta, void *C, int ldc) {
+    struct tess__blas_call c = {.kind = kind, .dt = dt, .alpha = alpha, .beta = beta, .A = A,
+                                .lda = lda, .B = B, .ldb = ldb, .C = C, .ldc = ldc};
+    if (layout != COL && layout != ROW) BAD(&c, 1, "layout", layout);
+    int row = layout == ROW;
+    if (!(c.side = side_letter(side, row))) BAD(&c, 2, "Side", side);
+    if (!(c.uplo = uplo_letter(uplo, row))) BAD(&c, 3, "Uplo", uplo);
+    c.m = row ? n : m, c.n = row ? m : n;
+    submit(&c, row);
+}
+
+/* SYRK, HERK, SYR2K, HER2K: the transpose flips with the layout. Real SYRK takes
+ * ConjTrans as Trans; complex SYRK takes NoTrans/Trans; HERK NoTrans/ConjTrans. In column
+ * major every CBLAS value passes to the Fortran check, which rejects what the routine
+ * does not take (position 2 + 1 = 3, as in the C layer). */
+static void rank_k(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int uplo, int trans,
+                   int n, int k, const void *alpha, const void *A, int lda, const void *B,
+                   int ldb, const void *beta, void *C, int ldc) {
+    struct tess__blas_call c = {.kind = kind, .dt = dt, .m = n, .n = n, .k = k,
+                                .alpha = alpha, .beta = beta, .A = A, .lda = lda, .B = B,
+                                .ldb = ldb, .C = C, .ldc = ldc};
+    if (layout != COL && layout != ROW) BAD(&c, 1, "layout", layout);
+    int row = layout == ROW;
+    if (!(c.uplo = uplo_letter(uplo, row))) BAD(&c, 2, "Uplo", uplo);
+    char t = trans_letter(trans);
+    int herm = kind == TESS__BLAS_HERK || kind == TESS__BLAS_HER2K;
+    int cplx = tess__dtypes[dt].complex_;
+    if (row) {
+        if (herm) t = t == 'C' ? 'N' : t == 'N' ? 'C' : 0;
+        else if (cplx) t = t == 'T' ? 'N' : t == 'N' ? 'T' : 0;
+        else t = t == 'N' ? 'T' : t ? 'N' : 0;
+    }
+    if (!(c.ta = t)) BAD(&c, 3, "Trans", trans);
+    tess__scalar_t conj;
+    if (row && kind == TESS__BLAS_HER2K) {
+        /* row major: C^T = conj(alpha) op(A~) op(B~)^H + alpha ..., so alpha is conjugated */
+        tess__scalar_load(dt, &conj, alpha);
+        if (dt == TESS_C) conj.c[1] = -conj.c[1];
+        else conj.z[1] = -conj.z[1];
+        c.alpha = &conj;
+    }
+    submit(&c, row);
+}
+
+static void trmm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int side, int uplo,
+                 int transa, int diag, int m, int n, const void *alpha, const void *A, int lda,
+                 void *B, int ldb) {
+    struct tess__blas_call c = {.kind = kind, .dt = dt, .alpha = alpha, .A = A, .lda = lda,
+                                .B = B, .ldb = ldb, .C = B, .ldc = ldb};
+    if (layout != COL && layout != ROW) BAD(&c, 1, "layout", layout);
+    int row = layout == ROW;
+    if (!(c.side = side_letter(side, row))) BAD(&c, 2, "Side", side);
+    if (!(c.uplo = uplo_letter(uplo, row))) BAD(&c, 3, "Uplo", uplo);
+    if (!(c.ta = trans_letter(transa))) BAD(&c, 4, "Trans", transa);
+    c.diag = diag == CblasUnit ? 'U' : diag == CblasNonUnit ? 'N' : 0;
+    if (!c.diag) BAD(&c, 5, "Diag", diag);
+    c.m = row ? n : m, c.n = row ? m : n;
+    submit(&c, row);
+}
+
+/* ---- the exported symbols: <cblas.h>'s prototypes ------------------------------------- */
+
+#define E TESS__BLAS_EXPORT
+typedef enum CBLAS_ORDER O_;
+typedef enum CBLAS_TRANSPOSE T_;
+typedef enum CBLAS_SIDE S_;
+typedef enum CBLAS_UPLO U_;
+typedef enum CBLAS_DIAG D_;
+
+E void cblas_sgemm(const O_ o, const T_ ta, const T_ tb, const blasint m, const blasint n,
+                   const blasint k, const float alpha, const float *A, const blasint lda,
+                   const float *B, const blasint ldb, const float beta, float *C,
+                   const blasint ldc) {
+    gemm(TESS_S, o, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
+}
+E void cblas_dgemm(const O_ o, const T_ ta, const T_ tb, const blasint m, const blasint n,
+                   const blasint k, const double alpha, const double *A, const blasint lda,
+                   const double *B, const blasint ldb, const double beta, double *C,
+                   const blasint ldc) {
+    gemm(TESS_D, o, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
+}
+E void cblas_cgemm(const O_ o, const T_ ta, const T_ tb, const blasint m, const blasint n,
+                   const blasint k, const void *alpha, const void *A, const blasint lda,
+                   const void *B, const blasint ldb, const void *beta, void *C,
+                   const blasint ldc) {
+    gemm(TESS_C, o, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+E void cblas_zgemm(const O_ o, const T_ ta, const T_ tb, const blasint m, const blasint n,
+                   const blasint k, const void *alpha, const void *A, const blasint lda,
+                   const void *B, const blasint ldb, const void *beta, void *C,
+                   const blasint ldc) {
+    gemm(TESS_Z, o, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+#define SYMM_R(name, KIND, T, DT)                                                         \
+    E void name(const O_ o, const S_ s, const U_ u, const blasint m, const blasint n,     \
+                const T alpha, const T *A, const blasint lda, const T *B,                 \
+                const blasint ldb, const T beta, T *C, const blasint ldc) {               \
+        symm(KIND, DT, o, s, u, m, n, &alpha, A, lda, B, ldb, &beta, C, ldc);             \
+    }
+#define SYMM_C(name, KIND, DT)                                                            \
+    E void name(const O_ o, const S_ s, const U_ u, const blasint m, const blasint n,     \
+                const void *alpha, const void *A, const blasint lda, const void *B,       \
+                const blasint ldb, const void *beta, void *C, const blasint ldc) {        \
+        symm(KIND, DT, o, s, u, m, n, alpha, A, lda, B, ldb, beta, C, ldc);               \
+    }
+SYMM_R(cblas_ssymm, TESS__BLAS_SYMM, float, TESS_S)
+SYMM_R(cblas_dsymm, TESS__BLAS_SYMM, double, TESS_D)
+SYMM_C(cblas_csymm, TESS__BLAS_SYMM, TESS_C)
+SYMM_C(cblas_zsymm, TESS__BLAS_SYMM, TESS_Z)
+SYMM_C(cblas_chemm, TESS__BLAS_HEMM, TESS_C)
+SYMM_C(cblas_zhemm, TESS__BLAS_HEMM, TESS_Z)
+
+/* SYRK: T the element type as CBLAS passes a scalar (float, double, or pointer) */
+#define SYRK_R(name, T, DT)                                                               \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
+                const T alpha, const T *A, const blasint lda, const T beta, T *C,         \
+                const blasint ldc) {                                                      \
+        rank_k(TESS__BLAS_SYRK, DT, o, u, t, n, k, &alpha, A, lda, NULL, 0, &beta, C,     \
+               ldc);                                                                      \
+    }
+#define SYRK_C(name, DT)                                                                  \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
+                const void *alpha, const void *A, const blasint lda, const void *beta,    \
+                void *C, const blasint ldc) {                                             \
+        rank_k(TESS__BLAS_SYRK, DT, o, u, t, n, k, alpha, A, lda, NULL, 0, beta, C, ldc); \
+    }
+#define HERK(name, RT, DT)                                                                \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
+                const RT alpha, const void *A, const blasint lda, const RT beta, void *C, \
+                const blasint ldc) {                                                      \
+        rank_k(TESS__BLAS_HERK, DT, o, u, t, n, k, &alpha, A, lda, NULL, 0, &beta, C,     \
+               ldc);                                                                      \
+    }
+SYRK_R(cblas_ssyrk, float, TESS_S)
+SYRK_R(cblas_dsyrk, double, TESS_D)
+SYRK_C(cblas_csyrk, TESS_C)
+SYRK_C(cblas_zsyrk, TESS_Z)
+HERK(cblas_cherk, float, TESS_C)
+HERK(cblas_zherk, double, TESS_Z)
+
+#define SYR2K_R(name, T, DT)                                                              \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
+                const T alpha, const T *A, const blasint lda, const T *B,                 \
+                const blasint ldb, const T beta, T *C, const blasint ldc) {               \
+        rank_k(TESS__BLAS_SYR2K, DT, o, u, t, n, k, &alpha, A, lda, B, ldb, &beta, C,     \
+               ldc);                                                                      \
+    }
+#define SYR2K_C(name, DT)                                                                 \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
+                const void *alpha, const void *A, const blasint lda, const void *B,       \
+                const blasint ldb, const void *beta, void *C, const blasint ldc) {        \
+        rank_k(TESS__BLAS_SYR2K, DT, o, u, t, n, k, alpha, A, lda, B, ldb, beta, C,       \
+               ldc);                                                                      \
+    }
+#define HER2K(name, RT, DT)                                                               \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
+                const void *alpha, const void *A, const blasint lda, const void *B,       \
+                const blasint ldb, const RT beta, void *C, const blasint ldc) {           \
+        rank_k(TESS__BLAS_HER2K, DT, o, u, t, n, k, alpha, A, lda, B, ldb, &beta, C,      \
+               ldc);                                                                      \
+    }
+SYR2K_R(cblas_ssyr2k, float, TESS_S)
+SYR2K_R(cblas_dsyr2k, double, TESS_D)
+SYR2K_C(cblas_csyr2k, TESS_C)
+SYR2K_C(cblas_zsyr2k, TESS_Z)
+HER2K(cblas_cher2k, float, TESS_C)
+HER2K(cblas_zher2k, double, TESS_Z)
+
+#define TRMM_R(name, KIND, T, DT)                                                         \
+    E void name(const O_ o, const S_ s, const U_ u, const T_ t, const D_ d,               \
+                const blasint m, const blasint n, const T alpha, const T *A,              \
+                const blasint lda, T *B, const blasint ldb) {                             \
+        trmm(KIND, DT, o, s, u, t, d, m, n, &alpha, A, lda, B, ldb);                      \
+    }
+#define TRMM_C(name, KIND, DT)                                                            \
+    E void name(const O_ o, const S_ s, const U_ u, const T_ t, const D_ d,               \
+                const blasint m, const blasint n, const void *alpha, const void *A,       \
+                const blasint lda, void *B, const blasint ldb) {                          \
+        trmm(KIND, DT, o, s, u, t, d, m, n, alpha, A, lda, B, ldb);                       \
+    }
+TRMM_R(cblas_strmm, TESS__BLAS_TRMM, float, TESS_S)
+TRMM_R(cblas_dtrmm, TESS__BLAS_TRMM, double, TESS_D)
+TRMM_C(cblas_ctrmm, TESS__BLAS_TRMM, TESS_C)
+TRMM_C(cblas_ztrmm, TESS__BLAS_TRMM, TESS_Z)
+TRMM_R(cblas_strsm, TESS__BLAS_TRSM, float, TESS_S)
+TRMM_R(cblas_dtrsm, TESS__BLAS_TRSM, double, TESS_D)
+TRMM_C(cblas_ctrsm, TESS__BLAS_TRSM, TESS_C)
+TRMM_C(cblas_ztrsm, TESS__BLAS_TRSM, TESS_Z)

@@ -1,0 +1,142 @@
+/* src/blas/fortran.c: the netlib Fortran level-3 symbols of the drop-in library, sgemm_ to
+ * ztrsm_ (30 routines), in the LP64 gfortran convention: every argument by reference,
+ * 32-bit INTEGERs, one hidden length per CHARACTER argument at the end (accepted, never
+ * read: only the first character counts, case-insensitive, as netlib's LSAME does).
+ *
+ * Owns only the translation of arguments into a struct tess__blas_call; checks live in
+ * check.c, routing in route.c. Each routine is one line of a per-family macro; the
+ * families differ only in which arguments exist.
+ */
+#include <stddef.h>
+
+#include "blas.h"
+
+typedef int f_int;      /* INTEGER of LP64 netlib BLAS */
+typedef size_t f_len;   /* gfortran's hidden CHARACTER length */
+
+/* Check, report to the program's XERBLA with the Fortran position, or run. */
+static void submit(struct tess__blas_call *c) {
+    int info = tess__blas_check(c);
+    if (info) {
+        char name[8];
+        /* netlib's SRNAME: "DGEMM ", "ZHER2K", upper case, blank-padded to 6 */
+        const char *k = tess__blas_kind_name[c->kind];
+        int i = 0;
+        name[i++] = tess__blas_upper(tess__blas_prefix(c->dt));
+        for (; *k && i < 6; k++) name[i++] = tess__blas_upper(*k);
+        while (i < 6) name[i++] = ' ';
+        name[i] = '\0';
+        tess__blas_xerbla(name, info);
+        return;
+    }
+    tess__blas_run(c);
+}
+
+#define U(p) tess__blas_upper(*(p))
+
+/* ?GEMM(TRANSA, TRANSB, M, N, K, ALPHA, A, LDA, B, LDB, BETA, C, LDC) */
+#define GEMM(pre, T, DT)                                                                  \
+    TESS__BLAS_EXPORT void pre##gemm_(const char *ta, const char *tb, const f_int *m,      \
+                                      const f_int *n, const f_int *k, const T *alpha,      \
+                                      const T *A, const f_int *lda, const T *B,            \
+                                      const f_int *ldb, const T *beta, T *C,               \
+                                      const f_int *ldc, f_len lta, f_len ltb) {            \
+        struct tess__blas_call c = {.kind = TESS__BLAS_GEMM, .dt = DT, .ta = U(ta),        \
+                                    .tb = U(tb), .m = *m, .n = *n, .k = *k,                \
+                                    .alpha = alpha, .beta = beta, .A = A, .B = B,          \
+                                    .C = C, .lda = *lda, .ldb = *ldb, .ldc = *ldc};        \
+        submit(&c);                                                                       \
+    }
+
+/* ?SYMM / ?HEMM(SIDE, UPLO, M, N, ALPHA, A, LDA, B, LDB, BETA, C, LDC) */
+#define SYMM(name, KIND, T, DT)                                                           \
+    TESS__BLAS_EXPORT void name(const char *side, const char *uplo, const f_int *m,        \
+                                const f_int *n, const T *alpha, const T *A,                \
+                                const f_int *lda, const T *B, const f_int *ldb,            \
+                                const T *beta, T *C, const f_int *ldc, f_len ls,           \
+                                f_len lu) {                                                \
+        struct tess__blas_call c = {.kind = KIND, .dt = DT, .side = U(side),               \
+                                    .uplo = U(uplo), .m = *m, .n = *n, .alpha = alpha,     \
+                                    .beta = beta, .A = A, .B = B, .C = C, .lda = *lda,     \
+                                    .ldb = *ldb, .ldc = *ldc};                             \
+        submit(&c);                                                                       \
+    }
+
+/* ?SYRK / ?HERK(UPLO, TRANS, N, K, ALPHA, A, LDA, BETA, C, LDC); RT is the scalar type
+ * (real for HERK) */
+#define SYRK(name, KIND, T, RT, DT)                                                       \
+    TESS__BLAS_EXPORT void name(const char *uplo, const char *trans, const f_int *n,       \
+                                const f_int *k, const RT *alpha, const T *A,               \
+                                const f_int *lda, const RT *beta, T *C, const f_int *ldc,  \
+                                f_len lu, f_len lt) {                                      \
+        struct tess__blas_call c = {.kind = KIND, .dt = DT, .uplo = U(uplo),               \
+                                    .ta = U(trans), .m = *n, .n = *n, .k = *k,             \
+                                    .alpha = alpha, .beta = beta, .A = A, .C = C,          \
+                                    .lda = *lda, .ldc = *ldc};                             \
+        submit(&c);                                                                       \
+    }
+
+/* ?SYR2K / ?HER2K(UPLO, TRANS, N, K, ALPHA, A, LDA, B, LDB, BETA, C, LDC); BT is beta's
+ * type (real for HER2K) */
+#define SYR2K(name, KIND, T, BT, DT)                                                      \
+    TESS__BLAS_EXPORT void name(const char *uplo, const char *trans, const f_int *n,       \
+                                const f_int *k, const T *alpha, const T *A,                \
+                                const f_int *lda, const T *B, const f_int *ldb,            \
+                                const BT *beta, T *C, const f_int *ldc, f_len lu,          \
+                                f_len lt) {                                                \
+        struct tess__blas_call c = {.kind = KIND, .dt = DT, .uplo = U(uplo),               \
+                                    .ta = U(trans), .m = *n, .n = *n, .k = *k,             \
+                                    .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C,  \
+                                    .lda = *lda, .ldb = *ldb, .ldc = *ldc};                \
+        submit(&c);                                                                       \
+    }
+
+/* ?TRMM / ?TRSM(SIDE, UPLO, TRANSA, DIAG, M, N, ALPHA, A, LDA, B, LDB) */
+#define TRMM(name, KIND, T, DT)                                                           \
+    TESS__BLAS_EXPORT void name(const char *side, const char *uplo, const char *transa,    \
+                                const char *diag, const f_int *m, const f_int *n,          \
+                                const T *alpha, const T *A, const f_int *lda, T *B,        \
+                                const f_int *ldb, f_len ls, f_len lu, f_len lt,            \
+                                f_len ld) {                                                \
+        struct tess__blas_call c = {.kind = KIND, .dt = DT, .side = U(side),               \
+                                    .uplo = U(uplo), .ta = U(transa), .diag = U(diag),     \
+                                    .m = *m, .n = *n, .alpha = alpha, .A = A, .B = B,      \
+                                    .C = B, .lda = *lda, .ldb = *ldb, .ldc = *ldb};        \
+        submit(&c);                                                                       \
+    }
+
+/* complex scalars and elements are interleaved pairs: void keeps them opaque */
+GEMM(s, float, TESS_S)
+GEMM(d, double, TESS_D)
+GEMM(c, void, TESS_C)
+GEMM(z, void, TESS_Z)
+
+SYMM(ssymm_, TESS__BLAS_SYMM, float, TESS_S)
+SYMM(dsymm_, TESS__BLAS_SYMM, double, TESS_D)
+SYMM(csymm_, TESS__BLAS_SYMM, void, TESS_C)
+SYMM(zsymm_, TESS__BLAS_SYMM, void, TESS_Z)
+SYMM(chemm_, TESS__BLAS_HEMM, void, TESS_C)
+SYMM(zhemm_, TESS__BLAS_HEMM, void, TESS_Z)
+
+SYRK(ssyrk_, TESS__BLAS_SYRK, float, float, TESS_S)
+SYRK(dsyrk_, TESS__BLAS_SYRK, double, double, TESS_D)
+SYRK(csyrk_, TESS__BLAS_SYRK, void, void, TESS_C)
+SYRK(zsyrk_, TESS__BLAS_SYRK, void, void, TESS_Z)
+SYRK(cherk_, TESS__BLAS_HERK, void, float, TESS_C)
+SYRK(zherk_, TESS__BLAS_HERK, void, double, TESS_Z)
+
+SYR2K(ssyr2k_, TESS__BLAS_SYR2K, float, float, TESS_S)
+SYR2K(dsyr2k_, TESS__BLAS_SYR2K, double, double, TESS_D)
+SYR2K(csyr2k_, TESS__BLAS_SYR2K, void, void, TESS_C)
+SYR2K(zsyr2k_, TESS__BLAS_SYR2K, void, void, TESS_Z)
+SYR2K(cher2k_, TESS__BLAS_HER2K, void, float, TESS_C)
+SYR2K(zher2k_, TESS__BLAS_HER2K, void, double, TESS_Z)
+
+TRMM(strmm_, TESS__BLAS_TRMM, float, TESS_S)
+TRMM(dtrmm_, TESS__BLAS_TRMM, double, TESS_D)
+TRMM(ctrmm_, TESS__BLAS_TRMM, void, TESS_C)
+TRMM(ztrmm_, TESS__BLAS_TRMM, void, TESS_Z)
+TRMM(strsm_, TESS__BLAS_TRSM, float, TESS_S)
+TRMM(dtrsm_, TESS__BLAS_TRSM, double, TESS_D)
+TRMM(ctrsm_, TESS__BLAS_TRSM, void, TESS_C)
+TRMM(ztrsm_, TESS__BLAS_TRSM, void, TESS_Z)

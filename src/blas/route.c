@@ -1,0 +1,451 @@
+/* src/blas/route.c: where a checked drop-in call runs, and the drop-in's process-wide
+ * state: knobs, counters, the runtime's start and release, fork.
+ *
+ * Owns: the routing table (one row per routine kind: its tessera entry point, NULL while
+ * the runtime has none), the policy, the CPU forwarding through the CPU BLAS table
+ * (src/hostblas.h: function pointers from dlopen, never a symbol lookup that could find
+ * this library's own exports), the counters and the TESSERA_BLAS_VERBOSE summary.
+ * Does not own: argument checks (check.c), the two doors (fortran.c, cblas.c), the runtime.
+ *
+ * Policy, for a call whose kind has a tessera entry point:
+ *   TESSERA_BLAS_FORCE=1        -> the runtime, whatever the shape or the devices;
+ *   otherwise                   -> the runtime iff min(m, n, k) >= TESSERA_BLAS_MIN_DIM and
+ *                                  m*n*k >= TESSERA_BLAS_MIN_VOLUME (k: the inner dimension;
+ *                                  m for a left-sided SYMM/TRMM/TRSM, n for a right one; the
+ *                                  order n of C for SYRK-like calls) and the runtime has a
+ *                                  device other than the CPU worker (with only the CPU
+ *                                  worker it would be OpenBLAS behind a tile layer).
+ * The default thresholds (128, 256^3) are a placeholder, not a measurement; measured
+ * crossovers per shape come with the GPU benchmarks (docs/dropin.md).
+ * Everything else, quick returns aside, goes to the CPU BLAS.
+ *
+ * Runtime life: started (tess_init) by the first call the policy sends to it, released
+ * (tess_finalize) at exit by a handler registered right after that start, so it runs
+ * before the CUDA runtime's own exit handlers; skipped if a call is still in flight on
+ * another thread. A process forked after the start (pthread_atfork child handler) never
+ * touches the runtime: its worker threads exist only in the parent, so the child sends
+ * everything to the CPU BLAS and does not release anything at exit.
+ *
+ * A tessera call that fails: with beta = 0 (C not read) it is recomputed on the CPU BLAS;
+ * otherwise C (or B for TRMM/TRSM) may be partly written and its input is lost, so the
+ * process is stopped with a message rather than return a wrong result (re-running a failed
+ * device's tiles elsewhere is issue 8).
+ *
+ * Lock order: start_mu is a leaf (held around tess_init/tess_finalize only).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../hostblas.h"
+#include "blas.h"
+
+const char *const tess__blas_kind_name[TESS__BLAS_NKINDS] = {
+    [TESS__BLAS_GEMM] = "gemm",   [TESS__BLAS_SYMM] = "symm",   [TESS__BLAS_HEMM] = "hemm",
+    [TESS__BLAS_SYRK] = "syrk",   [TESS__BLAS_HERK] = "herk",   [TESS__BLAS_SYR2K] = "syr2k",
+    [TESS__BLAS_HER2K] = "her2k", [TESS__BLAS_TRMM] = "trmm",   [TESS__BLAS_TRSM] = "trsm",
+};
+
+/* ---- the routing table ----------------------------------------------------------------
+ * Each row names the generic tessera entry point of its routine (precision as the first
+ * argument, as tess_gemm), column-major calls only. side, uplo and diag are the CBLAS
+ * values (141/142, 121/122, 131/132) until tessera.h has types for them. A HERK/HER2K
+ * entry point takes its real scalars by pointer too. To route a routine to the runtime,
+ * put its entry point in its row: one line. */
+typedef int (*gemm_fn)(tess_dtype_t, tess_layout_t, tess_trans_t transa, tess_trans_t transb,
+                       int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
+                       int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
+                       int64_t ldc);
+typedef int (*symm_fn)(tess_dtype_t, tess_layout_t, int side, int uplo, int64_t m, int64_t n,
+                       const void *alpha, const void *A, int64_t lda, const void *B,
+                       int64_t ldb, const void *beta, void *C, int64_t ldc);
+typedef int (*syrk_fn)(tess_dtype_t, tess_layout_t, int uplo, tess_trans_t trans, int64_t n,
+                       int64_t k, const void *alpha, const void *A, int64_t lda,
+                       const void *beta, void *C, int64_t ldc);
+typedef int (*syr2k_fn)(tess_dtype_t, tess_layout_t, int uplo, tess_trans_t trans, int64_t n,
+                        int64_t k, const void *alpha, const void *A, int64_t lda,
+                        const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+typedef int (*trmm_fn)(tess_dtype_t, tess_layout_t, int side, int uplo, tess_trans_t transa,
+                       int diag, int64_t m, int64_t n, const void *alpha, const void *A,
+                       int64_t lda, void *B, int64_t ldb);
+
+struct route {
+    union {
+        gemm_fn gemm;
+        symm_fn symm;     /* SYMM, HEMM */
+        syrk_fn syrk;     /* SYRK, HERK */
+        syr2k_fn syr2k;   /* SYR2K, HER2K */
+        trmm_fn trmm;     /* TRMM, TRSM */
+    } dev;                /* NULL: CPU BLAS only */
+};
+
+static const struct route routes[TESS__BLAS_NKINDS] = {
+    [TESS__BLAS_GEMM] = {.dev.gemm = tess_gemm},
+    [TESS__BLAS_SYMM] = {.dev.symm = NULL},     /* tess_symm  (issue 4) */
+    [TESS__BLAS_HEMM] = {.dev.symm = NULL},     /* tess_hemm  (issue 4) */
+    [TESS__BLAS_SYRK] = {.dev.syrk = NULL},     /* tess_syrk  (issue 4) */
+    [TESS__BLAS_HERK] = {.dev.syrk = NULL},     /* tess_herk  (issue 4) */
+    [TESS__BLAS_SYR2K] = {.dev.syr2k = NULL},   /* tess_syr2k (issue 4) */
+    [TESS__BLAS_HER2K] = {.dev.syr2k = NULL},   /* tess_her2k (issue 4) */
+    [TESS__BLAS_TRMM] = {.dev.trmm = NULL},     /* tess_trmm  (issue 4) */
+    [TESS__BLAS_TRSM] = {.dev.trmm = NULL},     /* tess_trsm  (issue 4) */
+};
+
+static int has_dev(enum tess__blas_kind k) {
+    const struct route *r = &routes[k];
+    switch (k) {
+    case TESS__BLAS_GEMM: return r->dev.gemm != NULL;
+    case TESS__BLAS_SYMM:
+    case TESS__BLAS_HEMM: return r->dev.symm != NULL;
+    case TESS__BLAS_SYRK:
+    case TESS__BLAS_HERK: return r->dev.syrk != NULL;
+    case TESS__BLAS_SYR2K:
+    case TESS__BLAS_HER2K: return r->dev.syr2k != NULL;
+    case TESS__BLAS_TRMM:
+    case TESS__BLAS_TRSM: return r->dev.trmm != NULL;
+    case TESS__BLAS_NKINDS: break;
+    }
+    return 0;
+}
+
+static tess_trans_t tess_trans(char t) {
+    return t == 'N' ? TESS_NO_TRANS : t == 'T' ? TESS_TRANS : TESS_CONJ_TRANS;
+}
+static int cblas_side(char s) { return s == 'L' ? CblasLeft : CblasRight; }
+static int cblas_uplo(char u) { return u == 'U' ? CblasUpper : CblasLower; }
+static int cblas_diag(char d) { return d == 'U' ? CblasUnit : CblasNonUnit; }
+
+static int dev_call(const struct tess__blas_call *c) {
+    const struct route *r = &routes[c->kind];
+    const tess_layout_t col = TESS_COL_MAJOR;
+    switch (c->kind) {
+    case TESS__BLAS_GEMM:
+        return r->dev.gemm(c->dt, col, tess_trans(c->ta), tess_trans(c->tb), c->m, c->n, c->k,
+                           c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
+    case TESS__BLAS_SYMM:
+    case TESS__BLAS_HEMM:
+        return r->dev.symm(c->dt, col, cblas_side(c->side), cblas_uplo(c->uplo), c->m, c->n,
+                           c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
+    case TESS__BLAS_SYRK:
+    case TESS__BLAS_HERK:
+        return r->dev.syrk(c->dt, col, cblas_uplo(c->uplo), tess_trans(c->ta), c->n, c->k,
+                           c->alpha, c->A, c->lda, c->beta, c->C, c->ldc);
+    case TESS__BLAS_SYR2K:
+    case TESS__BLAS_HER2K:
+        return r->dev.syr2k(c->dt, col, cblas_uplo(c->uplo), tess_trans(c->ta), c->n, c->k,
+                            c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
+    case TESS__BLAS_TRMM:
+    case TESS__BLAS_TRSM:
+        return r->dev.trmm(c->dt, col, cblas_side(c->side), cblas_uplo(c->uplo),
+                           tess_trans(c->ta), cblas_diag(c->diag), c->m, c->n, c->alpha,
+                           c->A, c->lda, c->C, c->ldc);
+    case TESS__BLAS_NKINDS: break;
+    }
+    return TESS_EINTERNAL;
+}
+
+/* ---- the CPU BLAS ------------------------------------------------------------------------ */
+
+static const struct tess__hostblas *cpu_blas(void) {
+    const struct tess__hostblas *hb = tess__hostblas();
+    if (!hb) {
+        /* nothing can compute this call: say why and stop */
+        tess__hostblas_load();
+        fprintf(stderr, "tessera-blas: %s\n", tess_last_error());
+        abort();
+    }
+    return hb;
+}
+
+static void cpu_call(const struct tess__blas_call *c) {
+    const struct tess__hostblas *b = cpu_blas();
+    const enum CBLAS_ORDER o = CblasColMajor;
+    int cplx = tess__dtypes[c->dt].complex_;
+    /* real routines take 'C' as 'T' */
+    enum CBLAS_TRANSPOSE ta = c->ta == 'N' ? CblasNoTrans
+                              : c->ta == 'T' || !cplx ? CblasTrans : CblasConjTrans;
+    enum CBLAS_TRANSPOSE tb = c->tb == 'N' ? CblasNoTrans
+                              : c->tb == 'T' || !cplx ? CblasTrans : CblasConjTrans;
+    enum CBLAS_SIDE sd = (enum CBLAS_SIDE)cblas_side(c->side);
+    enum CBLAS_UPLO ul = (enum CBLAS_UPLO)cblas_uplo(c->uplo);
+    enum CBLAS_DIAG dg = (enum CBLAS_DIAG)cblas_diag(c->diag);
+    /* LP64: dimensions came in as 32-bit integers */
+    int m = (int)c->m, n = (int)c->n, k = (int)c->k;
+    int lda = (int)c->lda, ldb = (int)c->ldb, ldc = (int)c->ldc;
+    const void *al = c->alpha, *be = c->beta, *A = c->A, *B = c->B;
+    void *C = c->C;
+    const float *as = al, *bs = be;
+    const double *ad = al, *bd = be;
+
+    switch (c->kind) {
+    case TESS__BLAS_GEMM:
+        switch (c->dt) {
+        case TESS_S: b->sgemm(o, ta, tb, m, n, k, *as, A, lda, B, ldb, *bs, C, ldc); break;
+        case TESS_D: b->dgemm(o, ta, tb, m, n, k, *ad, A, lda, B, ldb, *bd, C, ldc); break;
+        case TESS_C: b->cgemm(o, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc); break;
+        case TESS_Z: b->zgemm(o, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc); break;
+        }
+        break;
+    case TESS__BLAS_SYMM:
+        switch (c->dt) {
+        case TESS_S: b->ssymm(o, sd, ul, m, n, *as, A, lda, B, ldb, *bs, C, ldc); break;
+        case TESS_D: b->dsymm(o, sd, ul, m, n, *ad, A, lda, B, ldb, *bd, C, ldc); break;
+        case TESS_C: b->csymm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc); break;
+        case TESS_Z: b->zsymm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc); break;
+        }
+        break;
+    case TESS__BLAS_HEMM:
+        if (c->dt == TESS_C) b->chemm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
+        else b->zhemm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
+        break;
+    case TESS__BLAS_SYRK:
+        switch (c->dt) {
+        case TESS_S: b->ssyrk(o, ul, ta, n, k, *as, A, lda, *bs, C, ldc); break;
+        case TESS_D: b->dsyrk(o, ul, ta, n, k, *ad, A, lda, *bd, C, ldc); break;
+        case TESS_C: b->csyrk(o, ul, ta, n, k, al, A, lda, be, C, ldc); break;
+        case TESS_Z: b->zsyrk(o, ul, ta, n, k, al, A, lda, be, C, ldc); break;
+        }
+        break;
+    case TESS__BLAS_HERK:  /* real alpha and beta */
+        if (c->dt == TESS_C) b->cherk(o, ul, ta, n, k, *as, A, lda, *bs, C, ldc);
+        else b->zherk(o, ul, ta, n, k, *ad, A, lda, *bd, C, ldc);
+        break;
+    case TESS__BLAS_SYR2K:
+        switch (c->dt) {
+        case TESS_S: b->ssyr2k(o, ul, ta, n, k, *as, A, lda, B, ldb, *bs, C, ldc); break;
+        case TESS_D: b->dsyr2k(o, ul, ta, n, k, *ad, A, lda, B, ldb, *bd, C, ldc); break;
+        case TESS_C: b->csyr2k(o, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc); break;
+        case TESS_Z: b->zsyr2k(o, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc); break;
+        }
+        break;
+    case TESS__BLAS_HER2K:  /* complex alpha, real beta */
+        if (c->dt == TESS_C) b->cher2k(o, ul, ta, n, k, al, A, lda, B, ldb, *bs, C, ldc);
+        else b->zher2k(o, ul, ta, n, k, al, A, lda, B, ldb, *bd, C, ldc);
+        break;
+    case TESS__BLAS_TRMM:
+        switch (c->dt) {
+        case TESS_S: b->strmm(o, sd, ul, ta, dg, m, n, *as, A, lda, C, ldc); break;
+        case TESS_D: b->dtrmm(o, sd, ul, ta, dg, m, n, *ad, A, lda, C, ldc); break;
+        case TESS_C: b->ctrmm(o, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); break;
+        case TESS_Z: b->ztrmm(o, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); break;
+        }
+        break;
+    case TESS__BLAS_TRSM:
+        switch (c->dt) {
+        case TESS_S: b->strsm(o, sd, ul, ta, dg, m, n, *as, A, lda, C, ldc); break;
+        case TESS_D: b->dtrsm(o, sd, ul, ta, dg, m, n, *ad, A, lda, C, ldc); break;
+        case TESS_C: b->ctrsm(o, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); break;
+        case TESS_Z: b->ztrsm(o, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); break;
+        }
+        break;
+    case TESS__BLAS_NKINDS: break;
+    }
+}
+
+/* ---- process-wide state: knobs, counters, runtime, fork, exit ---------------------------- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static struct tess__config cfg;
+static int cfg_ok;                       /* the knobs parsed; else everything on the CPU */
+
+enum { DEV_UNKNOWN, DEV_READY, DEV_OFF, DEV_RELEASED };
+static _Atomic int dev_state = DEV_UNKNOWN;
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int forked;               /* this process is a child forked after init */
+static _Atomic int in_flight;            /* calls inside the runtime right now */
+
+/* A thread inside a CPU BLAS call: a call arriving here again came back from the CPU BLAS
+ * through our exported symbols (a TESSERA_CPU_BLAS that resolves dgemm_ globally). */
+static _Thread_local int in_cpu;
+
+struct counter {
+    _Atomic uint64_t dev_calls, cpu_calls, quick;
+    _Atomic uint64_t dev_flops, cpu_flops;
+};
+static struct counter counts[TESS__BLAS_NKINDS][4];
+
+static void child_after_fork(void) {
+    atomic_store(&forked, 1);
+    atomic_store(&in_flight, 0);
+    memset(counts, 0, sizeof counts);  /* the child reports its own calls */
+}
+
+/* TESSERA_BLAS_VERBOSE=1: one line; 2: and one line per routine used. A forked child
+ * prints its own (its counters start at the fork) under another prefix. */
+static void summary(void) {
+    uint64_t dc = 0, cc = 0, q = 0;
+    double df = 0, cf = 0;
+    for (int k = 0; k < TESS__BLAS_NKINDS; k++)
+        for (int d = 0; d < 4; d++) {
+            struct counter *x = &counts[k][d];
+            dc += atomic_load(&x->dev_calls), cc += atomic_load(&x->cpu_calls);
+            q += atomic_load(&x->quick);
+            df += (double)atomic_load(&x->dev_flops), cf += (double)atomic_load(&x->cpu_flops);
+        }
+    int child = atomic_load(&forked);
+    if (dc + cc + q == 0 && child) return;
+    const char *who = child ? "tessera-blas (forked child)" : "tessera-blas";
+    static const char *const state[] = {"not started", "in use", "off", "released"};
+    const struct tess__hostblas *hb = tess__hostblas();
+    fprintf(stderr,
+            "%s: tessera %llu calls %.4g flops; cpu %llu calls %.4g flops (%s); "
+            "%llu quick returns; devices %s\n",
+            who, (unsigned long long)dc, df, (unsigned long long)cc, cf,
+            hb ? hb->name : "no CPU BLAS", (unsigned long long)q,
+            child ? "not used in a forked child" : state[atomic_load(&dev_state)]);
+    if (cfg.blas_verbose < 2) return;
+    for (int k = 0; k < TESS__BLAS_NKINDS; k++)
+        for (int d = 0; d < 4; d++) {
+            struct counter *x = &counts[k][d];
+            uint64_t a = atomic_load(&x->dev_calls), b = atomic_load(&x->cpu_calls),
+                     qq = atomic_load(&x->quick);
+            if (a + b + qq == 0) continue;
+            fprintf(stderr, "%s: %c%s tessera %llu %.4g cpu %llu %.4g quick %llu route %s\n",
+                    who, tess__blas_prefix((tess_dtype_t)d), tess__blas_kind_name[k],
+                    (unsigned long long)a, (double)atomic_load(&x->dev_flops),
+                    (unsigned long long)b, (double)atomic_load(&x->cpu_flops),
+                    (unsigned long long)qq, has_dev((enum tess__blas_kind)k) ? "tessera" : "cpu");
+        }
+}
+
+static void release(void) {
+    if (atomic_load(&forked) || atomic_load(&in_flight) > 0) return;
+    pthread_mutex_lock(&start_mu);
+    if (atomic_load(&dev_state) == DEV_READY) {
+        atomic_store(&dev_state, DEV_RELEASED);
+        tess_finalize();
+    }
+    pthread_mutex_unlock(&start_mu);
+}
+
+static void init(void) {
+    cfg_ok = tess__config_load(&cfg) == TESS_OK;
+    if (!cfg_ok) {
+        memset(&cfg, 0, sizeof cfg);
+        cfg.verbose = 1;  /* a bad knob is worth a word on stderr */
+        fprintf(stderr, "tessera-blas: %s; every call goes to the CPU BLAS\n", tess_last_error());
+    }
+    pthread_atfork(NULL, NULL, child_after_fork);
+    if (cfg.blas_verbose) atexit(summary);
+}
+
+/* Start the runtime once; DEV_READY if it has something worth sending calls to. */
+static int devices_ready(void) {
+    int st = atomic_load(&dev_state);
+    if (st != DEV_UNKNOWN) return st == DEV_READY;
+    pthread_mutex_lock(&start_mu);
+    if ((st = atomic_load(&dev_state)) == DEV_UNKNOWN) {
+        st = DEV_OFF;
+        int rc = tess_init();
+        if (rc) {
+            if (cfg.verbose || cfg.blas_verbose)
+                fprintf(stderr, "tessera-blas: runtime does not start (%s: %s); every call "
+                        "goes to the CPU BLAS\n", tess_strerror(rc), tess_last_error());
+        } else {
+            int n = tess_device_count(), accel = 0;
+            for (int i = 0; i < n; i++) {
+                tess_dev_stats_t s;
+                if (tess_device_stats(i, &s) == TESS_OK && s.kind != TESS_DEV_CPU) accel++;
+            }
+            if (accel || cfg.blas_force) {
+                st = DEV_READY;
+                atexit(release);  /* after the runtime (and CUDA) started: runs before them */
+            } else {
+                tess_finalize();  /* only the CPU worker: the CPU BLAS direct is better */
+            }
+        }
+        atomic_store(&dev_state, st);
+    }
+    pthread_mutex_unlock(&start_mu);
+    return st == DEV_READY;
+}
+
+/* ---- one call ------------------------------------------------------------------------------ */
+
+/* A scalar of the call's precision, or its real counterpart (HERK's alpha and beta,
+ * HER2K's beta): zero, one. */
+static tess_dtype_t scalar_dt(tess_dtype_t dt, int real) {
+    return !real ? dt : dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt;
+}
+static int is_zero(tess_dtype_t dt, int real, const void *p) {
+    tess__scalar_t x;
+    tess__scalar_load(scalar_dt(dt, real), &x, p);
+    return tess__scalar_is_zero(scalar_dt(dt, real), &x);
+}
+static int is_one(tess_dtype_t dt, int real, const void *p) {
+    tess__scalar_t x;
+    tess__scalar_load(scalar_dt(dt, real), &x, p);
+    return tess__scalar_is_one(scalar_dt(dt, real), &x);
+}
+
+void tess__blas_run(const struct tess__blas_call *c) {
+    pthread_once(&init_once, init);
+    if (in_cpu) {
+        fprintf(stderr, "tessera-blas: the CPU BLAS (%s) called %c%s back through this "
+                "library; set TESSERA_CPU_BLAS to a self-contained BLAS such as "
+                "libopenblas.so.0\n", tess__hostblas() ? tess__hostblas()->name : "?",
+                tess__blas_prefix(c->dt), tess__blas_kind_name[c->kind]);
+        abort();
+    }
+    struct counter *ctr = &counts[c->kind][c->dt];
+    enum tess__blas_kind k = c->kind;
+    int herm = k == TESS__BLAS_HERK || k == TESS__BLAS_HER2K;
+    int rank = k == TESS__BLAS_SYRK || herm || k == TESS__BLAS_SYR2K;
+    int tri = k == TESS__BLAS_TRMM || k == TESS__BLAS_TRSM;
+
+    /* netlib's quick returns: nothing to compute, nothing read or written */
+    int64_t inner = k == TESS__BLAS_GEMM || rank ? c->k : c->side == 'L' ? c->m : c->n;
+    int64_t m = rank ? c->n : c->m, n = c->n;
+    int alpha0 = is_zero(c->dt, k == TESS__BLAS_HERK, c->alpha);
+    int beta1 = !tri && is_one(c->dt, herm, c->beta);
+    int quick = m == 0 || n == 0;
+    if (!tri) {
+        if (k == TESS__BLAS_SYMM || k == TESS__BLAS_HEMM) quick |= alpha0 && beta1;
+        else quick |= (alpha0 || inner == 0) && beta1;
+    }
+    if (quick) {
+        TESS__COUNT(ctr, quick, 1);
+        return;
+    }
+
+    /* multiply-adds: GEMM m n k, SYMM m n inner, SYRK n(n+1)/2 k, SYR2K n(n+1) k,
+     * TRMM/TRSM m n inner / 2; a complex one is 8 flops, a real one 2 */
+    double madds = (double)m * (double)n * (double)inner;
+    if (rank) madds = 0.5 * (double)n * (double)(n + 1) * (double)c->k;
+    if (k == TESS__BLAS_SYR2K || k == TESS__BLAS_HER2K) madds *= 2.0;
+    if (tri) madds *= 0.5;
+    uint64_t flops = (uint64_t)(madds * tess__dtypes[c->dt].flop_mul);
+
+    int dev = cfg_ok && has_dev(k) && !atomic_load(&forked);
+    if (dev && !cfg.blas_force)
+        dev = TESS__MIN(TESS__MIN(m, n), inner) >= cfg.blas_min_dim &&
+              (double)m * (double)n * (double)inner >= cfg.blas_min_volume;
+    if (dev && devices_ready()) {
+        atomic_fetch_add(&in_flight, 1);
+        int rc = dev_call(c);
+        atomic_fetch_sub(&in_flight, 1);
+        if (rc == TESS_OK) {
+            TESS__COUNT(ctr, dev_calls, 1);
+            TESS__COUNT(ctr, dev_flops, flops);
+            return;
+        }
+        if (rc == TESS_ENODEV) atomic_store(&dev_state, DEV_OFF);  /* no device left */
+        if (tri || !is_zero(c->dt, herm, c->beta)) {
+            fprintf(stderr, "tessera-blas: %c%s failed in tessera (%s: %s) after writing part "
+                    "of its output; its input is lost, stopping\n", tess__blas_prefix(c->dt),
+                    tess__blas_kind_name[k], tess_strerror(rc), tess_last_error());
+            abort();
+        }
+        if (cfg.verbose || cfg.blas_verbose)
+            fprintf(stderr, "tessera-blas: %c%s failed in tessera (%s: %s); beta = 0, so it "
+                    "runs again on the CPU BLAS\n", tess__blas_prefix(c->dt),
+                    tess__blas_kind_name[k], tess_strerror(rc), tess_last_error());
+    }
+    in_cpu = 1;
+    cpu_call(c);
+    in_cpu = 0;
+    TESS__COUNT(ctr, cpu_calls, 1);
+    TESS__COUNT(ctr, cpu_flops, flops);
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# tests/test_dropin.sh: one program run through the drop-in library, checked twice: its own
+# verdict (every routine of a reference tester prints PASSED, or a program exits 0, or
+# numpy/Octave give the same numbers with and without the drop-in), and where the calls
+# went, read from the drop-in's exit summary (TESSERA_BLAS_VERBOSE=2). A run whose calls
+# never reached the drop-in fails: a test that cannot fail is a defect.
+#
+# usage: test_dropin.sh LIB WHAT [ARG]
+#   LIB            path of libtessera_blas.so
+#   WHAT fortran P Debian's reference tester xblat3P (P = s, d, c, z) under LD_PRELOAD
+#        cblas P   the CBLAS tester xPcblat3 under LD_PRELOAD, with netlib's libblas.so.3
+#                  (the tester needs its RowMajorStrg; OpenBLAS's libblas has none)
+#        program X a test program X linked to LIB (no preload)
+#        numpy     tests/dropin_numpy.py: C = A B (d, z) and A A^T (dsyrk), LD_PRELOAD
+#        octave    tests/dropin_octave.m: A * B and A' * A (dsyrk), LD_PRELOAD
+# The runtime's knobs come from the environment (CTest's ENVIRONMENT). TEST_EXPECT lists what
+# the summary must show, comma-separated tokens ROUTINE:WHERE (routine as printed, e.g.
+# dgemm, zher2k, or "all" for every routine of the tester's precision):
+#   tessera  every call that did work went to tessera (tessera >= 1, cpu = 0)
+#   big      at least one call went to tessera (the large ones)
+#   mixed    some calls went to tessera, some to the CPU BLAS
+#   cpu      every call went to the CPU BLAS (tessera = 0, cpu >= 1)
+# A routine without a tessera entry point yet ("route cpu" in the summary) can only meet
+# "cpu": for it, tessera and big mean "reached the drop-in" (cpu >= 1) until it has one.
+# Exit 0 pass, 1 fail, 77 skip (tester, numpy or Octave not installed).
+set -uo pipefail
+lib=$1 what=$2 arg=${3:-}
+here=$(cd "$(dirname "$0")" && pwd)
+blasdir=/usr/lib/x86_64-linux-gnu/blas   # Debian's libblas-test and libblas3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+
+# A sanitized library needs its runtime loaded first in a foreign program.
+preload="$lib"
+[ -n "${TESS_TEST_PRELOAD_FIRST:-}" ] && preload="$TESS_TEST_PRELOAD_FIRST $lib"
+export TESSERA_BLAS_VERBOSE=2
+
+# run_logged LOG CMD...: run with the summary on; the verdict is the command's status.
+run_logged() { local log=$1; shift; "$@" >"$log" 2>&1; rc=$?; return $rc; }
+rc=0
+
+routines=()
+case $what in
+fortran | cblas)
+  p=$arg
+  case $p in
+  s | d) routines=(gemm symm trmm trsm syrk syr2k) ;;
+  c | z) routines=(gemm hemm symm trmm trsm herk syrk her2k syr2k) ;;
+  *) fail "precision '$p'" ;;
+  esac
+  if [ "$what" = fortran ]; then
+    exe=$blasdir/xblat3$p input=$blasdir/${p}blat3.in
+  else
+    exe=$blasdir/x${p}cblat3 input=$blasdir/${p}in3
+  fi
+  [ -x "$exe" ] && [ -r "$input" ] || skip "$exe not installed (Debian package libblas-test)"
+  if [ "$what" = fortran ]; then
+    run_logged log env LD_PRELOAD="$preload" "$exe" <"$input" || { cat log; fail "$exe exited $rc"; }
+    out=${p}blat3.out   # the summary file its input names
+    [ -s "$out" ] || fail "$exe wrote no $out"
+    want=("PASSED THE TESTS OF ERROR-EXITS" "PASSED THE COMPUTATIONAL TESTS")
+    name() { echo "$p$1" | tr a-z A-Z; }
+  else
+    run_logged log env LD_LIBRARY_PATH="$blasdir" LD_PRELOAD="$preload" "$exe" <"$input" ||
+      { cat log; fail "$exe exited $rc"; }
+    out=log
+    want=("PASSED THE TESTS OF ERROR-EXITS" "PASSED THE COLUMN-MAJOR COMPUTATIONAL TESTS"
+          "PASSED THE ROW-MAJOR    COMPUTATIONAL TESTS")
+    name() { echo "cblas_$p$1"; }
+  fi
+  bad=$(grep -E "FAIL|SUSPECT|\*\*\*\*\*|ERROR" "$out" | grep -v "PASSED" | head -5)
+  [ -z "$bad" ] || { cat "$out"; fail "$exe: $bad"; }
+  for r in "${routines[@]}"; do
+    for w in "${want[@]}"; do
+      grep -qE "^ *$(name "$r") +$w" "$out" || { cat "$out"; fail "$(name "$r") did not print '$w'"; }
+    done
+  done
+  echo "$exe: ${#routines[@]} routines PASSED"
+  ;;
+program)
+  run_logged log "$arg" || { cat log; fail "$arg exited $rc"; }
+  cat log
+  ;;
+numpy)
+  py=/usr/bin/python3   # Debian's, which has python3-numpy
+  "$py" -c "import numpy" 2>/dev/null || skip "python3-numpy not installed"
+  "$py" "$here/dropin_numpy.py" compute ref.npz || fail "numpy without the drop-in"
+  run_logged log env LD_PRELOAD="$preload" "$py" "$here/dropin_numpy.py" compute tess.npz ||
+    { cat log; fail "numpy with the drop-in exited $rc"; }
+  "$py" "$here/dropin_numpy.py" compare ref.npz tess.npz || fail "numpy results differ"
+  ;;
+octave)
+  command -v octave-cli >/dev/null || skip "octave not installed (Debian package octave)"
+  oct() { octave-cli -q --norc --no-history "$here/dropin_octave.m"; }
+  DROPIN_MODE=compute DROPIN_OUT=ref.bin oct >ref.log 2>&1 || { cat ref.log; fail "octave without the drop-in"; }
+  run_logged log env DROPIN_MODE=compute DROPIN_OUT=tess.bin LD_PRELOAD="$preload" \
+    octave-cli -q --norc --no-history "$here/dropin_octave.m" || { cat log; fail "octave with the drop-in exited $rc"; }
+  DROPIN_MODE=compare DROPIN_REF=ref.bin DROPIN_OUT=tess.bin oct || fail "octave results differ"
+  ;;
+*) fail "unknown WHAT '$what'" ;;
+esac
+
+# ---- where the calls went: the parent's summary lines ------------------------------------
+grep "^tessera-blas" log | grep -v "^tessera-blas: [sdcz][a-z0-9]* tessera" || true
+total=$(grep -E "^tessera-blas: tessera [0-9]+ calls" log) || fail "no drop-in summary: the calls did not go through $lib"
+# the line of one routine: "tessera-blas: dgemm tessera N F cpu N F quick N route R"
+line() { grep -E "^tessera-blas: $1 tessera " log; }
+read -r tess_total cpu_total < <(echo "$total" | sed -E 's/.*tessera ([0-9]+) calls.*cpu ([0-9]+) calls.*/\1 \2/')
+[ $((tess_total + cpu_total)) -gt 0 ] || fail "no call did work through the drop-in"
+
+expect=${TEST_EXPECT:-}
+for tok in ${expect//,/ }; do
+  r=${tok%%:*} where=${tok#*:}
+  if [ "$r" = all ]; then
+    [ ${#routines[@]} -gt 0 ] || fail "'all' needs a tester"
+    names=(); for x in "${routines[@]}"; do names+=("$p$x"); done
+  else
+    names=("$r")
+  fi
+  for nm in "${names[@]}"; do
+    l=$(line "$nm") || fail "$nm never reached the drop-in"
+    read -r t c q route < <(echo "$l" | sed -E 's/.* tessera ([0-9]+) [^ ]+ cpu ([0-9]+) [^ ]+ quick ([0-9]+) route ([a-z]+)$/\1 \2 \3 \4/')
+    if [ "$route" = cpu ] && [ "$where" != cpu ]; then
+      where=reached   # no tessera entry point yet
+    fi
+    case $where in
+    tessera) [ "$t" -ge 1 ] && [ "$c" -eq 0 ] || fail "$nm: expected all on tessera: $l" ;;
+    big) [ "$t" -ge 1 ] || fail "$nm: expected the large calls on tessera: $l" ;;
+    mixed) [ "$t" -ge 1 ] && [ "$c" -ge 1 ] || fail "$nm: expected calls on both sides: $l" ;;
+    cpu) [ "$t" -eq 0 ] && [ "$c" -ge 1 ] || fail "$nm: expected all on the CPU BLAS: $l" ;;
+    reached) [ "$t" -eq 0 ] && [ "$c" -ge 1 ] || fail "$nm: (CPU only for now) expected cpu calls: $l" ;;
+    *) fail "unknown expectation '$tok'" ;;
+    esac
+    where=${tok#*:}
+  done
+done
+# a forked child, if any, used the CPU BLAS only
+if child=$(grep -E "^tessera-blas \(forked child\): tessera [0-9]+ calls" log); then
+  echo "$child" | grep -qE "tessera 0 calls" || fail "a forked child used the runtime: $child"
+fi
+echo "PASS ($total)"

@@ -1,8 +1,9 @@
 /* tessera.h: the public C API of tessera, level-3 BLAS on host-resident matrices run by a
  * tile runtime across every GPU (and the CPU cores) of a node.
  *
- * Owns: status codes, the persistent runtime's init/finalize, tess_?gemm, per-device
- * statistics, the knob table printer. Nothing here knows about devices or tiles.
+ * Owns: status codes, the persistent runtime's init/finalize, tess_?gemm and the rest of
+ * level 3 (symm/hemm, syrk/herk, syr2k/her2k, trmm, trsm), per-device statistics, the
+ * knob table printer. Nothing here knows about devices or tiles.
  *
  * Matrices live in host memory (pinned or pageable) and stay there: the runtime moves tiles
  * to the devices itself. Every routine is synchronous: when it returns, C is final.
@@ -93,6 +94,148 @@ TESS_API int tess_gemm(tess_dtype_t dtype, tess_layout_t layout, tess_trans_t tr
                        tess_trans_t transb, int64_t m, int64_t n, int64_t k, const void *alpha,
                        const void *A, int64_t lda, const void *B, int64_t ldb,
                        const void *beta, void *C, int64_t ldc);
+
+/* ---- the rest of level 3 (docs/level3.md has the tile algorithms) ----------------------
+ * CBLAS argument order and values, int64_t dimensions; real scalars by value, complex ones
+ * by pointer to an interleaved pair. Netlib semantics throughout: only the triangle `uplo`
+ * of a symmetric/Hermitian/triangular A is read; SYRK-like routines read and write only
+ * the triangle `uplo` of C (the other is left byte-for-byte untouched); beta = 0 means C is
+ * not read; alpha = 0 means A and B are not read (C = beta C; TRMM/TRSM: B = 0). Invalid
+ * arguments return TESS_EINVAL naming the argument and write nothing. */
+typedef enum tess_uplo { TESS_UPPER = 121, TESS_LOWER = 122 } tess_uplo_t;
+typedef enum tess_diag { TESS_NON_UNIT = 131, TESS_UNIT = 132 } tess_diag_t;
+typedef enum tess_side { TESS_LEFT = 141, TESS_RIGHT = 142 } tess_side_t;
+
+/* C = alpha A B + beta C (side TESS_LEFT, A m x m) or alpha B A + beta C (TESS_RIGHT, A
+ * n x n); A symmetric (?symm) or Hermitian (?hemm: the imaginary parts of its diagonal are
+ * taken as zero), stored in its triangle uplo; B and C m x n. */
+TESS_API int tess_ssymm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m,
+                        int64_t n, float alpha, const float *A, int64_t lda, const float *B,
+                        int64_t ldb, float beta, float *C, int64_t ldc);
+TESS_API int tess_dsymm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m,
+                        int64_t n, double alpha, const double *A, int64_t lda, const double *B,
+                        int64_t ldb, double beta, double *C, int64_t ldc);
+TESS_API int tess_csymm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m,
+                        int64_t n, const void *alpha, const void *A, int64_t lda, const void *B,
+                        int64_t ldb, const void *beta, void *C, int64_t ldc);
+TESS_API int tess_zsymm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m,
+                        int64_t n, const void *alpha, const void *A, int64_t lda, const void *B,
+                        int64_t ldb, const void *beta, void *C, int64_t ldc);
+TESS_API int tess_chemm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m,
+                        int64_t n, const void *alpha, const void *A, int64_t lda, const void *B,
+                        int64_t ldb, const void *beta, void *C, int64_t ldc);
+TESS_API int tess_zhemm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m,
+                        int64_t n, const void *alpha, const void *A, int64_t lda, const void *B,
+                        int64_t ldb, const void *beta, void *C, int64_t ldc);
+
+/* C = alpha op(A) op(A)^T + beta C on the triangle uplo of the n x n C; op(A) = A (n x k,
+ * trans TESS_NO_TRANS) or A^T (A k x n, TESS_TRANS; TESS_CONJ_TRANS too for s and d, an
+ * error for c and z as in netlib). */
+TESS_API int tess_ssyrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                        int64_t k, float alpha, const float *A, int64_t lda, float beta,
+                        float *C, int64_t ldc);
+TESS_API int tess_dsyrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                        int64_t k, double alpha, const double *A, int64_t lda, double beta,
+                        double *C, int64_t ldc);
+TESS_API int tess_csyrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                        int64_t k, const void *alpha, const void *A, int64_t lda,
+                        const void *beta, void *C, int64_t ldc);
+TESS_API int tess_zsyrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                        int64_t k, const void *alpha, const void *A, int64_t lda,
+                        const void *beta, void *C, int64_t ldc);
+/* C = alpha op(A) op(A)^H + beta C, alpha and beta real, trans TESS_NO_TRANS or
+ * TESS_CONJ_TRANS; the diagonal of C comes out real (imaginary parts set to zero). */
+TESS_API int tess_cherk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                        int64_t k, float alpha, const void *A, int64_t lda, float beta,
+                        void *C, int64_t ldc);
+TESS_API int tess_zherk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                        int64_t k, double alpha, const void *A, int64_t lda, double beta,
+                        void *C, int64_t ldc);
+/* C = alpha op(A) op(B)^T + alpha op(B) op(A)^T + beta C (syr2k), or
+ * alpha op(A) op(B)^H + conj(alpha) op(B) op(A)^H + beta C with real beta (her2k). */
+TESS_API int tess_ssyr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                         int64_t k, float alpha, const float *A, int64_t lda, const float *B,
+                         int64_t ldb, float beta, float *C, int64_t ldc);
+TESS_API int tess_dsyr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                         int64_t k, double alpha, const double *A, int64_t lda, const double *B,
+                         int64_t ldb, double beta, double *C, int64_t ldc);
+TESS_API int tess_csyr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                         int64_t k, const void *alpha, const void *A, int64_t lda,
+                         const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+TESS_API int tess_zsyr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                         int64_t k, const void *alpha, const void *A, int64_t lda,
+                         const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+TESS_API int tess_cher2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                         int64_t k, const void *alpha, const void *A, int64_t lda,
+                         const void *B, int64_t ldb, float beta, void *C, int64_t ldc);
+TESS_API int tess_zher2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
+                         int64_t k, const void *alpha, const void *A, int64_t lda,
+                         const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+
+/* B = alpha op(A) B (side TESS_LEFT, A m x m) or alpha B op(A) (TESS_RIGHT, A n x n), A
+ * triangular (uplo; diag TESS_UNIT: unit diagonal, not read), B m x n, in place. */
+TESS_API int tess_strmm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, float alpha,
+                        const float *A, int64_t lda, float *B, int64_t ldb);
+TESS_API int tess_dtrmm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
+                        double alpha, const double *A, int64_t lda, double *B, int64_t ldb);
+TESS_API int tess_ctrmm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
+                        const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
+TESS_API int tess_ztrmm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
+                        const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
+/* Solve op(A) X = alpha B (side TESS_LEFT) or X op(A) = alpha B (TESS_RIGHT); X
+ * overwrites B. No test for singularity (as in BLAS). */
+TESS_API int tess_strsm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, float alpha,
+                        const float *A, int64_t lda, float *B, int64_t ldb);
+TESS_API int tess_dtrsm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
+                        double alpha, const double *A, int64_t lda, double *B, int64_t ldb);
+TESS_API int tess_ctrsm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
+                        const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
+TESS_API int tess_ztrsm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
+                        const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
+
+/* The same for any precision (dtype first, so every other argument's position is one
+ * more than in the typed entry): scalars point to one scalar of that precision, except
+ * tess_herk's alpha and beta and tess_her2k's beta, which point to the REAL type (float
+ * for TESS_C, double for TESS_Z). tess_hemm, tess_herk and tess_her2k take TESS_C or
+ * TESS_Z only. */
+TESS_API int tess_symm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side,
+                       tess_uplo_t uplo, int64_t m, int64_t n, const void *alpha, const void *A,
+                       int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
+                       int64_t ldc);
+TESS_API int tess_hemm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side,
+                       tess_uplo_t uplo, int64_t m, int64_t n, const void *alpha, const void *A,
+                       int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
+                       int64_t ldc);
+TESS_API int tess_syrk(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo,
+                       tess_trans_t trans, int64_t n, int64_t k, const void *alpha,
+                       const void *A, int64_t lda, const void *beta, void *C, int64_t ldc);
+TESS_API int tess_herk(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo,
+                       tess_trans_t trans, int64_t n, int64_t k, const void *alpha,
+                       const void *A, int64_t lda, const void *beta, void *C, int64_t ldc);
+TESS_API int tess_syr2k(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo,
+                        tess_trans_t trans, int64_t n, int64_t k, const void *alpha,
+                        const void *A, int64_t lda, const void *B, int64_t ldb,
+                        const void *beta, void *C, int64_t ldc);
+TESS_API int tess_her2k(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo,
+                        tess_trans_t trans, int64_t n, int64_t k, const void *alpha,
+                        const void *A, int64_t lda, const void *B, int64_t ldb,
+                        const void *beta, void *C, int64_t ldc);
+TESS_API int tess_trmm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side,
+                       tess_uplo_t uplo, tess_trans_t transa, tess_diag_t diag, int64_t m,
+                       int64_t n, const void *alpha, const void *A, int64_t lda, void *B,
+                       int64_t ldb);
+TESS_API int tess_trsm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side,
+                       tess_uplo_t uplo, tess_trans_t transa, tess_diag_t diag, int64_t m,
+                       int64_t n, const void *alpha, const void *A, int64_t lda, void *B,
+                       int64_t ldb);
 
 /* Host memory for operands: page-locked (pinned) when a GPU is present, so tiles move at
  * the link's full rate; plain malloc otherwise. NULL when out of memory. Free it with

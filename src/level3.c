@@ -1,0 +1,135 @@
+/* src/level3.c: the helpers of level3.h shared by SYMM/HEMM (symm.c), SYRK/HERK/SYR2K/
+ * HER2K (syrk.c) and TRMM/TRSM (trxm.c): option characters, host tiles, task lists, the
+ * host-side beta * C on a triangle. No tile algorithm lives here. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "level3.h"
+
+char tess__l3_trans(tess_trans_t t) {
+    return t == TESS_NO_TRANS ? 'N' : t == TESS_TRANS ? 'T' : 'C';
+}
+
+bool tess__l3_is_uplo(int v) { return v == TESS_UPPER || v == TESS_LOWER; }
+bool tess__l3_is_side(int v) { return v == TESS_LEFT || v == TESS_RIGHT; }
+bool tess__l3_is_diag(int v) { return v == TESS_NON_UNIT || v == TESS_UNIT; }
+bool tess__l3_is_trans(int v) {
+    return v == TESS_NO_TRANS || v == TESS_TRANS || v == TESS_CONJ_TRANS;
+}
+
+int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only) {
+    tess__clear_error();
+    if ((unsigned)dt > TESS_Z)
+        return TESS__L3_BAD("(dtype = %d) must be a tess_dtype_t", fn, 1, (int)dt);
+    if (complex_only && !tess__dtypes[dt].complex_)
+        return TESS__L3_BAD("(dtype = %d) must be TESS_C or TESS_Z", fn, 1, (int)dt);
+    return TESS_OK;
+}
+
+void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void *X,
+                   int64_t ld, int64_t r0, int64_t c0, int64_t rows, int64_t cols) {
+    uint32_t es = (uint32_t)tess__dtypes[job->dt].size;
+    memset(t, 0, sizeof *t);
+    t->key.space = job->space;
+    t->key.addr = (uintptr_t)((const char *)X + (size_t)(r0 + c0 * ld) * es);
+    t->key.ld = ld;
+    t->key.rows = (int32_t)rows;
+    t->key.cols = (int32_t)cols;
+    t->key.esize = es;
+    t->home = TESS__HOME_HOST;
+}
+
+int tess__l3_begin(const char *fn, struct tess__job *job, const struct tess__job_ops *ops,
+                   tess_dtype_t dt, int64_t m, int64_t n, int64_t k, void *C, int64_t ldc,
+                   struct tess__rt **rt) {
+    (void)fn;
+    memset(job, 0, sizeof *job);
+    int rc = tess__rt_get(rt);
+    if (rc) return rc;
+    job->ops = ops;
+    job->dt = dt;
+    job->C = C;
+    job->ldc = ldc;
+    job->m = m, job->n = n, job->k = k;
+    job->tile = tess__rt_tile(*rt, dt, m, n, k);
+    if (job->tile > INT32_MAX) job->tile = INT32_MAX;
+    int64_t T = job->tile;
+    /* every copy reserves a full tile, rounded to the heap's alignment (no fragmentation) */
+    job->blk_bytes = ((size_t)T * (size_t)T * tess__dtypes[dt].size + 255) & ~(size_t)255;
+    return TESS_OK;
+}
+
+int tess__l3_alloc(const char *fn, struct tess__job *job, int64_t ntasks, int64_t maxsteps) {
+    if (ntasks > INT_MAX / 2 || maxsteps > INT_MAX / 2)
+        return tess__fail(TESS_ENOMEM,
+                          "%s: %lld tasks of up to %lld steps (tile %lld): too many; raise "
+                          "TESSERA_TILE",
+                          fn, (long long)ntasks, (long long)maxsteps, (long long)job->tile);
+    job->ntasks = 0;
+    job->tasks = calloc((size_t)(ntasks > 0 ? ntasks : 1), sizeof *job->tasks);
+    if (!job->tasks) return tess__fail(TESS_ENOMEM, "%s: task list: out of host memory", fn);
+    return TESS_OK;
+}
+
+struct tess__task *tess__l3_task(struct tess__job *job, int64_t i, int64_t j, int64_t m,
+                                 int64_t n, int nsteps, int load_c) {
+    int64_t T = job->tile;
+    size_t es = tess__dtypes[job->dt].size;
+    struct tess__task *t = &job->tasks[job->ntasks++];
+    t->job = job;
+    t->i = (int32_t)i, t->j = (int32_t)j;
+    t->nsteps = nsteps;
+    t->m = TESS__MIN(T, m - i * T);
+    t->n = TESS__MIN(T, n - j * T);
+    t->c = (char *)job->C + (size_t)(i * T + j * T * job->ldc) * es;
+    t->load_c = load_c;
+    atomic_init(&t->ndeps, 0);
+    t->succ = NULL;
+    return t;
+}
+
+void tess__l3_chain(struct tess__task *before, struct tess__task *after) {
+    before->succ = after;
+    atomic_fetch_add(&after->ndeps, 1);
+}
+
+int tess__l3_run(struct tess__rt *rt, struct tess__job *job) {
+    int rc = tess__rt_run(rt, job);
+    free(job->tasks);
+    job->tasks = NULL;
+    return rc;
+}
+
+void tess__l3_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__scalar_t *beta,
+                        bool herm, void *C, int64_t ldc) {
+    size_t es = tess__dtypes[dt].size;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r0 = uplo == 'U' ? 0 : j, r1 = uplo == 'U' ? j + 1 : n;
+        char *col = (char *)C + (size_t)(r0 + j * ldc) * es;
+        tess__host_scale(dt, r1 - r0, 1, beta, col, ldc);
+        if (herm) {
+            char *d = (char *)C + (size_t)(j + j * ldc) * es;
+            if (dt == TESS_C) ((float *)d)[1] = 0.0f;
+            else ((double *)d)[1] = 0.0;
+        }
+    }
+}
+
+void tess__l3_from_real(tess_dtype_t dt, tess__scalar_t *out, const void *r) {
+    memset(out, 0, sizeof *out);
+    if (dt == TESS_C) out->c[0] = *(const float *)r;
+    else if (dt == TESS_Z) out->z[0] = *(const double *)r;
+    else if (dt == TESS_S) out->s = *(const float *)r;
+    else out->d = *(const double *)r;
+}
+
+void tess__l3_conj(tess_dtype_t dt, tess__scalar_t *x) {
+    if (dt == TESS_C) x->c[1] = -x->c[1];
+    else if (dt == TESS_Z) x->z[1] = -x->z[1];
+}
+
+bool tess__l3_real_is(tess_dtype_t dt, const void *p, double v) {
+    return (dt == TESS_C || dt == TESS_S) ? *(const float *)p == (float)v
+                                          : *(const double *)p == v;
+}

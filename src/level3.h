@@ -1,0 +1,71 @@
+/* src/level3.h: what the level-3 routines other than GEMM share (symm.c, syrk.c, trxm.c):
+ * option characters, argument-error messages, host tiles named by their stored block,
+ * building a job's task list, and the host-side quick paths (beta * C on a triangle).
+ * Owns no threads and no device state: a routine fills a job here and hands it to
+ * tess__rt_run (node/node.h). The tile algorithms themselves are written out at the top
+ * of each routine's file and in docs/level3.md.
+ */
+#ifndef TESS_LEVEL3_H
+#define TESS_LEVEL3_H
+
+#include "../node/node.h"
+
+/* An argument error of public function fn at 1-based position pos: TESS_EINVAL with the
+ * message "fn: argument pos (...) ...". Usage: TESS__L3_BAD("(m = %lld) must be >= 0",
+ * fn, pos, (long long)m). */
+#define TESS__L3_BAD(fmt, ...) tess__fail(TESS_EINVAL, "%s: argument %d " fmt, __VA_ARGS__)
+
+/* 'N', 'T' or 'C' of a valid tess_trans_t. */
+char tess__l3_trans(tess_trans_t t);
+/* 1 if v is a tess_uplo_t / tess_side_t / tess_diag_t / tess_trans_t value. */
+bool tess__l3_is_uplo(int v);
+bool tess__l3_is_side(int v);
+bool tess__l3_is_diag(int v);
+bool tess__l3_is_trans(int v);
+
+/* Check the generic entry's dtype argument (position 1); complex_only for HEMM/HERK/
+ * HER2K. TESS_OK or TESS_EINVAL naming it. Clears the last error first. */
+int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only);
+
+/* Fill *t as the host tile of the stored block X(r0:r0+rows, c0:c0+cols) of the
+ * column-major matrix X (leading dimension ld), in job's cache space. The output tile of a
+ * task is named the same way (X = job->C, ld = job->ldc), so a later task reading it as an
+ * operand (TRSM) names the very tile the writer published. */
+void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void *X,
+                   int64_t ld, int64_t r0, int64_t c0, int64_t rows, int64_t cols);
+
+/* Start a job: the runtime (*rt), job zeroed but for ops, dt, the output C/ldc, the tile
+ * edge for an m x n x k problem and the per-copy block size. Nonzero status (with a
+ * message) if the runtime does not start. Then tess__l3_alloc, tess__l3_task for each
+ * output tile, tess__l3_run. `job` points at the first member of the routine's own job
+ * struct; only the base part is zeroed. */
+int tess__l3_begin(const char *fn, struct tess__job *job, const struct tess__job_ops *ops,
+                   tess_dtype_t dt, int64_t m, int64_t n, int64_t k, void *C, int64_t ldc,
+                   struct tess__rt **rt);
+/* Allocate room for ntasks tasks of at most maxsteps steps each, once the tile edge is
+ * known; TESS_ENOMEM naming fn when they do not fit an int or host memory. */
+int tess__l3_alloc(const char *fn, struct tess__job *job, int64_t ntasks, int64_t maxsteps);
+/* Append the task of output tile (i, j) of C (an m x n matrix) with nsteps steps; returns
+ * it. Tile shape and host address follow from job->tile, job->C and job->ldc. */
+struct tess__task *tess__l3_task(struct tess__job *job, int64_t i, int64_t j, int64_t m,
+                                 int64_t n, int nsteps, int load_c);
+/* Chain: task `after` is queued only once `before` is DONE. */
+void tess__l3_chain(struct tess__task *before, struct tess__task *after);
+/* Run the job's tasks, free the task list, return the job's status. */
+int tess__l3_run(struct tess__rt *rt, struct tess__job *job);
+
+/* C = beta * C on the triangle uplo ('U'/'L') of the n x n column-major C, the other
+ * triangle untouched; beta = 0 writes zeros without reading. herm: the diagonal's
+ * imaginary parts are set to zero (netlib ?HERK/?HER2K), beta then real (its .c[0]/.z[0]
+ * part, the imaginary part must be 0). */
+void tess__l3_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__scalar_t *beta,
+                        bool herm, void *C, int64_t ldc);
+
+/* Scalars of precision dt: *r (of dt's real type: float for s and c, double for d and z)
+ * as a scalar of dt ((r, 0) for c and z), and the conjugate of x. */
+void tess__l3_from_real(tess_dtype_t dt, tess__scalar_t *out, const void *r);
+void tess__l3_conj(tess_dtype_t dt, tess__scalar_t *x);
+/* The real scalar of complex precision dt (float for c, double for z) at p is zero/one. */
+bool tess__l3_real_is(tess_dtype_t dt, const void *p, double v);
+
+#endif /* TESS_LEVEL3_H */

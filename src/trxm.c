@@ -1,0 +1,261 @@
+/* src/trxm.c: tess_?trmm and tess_?trsm. Checks the arguments (CBLAS order: layout, side,
+ * uplo, transa, diag, m, n, lda, ldb, then pointers), folds row-major into column-major,
+ * takes the quick returns on the host (alpha = 0: B = 0), and turns the rest into a job of
+ * one task per B tile, chained along each column (side L) or row (side R) of tiles, whose
+ * steps trxm_step below describes. Owns these two tile algorithms only; the runtime
+ * (node/) runs them and orders the chains.
+ *
+ * Tile algorithm (column-major, tile edge T; op(A)_ik is the T x T block (i, k) of op(A),
+ * named by its stored block: A_ik for transa 'N', A_ki read with 'T'/'C' otherwise).
+ * op(A) is effectively upper when (uplo U, 'N') or (uplo L, 'T'/'C'), else effectively
+ * lower. Side L (A m x m, B m x n, mt = ceil(m / T)): the task of B_ij is chained along
+ * column j; its terms are K(i) = {k > i} (effectively upper) or {k < i} (lower):
+ *
+ *   TRSM  op(A) X = alpha B:   X_ij = op(A)_ii^-1 (alpha B_ij - sum_{k in K(i)} op(A)_ik X_kj)
+ *     steps: GEMM(op(A)_ik, X_kj) for each k in K(i), farthest first (upper: k = mt-1 down
+ *     to i+1; lower: k = 0 up to i-1), alpha -1, beta = alpha on the first step, 1 after;
+ *     then a TRSM kernel on A_ii (uplo, transa, diag) with alpha 1 (alpha if it is the
+ *     only step). X_kj is the tile of B at (k, j), already solved: task k precedes task i
+ *     (upper: chain i+1 -> i, bottom-up; lower: i-1 -> i, top-down). The solved tiles are
+ *     published (job_ops.publish): the writer keeps its copy (MESI-X E) for later readers.
+ *   TRMM  B := alpha op(A) B:  B_ij = alpha (op(A)_ii B_ij + sum_{k in K(i)} op(A)_ik B_kj)
+ *     steps: a TRMM kernel on A_ii in place on the loaded B_ij (alpha), then GEMM(op(A)_ik,
+ *     B_kj) for k in K(i), alpha, beta 1, with B_kj the ORIGINAL values: task i overwrites
+ *     B_ij, which the tasks i' with i in K(i') read, so it runs after them (upper: chain
+ *     i-1 -> i, top-down; lower: i+1 -> i, bottom-up). Nothing is published.
+ *
+ * Side R (A n x n, nt = ceil(n / T)) mirrors it along row i of tiles:
+ *   TRSM  X op(A) = alpha B:  X_ij = (alpha B_ij - sum_{k in K(j)} X_ik op(A)_kj) op(A)_jj^-1
+ *   TRMM  B := alpha B op(A): B_ij = alpha (B_ij op(A)_jj + sum_{k in K(j)} B_ik op(A)_kj)
+ * with K(j) = {k < j} (effectively upper) or {k > j} (lower), and the chains likewise.
+ * In every case "the terms lie above" (k > the task's index) exactly when side L and
+ * effectively upper agree; TRSM chains run towards those terms' opposite end first,
+ * TRMM's from it.
+ *
+ * Row-major (CBLAS): B^T := alpha B^T op(A)^T (or op(A)^T B^T) on the column-major views,
+ * with A^T stored in the other triangle: swap side and uplo, swap m and n, keep transa.
+ */
+#include <string.h>
+
+#include "level3.h"
+
+struct trxm_job {
+    struct tess__job base;     /* first: the step callback casts back; base.C/ldc is B */
+    char side, uplo, ta, diag; /* column-major, after folding; ta 'N', 'T' or 'C' */
+    int solve;                 /* TRSM (else TRMM) */
+    int high;                  /* a task's terms are the tiles k above its own index */
+    tess__scalar_t minus_one;
+};
+
+/* Number of GEMM terms of the task at index a (of `at` along its chain). */
+static int64_t nterms(const struct trxm_job *xj, int64_t a, int64_t at) {
+    return xj->high ? at - 1 - a : a;
+}
+
+/* The tile op(A)_rc (rows x cols of op(A)) as a GEMM operand: stored block and op. */
+static char opa_tile(const struct trxm_job *xj, struct tess__tile *out, int64_t r, int64_t c,
+                     int64_t rows, int64_t cols) {
+    const struct tess__job *job = &xj->base;
+    int64_t T = job->tile;
+    if (xj->ta == 'N') {
+        tess__l3_tile(job, out, job->A, job->lda, r * T, c * T, rows, cols);
+        return 'N';
+    }
+    tess__l3_tile(job, out, job->A, job->lda, c * T, r * T, cols, rows);
+    return xj->ta;
+}
+
+/* Step s of task t (see the formulas above). */
+static void trxm_step(const struct tess__job *job, const struct tess__task *t, int s,
+                      struct tess__step *out) {
+    const struct trxm_job *xj = (const struct trxm_job *)job;
+    int64_t T = job->tile;
+    bool left = xj->side == 'L';
+    int64_t a = left ? t->i : t->j;
+    int64_t at = TESS__CEILDIV(left ? job->m : job->n, T);
+    int64_t nk = nterms(xj, a, at);
+    /* which step is the kernel, and which term a GEMM step takes */
+    int64_t ks = xj->solve ? nk : 0;
+    const void *one = tess__scalar_one(job->dt);
+
+    memset(out, 0, sizeof *out);
+    out->m = t->m;
+    out->n = t->n;
+    if (s == ks) {
+        int64_t d = left ? t->m : t->n;
+        out->kind = xj->solve ? TESS__K_TRSM : TESS__K_TRMM;
+        out->nops = 1;
+        out->side = xj->side;
+        out->uplo = xj->uplo;
+        out->ta = xj->ta;
+        out->diag = xj->diag;
+        out->alpha = xj->solve && nk > 0 ? one : (const void *)&job->alpha;
+        out->beta = one;
+        tess__l3_tile(job, &out->a, job->A, job->lda, a * T, a * T, d, d);
+        return;
+    }
+    /* the g-th GEMM term, farthest from the task first */
+    int64_t g = xj->solve ? s : s - 1;
+    int64_t k = xj->high ? at - 1 - g : g;
+    out->kind = TESS__K_GEMM;
+    out->nops = 2;
+    if (xj->solve) {
+        out->alpha = &xj->minus_one;
+        out->beta = g == 0 ? (const void *)&job->alpha : one;
+    } else {
+        out->alpha = &job->alpha;
+        out->beta = one;
+    }
+    if (left) {
+        int64_t kk = TESS__MIN(T, job->m - k * T);
+        out->k = kk;
+        out->ta = opa_tile(xj, &out->a, t->i, k, t->m, kk);
+        out->tb = 'N';
+        tess__l3_tile(job, &out->b, job->C, job->ldc, k * T, t->j * T, kk, t->n);
+    } else {
+        int64_t kk = TESS__MIN(T, job->n - k * T);
+        out->k = kk;
+        out->ta = 'N';
+        tess__l3_tile(job, &out->a, job->C, job->ldc, t->i * T, k * T, t->m, kk);
+        out->tb = opa_tile(xj, &out->b, k, t->j, kk, t->n);
+    }
+}
+
+static const struct tess__job_ops trmm_ops = {.name = "trmm", .publish = 0, .step = trxm_step};
+static const struct tess__job_ops trsm_ops = {.name = "trsm", .publish = 1, .step = trxm_step};
+
+/* pos: 1-based position of `layout` in the caller's signature (typed: 1, generic: 2). */
+static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_layout_t layout,
+                     tess_side_t side, tess_uplo_t uplo, tess_trans_t transa, tess_diag_t diag,
+                     int64_t m, int64_t n, const void *alpha, const void *A, int64_t lda,
+                     void *B, int64_t ldb) {
+    tess__clear_error();
+    if (layout != TESS_ROW_MAJOR && layout != TESS_COL_MAJOR)
+        return TESS__L3_BAD("(layout = %d) must be TESS_ROW_MAJOR or TESS_COL_MAJOR", fn, pos,
+                            (int)layout);
+    if (!tess__l3_is_side((int)side))
+        return TESS__L3_BAD("(side = %d) must be TESS_LEFT or TESS_RIGHT", fn, pos + 1, (int)side);
+    if (!tess__l3_is_uplo((int)uplo))
+        return TESS__L3_BAD("(uplo = %d) must be TESS_UPPER or TESS_LOWER", fn, pos + 2, (int)uplo);
+    if (!tess__l3_is_trans((int)transa))
+        return TESS__L3_BAD("(transa = %d) must be a tess_trans_t", fn, pos + 3, (int)transa);
+    if (!tess__l3_is_diag((int)diag))
+        return TESS__L3_BAD("(diag = %d) must be TESS_NON_UNIT or TESS_UNIT", fn, pos + 4, (int)diag);
+    if (m < 0) return TESS__L3_BAD("(m = %lld) must be >= 0", fn, pos + 5, (long long)m);
+    if (n < 0) return TESS__L3_BAD("(n = %lld) must be >= 0", fn, pos + 6, (long long)n);
+    bool row = layout == TESS_ROW_MAJOR;
+    int64_t ka = side == TESS_LEFT ? m : n, br = row ? n : m;
+    if (lda < TESS__MAX(1, ka))
+        return TESS__L3_BAD("(lda = %lld) must be >= max(1, %s) = %lld", fn, pos + 9,
+                            (long long)lda, side == TESS_LEFT ? "m" : "n",
+                            (long long)TESS__MAX(1, ka));
+    if (ldb < TESS__MAX(1, br))
+        return TESS__L3_BAD("(ldb = %lld) must be >= max(1, %s) = %lld", fn, pos + 11,
+                            (long long)ldb, row ? "n" : "m", (long long)TESS__MAX(1, br));
+    if (!alpha) return TESS__L3_BAD("(alpha) must not be NULL", fn, pos + 7);
+    if (m == 0 || n == 0) return TESS_OK;
+    if (!B) return TESS__L3_BAD("(B) must not be NULL", fn, pos + 10);
+
+    tess__scalar_t al;
+    tess__scalar_load(dt, &al, alpha);
+    bool alpha0 = tess__scalar_is_zero(dt, &al);
+    if (!alpha0 && !A) return TESS__L3_BAD("(A) must not be NULL", fn, pos + 8);
+
+    /* Row-major: B^T := alpha B^T op(A)^T (or op(A)^T B^T), A^T in the other triangle. */
+    char sd = side == TESS_LEFT ? 'L' : 'R', ul = uplo == TESS_UPPER ? 'U' : 'L';
+    char ta = tess__l3_trans(transa);
+    if (!tess__dtypes[dt].complex_ && ta == 'C') ta = 'T';
+    if (row) {
+        sd = sd == 'L' ? 'R' : 'L';
+        ul = ul == 'U' ? 'L' : 'U';
+        int64_t t = m;
+        m = n, n = t;
+    }
+    if (alpha0) {
+        tess__host_scale(dt, m, n, tess__scalar_zero(), B, ldb); /* B = 0, B not read */
+        return TESS_OK;
+    }
+
+    struct tess__rt *rt;
+    struct trxm_job xj;
+    int64_t ka_ = sd == 'L' ? m : n;
+    int rc = tess__l3_begin(fn, &xj.base, solve ? &trsm_ops : &trmm_ops, dt, m, n, ka_, B, ldb, &rt);
+    if (rc) return rc;
+    struct tess__job *job = &xj.base;
+    job->alpha = al;
+    job->beta = *tess__scalar_one(dt);
+    job->A = A, job->lda = lda;
+    job->ta = ta;
+    xj.side = sd, xj.uplo = ul, xj.ta = ta, xj.diag = diag == TESS_UNIT ? 'U' : 'N';
+    xj.solve = solve;
+    bool eff_upper = (ul == 'U') == (ta == 'N');
+    xj.high = (sd == 'L') == eff_upper;
+    tess__scalar_t m1 = *tess__scalar_one(dt);
+    switch (dt) {
+    case TESS_S: m1.s = -1.0f; break;
+    case TESS_D: m1.d = -1.0; break;
+    case TESS_C: m1.c[0] = -1.0f; break;
+    case TESS_Z: m1.z[0] = -1.0; break;
+    }
+    xj.minus_one = m1;
+
+    int64_t T = job->tile;
+    int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), at = TESS__CEILDIV(ka_, T);
+    if ((rc = tess__l3_alloc(fn, job, mt * nt, at))) return rc;
+    for (int64_t j = 0; j < nt; j++)
+        for (int64_t i = 0; i < mt; i++) {
+            int64_t a = sd == 'L' ? i : j;
+            tess__l3_task(job, i, j, m, n, (int)(nterms(&xj, a, at) + 1), 1);
+        }
+    /* Chains along each column (side L: task (i, j) is tasks[i + j mt]) or row (side R:
+     * tasks[i + j mt] too, stepping mt). TRSM runs from the end whose terms are empty;
+     * TRMM from the other end. */
+    bool up = solve ? !xj.high : xj.high; /* chain a-1 -> a */
+    int64_t stride = sd == 'L' ? 1 : mt, chains = sd == 'L' ? nt : mt;
+    for (int64_t c = 0; c < chains; c++) {
+        struct tess__task *base = &job->tasks[sd == 'L' ? c * mt : c];
+        for (int64_t a = 1; a < at; a++) {
+            struct tess__task *lo = base + (a - 1) * stride, *hi = base + a * stride;
+            if (up) tess__l3_chain(lo, hi);
+            else tess__l3_chain(hi, lo);
+        }
+    }
+    return tess__l3_run(rt, job);
+}
+
+/* ---- entry points ------------------------------------------------------------------- */
+
+int tess_trmm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+              tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, const void *alpha,
+              const void *A, int64_t lda, void *B, int64_t ldb) {
+    int rc = tess__l3_check_dtype("tess_trmm", dtype, false);
+    if (rc) return rc;
+    return trxm_impl("tess_trmm", 2, dtype, false, layout, side, uplo, transa, diag, m, n,
+                     alpha, A, lda, B, ldb);
+}
+
+int tess_trsm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+              tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, const void *alpha,
+              const void *A, int64_t lda, void *B, int64_t ldb) {
+    int rc = tess__l3_check_dtype("tess_trsm", dtype, false);
+    if (rc) return rc;
+    return trxm_impl("tess_trsm", 2, dtype, true, layout, side, uplo, transa, diag, m, n,
+                     alpha, A, lda, B, ldb);
+}
+
+/* Typed entries: real alpha by value (AL = &alpha), complex by pointer (AL = alpha). */
+#define TRXM_TYPED(name, SOLVE, DT, SC, E, AL)                                               \
+    int tess_##name(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,                \
+                    tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, SC alpha,   \
+                    const E *A, int64_t lda, E *B, int64_t ldb) {                            \
+        return trxm_impl("tess_" #name, 1, DT, SOLVE, layout, side, uplo, transa, diag, m,  \
+                         n, AL, A, lda, B, ldb);                                             \
+    }
+TRXM_TYPED(strmm, false, TESS_S, float, float, &alpha)
+TRXM_TYPED(dtrmm, false, TESS_D, double, double, &alpha)
+TRXM_TYPED(ctrmm, false, TESS_C, const void *, void, alpha)
+TRXM_TYPED(ztrmm, false, TESS_Z, const void *, void, alpha)
+TRXM_TYPED(strsm, true, TESS_S, float, float, &alpha)
+TRXM_TYPED(dtrsm, true, TESS_D, double, double, &alpha)
+TRXM_TYPED(ctrsm, true, TESS_C, const void *, void, alpha)
+TRXM_TYPED(ztrsm, true, TESS_Z, const void *, void, alpha)

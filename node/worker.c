@@ -494,12 +494,14 @@ void *tess__worker_main(void *arg) {
             continue;
         }
         int stalled = 0, progress = reap(d);
+        if (atomic_load(&d->failed)) continue; /* reap found the device dead: take nothing more */
         if (atomic_load(&rt->shutdown) && !has_work(d) && tess__rs_count(&d->rs) == 0 &&
             tess__rt_pending(rt) == 0)
             break;
         progress |= refill(d);
         progress |= activate(d);
         progress |= issue(d, &stalled);
+        if (atomic_load(&d->failed)) continue;
         if (!stalled) d->stall_since = 0;
         if (!progress) wait_for_something(d, stalled);
     }

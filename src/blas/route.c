@@ -58,17 +58,17 @@ typedef int (*gemm_fn)(tess_dtype_t, tess_layout_t, tess_trans_t transa, tess_tr
                        int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
                        int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
                        int64_t ldc);
-typedef int (*symm_fn)(tess_dtype_t, tess_layout_t, int side, int uplo, int64_t m, int64_t n,
+typedef int (*symm_fn)(tess_dtype_t, tess_layout_t, tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n,
                        const void *alpha, const void *A, int64_t lda, const void *B,
                        int64_t ldb, const void *beta, void *C, int64_t ldc);
-typedef int (*syrk_fn)(tess_dtype_t, tess_layout_t, int uplo, tess_trans_t trans, int64_t n,
+typedef int (*syrk_fn)(tess_dtype_t, tess_layout_t, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
                        int64_t k, const void *alpha, const void *A, int64_t lda,
                        const void *beta, void *C, int64_t ldc);
-typedef int (*syr2k_fn)(tess_dtype_t, tess_layout_t, int uplo, tess_trans_t trans, int64_t n,
+typedef int (*syr2k_fn)(tess_dtype_t, tess_layout_t, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
                         int64_t k, const void *alpha, const void *A, int64_t lda,
                         const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
-typedef int (*trmm_fn)(tess_dtype_t, tess_layout_t, int side, int uplo, tess_trans_t transa,
-                       int diag, int64_t m, int64_t n, const void *alpha, const void *A,
+typedef int (*trmm_fn)(tess_dtype_t, tess_layout_t, tess_side_t side, tess_uplo_t uplo,
+                       tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, const void *alpha, const void *A,
                        int64_t lda, void *B, int64_t ldb);
 
 struct route {
@@ -83,14 +83,14 @@ struct route {
 
 static const struct route routes[TESS__BLAS_NKINDS] = {
     [TESS__BLAS_GEMM] = {.dev.gemm = tess_gemm},
-    [TESS__BLAS_SYMM] = {.dev.symm = NULL},     /* tess_symm  (issue 4) */
-    [TESS__BLAS_HEMM] = {.dev.symm = NULL},     /* tess_hemm  (issue 4) */
-    [TESS__BLAS_SYRK] = {.dev.syrk = NULL},     /* tess_syrk  (issue 4) */
-    [TESS__BLAS_HERK] = {.dev.syrk = NULL},     /* tess_herk  (issue 4) */
-    [TESS__BLAS_SYR2K] = {.dev.syr2k = NULL},   /* tess_syr2k (issue 4) */
-    [TESS__BLAS_HER2K] = {.dev.syr2k = NULL},   /* tess_her2k (issue 4) */
-    [TESS__BLAS_TRMM] = {.dev.trmm = NULL},     /* tess_trmm  (issue 4) */
-    [TESS__BLAS_TRSM] = {.dev.trmm = NULL},     /* tess_trsm  (issue 4) */
+    [TESS__BLAS_SYMM] = {.dev.symm = tess_symm},
+    [TESS__BLAS_HEMM] = {.dev.symm = tess_hemm},
+    [TESS__BLAS_SYRK] = {.dev.syrk = tess_syrk},
+    [TESS__BLAS_HERK] = {.dev.syrk = tess_herk},
+    [TESS__BLAS_SYR2K] = {.dev.syr2k = tess_syr2k},
+    [TESS__BLAS_HER2K] = {.dev.syr2k = tess_her2k},
+    [TESS__BLAS_TRMM] = {.dev.trmm = tess_trmm},
+    [TESS__BLAS_TRSM] = {.dev.trmm = tess_trsm},
 };
 
 static int has_dev(enum tess__blas_kind k) {

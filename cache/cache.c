@@ -205,6 +205,7 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
     b->bytes = alloc_bytes;
     b->ld = key->rows;
     b->readers = 1;
+    b->space = key->space;
     size_t width = (size_t)key->rows * es, height = (size_t)key->cols;
 
     int peer = (e && c->p2p) ? tess__dir_peer(e, dev, cd->peer_mask) : -1;
@@ -212,7 +213,10 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
         /* L2: copy from the peer's copy, which stays pinned until this fill completes. */
         struct tess__blk *src = e->copy[peer];
         rc = TESS_OK;
-        if (!fill_done(src, c)) rc = ops->stream_wait(cd->bd, stream, src->ready);
+        if (!fill_done(src, c)) {
+            rc = ops->stream_wait(cd->bd, stream, src->ready);
+            b->peer_waited = 1;
+        }
         if (!rc)
             rc = ops->copy2d(cd->bd, stream, TESS__P2P, ptr, width, src->ptr,
                              (size_t)src->ld * es, width, height, c->dev[peer].bd);
@@ -272,10 +276,16 @@ void tess__cache_release(struct tess__cache *c, struct tess__blk *b) {
     if (c->dev[b->dev].caps & TESS__CAP_UNIFIED) {
         blk_recycle(c, b);
     } else {
-        /* The kernel that read b completed, so its fill did: the peer source is free. */
+        /* The kernel that read b completed, so its fill did: the peer source is free. If
+         * the fill had to wait for the source's own fill and the source device failed,
+         * the wait may have been skipped: the copy is suspect. */
         b->ready_done = 1;
         if (b->pinned_src) {
             struct tess__blk *src = b->pinned_src;
+            struct tess__cdev *sd = &c->dev[src->dev];
+            if (b->peer_waited && !src->ready_done && c->poison &&
+                (sd->failed || sd->ops->event_query(sd->bd, src->ready) != TESS_OK))
+                c->poison(c->poison_arg, b->space);
             b->pinned_src = NULL;
             unread(c, src);
         }
@@ -342,6 +352,7 @@ void tess__cache_written(struct tess__cache *c, int dev, const struct tess__tile
         keep->readers = 0;
         keep->ready_done = 1;
         keep->ld = key->rows;
+        keep->space = key->space;
         tess__dir_fill(c->dir, e, dev, keep);  /* I -> E */
         e->copy[dev] = keep;
         keep->entry = e;
@@ -385,7 +396,10 @@ void tess__cache_drop_dev(struct tess__cache *c, int dev) {
     tess__cache_lock(c);
     cd->failed = 1;
     /* The worker released its own readers first; what remains are peers' pins, and those
-     * copies are freed when the peers release them. */
+     * copies are freed when the peers release them. A pinned copy whose fill was not known
+     * complete may have been copied unfinished: its job cannot be trusted. */
+    for (struct tess__blk *b = cd->alru.head; b; b = b->next)
+        if (b->readers > 0 && !b->ready_done && c->poison) c->poison(c->poison_arg, b->space);
     while (cd->alru.head) blk_drop(c, cd->alru.head);
     tess__cache_unlock(c);
 }

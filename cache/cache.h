@@ -95,6 +95,8 @@ struct tess__blk {
     int ready_done;                 /* the fill is known complete */
     int stale;                      /* dropped from the directory, freed at readers == 0 */
     struct tess__blk *pinned_src;   /* peer copy this block was filled from (its reader) */
+    int peer_waited;                /* the fill waited for the peer copy's own fill */
+    uint64_t space;                 /* key.space of the tile (kept when the entry goes) */
 };
 
 struct tess__alru {
@@ -173,6 +175,11 @@ struct tess__cdev {
 
 struct tess__cache {
     int p2p;                      /* peer fetches allowed (TESSERA_P2P) */
+    /* Called (with the cache lock held) with the space of a tile whose copy may hold
+     * garbage: it was filled from a peer that failed before its own fill was known to be
+     * complete. The runtime fails the job of that space (it cannot be redone safely). */
+    void (*poison)(void *arg, uint64_t space);
+    void *poison_arg;
     pthread_mutex_t lock;
     struct tess__dir *dir;
     int ndev;

@@ -104,6 +104,7 @@ struct tess__job {
     _Atomic int status;        /* first error, TESS_OK otherwise */
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    struct tess__job *next_running;  /* rt->jobs list */
 };
 
 /* ---- rs.c: reservation station of one device ---------------------------------------- */
@@ -196,6 +197,8 @@ struct tess__rt {
     _Atomic int shutdown;
     _Atomic uint64_t next_space;
     _Atomic int active_jobs;
+    pthread_mutex_t jobs_mu;   /* a leaf: the running jobs, for failing one by its space */
+    struct tess__job *jobs;
     /* Ready tasks that found the queue full when a worker released them (a worker must
      * never wait for room in the queue it drains): taken after the queue. */
     pthread_mutex_t overflow_mu;

@@ -158,9 +158,22 @@ void tess__rt_stop(struct tess__rt *rt) {
     if (rt->q) tess__queue_destroy(rt->q);
     free(rt->overflow);
     pthread_mutex_destroy(&rt->overflow_mu);
+    pthread_mutex_destroy(&rt->jobs_mu);
     pthread_cond_destroy(&rt->work);
     pthread_mutex_destroy(&rt->mu);
     free(rt);
+}
+
+/* cache poison hook: the job whose tiles live in `space` cannot be trusted any more */
+static void poison_space(void *arg, uint64_t space) {
+    struct tess__rt *rt = arg;
+    pthread_mutex_lock(&rt->jobs_mu);
+    for (struct tess__job *j = rt->jobs; j; j = j->next_running)
+        if (j->space == space) {
+            int ok = TESS_OK;
+            atomic_compare_exchange_strong(&j->status, &ok, TESS_EDEVICE);
+        }
+    pthread_mutex_unlock(&rt->jobs_mu);
 }
 
 int tess__rt_start(struct tess__rt **out) {
@@ -169,6 +182,7 @@ int tess__rt_start(struct tess__rt **out) {
     pthread_mutex_init(&rt->mu, NULL);
     pthread_cond_init(&rt->work, NULL);
     pthread_mutex_init(&rt->overflow_mu, NULL);
+    pthread_mutex_init(&rt->jobs_mu, NULL);
     atomic_store(&rt->next_space, 1);
     int rc = tess__config_load(&rt->cfg);
     if (!rc) rc = tess__hostblas_load();
@@ -177,7 +191,11 @@ int tess__rt_start(struct tess__rt **out) {
         tess__trace_start(rt);
         rc = tess__cache_init(&rt->cache, TESS_MAX_DEVICES);
     }
-    if (!rc) rt->cache.p2p = rt->cfg.p2p;
+    if (!rc) {
+        rt->cache.p2p = rt->cfg.p2p;
+        rt->cache.poison = poison_space;
+        rt->cache.poison_arg = rt;
+    }
     if (!rc && !(rt->q = tess__queue_create(QUEUE_CAP)))
         rc = tess__fail(TESS_ENOMEM, "task queue: out of host memory");
     if (!rc) rc = open_all(rt);
@@ -308,6 +326,16 @@ static void drain_queue(struct tess__rt *rt) {
     }
 }
 
+static void unlist_job(struct tess__rt *rt, struct tess__job *job) {
+    pthread_mutex_lock(&rt->jobs_mu);
+    for (struct tess__job **p = &rt->jobs; *p; p = &(*p)->next_running)
+        if (*p == job) {
+            *p = job->next_running;
+            break;
+        }
+    pthread_mutex_unlock(&rt->jobs_mu);
+}
+
 int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     job->space = atomic_fetch_add(&rt->next_space, 1);
     job->dev_mask = 0;
@@ -326,11 +354,16 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     pthread_mutex_init(&job->mu, NULL);
     pthread_cond_init(&job->cv, NULL);
     atomic_fetch_add(&rt->active_jobs, 1);
+    pthread_mutex_lock(&rt->jobs_mu);
+    job->next_running = rt->jobs;
+    rt->jobs = job;
+    pthread_mutex_unlock(&rt->jobs_mu);
 
     /* The ready tasks are chosen before any is queued: once one runs, a finishing task
      * may queue its successor itself. */
     struct tess__task **ready = malloc(sizeof *ready * (size_t)(job->ntasks + 1));
     if (!ready) {
+        unlist_job(rt, job);
         atomic_fetch_sub(&rt->active_jobs, 1);
         pthread_mutex_destroy(&job->mu);
         pthread_cond_destroy(&job->cv);
@@ -367,13 +400,16 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     }
     pthread_mutex_unlock(&job->mu);
     tess__cache_purge(&rt->cache, job->space);
+    unlist_job(rt, job);
     atomic_fetch_sub(&rt->active_jobs, 1);
     pthread_mutex_destroy(&job->mu);
     pthread_cond_destroy(&job->cv);
     /* The failure was recorded on a worker's thread: say it again on the caller's. */
     int st = atomic_load(&job->status);
     if (st == TESS_EDEVICE)
-        tess__fail(st, "a device failed during this call; C is unspecified, retry the call");
+        tess__fail(st, "a device failed during this call and its part could not be redone "
+                       "(a tile was being written back, or a peer copy was unfinished); C is "
+                       "unspecified, retry the call");
     else if (st == TESS_ENOMEM)
         tess__fail(st, "a device could not get room for the tiles of a task; C is unspecified");
     else if (st == TESS_ENODEV)

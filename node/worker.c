@@ -110,7 +110,11 @@ static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     tess__task_done(d->rt, t);
 }
 
-/* The device failed: abandon everything it holds, fail the jobs it was running. */
+/* The device failed. Its tasks go back to the ready pool and run elsewhere, except a task
+ * whose C tile may be half written (write-back queued, or computed in place on the CPU
+ * worker) while the call needs C's old contents: that job fails (TESS_EDEVICE). Its
+ * cached copies leave the directory; jobs that copied an unfinished tile of it fail too
+ * (cache poison). The device is left out from now on, with one warning. */
 void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
     struct tess__cache *c = &d->rt->cache;
     if (atomic_exchange(&d->failed, 1)) return;
@@ -127,19 +131,24 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
             tess__cache_free_work(c, sl->c);
             sl->c = NULL;
         }
-        job_fail(sl->t->job, status);
         struct tess__task *t = sl->t;
+        bool torn = t->load_c && (sl->writing_back || (unified(d) && sl->next > 0));
         sl->inflight = 0;
         slot_clear(d, sl);
-        task_cancel(d->rt, t);
+        if (torn || atomic_load(&t->job->status) != TESS_OK) {
+            if (torn) job_fail(t->job, status);
+            task_cancel(d->rt, t);
+        } else {
+            tess__rt_requeue(d->rt, t); /* redone from its inputs on another device */
+        }
     }
     d->inflight = 0;
     struct tess__task *t;
-    while ((t = tess__rs_steal(&d->rs))) {
-        job_fail(t->job, status);
-        task_cancel(d->rt, t);
-    }
+    while ((t = tess__rs_steal(&d->rs))) tess__rt_requeue(d->rt, t);
     tess__cache_drop_dev(c, d->id);
+    pthread_mutex_lock(&d->rt->mu);
+    pthread_cond_broadcast(&d->rt->work);
+    pthread_mutex_unlock(&d->rt->mu);
 }
 
 /* ---- trace: intervals on the stream's track, from the backend's event times ---------- */

@@ -506,4 +506,34 @@ TEST(runtime_fault_concurrent_calls) {
     ASSERT_OK(tess_finalize());
 }
 
+/* With peer fetches off and beta = 0 (C only written), a device that fails mid-call cannot
+ * leave anything half done that the call needs: its tasks are redone on the other devices
+ * and the call returns TESS_OK with the right result; the device reports failed = 1 and
+ * gets no work afterwards. Registered with TEST_EXPECT=recover. */
+TEST(runtime_fault_recovers) {
+    struct rt_cfg c = cfg_read();
+    if (!expect("recover")) return;
+    ASSERT_MSG(c.fault_dev >= 0, "TEST_EXPECT has recover but TESSERA_FAULT is unset");
+    ASSERT_OK(tess_init());
+    int failed_seen = 0;
+    for (int call = 0; call < 5; call++) {
+        struct ref_gemm_case g = dgemm_case(&c, 1900 + (uint64_t)call);
+        g.beta[0] = 0.0;
+        g.flags |= REF_NAN_C;
+        struct ref_gemm_data d;
+        ref_gemm_setup(&g, &d);
+        int st = ref_gemm_call(&d);
+        ASSERT_MSG(st == TESS_OK, "call %d: status %d (%s): %s", call, st, tess_strerror(st),
+                   tess_last_error());
+        char msg[1024] = "";
+        ASSERT_MSG(ref_gemm_verify(&d, msg, sizeof msg) == 0, "call %d: %s", call, msg);
+        ref_gemm_free(&d);
+        tess_dev_stats_t s;
+        ASSERT_OK(tess_device_stats(c.fault_dev, &s));
+        failed_seen |= s.failed;
+    }
+    ASSERT_MSG(failed_seen, "device %d never failed", c.fault_dev);
+    ASSERT_OK(tess_finalize());
+}
+
 TEST_MAIN()

@@ -403,7 +403,15 @@ static void run_op(struct stream *s, struct op *op) {
         if (drop) return;
         int64_t nth = atomic_fetch_add(&d->nops, 1) + 1;
         if (d->p.fault_at > 0 && nth >= d->p.fault_at) {
-            /* Ops numbered past fault_at race with the failing one: drop them too. */
+            /* Ops numbered past fault_at race with the failing one: drop them too, and make
+             * sure the device is failing before this stream runs its next op (an event
+             * recorded behind a dropped copy must never complete). */
+            if (nth > d->p.fault_at) {
+                char what[128];
+                snprintf(what, sizeof what, "injected fault at op %lld (a later op saw it first)",
+                         (long long)d->p.fault_at);
+                dev_fail(d, what);
+            }
             if (nth == d->p.fault_at) {
                 char what[128];
                 if (op->kind == OP_COPY)

@@ -18,6 +18,19 @@ bool tess__l3_is_trans(int v) {
     return v == TESS_NO_TRANS || v == TESS_TRANS || v == TESS_CONJ_TRANS;
 }
 
+int tess__l3_check_head(const char *fn, int pos, tess_layout_t layout, bool has_side,
+                        tess_side_t side, tess_uplo_t uplo) {
+    if (layout != TESS_ROW_MAJOR && layout != TESS_COL_MAJOR)
+        return TESS__L3_BAD("(layout = %d) must be TESS_ROW_MAJOR or TESS_COL_MAJOR", fn, pos,
+                            (int)layout);
+    if (has_side && !tess__l3_is_side((int)side))
+        return TESS__L3_BAD("(side = %d) must be TESS_LEFT or TESS_RIGHT", fn, pos + 1, (int)side);
+    if (!tess__l3_is_uplo((int)uplo))
+        return TESS__L3_BAD("(uplo = %d) must be TESS_UPPER or TESS_LOWER", fn,
+                            pos + (has_side ? 2 : 1), (int)uplo);
+    return TESS_OK;
+}
+
 int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only) {
     tess__clear_error();
     if ((unsigned)dt > TESS_Z)

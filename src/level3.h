@@ -23,6 +23,12 @@ bool tess__l3_is_side(int v);
 bool tess__l3_is_diag(int v);
 bool tess__l3_is_trans(int v);
 
+/* The leading arguments every level-3 routine but GEMM shares, in CBLAS order: layout at
+ * position pos, then side (when has_side) and uplo at the next positions. TESS_OK or
+ * TESS_EINVAL naming the first bad one. */
+int tess__l3_check_head(const char *fn, int pos, tess_layout_t layout, bool has_side,
+                        tess_side_t side, tess_uplo_t uplo);
+
 /* Check the generic entry's dtype argument (position 1); complex_only for HEMM/HERK/
  * HER2K. TESS_OK or TESS_EINVAL naming it. Clears the last error first. */
 int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only);

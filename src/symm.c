@@ -98,13 +98,8 @@ static int symm_impl(const char *fn, int pos, tess_dtype_t dt, bool herm, tess_l
                      const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
                      const void *beta, void *C, int64_t ldc) {
     tess__clear_error();
-    if (layout != TESS_ROW_MAJOR && layout != TESS_COL_MAJOR)
-        return TESS__L3_BAD("(layout = %d) must be TESS_ROW_MAJOR or TESS_COL_MAJOR", fn, pos,
-                            (int)layout);
-    if (!tess__l3_is_side((int)side))
-        return TESS__L3_BAD("(side = %d) must be TESS_LEFT or TESS_RIGHT", fn, pos + 1, (int)side);
-    if (!tess__l3_is_uplo((int)uplo))
-        return TESS__L3_BAD("(uplo = %d) must be TESS_UPPER or TESS_LOWER", fn, pos + 2, (int)uplo);
+    int rc = tess__l3_check_head(fn, pos, layout, true, side, uplo);
+    if (rc) return rc;
     if (m < 0) return TESS__L3_BAD("(m = %lld) must be >= 0", fn, pos + 3, (long long)m);
     if (n < 0) return TESS__L3_BAD("(n = %lld) must be >= 0", fn, pos + 4, (long long)n);
     bool row = layout == TESS_ROW_MAJOR;
@@ -148,7 +143,7 @@ static int symm_impl(const char *fn, int pos, tess_dtype_t dt, bool herm, tess_l
     struct tess__rt *rt;
     struct symm_job sj;
     int64_t ka_ = sd == 'L' ? m : n;
-    int rc = tess__l3_begin(fn, &sj.base, herm ? &hemm_ops : &symm_ops, dt, m, n, ka_, C, ldc, &rt);
+    rc = tess__l3_begin(fn, &sj.base, herm ? &hemm_ops : &symm_ops, dt, m, n, ka_, C, ldc, &rt);
     if (rc) return rc;
     sj.side = sd, sj.uplo = ul, sj.herm = herm;
     struct tess__job *job = &sj.base;

@@ -117,11 +117,8 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
     /* positions after lda: [B, ldb,] beta, C, ldc */
     int p_beta = pos + (rank2 ? 10 : 8), p_c = p_beta + 1, p_ldc = p_beta + 2;
     tess__clear_error();
-    if (layout != TESS_ROW_MAJOR && layout != TESS_COL_MAJOR)
-        return TESS__L3_BAD("(layout = %d) must be TESS_ROW_MAJOR or TESS_COL_MAJOR", fn, pos,
-                            (int)layout);
-    if (!tess__l3_is_uplo((int)uplo))
-        return TESS__L3_BAD("(uplo = %d) must be TESS_UPPER or TESS_LOWER", fn, pos + 1, (int)uplo);
+    int rc = tess__l3_check_head(fn, pos, layout, false, (tess_side_t)0, uplo);
+    if (rc) return rc;
     if (herm) {
         if (trans != TESS_NO_TRANS && trans != TESS_CONJ_TRANS)
             return TESS__L3_BAD("(trans = %d) must be TESS_NO_TRANS or TESS_CONJ_TRANS", fn,
@@ -190,7 +187,7 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
         [SYRK] = TESS__K_SYRK, [HERK] = TESS__K_HERK, [SYR2K] = TESS__K_SYR2K,
         [HER2K] = TESS__K_HER2K};
     struct tess__rt *rt;
-    int rc = tess__l3_begin(fn, &sj.base, ops[kind], dt, n, n, k, C, ldc, &rt);
+    rc = tess__l3_begin(fn, &sj.base, ops[kind], dt, n, n, k, C, ldc, &rt);
     if (rc) return rc;
     struct tess__job *job = &sj.base;
     job->alpha = al, job->beta = be;

@@ -130,13 +130,8 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
                      int64_t m, int64_t n, const void *alpha, const void *A, int64_t lda,
                      void *B, int64_t ldb) {
     tess__clear_error();
-    if (layout != TESS_ROW_MAJOR && layout != TESS_COL_MAJOR)
-        return TESS__L3_BAD("(layout = %d) must be TESS_ROW_MAJOR or TESS_COL_MAJOR", fn, pos,
-                            (int)layout);
-    if (!tess__l3_is_side((int)side))
-        return TESS__L3_BAD("(side = %d) must be TESS_LEFT or TESS_RIGHT", fn, pos + 1, (int)side);
-    if (!tess__l3_is_uplo((int)uplo))
-        return TESS__L3_BAD("(uplo = %d) must be TESS_UPPER or TESS_LOWER", fn, pos + 2, (int)uplo);
+    int rc = tess__l3_check_head(fn, pos, layout, true, side, uplo);
+    if (rc) return rc;
     if (!tess__l3_is_trans((int)transa))
         return TESS__L3_BAD("(transa = %d) must be a tess_trans_t", fn, pos + 3, (int)transa);
     if (!tess__l3_is_diag((int)diag))
@@ -179,7 +174,7 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
     struct tess__rt *rt;
     struct trxm_job xj;
     int64_t ka_ = sd == 'L' ? m : n;
-    int rc = tess__l3_begin(fn, &xj.base, solve ? &trsm_ops : &trmm_ops, dt, m, n, ka_, B, ldb, &rt);
+    rc = tess__l3_begin(fn, &xj.base, solve ? &trsm_ops : &trmm_ops, dt, m, n, ka_, B, ldb, &rt);
     if (rc) return rc;
     struct tess__job *job = &xj.base;
     job->alpha = al;

@@ -41,6 +41,9 @@ run "test_cuda"                     test_cuda.log      ./build-gpu/tests/test_cu
 run "test_gemm GPUs tile 96"        test_gemm_t96.log  env TESSERA_TILE=96 ./build-gpu/tests/test_gemm
 run "test_gemm GPUs+CPU tile 128"   test_gemm_cpu.log  env TESSERA_TILE=128 TESSERA_CPU_WORKER=1 ./build-gpu/tests/test_gemm
 run "test_args GPUs"                test_args.log      ./build-gpu/tests/test_args
+run "test_level3 GPUs tile 64"      test_level3.log    env TESSERA_TILE=64 ./build-gpu/tests/test_level3
+run "test_fuzz GPUs tile 32"        test_fuzz.log      env TESSERA_TILE=32 TESS_FUZZ_CALLS=2000 ./build-gpu/tests/test_fuzz
+run "trace on the GPUs"             test_trace.log     env TESSERA_TRACE="$OUT/trace.json" ./build-gpu/tessera-gemm -m 8192 -r 1 --pinned
 for n in $sizes; do
   for p in s d c z; do
     run "tessera-gemm ${p} n=$n pinned"  "gemm_${p}_${n}.log" ./build-gpu/tessera-gemm -m "$n" -p "$p" -r "${GPU_CHECK_REPS:-2}" --pinned

@@ -68,7 +68,6 @@ struct tess__task {
     struct tess__task *succ;   /* the task waiting for this one (one chain), or NULL */
     _Atomic int state;         /* enum tess__task_state */
     int prio;                  /* Eq. 3 for the device whose station holds it */
-    int last_dev;              /* device that ran or reserved it last */
 };
 
 /* What a routine provides to the runtime. */
@@ -196,7 +195,6 @@ struct tess__rt {
     pthread_cond_t work;       /* signalled when tasks are queued or at shutdown */
     _Atomic int shutdown;
     _Atomic uint64_t next_space;
-    _Atomic int active_jobs;
     pthread_mutex_t jobs_mu;   /* a leaf: the running jobs, for failing one by its space */
     struct tess__job *jobs;
     /* Ready tasks that found the queue full when a worker released them (a worker must

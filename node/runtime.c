@@ -256,7 +256,6 @@ static int live_devices(const struct tess__rt *rt, uint32_t mask) {
  * workers drain the queue); a worker never waits: a full queue sends it to the overflow. */
 static void queue_task(struct tess__rt *rt, struct tess__task *t, bool may_wait) {
     atomic_store(&t->state, TESS__TASK_QUEUED);
-    t->last_dev = -1;
     while (!tess__queue_push(rt->q, t)) {
         if (!may_wait) {
             pthread_mutex_lock(&rt->overflow_mu);
@@ -353,7 +352,6 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     atomic_store(&job->status, TESS_OK);
     pthread_mutex_init(&job->mu, NULL);
     pthread_cond_init(&job->cv, NULL);
-    atomic_fetch_add(&rt->active_jobs, 1);
     pthread_mutex_lock(&rt->jobs_mu);
     job->next_running = rt->jobs;
     rt->jobs = job;
@@ -364,7 +362,6 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     struct tess__task **ready = malloc(sizeof *ready * (size_t)(job->ntasks + 1));
     if (!ready) {
         unlist_job(rt, job);
-        atomic_fetch_sub(&rt->active_jobs, 1);
         pthread_mutex_destroy(&job->mu);
         pthread_cond_destroy(&job->cv);
         return tess__fail(TESS_ENOMEM, "task list: out of host memory");
@@ -401,7 +398,6 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     pthread_mutex_unlock(&job->mu);
     tess__cache_purge(&rt->cache, job->space);
     unlist_job(rt, job);
-    atomic_fetch_sub(&rt->active_jobs, 1);
     pthread_mutex_destroy(&job->mu);
     pthread_cond_destroy(&job->cv);
     /* The failure was recorded on a worker's thread: say it again on the caller's. */

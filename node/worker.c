@@ -245,7 +245,6 @@ static int refill(struct tess__dev *d) {
             break;
         }
         atomic_store(&t->state, TESS__TASK_RESERVED);
-        t->last_dev = d->id;
         tess__rs_push(&d->rs, t);
         progress = 1;
     }
@@ -263,8 +262,7 @@ static int refill(struct tess__dev *d) {
             if (!(t->job->dev_mask & (1u << d->id))) {
                 tess__rs_push(&victim->rs, t);
             } else {
-                t->last_dev = d->id;
-                tess__rs_push(&d->rs, t);
+                        tess__rs_push(&d->rs, t);
                 TESS__COUNT(&d->ctr, stolen, 1);
                 progress = 1;
             }

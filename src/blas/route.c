@@ -41,6 +41,7 @@
 
 #include "../hostblas.h"
 #include "blas.h"
+#include "backend/backend.h"
 
 const char *const tess__blas_kind_name[TESS__BLAS_NKINDS] = {
     [TESS__BLAS_GEMM] = "gemm",   [TESS__BLAS_SYMM] = "symm",   [TESS__BLAS_HEMM] = "hemm",
@@ -159,89 +160,22 @@ static const struct tess__hostblas *cpu_blas(void) {
     return hb;
 }
 
-static void cpu_call(const struct tess__blas_call *c) {
-    const struct tess__hostblas *b = cpu_blas();
-    const enum CBLAS_ORDER o = CblasColMajor;
-    int cplx = tess__dtypes[c->dt].complex_;
-    /* real routines take 'C' as 'T' */
-    enum CBLAS_TRANSPOSE ta = c->ta == 'N' ? CblasNoTrans
-                              : c->ta == 'T' || !cplx ? CblasTrans : CblasConjTrans;
-    enum CBLAS_TRANSPOSE tb = c->tb == 'N' ? CblasNoTrans
-                              : c->tb == 'T' || !cplx ? CblasTrans : CblasConjTrans;
-    enum CBLAS_SIDE sd = (enum CBLAS_SIDE)cblas_side(c->side);
-    enum CBLAS_UPLO ul = (enum CBLAS_UPLO)cblas_uplo(c->uplo);
-    enum CBLAS_DIAG dg = (enum CBLAS_DIAG)cblas_diag(c->diag);
-    /* LP64: dimensions came in as 32-bit integers */
-    int m = (int)c->m, n = (int)c->n, k = (int)c->k;
-    int lda = (int)c->lda, ldb = (int)c->ldb, ldc = (int)c->ldc;
-    const void *al = c->alpha, *be = c->beta, *A = c->A, *B = c->B;
-    void *C = c->C;
-    const float *as = al, *bs = be;
-    const double *ad = al, *bd = be;
+/* On the CPU BLAS, through the one kernel dispatch tessera already has (src/hostkernel.c):
+ * the call kinds are the tile kernel kinds, in the same order. */
+_Static_assert((int)TESS__BLAS_TRSM == (int)TESS__K_TRSM && (int)TESS__BLAS_HERK == (int)TESS__K_HERK,
+               "drop-in call kinds must match the tile kernel kinds");
 
-    switch (c->kind) {
-    case TESS__BLAS_GEMM:
-        switch (c->dt) {
-        case TESS_S: b->sgemm(o, ta, tb, m, n, k, *as, A, lda, B, ldb, *bs, C, ldc); break;
-        case TESS_D: b->dgemm(o, ta, tb, m, n, k, *ad, A, lda, B, ldb, *bd, C, ldc); break;
-        case TESS_C: b->cgemm(o, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc); break;
-        case TESS_Z: b->zgemm(o, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc); break;
-        }
-        break;
-    case TESS__BLAS_SYMM:
-        switch (c->dt) {
-        case TESS_S: b->ssymm(o, sd, ul, m, n, *as, A, lda, B, ldb, *bs, C, ldc); break;
-        case TESS_D: b->dsymm(o, sd, ul, m, n, *ad, A, lda, B, ldb, *bd, C, ldc); break;
-        case TESS_C: b->csymm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc); break;
-        case TESS_Z: b->zsymm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc); break;
-        }
-        break;
-    case TESS__BLAS_HEMM:
-        if (c->dt == TESS_C) b->chemm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        else b->zhemm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        break;
-    case TESS__BLAS_SYRK:
-        switch (c->dt) {
-        case TESS_S: b->ssyrk(o, ul, ta, n, k, *as, A, lda, *bs, C, ldc); break;
-        case TESS_D: b->dsyrk(o, ul, ta, n, k, *ad, A, lda, *bd, C, ldc); break;
-        case TESS_C: b->csyrk(o, ul, ta, n, k, al, A, lda, be, C, ldc); break;
-        case TESS_Z: b->zsyrk(o, ul, ta, n, k, al, A, lda, be, C, ldc); break;
-        }
-        break;
-    case TESS__BLAS_HERK:  /* real alpha and beta */
-        if (c->dt == TESS_C) b->cherk(o, ul, ta, n, k, *as, A, lda, *bs, C, ldc);
-        else b->zherk(o, ul, ta, n, k, *ad, A, lda, *bd, C, ldc);
-        break;
-    case TESS__BLAS_SYR2K:
-        switch (c->dt) {
-        case TESS_S: b->ssyr2k(o, ul, ta, n, k, *as, A, lda, B, ldb, *bs, C, ldc); break;
-        case TESS_D: b->dsyr2k(o, ul, ta, n, k, *ad, A, lda, B, ldb, *bd, C, ldc); break;
-        case TESS_C: b->csyr2k(o, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc); break;
-        case TESS_Z: b->zsyr2k(o, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc); break;
-        }
-        break;
-    case TESS__BLAS_HER2K:  /* complex alpha, real beta */
-        if (c->dt == TESS_C) b->cher2k(o, ul, ta, n, k, al, A, lda, B, ldb, *bs, C, ldc);
-        else b->zher2k(o, ul, ta, n, k, al, A, lda, B, ldb, *bd, C, ldc);
-        break;
-    case TESS__BLAS_TRMM:
-        switch (c->dt) {
-        case TESS_S: b->strmm(o, sd, ul, ta, dg, m, n, *as, A, lda, C, ldc); break;
-        case TESS_D: b->dtrmm(o, sd, ul, ta, dg, m, n, *ad, A, lda, C, ldc); break;
-        case TESS_C: b->ctrmm(o, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); break;
-        case TESS_Z: b->ztrmm(o, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); break;
-        }
-        break;
-    case TESS__BLAS_TRSM:
-        switch (c->dt) {
-        case TESS_S: b->strsm(o, sd, ul, ta, dg, m, n, *as, A, lda, C, ldc); break;
-        case TESS_D: b->dtrsm(o, sd, ul, ta, dg, m, n, *ad, A, lda, C, ldc); break;
-        case TESS_C: b->ctrsm(o, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); break;
-        case TESS_Z: b->ztrsm(o, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); break;
-        }
-        break;
-    case TESS__BLAS_NKINDS: break;
-    }
+static void cpu_call(const struct tess__blas_call *c) {
+    (void)cpu_blas(); /* loaded, or stop with the reason */
+    int cplx = tess__dtypes[c->dt].complex_;
+    struct tess__kernel k = {
+        .kind = (enum tess__kernel_kind)c->kind, .dt = c->dt, .side = c->side, .uplo = c->uplo,
+        /* real routines take 'C' as 'T' */
+        .ta = c->ta == 'C' && !cplx ? 'T' : c->ta, .tb = c->tb == 'C' && !cplx ? 'T' : c->tb,
+        .diag = c->diag, .m = c->m, .n = c->n, .k = c->k, .alpha = c->alpha, .beta = c->beta,
+        .A = c->A, .lda = c->lda, .B = c->B, .ldb = c->ldb, .C = c->C, .ldc = c->ldc,
+    };
+    tess__host_kernel(&k);
 }
 
 /* ---- process-wide state: knobs, counters, runtime, fork, exit ---------------------------- */

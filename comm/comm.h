@@ -97,6 +97,9 @@
 #include <stdint.h>
 
 #include "internal.h"
+#ifdef TESS_HAVE_MPI
+#include "tessera_mpi.h"
+#endif
 
 /* ---- bcyclic.c: one dimension of the map --------------------------------------------- */
 
@@ -229,6 +232,10 @@ struct tess__comm_grid {
     MPI_Comm col;     /* my process column: nprow ranks, rank == myrow */
     int rank;         /* my rank in comm: equal to my rank in the caller's communicator */
     int *ranks;       /* ranks[r + c * nprow]: the rank in comm of process (r, c) */
+    /* pgemm.c: work buffers kept across calls (pinned when a GPU is used), last stats */
+    void *ws;
+    size_t ws_bytes;
+    struct tess_pgemm_stats last;
 };
 
 /* Build a nprow x npcol grid over comm (collective over comm; comm itself is left alone).
@@ -318,6 +325,18 @@ struct tess__xport_ops {
 };
 
 extern const struct tess__xport_ops tess__xport_mpi;
+
+/* ---- pgemm.c: the distributed GEMM ------------------------------------------------------ */
+
+/* sub(C) = alpha op(sub(A)) op(sub(B)) + beta sub(C) on grid g, arguments already checked
+ * and agreed on every rank (ta, tb in 'N', 'T', 'C'; indices 0-based; alpha, beta point to
+ * scalars of dt). Collective over the grid; returns the same status on every rank (device
+ * failures and MPI errors included). Ranks outside the grid return TESS_OK at once. */
+int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
+                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
+                    int64_t ja, const struct tess__comm_desc *da, const void *B, int64_t ib,
+                    int64_t jb, const struct tess__comm_desc *db, const void *beta, void *C,
+                    int64_t ic, int64_t jc, const struct tess__comm_desc *dc);
 
 #endif /* TESS_HAVE_MPI */
 

@@ -79,6 +79,10 @@ struct tess__job_ops {
     /* Fill step s (0 <= s < t->nsteps) of task t. */
     void (*step)(const struct tess__job *job, const struct tess__task *t, int s,
                  struct tess__step *out);
+    /* Optional: whether the operands of step s are in host memory yet (panels still
+     * arriving, comm/pgemm.c). A running task waits on its slot for a step that is not
+     * ready; NULL means always ready. */
+    bool (*ready)(const struct tess__job *job, const struct tess__task *t, int s);
 };
 
 struct tess__job {
@@ -96,6 +100,9 @@ struct tess__job {
     const void *A, *B;
     void *C;
     int64_t lda, ldb;
+    /* Streaming operands (ops->ready): the leading k indices of A and B that are in place;
+     * grows while the job runs, written by the submitting thread. NULL: all of them. */
+    const _Atomic int64_t *k_ready;
     /* tasks and completion */
     struct tess__task *tasks;
     int ntasks;
@@ -211,6 +218,14 @@ void tess__rt_stop(struct tess__rt *rt);
 /* Split job into its tasks' queue entries, wake the workers, wait for every task, purge
  * the job's cached tiles, return the job's status. job->tasks must be filled. */
 int tess__rt_run(struct tess__rt *rt, struct tess__job *job);
+/* tess__rt_run in two halves, for a caller that works while the job runs (streaming
+ * operands): submit queues the tasks and returns; wait is the rest. After a failed
+ * submit, do not wait. */
+int tess__rt_submit(struct tess__rt *rt, struct tess__job *job);
+int tess__rt_wait(struct tess__rt *rt, struct tess__job *job);
+/* Fail a submitted job from outside (its operands will never arrive): tasks not yet
+ * finished are cancelled, tess__rt_wait returns status. */
+void tess__rt_job_fail(struct tess__rt *rt, struct tess__job *job, int status);
 /* Tile edge for a job of precision dt and shape m x n x k (TESSERA_TILE or automatic). */
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
                       int64_t k);

@@ -336,6 +336,19 @@ static void unlist_job(struct tess__rt *rt, struct tess__job *job) {
 }
 
 int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
+    int rc = tess__rt_submit(rt, job);
+    return rc ? rc : tess__rt_wait(rt, job);
+}
+
+void tess__rt_job_fail(struct tess__rt *rt, struct tess__job *job, int status) {
+    int ok = TESS_OK;
+    atomic_compare_exchange_strong(&job->status, &ok, status);
+    pthread_mutex_lock(&rt->mu);
+    pthread_cond_broadcast(&rt->work);
+    pthread_mutex_unlock(&rt->mu);
+}
+
+int tess__rt_submit(struct tess__rt *rt, struct tess__job *job) {
     job->space = atomic_fetch_add(&rt->next_space, 1);
     job->dev_mask = 0;
     for (int i = 0; i < rt->ndev; i++) {
@@ -381,7 +394,10 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
     pthread_mutex_lock(&rt->mu);
     pthread_cond_broadcast(&rt->work);
     pthread_mutex_unlock(&rt->mu);
+    return TESS_OK;
+}
 
+int tess__rt_wait(struct tess__rt *rt, struct tess__job *job) {
     pthread_mutex_lock(&job->mu);
     while (atomic_load(&job->remaining) > 0) {
         struct timespec ts;

@@ -390,10 +390,11 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     return TESS_OK;
 }
 
-/* Interleave the slots k step by k step. Returns progress; *stalled when out of room. */
-static int issue(struct tess__dev *d, int *stalled) {
+/* Interleave the slots k step by k step. Returns progress; *stalled when out of room,
+ * *waiting when a slot's next step waits for its operands to arrive (ops->ready). */
+static int issue(struct tess__dev *d, int *stalled, int *waiting) {
     int progress = 0, any;
-    *stalled = 0;
+    *stalled = *waiting = 0;
     do {
         any = 0;
         for (int i = 0; i < d->nstreams; i++) {
@@ -402,6 +403,11 @@ static int issue(struct tess__dev *d, int *stalled) {
                 continue;
             if (atomic_load(&sl->t->job->status) != TESS_OK) {
                 sl->cancelled = 1; /* its job failed elsewhere: stop, write nothing back */
+                continue;
+            }
+            const struct tess__job *job = sl->t->job;
+            if (job->ops->ready && !job->ops->ready(job, sl->t, sl->next)) {
+                *waiting = 1;
                 continue;
             }
             int rc = issue_step(d, sl);
@@ -425,7 +431,7 @@ static int issue(struct tess__dev *d, int *stalled) {
 }
 
 /* Nothing moved: block on the oldest pending event, or nap until work arrives. */
-static void wait_for_something(struct tess__dev *d, int stalled) {
+static void wait_for_something(struct tess__dev *d, int stalled, int waiting) {
     for (int i = 0; i < d->nstreams; i++) {
         struct tess__slot *sl = &d->slot[i];
         if (!sl->t) continue;
@@ -437,6 +443,10 @@ static void wait_for_something(struct tess__dev *d, int stalled) {
             if (d->ops->event_sync(d->bd, ev)) tess__worker_fail(d, TESS_EDEVICE, "a tile step");
             return;
         }
+    }
+    if (waiting) {
+        usleep(100); /* operands arriving (streamed panels): look again soon */
+        return;
     }
     if (stalled) {
         /* Out of room with nothing of ours in flight: peers still pin some of our copies
@@ -500,17 +510,17 @@ void *tess__worker_main(void *arg) {
             pthread_mutex_unlock(&rt->mu);
             continue;
         }
-        int stalled = 0, progress = reap(d);
+        int stalled = 0, waiting = 0, progress = reap(d);
         if (atomic_load(&d->failed)) continue; /* reap found the device dead: take nothing more */
         if (atomic_load(&rt->shutdown) && !has_work(d) && tess__rs_count(&d->rs) == 0 &&
             tess__rt_pending(rt) == 0)
             break;
         progress |= refill(d);
         progress |= activate(d);
-        progress |= issue(d, &stalled);
+        progress |= issue(d, &stalled, &waiting);
         if (atomic_load(&d->failed)) continue;
         if (!stalled) d->stall_since = 0;
-        if (!progress) wait_for_something(d, stalled);
+        if (!progress) wait_for_something(d, stalled, waiting);
     }
     return NULL;
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../node/node.h"
+#include "level3.h"
 
 /* Step s of task t: C_ij (+)= op(A_is) op(B_sj), tiles named by their stored blocks. */
 static void gemm_step(const struct tess__job *job, const struct tess__task *t, int s,
@@ -117,48 +117,97 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
         return TESS_OK;
     }
 
+    struct tess__gemm_async *h;
+    int rc = tess__gemm_start(dt, ta, tb, m, n, k, &al, A, lda, B, ldb, &be, C, ldc, NULL, &h);
+    return rc ? rc : tess__gemm_finish(h);
+}
+
+/* ---- the job itself, also run by the distributed GEMM (comm/pgemm.c) ------------------- */
+
+struct tess__gemm_async {
+    struct tess__rt *rt;
+    struct tess__job job;
+};
+
+static bool gemm_ready(const struct tess__job *job, const struct tess__task *t, int s) {
+    (void)t;
+    int64_t end = TESS__MIN(job->k, ((int64_t)s + 1) * job->tile);
+    return atomic_load_explicit(job->k_ready, memory_order_acquire) >= end;
+}
+
+static const struct tess__job_ops gemm_stream_ops = {.name = "gemm", .step = gemm_step,
+                                                     .ready = gemm_ready};
+
+int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
+                     const tess__scalar_t *al, const void *A, int64_t lda, const void *B,
+                     int64_t ldb, const tess__scalar_t *be, void *C, int64_t ldc,
+                     const _Atomic int64_t *k_ready, struct tess__gemm_async **out) {
+    *out = NULL;
     struct tess__rt *rt;
     int rc = tess__rt_get(&rt);
     if (rc) return rc;
-
-    struct tess__job job;
-    memset(&job, 0, sizeof job);
-    job.ops = &gemm_ops;
-    job.dt = dt;
-    job.tile = tess__rt_tile(rt, dt, m, n, k);
-    int64_t T = job.tile;
-    if (T > INT32_MAX) T = job.tile = INT32_MAX;
+    struct tess__gemm_async *h = calloc(1, sizeof *h);
+    if (!h) return tess__fail(TESS_ENOMEM, "gemm: out of host memory");
+    h->rt = rt;
+    struct tess__job *job = &h->job;
+    job->ops = k_ready ? &gemm_stream_ops : &gemm_ops;
+    job->k_ready = k_ready;
+    job->dt = dt;
+    job->tile = tess__rt_tile(rt, dt, m, n, k);
+    int64_t T = job->tile;
+    if (T > INT32_MAX) T = job->tile = INT32_MAX;
     /* every copy of this job reserves a full tile, rounded to the heap's alignment: uniform
      * blocks cannot fragment the heap */
-    job.blk_bytes = ((size_t)T * (size_t)T * tess__dtypes[dt].size + 255) & ~(size_t)255;
-    job.alpha = al;
-    job.beta = be;
-    job.ta = ta, job.tb = tb;
-    job.m = m, job.n = n, job.k = k;
-    job.A = A, job.B = B, job.C = C;
-    job.lda = lda, job.ldb = ldb, job.ldc = ldc;
+    job->blk_bytes = ((size_t)T * (size_t)T * tess__dtypes[dt].size + 255) & ~(size_t)255;
+    job->alpha = *al;
+    job->beta = *be;
+    job->ta = ta, job->tb = tb;
+    job->m = m, job->n = n, job->k = k;
+    job->A = A, job->B = B, job->C = C;
+    job->lda = lda, job->ldb = ldb, job->ldc = ldc;
 
     int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), kt = TESS__CEILDIV(k, T);
-    if (mt * nt > INT_MAX / 2 || kt > INT_MAX / 2)
-        return tess__fail(TESS_ENOMEM, "%s: %lld x %lld tiles of %lld: too many tasks; raise TESSERA_TILE",
-                          fn, (long long)mt, (long long)nt, (long long)T);
-    job.ntasks = (int)(mt * nt);
-    job.tasks = calloc((size_t)job.ntasks, sizeof *job.tasks);
-    if (!job.tasks) return tess__fail(TESS_ENOMEM, "%s: task list: out of host memory", fn);
+    if (mt * nt > INT_MAX / 2 || kt > INT_MAX / 2) {
+        free(h);
+        return tess__fail(TESS_ENOMEM, "gemm: %lld x %lld tiles of %lld: too many tasks; raise TESSERA_TILE",
+                          (long long)mt, (long long)nt, (long long)T);
+    }
+    job->ntasks = (int)(mt * nt);
+    job->tasks = calloc((size_t)job->ntasks, sizeof *job->tasks);
+    if (!job->tasks) {
+        free(h);
+        return tess__fail(TESS_ENOMEM, "gemm: task list: out of host memory");
+    }
     size_t es = tess__dtypes[dt].size;
     for (int64_t j = 0, x = 0; j < nt; j++)
         for (int64_t i = 0; i < mt; i++, x++) {
-            struct tess__task *t = &job.tasks[x];
-            t->job = &job;
+            struct tess__task *t = &job->tasks[x];
+            t->job = job;
             t->i = (int32_t)i, t->j = (int32_t)j;
             t->nsteps = (int32_t)kt;
             t->m = TESS__MIN(T, m - i * T);
             t->n = TESS__MIN(T, n - j * T);
             t->c = (char *)C + (size_t)(i * T + j * T * ldc) * es;
-            t->load_c = !tess__scalar_is_zero(dt, &be);
+            t->load_c = !tess__scalar_is_zero(dt, be);
         }
-    rc = tess__rt_run(rt, &job);
-    free(job.tasks);
+    rc = tess__rt_submit(rt, job);
+    if (rc) {
+        free(job->tasks);
+        free(h);
+        return rc;
+    }
+    *out = h;
+    return TESS_OK;
+}
+
+void tess__gemm_abort(struct tess__gemm_async *h, int status) {
+    tess__rt_job_fail(h->rt, &h->job, status);
+}
+
+int tess__gemm_finish(struct tess__gemm_async *h) {
+    int rc = tess__rt_wait(h->rt, &h->job);
+    free(h->job.tasks);
+    free(h);
     return rc;
 }
 

@@ -101,6 +101,9 @@ struct tess__config {
     int blas_min_dim;        /* TESSERA_BLAS_MIN_DIM: smallest m, n, k sent to the runtime */
     double blas_min_volume;  /* TESSERA_BLAS_MIN_VOLUME: smallest m*n*k sent to the runtime */
     int blas_verbose;        /* TESSERA_BLAS_VERBOSE: 1 = one summary line at exit */
+    /* the distributed GEMM (comm/pgemm.c) */
+    int64_t pgemm_mem;       /* TESSERA_PGEMM_MEM: panel bytes per rank, 0 = automatic */
+    int64_t pgemm_chunk;     /* TESSERA_PGEMM_CHUNK: bytes received per exchange step */
 };
 
 /* Fill cfg from the environment (defaults for unset knobs). Returns TESS_EINVAL with a

@@ -71,6 +71,10 @@ static const struct knob knobs[] = {
      "drop-in: ... and m*n*k >= this (placeholder, 256^3)"},
     {"TESSERA_BLAS_VERBOSE", K_INT, "0", OFF(blas_verbose), 0,
      "drop-in: 1 = one summary line on stderr at exit (calls, flops: runtime vs CPU)"},
+    {"TESSERA_PGEMM_MEM", K_BYTES, "0", OFF(pgemm_mem), 0,
+     "distributed GEMM: host bytes per rank for gathered panels; 0 = 40% of RAM / ranks per node"},
+    {"TESSERA_PGEMM_CHUNK", K_BYTES, "128M", OFF(pgemm_chunk), 0,
+     "distributed GEMM: bytes a rank receives per pipelined exchange step (look-ahead unit)"},
 };
 #undef OFF
 #define NKNOBS (sizeof knobs / sizeof knobs[0])

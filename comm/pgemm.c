@@ -1,0 +1,489 @@
+/* comm/pgemm.c: the distributed GEMM (tess_p?gemm) and the public grid/descriptor calls of
+ * tessera_mpi.h. (TESS_PGEMM_READY: the marker helpers poll for.)
+ *
+ * Stationary C: each rank updates the part of sub(C) it owns, in place, with ONE node
+ * runtime job (tess__gemm_start) over its local C: every C tile is loaded to a device once,
+ * stays there across all of k and is written back once. What the job reads of op(A) (the
+ * rank's rows of C, all k) and op(B) (all k, the rank's columns) is gathered into panel
+ * buffers by redist.c, k chunk by k chunk, in a pipeline: while the runtime multiplies
+ * the chunks that arrived, the next ones are in flight (two exchanges outstanding: the
+ * look-ahead), and tasks whose k step has not arrived wait on their stream slot
+ * (job_ops.ready). An operand every rank already holds in local order (one rank, or
+ * A on a P x 1 grid, B on a 1 x Q grid with C's blocks) is used in place: nothing moves.
+ * If the panels of all of k exceed TESSERA_PGEMM_MEM, k is split into passes, one job
+ * each (C then travels once per pass).
+ *
+ * Faults: arguments are checked on every rank and agreed (tess__comm_agree) before any
+ * data moves; each pass ends with an agreement on the job's status, so a device failure
+ * or an MPI error on one rank is reported on every rank and nobody waits for a rank that
+ * gave up. Owns the grid's cached panel buffers (pinned when a GPU is used).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "level3.h"
+#include "redist.h"
+
+/* ---- grids and descriptors (tessera_mpi.h) ------------------------------------------- */
+
+int tess_grid_create(MPI_Comm comm, int nprow, int npcol, char order, tess_grid_t **out) {
+    tess__clear_error();
+    if (!out) return tess__fail(TESS_EINVAL, "tess_grid_create: argument 5 (grid) must not be NULL");
+    *out = NULL;
+    tess_grid_t *g = calloc(1, sizeof *g);
+    if (!g) return tess__fail(TESS_ENOMEM, "tess_grid_create: out of host memory");
+    int rc = tess__comm_grid_create(comm, nprow, npcol, order, g);
+    if (rc) {
+        free(g);
+        return rc;
+    }
+    *out = g;
+    return TESS_OK;
+}
+
+int tess_grid_info(const tess_grid_t *g, int *nprow, int *npcol, int *myrow, int *mycol) {
+    if (!g) return tess__fail(TESS_EINVAL, "tess_grid_info: argument 1 (grid) must not be NULL");
+    if (nprow) *nprow = g->at.nprow;
+    if (npcol) *npcol = g->at.npcol;
+    if (myrow) *myrow = g->at.myrow;
+    if (mycol) *mycol = g->at.mycol;
+    return TESS_OK;
+}
+
+void tess_grid_free(tess_grid_t *g) {
+    if (!g) return;
+    tess_free_host(g->ws);
+    tess__comm_grid_destroy(g);
+    free(g);
+}
+
+void tess_desc_init(tess_desc_t *d, int64_t m, int64_t n, int64_t mb, int64_t nb, int rsrc,
+                    int csrc, int64_t lld) {
+    d->m = m, d->n = n;
+    d->imb = d->mb = mb;
+    d->inb = d->nb = nb;
+    d->rsrc = rsrc, d->csrc = csrc;
+    d->lld = lld;
+}
+
+static struct tess__comm_desc to_comm(const tess_desc_t *d) {
+    struct tess__comm_desc c = {.dtype = TESS__DESC_BLOCK_CYCLIC_2D_INB, .ctxt = -1,
+                                .m = d->m, .n = d->n, .imb = d->imb, .inb = d->inb,
+                                .mb = d->mb, .nb = d->nb, .rsrc = d->rsrc, .csrc = d->csrc,
+                                .lld = d->lld};
+    return c;
+}
+
+int64_t tess_desc_local(const tess_grid_t *g, const tess_desc_t *d, int dim) {
+    if (!g || !d || g->at.myrow < 0 || d->mb < 1 || d->nb < 1 || d->imb < 1 || d->inb < 1)
+        return 0;
+    struct tess__comm_desc c = to_comm(d);
+    if (dim == 0) {
+        if (d->rsrc < 0 || d->rsrc >= g->at.nprow) return 0;
+        struct tess__comm_bc b = tess__comm_desc_rows(&c, g->at.nprow);
+        return tess__comm_bc_numroc(&b, g->at.myrow);
+    }
+    if (d->csrc < 0 || d->csrc >= g->at.npcol) return 0;
+    struct tess__comm_bc b = tess__comm_desc_cols(&c, g->at.npcol);
+    return tess__comm_bc_numroc(&b, g->at.mycol);
+}
+
+int tess_pgemm_last_stats(const tess_grid_t *g, tess_pgemm_stats_t *out) {
+    if (!g || !out) return tess__fail(TESS_EINVAL, "tess_pgemm_last_stats: NULL argument");
+    *out = g->last;
+    return TESS_OK;
+}
+
+/* ---- the distributed GEMM ------------------------------------------------------------- */
+
+static double now_s(void) { return tess__now(); }
+
+/* Host bytes per rank the panels may take (TESSERA_PGEMM_MEM, or 40% of RAM shared by the
+ * ranks of this node); the minimum over the grid, so every rank cuts k the same way. */
+static int panel_budget(const struct tess__comm_grid *g, int64_t *out) {
+    struct tess__config cfg;
+    int st = tess__config_load(&cfg);
+    int64_t b = cfg.pgemm_mem;
+    if (!st && b <= 0) {
+        MPI_Comm node;
+        int local = 1;
+        st = TESS__MPI(MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+        if (!st) {
+            MPI_Comm_size(node, &local);
+            MPI_Comm_free(&node);
+        }
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        double ram = pages > 0 && psz > 0 ? (double)pages * (double)psz : 8e9;
+        b = (int64_t)(0.4 * ram / (local > 0 ? local : 1));
+    }
+    long long v = (long long)b, m = 0;
+    int st2 = TESS__MPI(MPI_Allreduce(&v, &m, 1, MPI_LONG_LONG, MPI_MIN, g->comm));
+    *out = (int64_t)m;
+    return st ? st : st2;
+}
+
+static int64_t chunk_bytes(void) {
+    struct tess__config cfg;
+    if (tess__config_load(&cfg) || cfg.pgemm_chunk <= 0) return 128 << 20;
+    return cfg.pgemm_chunk;
+}
+
+/* One pipelined exchange per k chunk. */
+struct exch {
+    struct tess__comm_grid *g;
+    struct tess__redist_op *ops;
+    MPI_Datatype elem;
+    int size;                   /* ranks in g->comm */
+    int *prow, *pcol;           /* coordinates of each rank of g->comm */
+    int *cnt_s, *cnt_r, *dsp;   /* per rank: count (0/1) out and in, displacements (0) */
+    MPI_Datatype *ty_s[2], *ty_r[2];
+    MPI_Request req[2];
+    uint64_t sent, recvd;
+};
+
+static int exch_post(struct exch *x, int slot, int64_t k0, int64_t k1, int64_t kbase) {
+    struct tess__comm_grid *g = x->g;
+    int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK;
+    for (int j = 0; j < x->size && !st; j++) {
+        MPI_Datatype ts = MPI_DATATYPE_NULL, tr = MPI_DATATYPE_NULL;
+        st = tess__redist_types(x->ops, 2, g, me_r, me_c, x->prow[j], x->pcol[j], k0, k1, kbase,
+                                true, x->elem, &ts);
+        if (!st)
+            st = tess__redist_types(x->ops, 2, g, x->prow[j], x->pcol[j], me_r, me_c, k0, k1,
+                                    kbase, false, x->elem, &tr);
+        x->ty_s[slot][j] = ts != MPI_DATATYPE_NULL ? ts : x->elem;
+        x->ty_r[slot][j] = tr != MPI_DATATYPE_NULL ? tr : x->elem;
+        x->cnt_s[j] = ts != MPI_DATATYPE_NULL;
+        x->cnt_r[j] = tr != MPI_DATATYPE_NULL;
+        MPI_Count sz;
+        if (ts != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(ts, &sz) == MPI_SUCCESS)
+            x->sent += (uint64_t)sz;
+        if (tr != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(tr, &sz) == MPI_SUCCESS)
+            x->recvd += (uint64_t)sz;
+    }
+    if (!st)
+        st = TESS__MPI(MPI_Ialltoallw(MPI_BOTTOM, x->cnt_s, x->dsp, x->ty_s[slot], MPI_BOTTOM,
+                                      x->cnt_r, x->dsp, x->ty_r[slot], g->comm, &x->req[slot]));
+    /* the call holds what it needs: the types can go now (MPI frees them when done) */
+    for (int j = 0; j < x->size; j++) {
+        if (x->ty_s[slot][j] != x->elem && x->ty_s[slot][j] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&x->ty_s[slot][j]);
+        if (x->ty_r[slot][j] != x->elem && x->ty_r[slot][j] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&x->ty_r[slot][j]);
+        x->ty_s[slot][j] = x->ty_r[slot][j] = MPI_DATATYPE_NULL;
+    }
+    return st;
+}
+
+static void exch_free(struct exch *x) {
+    free(x->prow), free(x->pcol), free(x->cnt_s), free(x->cnt_r), free(x->dsp);
+    for (int s = 0; s < 2; s++) free(x->ty_s[s]), free(x->ty_r[s]);
+    if (x->elem != MPI_DATATYPE_NULL) MPI_Type_free(&x->elem);
+}
+
+static int exch_init(struct exch *x, struct tess__comm_grid *g, struct tess__redist_op *ops,
+                     size_t es) {
+    memset(x, 0, sizeof *x);
+    x->g = g;
+    x->ops = ops;
+    x->elem = MPI_DATATYPE_NULL;
+    x->req[0] = x->req[1] = MPI_REQUEST_NULL;
+    MPI_Comm_size(g->comm, &x->size);
+    size_t n = (size_t)x->size;
+    x->prow = calloc(n, sizeof(int)), x->pcol = calloc(n, sizeof(int));
+    x->cnt_s = calloc(n, sizeof(int)), x->cnt_r = calloc(n, sizeof(int)), x->dsp = calloc(n, sizeof(int));
+    for (int s = 0; s < 2; s++)
+        x->ty_s[s] = calloc(n, sizeof(MPI_Datatype)), x->ty_r[s] = calloc(n, sizeof(MPI_Datatype));
+    if (!x->prow || !x->pcol || !x->cnt_s || !x->cnt_r || !x->dsp || !x->ty_s[0] || !x->ty_s[1] ||
+        !x->ty_r[0] || !x->ty_r[1]) {
+        exch_free(x);
+        return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    }
+    for (int r = 0; r < g->at.nprow; r++)
+        for (int c = 0; c < g->at.npcol; c++) {
+            int k = tess__comm_grid_rank(g, r, c);
+            x->prow[k] = r, x->pcol[k] = c;
+        }
+    int st = TESS__MPI(MPI_Type_contiguous((int)es, MPI_BYTE, &x->elem));
+    if (!st) st = TESS__MPI(MPI_Type_commit(&x->elem));
+    if (st) exch_free(x);
+    return st;
+}
+
+/* Fill one operand's maps: sel is the dimension chosen by C's map cmap (C's rows, axis 0,
+ * for A; C's columns, axis 1, for B), the other is k. */
+static void op_setup(struct tess__redist_op *op, const struct tess__comm_grid *g, const void *X,
+                     const struct tess__comm_desc *dx, int64_t ix, int64_t jx, size_t es,
+                     int kdim, int64_t k, int64_t sel_len, const struct tess__comm_bc *cmap,
+                     int64_t coff, int axis) {
+    memset(op, 0, sizeof *op);
+    op->X = X;
+    op->ldx = dx->lld;
+    op->es = es;
+    op->kdim = kdim;
+    op->dim[0].src = tess__comm_desc_rows(dx, g->at.nprow);
+    op->dim[1].src = tess__comm_desc_cols(dx, g->at.npcol);
+    op->dim[0].off = ix;
+    op->dim[1].off = jx;
+    struct tess__redist_dim *kd = &op->dim[kdim], *sd = &op->dim[1 - kdim];
+    kd->len = k;
+    kd->all = 1;
+    sd->len = sel_len;
+    sd->tgt = *cmap;
+    sd->toff = coff;
+    sd->taxis = axis;
+}
+
+int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
+                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
+                    int64_t ja, const struct tess__comm_desc *da, const void *B, int64_t ib,
+                    int64_t jb, const struct tess__comm_desc *db, const void *beta, void *C,
+                    int64_t ic, int64_t jc, const struct tess__comm_desc *dc) {
+    if (!tess__comm_grid_in(g)) return TESS_OK;
+    double t0 = now_s();
+    memset(&g->last, 0, sizeof g->last);
+    if (m == 0 || n == 0) return TESS_OK;
+    size_t es = tess__dtypes[dt].size;
+    int P = g->at.nprow, Q = g->at.npcol, myrow = g->at.myrow, mycol = g->at.mycol;
+    struct tess__comm_bc cr = tess__comm_desc_rows(dc, P), cc = tess__comm_desc_cols(dc, Q);
+    int64_t cr0, mloc, cc0, nloc;
+    tess__comm_bc_range(&cr, ic, m, myrow, &cr0, &mloc);
+    tess__comm_bc_range(&cc, jc, n, mycol, &cc0, &nloc);
+    char *Cloc = (char *)C + (size_t)(cr0 + cc0 * dc->lld) * es;
+    tess__scalar_t al, be;
+    tess__scalar_load(dt, &al, alpha);
+    tess__scalar_load(dt, &be, beta);
+    if (k == 0 || tess__scalar_is_zero(dt, &al)) {
+        /* no product: C = beta C on what this rank holds (beta = 0: zeros, C not read) */
+        if (mloc > 0 && nloc > 0) tess__host_scale(dt, mloc, nloc, &be, Cloc, dc->lld);
+        g->last.seconds = now_s() - t0;
+        return TESS_OK;
+    }
+    if (!tess__dtypes[dt].complex_) {
+        if (ta == 'C') ta = 'T';
+        if (tb == 'C') tb = 'T';
+    }
+
+    /* the two operands: A's selected dimension follows C's rows, B's C's columns */
+    struct tess__redist_op ops[2];
+    op_setup(&ops[0], g, A, da, ia, ja, es, ta == 'N' ? 1 : 0, k, m, &cr, ic, 0);
+    op_setup(&ops[1], g, B, db, ib, jb, es, tb == 'N' ? 0 : 1, k, n, &cc, jc, 1);
+    int st = tess__redist_plan(&ops[0]);
+    if (!st && (st = tess__redist_plan(&ops[1]))) tess__redist_free(&ops[0]);
+    if (st) return tess__comm_agree(g, st);
+    for (int i = 0; i < 2; i++) ops[i].in_place = tess__redist_in_place(&ops[i]);
+
+    /* k per pass: the panels of the largest rank fit the budget */
+    int64_t mmax = 0, nmax = 0;
+    for (int r = 0; r < P; r++) mmax = TESS__MAX(mmax, tess__redist_sel_count(&ops[0], r));
+    for (int c = 0; c < Q; c++) nmax = TESS__MAX(nmax, tess__redist_sel_count(&ops[1], c));
+    int64_t per_k = ((ops[0].in_place ? 0 : mmax) + (ops[1].in_place ? 0 : nmax)) * (int64_t)es;
+    int64_t budget = 0, kpass = k;
+    st = panel_budget(g, &budget);
+    if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
+    int64_t kc = per_k > 0 ? TESS__MAX(1, TESS__MIN(kpass, chunk_bytes() / per_k)) : kpass;
+
+    /* panel buffers for one pass, cached on the grid */
+    size_t abytes = ops[0].in_place ? 0 : ((size_t)mloc * (size_t)kpass * es + 255) & ~(size_t)255;
+    size_t bbytes = ops[1].in_place ? 0 : (size_t)nloc * (size_t)kpass * es;
+    if (!st && abytes + bbytes > g->ws_bytes) {
+        tess_free_host(g->ws);
+        g->ws_bytes = 0;
+        g->ws = tess_malloc_host(abytes + bbytes);
+        if (g->ws) g->ws_bytes = abytes + bbytes;
+        else st = tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of panel buffers: out of host memory "
+                             "(lower TESSERA_PGEMM_MEM)", abytes + bbytes);
+    }
+    struct exch x;
+    bool moving = !ops[0].in_place || !ops[1].in_place, xok = false;
+    if (!st && moving) xok = !(st = exch_init(&x, g, ops, es));
+    st = tess__comm_agree(g, st);
+    if (st) {
+        if (xok) exch_free(&x);
+        tess__redist_free(&ops[0]);
+        tess__redist_free(&ops[1]);
+        return st;
+    }
+    ops[0].buf = g->ws;
+    ops[1].buf = (char *)g->ws + abytes;
+
+    double tcomm = 0;
+    int passes = 0;
+    for (int64_t p0 = 0; p0 < k && !st; p0 += kpass) {
+        int64_t p1 = TESS__MIN(k, p0 + kpass), kp = p1 - p0;
+        passes++;
+        /* where the job reads op(A) and op(B) for this pass */
+        const void *Ap, *Bp;
+        int64_t lda, ldb;
+        if (ops[0].in_place) {
+            Ap = tess__redist_in_place_ptr(&ops[0], myrow, mycol, p0);
+            lda = ops[0].ldx;
+        } else {
+            ops[0].ldbuf = ta == 'N' ? TESS__MAX(1, mloc) : TESS__MAX(1, kp);
+            Ap = ops[0].buf;
+            lda = ops[0].ldbuf;
+        }
+        if (ops[1].in_place) {
+            Bp = tess__redist_in_place_ptr(&ops[1], myrow, mycol, p0);
+            ldb = ops[1].ldx;
+        } else {
+            ops[1].ldbuf = tb == 'N' ? TESS__MAX(1, kp) : TESS__MAX(1, nloc);
+            Bp = ops[1].buf;
+            ldb = ops[1].ldbuf;
+        }
+        _Atomic int64_t k_ready = moving ? 0 : kp;
+        struct tess__gemm_async *job = NULL;
+        int jst = TESS_OK;
+        if (mloc > 0 && nloc > 0)
+            jst = tess__gemm_start(dt, ta, tb, mloc, nloc, kp, &al, Ap, lda, Bp, ldb,
+                                   p0 == 0 ? &be : tess__scalar_one(dt), Cloc, dc->lld,
+                                   moving ? &k_ready : NULL, &job);
+        /* the exchange runs whatever happened to the job: the other ranks count on it */
+        int cst = TESS_OK;
+        if (moving) {
+            double tc = now_s();
+            int64_t nch = TESS__CEILDIV(kp, kc);
+            for (int64_t c = 0; c < nch && c < 2 && !cst; c++)
+                cst = exch_post(&x, (int)c, p0 + c * kc, TESS__MIN(p1, p0 + (c + 1) * kc), p0);
+            for (int64_t c = 0; c < nch && !cst; c++) {
+                cst = TESS__MPI(MPI_Wait(&x.req[c % 2], MPI_STATUS_IGNORE));
+                if (cst) break;
+                atomic_store_explicit(&k_ready, TESS__MIN(kp, (c + 1) * kc), memory_order_release);
+                if (c + 2 < nch)
+                    cst = exch_post(&x, (int)(c % 2), p0 + (c + 2) * kc,
+                                    TESS__MIN(p1, p0 + (c + 3) * kc), p0);
+            }
+            tcomm += now_s() - tc;
+            if (cst && job) tess__gemm_abort(job, cst);
+        }
+        if (job) jst = tess__gemm_finish(job);
+        st = tess__comm_agree(g, cst ? cst : jst);
+    }
+    if (moving) {
+        g->last.bytes_sent = x.sent;
+        g->last.bytes_received = x.recvd;
+        exch_free(&x);
+    }
+    tess__redist_free(&ops[0]);
+    tess__redist_free(&ops[1]);
+    g->last.seconds = now_s() - t0;
+    g->last.comm_seconds = tcomm;
+    g->last.passes = passes;
+    g->last.a_local = ops[0].in_place;
+    g->last.b_local = ops[1].in_place;
+    return st;
+}
+
+/* ---- argument checks: every rank, then agreement -------------------------------------- */
+
+/* FNV-1a over the arguments every rank must pass alike. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t desc_hash(uint64_t h, const tess_desc_t *d, int64_t i, int64_t j) {
+    int64_t v[10] = {d->m, d->n, d->imb, d->inb, d->mb, d->nb, d->rsrc, d->csrc, i, j};
+    return fnv(h, v, sizeof v);
+}
+
+static int pgemm_check(const char *fn, tess_grid_t *g, tess_dtype_t dt, tess_trans_t transa,
+                       tess_trans_t transb, int64_t m, int64_t n, int64_t k, const void *alpha,
+                       const void *A, int64_t ia, int64_t ja, const tess_desc_t *descA,
+                       const void *B, int64_t ib, int64_t jb, const tess_desc_t *descB,
+                       const void *beta, void *C, int64_t ic, int64_t jc,
+                       const tess_desc_t *descC, int pos) {
+#define BAD(...) tess__fail(TESS_EINVAL, "%s: argument %d " __VA_ARGS__)
+    if (transa != TESS_NO_TRANS && transa != TESS_TRANS && transa != TESS_CONJ_TRANS)
+        return BAD("(transa = %d) must be a tess_trans_t", fn, pos, (int)transa);
+    if (transb != TESS_NO_TRANS && transb != TESS_TRANS && transb != TESS_CONJ_TRANS)
+        return BAD("(transb = %d) must be a tess_trans_t", fn, pos + 1, (int)transb);
+    if (m < 0) return BAD("(m = %lld) must be >= 0", fn, pos + 2, (long long)m);
+    if (n < 0) return BAD("(n = %lld) must be >= 0", fn, pos + 3, (long long)n);
+    if (k < 0) return BAD("(k = %lld) must be >= 0", fn, pos + 4, (long long)k);
+    if (!alpha) return BAD("(alpha) must not be NULL", fn, pos + 5);
+    if (!descA) return BAD("(descA) must not be NULL", fn, pos + 9);
+    if (!descB) return BAD("(descB) must not be NULL", fn, pos + 13);
+    if (!beta) return BAD("(beta) must not be NULL", fn, pos + 14);
+    if (!descC) return BAD("(descC) must not be NULL", fn, pos + 18);
+#undef BAD
+    struct tess__comm_desc a = to_comm(descA), b = to_comm(descB), c = to_comm(descC);
+    bool na = transa == TESS_NO_TRANS, nb = transb == TESS_NO_TRANS;
+    struct tess__comm_argpos pa = {pos + 2, pos + 4, pos + 9}, pb = {pos + 4, pos + 3, pos + 13},
+                             pc = {pos + 2, pos + 3, pos + 18};
+    if (!na) pa.m = pos + 4, pa.n = pos + 2;
+    if (!nb) pb.m = pos + 3, pb.n = pos + 4;
+    char msg[512];
+    int st = tess__comm_desc_check(&c, "C", &g->at, ic, jc, m, n, &pc, NULL);
+    if (!st) st = tess__comm_desc_check(&a, "A", &g->at, ia, ja, na ? m : k, na ? k : m, &pa, NULL);
+    if (!st) st = tess__comm_desc_check(&b, "B", &g->at, ib, jb, nb ? k : n, nb ? n : k, &pb, NULL);
+    if (st) {
+        snprintf(msg, sizeof msg, "%s", tess_last_error());
+        return tess__fail(st, "%s: %s", fn, msg);
+    }
+    /* pointers: only where this rank holds part of the submatrix */
+    if (m > 0 && n > 0 && !C && tess_desc_local(g, descC, 0) > 0 && tess_desc_local(g, descC, 1) > 0)
+        return tess__fail(TESS_EINVAL, "%s: argument %d (C) must not be NULL", fn, pos + 15);
+    (void)A, (void)B, (void)dt;
+    return TESS_OK;
+}
+
+int tess_pgemm(tess_grid_t *g, tess_dtype_t dt, tess_trans_t transa, tess_trans_t transb,
+               int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
+               int64_t ja, const tess_desc_t *descA, const void *B, int64_t ib, int64_t jb,
+               const tess_desc_t *descB, const void *beta, void *C, int64_t ic, int64_t jc,
+               const tess_desc_t *descC) {
+    tess__clear_error();
+    if (!g) return tess__fail(TESS_EINVAL, "tess_pgemm: argument 1 (grid) must not be NULL");
+    if (!tess__comm_grid_in(g)) return TESS_OK;
+    int st = TESS_OK;
+    if ((unsigned)dt > TESS_Z)
+        st = tess__fail(TESS_EINVAL, "tess_pgemm: argument 2 (dtype = %d) must be a tess_dtype_t", (int)dt);
+    if (!st)
+        st = pgemm_check("tess_pgemm", g, dt, transa, transb, m, n, k, alpha, A, ia, ja, descA, B,
+                         ib, jb, descB, beta, C, ic, jc, descC, 3);
+    st = tess__comm_agree(g, st);
+    if (st) return st;
+    /* the same call on every rank: a hash of the global arguments must agree */
+    uint64_t h = 1469598103934665603ull;
+    int64_t v[6] = {dt, transa, transb, m, n, k};
+    h = fnv(h, v, sizeof v);
+    h = desc_hash(h, descA, ia, ja);
+    h = desc_hash(h, descB, ib, jb);
+    h = desc_hash(h, descC, ic, jc);
+    tess__scalar_t al, be;
+    tess__scalar_load(dt, &al, alpha);
+    tess__scalar_load(dt, &be, beta);
+    h = fnv(h, &al, tess__dtypes[dt].size);
+    h = fnv(h, &be, tess__dtypes[dt].size);
+    unsigned long long hv[2] = {h, ~h}, hm[2];
+    st = TESS__MPI(MPI_Allreduce(hv, hm, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, g->comm));
+    if (!st && hm[0] != ~hm[1])
+        st = tess__fail(TESS_EINVAL, "tess_pgemm: the ranks passed different arguments (sizes, "
+                        "transposes, scalars, descriptors or submatrix offsets must be the same "
+                        "on every rank)");
+    st = tess__comm_agree(g, st);
+    if (st) return st;
+    struct tess__comm_desc a = to_comm(descA), b = to_comm(descB), c = to_comm(descC);
+    char ta = transa == TESS_NO_TRANS ? 'N' : transa == TESS_TRANS ? 'T' : 'C';
+    char tb = transb == TESS_NO_TRANS ? 'N' : transb == TESS_TRANS ? 'T' : 'C';
+    return tess__pgemm_run(g, dt, ta, tb, m, n, k, alpha, A, ia, ja, &a, B, ib, jb, &b, beta, C,
+                           ic, jc, &c);
+}
+
+#define TYPED(name, dt, T, S, ALPHA, BETA)                                                        \
+    int name(tess_grid_t *g, tess_trans_t transa, tess_trans_t transb, int64_t m, int64_t n,     \
+             int64_t k, S alpha, const T *A, int64_t ia, int64_t ja, const tess_desc_t *descA,   \
+             const T *B, int64_t ib, int64_t jb, const tess_desc_t *descB, S beta, T *C,         \
+             int64_t ic, int64_t jc, const tess_desc_t *descC) {                                 \
+        return tess_pgemm(g, dt, transa, transb, m, n, k, ALPHA, A, ia, ja, descA, B, ib, jb,    \
+                          descB, BETA, C, ic, jc, descC);                                        \
+    }
+TYPED(tess_psgemm, TESS_S, float, float, &alpha, &beta)
+TYPED(tess_pdgemm, TESS_D, double, double, &alpha, &beta)
+TYPED(tess_pcgemm, TESS_C, void, const void *, alpha, beta)
+TYPED(tess_pzgemm, TESS_Z, void, const void *, alpha, beta)
+#undef TYPED

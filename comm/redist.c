@@ -1,0 +1,240 @@
+/* comm/redist.c: gathering what one rank's local GEMM needs of a distributed operand.
+ *
+ * For C = op(A) op(B) on a P x Q grid, process (r, c) owns the rows of sub(C) that C's row
+ * map gives to r and the columns C's column map gives to c. Its local update needs, of
+ * op(A), those rows and every k; of op(B), every k and those columns. In terms of the
+ * stored operand X (A or B) one dimension is "selected" (the rows or columns of sub(X)
+ * that match the destination's rows or columns of sub(C), in C's map) and the other is the
+ * k dimension, needed whole ("all"). Owner and destination of an index change only at
+ * block boundaries of the two maps, so each dimension is cut into segments: maximal ranges
+ * of sub(X) indices with one source process and one destination coordinate.
+ *
+ * The exchange of one k chunk [k0, k1) is one MPI_Ialltoallw: for every pair (owner,
+ * destination) an MPI datatype lists, in the same order on both sides (columns, then
+ * rows, segment by segment), the elements the owner holds and the destination needs: on
+ * the owner at their place in its local array, on the destination at their place in its
+ * panel buffer. MPI moves them directly (no packing by us); A's and B's pieces share the
+ * one call through absolute addresses (MPI_BOTTOM).
+ *
+ * An operand whose selected dimension follows C's map exactly and whose k dimension is
+ * not split over processes is used in place: every rank already holds what it needs, in
+ * local order (always on one rank; A = op(A) on a P x 1 grid and B = op(B) on a 1 x Q grid
+ * when their blocks match C's).
+ * Owns no memory but the segment lists; the buffers belong to pgemm.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "redist.h"
+
+/* Index of the block of d holding global index g. */
+static int64_t block_of(const struct tess__comm_bc *d, int64_t g) {
+    return g < d->ib ? 0 : 1 + (g - d->ib) / d->nb;
+}
+/* First global index after the block holding g. */
+static int64_t block_end(const struct tess__comm_bc *d, int64_t g) {
+    int64_t b = block_of(d, g);
+    return d->ib + b * d->nb;
+}
+
+static int cut_dim(struct tess__redist_dim *dm) {
+    int64_t L = dm->len, cap = 16, n = 0;
+    struct tess__redist_seg *s = malloc(sizeof *s * (size_t)cap);
+    if (!s) return tess__fail(TESS_ENOMEM, "pgemm: segment list: out of host memory");
+    int64_t tbase[64] = {0};
+    if (!dm->all)
+        for (int p = 0; p < dm->tgt.np && p < 64; p++) tbase[p] = tess__comm_bc_count(&dm->tgt, dm->toff, p);
+    for (int64_t a = 0; a < L;) {
+        int64_t g = dm->off + a, e = block_end(&dm->src, g) - dm->off;
+        if (!dm->all) e = TESS__MIN(e, block_end(&dm->tgt, dm->toff + a) - dm->toff);
+        e = TESS__MIN(e, L);
+        if (n == cap) {
+            cap *= 2;
+            struct tess__redist_seg *t = realloc(s, sizeof *s * (size_t)cap);
+            if (!t) {
+                free(s);
+                return tess__fail(TESS_ENOMEM, "pgemm: segment list: out of host memory");
+            }
+            s = t;
+        }
+        struct tess__redist_seg *x = &s[n++];
+        x->a = a;
+        x->len = e - a;
+        x->so = tess__comm_bc_g2p(&dm->src, g);
+        x->sl = tess__comm_bc_g2l(&dm->src, g);
+        if (dm->all) {
+            x->to = -1;
+            x->tl = a;
+        } else {
+            x->to = tess__comm_bc_g2p(&dm->tgt, dm->toff + a);
+            x->tl = tess__comm_bc_g2l(&dm->tgt, dm->toff + a) - tbase[x->to];
+        }
+        a = e;
+    }
+    dm->seg = s;
+    dm->nseg = (int)n;
+    return TESS_OK;
+}
+
+int tess__redist_plan(struct tess__redist_op *op) {
+    for (int d = 0; d < 2; d++) {
+        op->dim[d].seg = NULL;
+        op->dim[d].nseg = 0;
+    }
+    if (op->dim[0].tgt.np > 64 || op->dim[1].tgt.np > 64)
+        return tess__fail(TESS_ENOSYS, "pgemm: grids with more than 64 process rows or columns");
+    for (int d = 0; d < 2; d++) {
+        int rc = cut_dim(&op->dim[d]);
+        if (rc) {
+            tess__redist_free(op);
+            return rc;
+        }
+    }
+    return TESS_OK;
+}
+
+void tess__redist_free(struct tess__redist_op *op) {
+    for (int d = 0; d < 2; d++) {
+        free(op->dim[d].seg);
+        op->dim[d].seg = NULL;
+        op->dim[d].nseg = 0;
+    }
+}
+
+static bool same_map(const struct tess__comm_bc *x, const struct tess__comm_bc *y) {
+    return x->n == y->n && x->ib == y->ib && x->nb == y->nb && x->src == y->src && x->np == y->np;
+}
+
+bool tess__redist_in_place(const struct tess__redist_op *op) {
+    const struct tess__redist_dim *k = &op->dim[op->kdim], *s = &op->dim[1 - op->kdim];
+    if (k->src.np != 1) return false;
+    if (s->src.np == 1 && s->tgt.np == 1) return true; /* one process: local = global order */
+    if (s->taxis != 1 - op->kdim) return false; /* selected by the other kind of coordinate */
+    struct tess__comm_bc a = tess__comm_bc_sub(&s->src, s->off, s->len);
+    struct tess__comm_bc b = tess__comm_bc_sub(&s->tgt, s->toff, s->len);
+    return same_map(&a, &b);
+}
+
+int64_t tess__redist_sel_count(const struct tess__redist_op *op, int coord) {
+    const struct tess__redist_dim *s = &op->dim[1 - op->kdim];
+    int64_t l0, cnt;
+    tess__comm_bc_range(&s->tgt, s->toff, s->len, coord, &l0, &cnt);
+    return cnt;
+}
+
+const void *tess__redist_in_place_ptr(const struct tess__redist_op *op, int myrow, int mycol,
+                                      int64_t k0) {
+    int64_t idx[2];
+    int sd = 1 - op->kdim;
+    const struct tess__redist_dim *s = &op->dim[sd];
+    idx[sd] = tess__comm_bc_count(&s->src, s->off, sd == 0 ? myrow : mycol);
+    idx[op->kdim] = op->dim[op->kdim].off + k0; /* one process along k: local = global */
+    return (const char *)op->X + (size_t)(idx[0] + idx[1] * op->ldx) * op->es;
+}
+
+/* ---- datatypes of one (owner, destination) pair --------------------------------------- */
+
+/* The segments of dimension d owned by source coordinate so and wanted by destination
+ * coordinate dc (ignored for the k dimension, clipped to [k0, k1) there). */
+static int pick(const struct tess__redist_op *op, int d, int so, int dc, int64_t k0, int64_t k1,
+                int64_t kbase, struct tess__redist_seg *out) {
+    const struct tess__redist_dim *dm = &op->dim[d];
+    int n = 0;
+    for (int i = 0; i < dm->nseg; i++) {
+        struct tess__redist_seg x = dm->seg[i];
+        if (x.so != so) continue;
+        if (d == op->kdim) {
+            int64_t a = TESS__MAX(x.a, k0), e = TESS__MIN(x.a + x.len, k1);
+            if (a >= e) continue;
+            x.sl += a - x.a;
+            x.tl = a - kbase;  /* buffer index: relative to the pass */
+            x.len = e - a;
+            x.a = a;
+        } else if (x.to != dc) {
+            continue;
+        }
+        out[n++] = x;
+    }
+    return n;
+}
+
+/* The elements of op that owner (orow, ocol) holds and destination (drow, dcol) needs, k
+ * in [k0, k1) (pass-relative buffer index k - kbase): send side (addresses in the owner's
+ * local array) or receive side (addresses in the destination's buffer). *type is
+ * MPI_DATATYPE_NULL when there is nothing. */
+static int pair_type(const struct tess__redist_op *op, int orow, int ocol, int drow, int dcol,
+                     int64_t k0, int64_t k1, int64_t kbase, bool send, MPI_Datatype elem,
+                     struct tess__redist_seg *scratch, MPI_Datatype *type) {
+    *type = MPI_DATATYPE_NULL;
+    int sd = 1 - op->kdim;
+    int dcoord = op->dim[sd].taxis == 0 ? drow : dcol;
+    struct tess__redist_seg *rs = scratch, *cs = scratch + op->dim[0].nseg;
+    int nr = pick(op, 0, orow, dcoord, k0, k1, kbase, rs);
+    int nc = pick(op, 1, ocol, dcoord, k0, k1, kbase, cs);
+    if (nr == 0 || nc == 0) return TESS_OK;
+    /* rows: one hindexed type of the row segments within a column (byte offsets) */
+    int *bl = malloc(sizeof *bl * (size_t)(nr > nc ? nr : nc));
+    MPI_Aint *dp = malloc(sizeof *dp * (size_t)(nr > nc ? nr : nc));
+    MPI_Datatype *ct = malloc(sizeof *ct * (size_t)nc);
+    if (!bl || !dp || !ct) {
+        free(bl), free(dp), free(ct);
+        return tess__fail(TESS_ENOMEM, "pgemm: datatypes: out of host memory");
+    }
+    const char *base = send ? (const char *)op->X : (const char *)op->buf;
+    int64_t ld = send ? op->ldx : op->ldbuf;
+    MPI_Aint addr;
+    int st = TESS__MPI(MPI_Get_address(base, &addr));
+    for (int i = 0; i < nr && !st; i++) {
+        int64_t r = send ? rs[i].sl : rs[i].tl;
+        bl[i] = (int)rs[i].len;
+        dp[i] = (MPI_Aint)(r * (int64_t)op->es);
+    }
+    MPI_Datatype rowt = MPI_DATATYPE_NULL;
+    if (!st) st = TESS__MPI(MPI_Type_create_hindexed(nr, bl, dp, elem, &rowt));
+    int made = 0;
+    for (int j = 0; j < nc && !st; j++) {
+        int64_t c = send ? cs[j].sl : cs[j].tl;
+        st = TESS__MPI(MPI_Type_create_hvector((int)cs[j].len, 1, (MPI_Aint)(ld * (int64_t)op->es),
+                                               rowt, &ct[j]));
+        if (st) break;
+        made++;
+        bl[j] = 1;
+        dp[j] = addr + (MPI_Aint)(c * ld * (int64_t)op->es);
+    }
+    if (!st) st = TESS__MPI(MPI_Type_create_struct(nc, bl, dp, ct, type));
+    for (int j = 0; j < made; j++) MPI_Type_free(&ct[j]);
+    if (rowt != MPI_DATATYPE_NULL) MPI_Type_free(&rowt);
+    free(bl), free(dp), free(ct);
+    return st;
+}
+
+int tess__redist_types(const struct tess__redist_op *ops, int nops, const struct tess__comm_grid *g,
+                       int orow, int ocol, int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase,
+                       bool send, MPI_Datatype elem, MPI_Datatype *type) {
+    *type = MPI_DATATYPE_NULL;
+    MPI_Datatype parts[2];
+    int np = 0, st = TESS_OK;
+    (void)g;
+    for (int i = 0; i < nops && !st; i++) {
+        const struct tess__redist_op *op = &ops[i];
+        if (op->in_place) continue;
+        struct tess__redist_seg *scratch =
+            malloc(sizeof *scratch * (size_t)(op->dim[0].nseg + op->dim[1].nseg + 1));
+        if (!scratch) return tess__fail(TESS_ENOMEM, "pgemm: datatypes: out of host memory");
+        MPI_Datatype t;
+        st = pair_type(op, orow, ocol, drow, dcol, k0, k1, kbase, send, elem, scratch, &t);
+        free(scratch);
+        if (!st && t != MPI_DATATYPE_NULL) parts[np++] = t;
+    }
+    if (!st && np == 1) {
+        *type = parts[0];
+        np = 0;
+    } else if (!st && np == 2) {
+        int bl[2] = {1, 1};
+        MPI_Aint dp[2] = {0, 0};
+        st = TESS__MPI(MPI_Type_create_struct(2, bl, dp, parts, type));
+    }
+    for (int i = 0; i < np; i++) MPI_Type_free(&parts[i]);
+    if (!st && *type != MPI_DATATYPE_NULL) st = TESS__MPI(MPI_Type_commit(type));
+    return st;
+}

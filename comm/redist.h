@@ -1,0 +1,61 @@
+/* comm/redist.h: gathering the operand panels of the distributed GEMM (redist.c). See
+ * redist.c for the scheme; pgemm.c is the only user. */
+#ifndef TESS_REDIST_H
+#define TESS_REDIST_H
+
+#include "comm.h"
+
+/* A run of sub(X) indices along one dimension with one owner and one destination. */
+struct tess__redist_seg {
+    int64_t a, len;  /* sub(X) indices [a, a + len) */
+    int so;          /* owner's coordinate along this dimension */
+    int to;          /* destination's selecting coordinate, -1 on the k dimension */
+    int64_t sl;      /* owner's local index of a (in its local array) */
+    int64_t tl;      /* destination's buffer index of a */
+};
+
+/* One dimension of sub(X): its source map and, unless it is the k dimension (all), the map
+ * of C that selects which destination needs which index. */
+struct tess__redist_dim {
+    struct tess__comm_bc src;  /* X's map along this dimension (whole matrix) */
+    int64_t off, len;          /* sub(X): indices [off, off + len) of X */
+    int all;                   /* the k dimension: every destination needs all of it */
+    struct tess__comm_bc tgt;  /* C's map (rows or columns, whole matrix) */
+    int64_t toff;              /* sub(C)'s origin in that map */
+    int taxis;                 /* destination coordinate that selects: 0 row, 1 column */
+    struct tess__redist_seg *seg;
+    int nseg;
+};
+
+/* One operand: X's local array, its two dimensions, and this rank's buffer. */
+struct tess__redist_op {
+    const void *X;
+    int64_t ldx;
+    size_t es;
+    struct tess__redist_dim dim[2];  /* 0: rows of X, 1: columns */
+    int kdim;                        /* which one is k */
+    bool in_place;                   /* every rank uses its local array: nothing moves */
+    void *buf;                       /* this rank's panel buffer (column-major) */
+    int64_t ldbuf;
+};
+
+/* Cut both dimensions into segments (op's maps set); TESS_ENOMEM/ENOSYS. */
+int tess__redist_plan(struct tess__redist_op *op);
+void tess__redist_free(struct tess__redist_op *op);
+/* Whether every rank already holds what it needs of op in local order (the same answer
+ * on every rank: it depends on the maps only). */
+bool tess__redist_in_place(const struct tess__redist_op *op);
+/* How many selected indices the destination with that coordinate needs. */
+int64_t tess__redist_sel_count(const struct tess__redist_op *op, int coord);
+/* In place: the address of this rank's first needed element at k index k0 (ld = ldx). */
+const void *tess__redist_in_place_ptr(const struct tess__redist_op *op, int myrow, int mycol,
+                                      int64_t k0);
+/* The committed datatype (absolute addresses, for MPI_BOTTOM) of every element of the
+ * nops operands that owner (orow, ocol) holds and destination (drow, dcol) needs with k in
+ * [k0, k1): send side (in the owner's local arrays) or receive side (in the destination's
+ * buffers, k at buffer index k - kbase). MPI_DATATYPE_NULL when there is nothing. */
+int tess__redist_types(const struct tess__redist_op *ops, int nops, const struct tess__comm_grid *g,
+                       int orow, int ocol, int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase,
+                       bool send, MPI_Datatype elem, MPI_Datatype *type);
+
+#endif

@@ -15,9 +15,11 @@
  *   issue     round-robin over the slots, one k step each per round, up to TESS__DEPTH
  *             steps in flight per slot; step 0 loads C (unless beta = 0), the last step is
  *             followed by the write-back of C on the same stream. C stays on the device
- *             across all k steps.
- * When a pass made no progress the worker blocks on its oldest event, or sleeps briefly
- * on the runtime's condition variable when it has nothing in flight.
+ *             across all k steps. A step whose streamed operands have not arrived
+ *             (job_ops.ready) waits: its slot issues nothing this round.
+ * When a pass made no progress the worker blocks on its oldest event, naps 100 us when a
+ * slot waits for operands, or sleeps briefly on the runtime's condition variable when it
+ * has nothing in flight.
  *
  * Stream ownership: slot s uses stream s; only this thread queues work on this device's
  * streams. Locks taken here: a station's lock (rs.c), then the cache lock inside cache.c.

@@ -18,6 +18,7 @@
  * or an MPI error on one rank is reported on every rank and nobody waits for a rank that
  * gave up. Owns the grid's cached panel buffers (pinned when a GPU is used).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,16 +144,17 @@ struct exch {
     uint64_t sent, recvd;
 };
 
-static int exch_post(struct exch *x, int slot, int64_t k0, int64_t k1, int64_t kbase) {
+static int exch_post(struct exch *x, int slot, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
+                     int64_t s1) {
     struct tess__comm_grid *g = x->g;
     int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK;
     for (int j = 0; j < x->size && !st; j++) {
         MPI_Datatype ts = MPI_DATATYPE_NULL, tr = MPI_DATATYPE_NULL;
         st = tess__redist_types(x->ops, 2, g, me_r, me_c, x->prow[j], x->pcol[j], k0, k1, kbase,
-                                true, x->elem, &ts);
+                                s0, s1, true, x->elem, &ts);
         if (!st)
             st = tess__redist_types(x->ops, 2, g, x->prow[j], x->pcol[j], me_r, me_c, k0, k1,
-                                    kbase, false, x->elem, &tr);
+                                    kbase, s0, s1, false, x->elem, &tr);
         x->ty_s[slot][j] = ts != MPI_DATATYPE_NULL ? ts : x->elem;
         x->ty_r[slot][j] = tr != MPI_DATATYPE_NULL ? tr : x->elem;
         x->cnt_s[j] = ts != MPI_DATATYPE_NULL;
@@ -333,27 +335,44 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
             Bp = ops[1].buf;
             ldb = ops[1].ldbuf;
         }
-        _Atomic int64_t k_ready = moving ? 0 : kp;
+        /* the pipeline's unit: a k chunk of both operands, or, when one operand moves, a
+         * range of each destination's rows of op(A) ('m') or columns of op(B) ('n') with
+         * all of this pass's k: tasks along that dimension start as their part lands */
+        char mode = !ops[0].in_place && !ops[1].in_place ? 'k' : !ops[0].in_place ? 'm' : 'n';
+        int64_t lmine = mode == 'm' ? mloc : nloc, unit, nunits;
+        if (mode == 'k') {
+            unit = kc;
+            nunits = TESS__CEILDIV(kp, kc);
+        } else {
+            unit = TESS__MAX(1, chunk_bytes() / (kp * (int64_t)es));
+            nunits = TESS__CEILDIV(mode == 'm' ? mmax : nmax, unit);
+        }
+        _Atomic int64_t ready = moving ? 0 : kp;
         struct tess__gemm_async *job = NULL;
         int jst = TESS_OK;
         if (mloc > 0 && nloc > 0)
             jst = tess__gemm_start(dt, ta, tb, mloc, nloc, kp, &al, Ap, lda, Bp, ldb,
                                    p0 == 0 ? &be : tess__scalar_one(dt), Cloc, dc->lld,
-                                   moving ? &k_ready : NULL, &job);
+                                   moving ? &ready : NULL, mode, &job);
         /* the exchange runs whatever happened to the job: the other ranks count on it */
         int cst = TESS_OK;
         if (moving) {
             double tc = now_s();
-            int64_t nch = TESS__CEILDIV(kp, kc);
-            for (int64_t c = 0; c < nch && c < 2 && !cst; c++)
-                cst = exch_post(&x, (int)c, p0 + c * kc, TESS__MIN(p1, p0 + (c + 1) * kc), p0);
-            for (int64_t c = 0; c < nch && !cst; c++) {
-                cst = TESS__MPI(MPI_Wait(&x.req[c % 2], MPI_STATUS_IGNORE));
-                if (cst) break;
-                atomic_store_explicit(&k_ready, TESS__MIN(kp, (c + 1) * kc), memory_order_release);
-                if (c + 2 < nch)
-                    cst = exch_post(&x, (int)(c % 2), p0 + (c + 2) * kc,
-                                    TESS__MIN(p1, p0 + (c + 3) * kc), p0);
+            for (int64_t u = 0; u < nunits + 2 && !cst; u++) {
+                if (u >= 2) { /* unit u - 2 landed: its tasks may go */
+                    cst = TESS__MPI(MPI_Wait(&x.req[u % 2], MPI_STATUS_IGNORE));
+                    if (cst) break;
+                    int64_t done = (u - 1) * unit;
+                    atomic_store_explicit(&ready, TESS__MIN(mode == 'k' ? kp : lmine, done),
+                                          memory_order_release);
+                }
+                if (u < nunits) {
+                    if (mode == 'k')
+                        cst = exch_post(&x, (int)(u % 2), p0 + u * unit,
+                                        TESS__MIN(p1, p0 + (u + 1) * unit), p0, 0, INT64_MAX);
+                    else
+                        cst = exch_post(&x, (int)(u % 2), p0, p1, p0, u * unit, (u + 1) * unit);
+                }
             }
             tcomm += now_s() - tc;
             if (cst && job) tess__gemm_abort(job, cst);

@@ -9,7 +9,9 @@
  * block boundaries of the two maps, so each dimension is cut into segments: maximal ranges
  * of sub(X) indices with one source process and one destination coordinate.
  *
- * The exchange of one k chunk [k0, k1) is one MPI_Ialltoallw: for every pair (owner,
+ * The exchange of one chunk (a k range [k0, k1) of both operands; or, when only one
+ * operand moves, a range [s0, s1) of each destination's selected buffer indices with all
+ * k) is one MPI_Ialltoallw: for every pair (owner,
  * destination) an MPI datatype lists, in the same order on both sides (columns, then
  * rows, segment by segment), the elements the owner holds and the destination needs: on
  * the owner at their place in its local array, on the destination at their place in its
@@ -134,10 +136,11 @@ const void *tess__redist_in_place_ptr(const struct tess__redist_op *op, int myro
 
 /* ---- datatypes of one (owner, destination) pair --------------------------------------- */
 
-/* The segments of dimension d owned by source coordinate so and wanted by destination
- * coordinate dc (ignored for the k dimension, clipped to [k0, k1) there). */
+/* The segments of dimension d owned by source coordinate so: on the k dimension those in
+ * [k0, k1), at buffer index k - kbase; on the selected one those destination coordinate dc
+ * wants, at buffer indices within [s0, s1). */
 static int pick(const struct tess__redist_op *op, int d, int so, int dc, int64_t k0, int64_t k1,
-                int64_t kbase, struct tess__redist_seg *out) {
+                int64_t kbase, int64_t s0, int64_t s1, struct tess__redist_seg *out) {
     const struct tess__redist_dim *dm = &op->dim[d];
     int n = 0;
     for (int i = 0; i < dm->nseg; i++) {
@@ -150,8 +153,14 @@ static int pick(const struct tess__redist_op *op, int d, int so, int dc, int64_t
             x.tl = a - kbase;  /* buffer index: relative to the pass */
             x.len = e - a;
             x.a = a;
-        } else if (x.to != dc) {
-            continue;
+        } else {
+            if (x.to != dc) continue;
+            int64_t lo = TESS__MAX(x.tl, s0), hi = TESS__MIN(x.tl + x.len, s1);
+            if (lo >= hi) continue;
+            x.a += lo - x.tl;
+            x.sl += lo - x.tl;
+            x.len = hi - lo;
+            x.tl = lo;
         }
         out[n++] = x;
     }
@@ -163,14 +172,15 @@ static int pick(const struct tess__redist_op *op, int d, int so, int dc, int64_t
  * local array) or receive side (addresses in the destination's buffer). *type is
  * MPI_DATATYPE_NULL when there is nothing. */
 static int pair_type(const struct tess__redist_op *op, int orow, int ocol, int drow, int dcol,
-                     int64_t k0, int64_t k1, int64_t kbase, bool send, MPI_Datatype elem,
+                     int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, bool send,
+                     MPI_Datatype elem,
                      struct tess__redist_seg *scratch, MPI_Datatype *type) {
     *type = MPI_DATATYPE_NULL;
     int sd = 1 - op->kdim;
     int dcoord = op->dim[sd].taxis == 0 ? drow : dcol;
     struct tess__redist_seg *rs = scratch, *cs = scratch + op->dim[0].nseg;
-    int nr = pick(op, 0, orow, dcoord, k0, k1, kbase, rs);
-    int nc = pick(op, 1, ocol, dcoord, k0, k1, kbase, cs);
+    int nr = pick(op, 0, orow, dcoord, k0, k1, kbase, s0, s1, rs);
+    int nc = pick(op, 1, ocol, dcoord, k0, k1, kbase, s0, s1, cs);
     if (nr == 0 || nc == 0) return TESS_OK;
     /* rows: one hindexed type of the row segments within a column (byte offsets) */
     int *bl = malloc(sizeof *bl * (size_t)(nr > nc ? nr : nc));
@@ -210,7 +220,7 @@ static int pair_type(const struct tess__redist_op *op, int orow, int ocol, int d
 
 int tess__redist_types(const struct tess__redist_op *ops, int nops, const struct tess__comm_grid *g,
                        int orow, int ocol, int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase,
-                       bool send, MPI_Datatype elem, MPI_Datatype *type) {
+                       int64_t s0, int64_t s1, bool send, MPI_Datatype elem, MPI_Datatype *type) {
     *type = MPI_DATATYPE_NULL;
     MPI_Datatype parts[2];
     int np = 0, st = TESS_OK;
@@ -222,7 +232,7 @@ int tess__redist_types(const struct tess__redist_op *ops, int nops, const struct
             malloc(sizeof *scratch * (size_t)(op->dim[0].nseg + op->dim[1].nseg + 1));
         if (!scratch) return tess__fail(TESS_ENOMEM, "pgemm: datatypes: out of host memory");
         MPI_Datatype t;
-        st = pair_type(op, orow, ocol, drow, dcol, k0, k1, kbase, send, elem, scratch, &t);
+        st = pair_type(op, orow, ocol, drow, dcol, k0, k1, kbase, s0, s1, send, elem, scratch, &t);
         free(scratch);
         if (!st && t != MPI_DATATYPE_NULL) parts[np++] = t;
     }

@@ -52,10 +52,11 @@ const void *tess__redist_in_place_ptr(const struct tess__redist_op *op, int myro
                                       int64_t k0);
 /* The committed datatype (absolute addresses, for MPI_BOTTOM) of every element of the
  * nops operands that owner (orow, ocol) holds and destination (drow, dcol) needs with k in
- * [k0, k1): send side (in the owner's local arrays) or receive side (in the destination's
- * buffers, k at buffer index k - kbase). MPI_DATATYPE_NULL when there is nothing. */
+ * [k0, k1) and selected index at buffer positions [s0, s1): send side (in the owner's
+ * local arrays) or receive side (in the destination's buffers, k at buffer index
+ * k - kbase). MPI_DATATYPE_NULL when there is nothing. */
 int tess__redist_types(const struct tess__redist_op *ops, int nops, const struct tess__comm_grid *g,
                        int orow, int ocol, int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase,
-                       bool send, MPI_Datatype elem, MPI_Datatype *type);
+                       int64_t s0, int64_t s1, bool send, MPI_Datatype elem, MPI_Datatype *type);
 
 #endif

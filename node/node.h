@@ -100,9 +100,12 @@ struct tess__job {
     const void *A, *B;
     void *C;
     int64_t lda, ldb;
-    /* Streaming operands (ops->ready): the leading k indices of A and B that are in place;
-     * grows while the job runs, written by the submitting thread. NULL: all of them. */
-    const _Atomic int64_t *k_ready;
+    /* Streaming operands (ops->ready): how much of A and B is in place, as a count of
+     * leading indices along dimension ready_dim ('k': k indices of both; 'm': rows of
+     * op(A), all k; 'n': columns of op(B), all k); grows while the job runs, written by
+     * the submitting thread. NULL: everything is there. */
+    const _Atomic int64_t *ready;
+    char ready_dim;
     /* tasks and completion */
     struct tess__task *tasks;
     int ntasks;

@@ -118,7 +118,7 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
     }
 
     struct tess__gemm_async *h;
-    int rc = tess__gemm_start(dt, ta, tb, m, n, k, &al, A, lda, B, ldb, &be, C, ldc, NULL, &h);
+    int rc = tess__gemm_start(dt, ta, tb, m, n, k, &al, A, lda, B, ldb, &be, C, ldc, NULL, 0, &h);
     return rc ? rc : tess__gemm_finish(h);
 }
 
@@ -130,9 +130,13 @@ struct tess__gemm_async {
 };
 
 static bool gemm_ready(const struct tess__job *job, const struct tess__task *t, int s) {
-    (void)t;
-    int64_t end = TESS__MIN(job->k, ((int64_t)s + 1) * job->tile);
-    return atomic_load_explicit(job->k_ready, memory_order_acquire) >= end;
+    int64_t T = job->tile, end;
+    switch (job->ready_dim) {
+    case 'm': end = (int64_t)t->i * T + t->m; break;
+    case 'n': end = (int64_t)t->j * T + t->n; break;
+    default: end = TESS__MIN(job->k, ((int64_t)s + 1) * T); break;
+    }
+    return atomic_load_explicit(job->ready, memory_order_acquire) >= end;
 }
 
 static const struct tess__job_ops gemm_stream_ops = {.name = "gemm", .step = gemm_step,
@@ -141,7 +145,7 @@ static const struct tess__job_ops gemm_stream_ops = {.name = "gemm", .step = gem
 int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
                      const tess__scalar_t *al, const void *A, int64_t lda, const void *B,
                      int64_t ldb, const tess__scalar_t *be, void *C, int64_t ldc,
-                     const _Atomic int64_t *k_ready, struct tess__gemm_async **out) {
+                     const _Atomic int64_t *ready, char ready_dim, struct tess__gemm_async **out) {
     *out = NULL;
     struct tess__rt *rt;
     int rc = tess__rt_get(&rt);
@@ -150,8 +154,9 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     if (!h) return tess__fail(TESS_ENOMEM, "gemm: out of host memory");
     h->rt = rt;
     struct tess__job *job = &h->job;
-    job->ops = k_ready ? &gemm_stream_ops : &gemm_ops;
-    job->k_ready = k_ready;
+    job->ops = ready ? &gemm_stream_ops : &gemm_ops;
+    job->ready = ready;
+    job->ready_dim = ready_dim;
     job->dt = dt;
     job->tile = tess__rt_tile(rt, dt, m, n, k);
     int64_t T = job->tile;
@@ -179,17 +184,19 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
         return tess__fail(TESS_ENOMEM, "gemm: task list: out of host memory");
     }
     size_t es = tess__dtypes[dt].size;
-    for (int64_t j = 0, x = 0; j < nt; j++)
-        for (int64_t i = 0; i < mt; i++, x++) {
-            struct tess__task *t = &job->tasks[x];
-            t->job = job;
-            t->i = (int32_t)i, t->j = (int32_t)j;
-            t->nsteps = (int32_t)kt;
-            t->m = TESS__MIN(T, m - i * T);
-            t->n = TESS__MIN(T, n - j * T);
-            t->c = (char *)C + (size_t)(i * T + j * T * ldc) * es;
-            t->load_c = !tess__scalar_is_zero(dt, be);
-        }
+    /* queue order: column by column, or row by row when op(A) arrives by rows */
+    bool by_row = ready && ready_dim == 'm';
+    for (int64_t x = 0; x < mt * nt; x++) {
+        int64_t i = by_row ? x / nt : x % mt, j = by_row ? x % nt : x / mt;
+        struct tess__task *t = &job->tasks[x];
+        t->job = job;
+        t->i = (int32_t)i, t->j = (int32_t)j;
+        t->nsteps = (int32_t)kt;
+        t->m = TESS__MIN(T, m - i * T);
+        t->n = TESS__MIN(T, n - j * T);
+        t->c = (char *)C + (size_t)(i * T + j * T * ldc) * es;
+        t->load_c = !tess__scalar_is_zero(dt, be);
+    }
     rc = tess__rt_submit(rt, job);
     if (rc) {
         free(job->tasks);

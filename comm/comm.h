@@ -236,6 +236,10 @@ struct tess__comm_grid {
     void *ws;
     size_t ws_bytes;
     struct tess_pgemm_stats last;
+    /* xport_nccl.c: the NCCL transport, opened on first use; nccl_state 0 not tried,
+     * 1 open, 2 not available on this grid (then MPI carries everything) */
+    struct tess__nccl *nccl;
+    int nccl_state;
 };
 
 /* Build a nprow x npcol grid over comm (collective over comm; comm itself is left alone).
@@ -325,6 +329,35 @@ struct tess__xport_ops {
 };
 
 extern const struct tess__xport_ops tess__xport_mpi;
+
+/* ---- xport_nccl.c: panels GPU to GPU inside a node (see the file) -------------------- */
+
+struct tess__nccl;
+struct tess__redist_op;
+/* The grid's NCCL transport, opened on first use (collective over g->comm): TESS_ENOSYS
+ * on every rank when any rank cannot use it (no NCCL or CUDA in the build,
+ * TESSERA_PGEMM_NCCL=0, ranks on several nodes, a rank whose runtime has no GPU as device
+ * 0); other errors are agreed. Closed by tess_grid_free. */
+int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out);
+void tess__nccl_close(struct tess__nccl *n);
+/* The runtime device whose memory holds the panels, and its heap size. */
+int tess__nccl_device(const struct tess__nccl *n);
+size_t tess__nccl_heap_bytes(const struct tess__nccl *n);
+/* How many units may be queued before waiting for the oldest. */
+int tess__nccl_units_in_flight(void);
+/* Device memory from the runtime's heap on that device (freed after the stream drains). */
+int tess__nccl_alloc(struct tess__nccl *n, size_t bytes, void **ptr, void **handle);
+void tess__nccl_free(struct tess__nccl *n, void *handle);
+/* Queue one exchange unit (k in [k0, k1), selected buffer positions in [s0, s1)) of the
+ * two operands ops (their buf: device panels) among the size ranks with coordinates
+ * prow/pcol; its completion is event slot (mod the units in flight). Adds the bytes sent
+ * to and received from other ranks to *sent, *recvd. */
+int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
+                    const struct tess__redist_op *ops, const int *prow, const int *pcol, int size,
+                    int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, int slot,
+                    uint64_t *sent, uint64_t *recvd);
+/* Wait for unit slot: TESS_OK, TESS_EDEVICE or TESS_ECOMM. */
+int tess__nccl_wait(struct tess__nccl *n, int slot);
 
 /* ---- pgemm.c: the distributed GEMM ------------------------------------------------------ */
 

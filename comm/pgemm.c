@@ -55,6 +55,7 @@ int tess_grid_info(const tess_grid_t *g, int *nprow, int *npcol, int *myrow, int
 
 void tess_grid_free(tess_grid_t *g) {
     if (!g) return;
+    tess__nccl_close(g->nccl);
     tess_free_host(g->ws);
     tess__comm_grid_destroy(g);
     free(g);
@@ -282,15 +283,34 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     for (int r = 0; r < P; r++) mmax = TESS__MAX(mmax, tess__redist_sel_count(&ops[0], r));
     for (int c = 0; c < Q; c++) nmax = TESS__MAX(nmax, tess__redist_sel_count(&ops[1], c));
     int64_t per_k = ((ops[0].in_place ? 0 : mmax) + (ops[1].in_place ? 0 : nmax)) * (int64_t)es;
+    bool moving = !ops[0].in_place || !ops[1].in_place, xok = false;
+    /* the transport: NCCL (panels in device memory) when the whole grid shares a node and
+     * every rank drives a GPU, MPI through host memory otherwise */
+    struct tess__nccl *nc = NULL;
+    if (moving) {
+        st = tess__nccl_get(g, &nc);
+        if (st == TESS_ENOSYS) st = TESS_OK;
+    }
     int64_t budget = 0, kpass = k;
-    st = panel_budget(g, &budget);
+    if (!st && nc) {
+        long long v = (long long)(tess__nccl_heap_bytes(nc) / 2), mn = 0;
+        st = TESS__MPI(MPI_Allreduce(&v, &mn, 1, MPI_LONG_LONG, MPI_MIN, g->comm));
+        budget = (int64_t)mn;
+    } else if (!st) {
+        st = panel_budget(g, &budget);
+    }
     if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
-    int64_t kc = per_k > 0 ? TESS__MAX(1, TESS__MIN(kpass, chunk_bytes() / per_k)) : kpass;
+    int64_t cbytes = nc ? TESS__MAX(chunk_bytes(), (int64_t)512 << 20) : chunk_bytes();
+    int64_t kc = per_k > 0 ? TESS__MAX(1, TESS__MIN(kpass, cbytes / per_k)) : kpass;
 
-    /* panel buffers for one pass, cached on the grid */
+    /* panel buffers for one pass: device memory from the runtime's heap (NCCL), or host
+     * memory cached on the grid (MPI) */
     size_t abytes = ops[0].in_place ? 0 : ((size_t)mloc * (size_t)kpass * es + 255) & ~(size_t)255;
     size_t bbytes = ops[1].in_place ? 0 : (size_t)nloc * (size_t)kpass * es;
-    if (!st && abytes + bbytes > g->ws_bytes) {
+    void *panel = NULL, *panel_h = NULL;
+    if (!st && nc && abytes + bbytes > 0) {
+        st = tess__nccl_alloc(nc, abytes + bbytes, &panel, &panel_h);
+    } else if (!st && abytes + bbytes > g->ws_bytes) {
         tess_free_host(g->ws);
         g->ws_bytes = 0;
         g->ws = tess_malloc_host(abytes + bbytes);
@@ -298,18 +318,19 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         else st = tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of panel buffers: out of host memory "
                              "(lower TESSERA_PGEMM_MEM)", abytes + bbytes);
     }
+    if (!nc) panel = g->ws;
     struct exch x;
-    bool moving = !ops[0].in_place || !ops[1].in_place, xok = false;
     if (!st && moving) xok = !(st = exch_init(&x, g, ops, es));
     st = tess__comm_agree(g, st);
     if (st) {
         if (xok) exch_free(&x);
+        if (panel_h) tess__nccl_free(nc, panel_h);
         tess__redist_free(&ops[0]);
         tess__redist_free(&ops[1]);
         return st;
     }
-    ops[0].buf = g->ws;
-    ops[1].buf = (char *)g->ws + abytes;
+    ops[0].buf = panel;
+    ops[1].buf = (char *)panel + abytes;
 
     double tcomm = 0;
     int passes = 0;
@@ -344,35 +365,40 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
             unit = kc;
             nunits = TESS__CEILDIV(kp, kc);
         } else {
-            unit = TESS__MAX(1, chunk_bytes() / (kp * (int64_t)es));
+            unit = TESS__MAX(1, cbytes / (kp * (int64_t)es));
             nunits = TESS__CEILDIV(mode == 'm' ? mmax : nmax, unit);
         }
         _Atomic int64_t ready = moving ? 0 : kp;
         struct tess__gemm_async *job = NULL;
         int jst = TESS_OK;
+        struct tess__gemm_opts jo = {.ready = moving ? &ready : NULL, .ready_dim = mode,
+                                     .a_dev = nc && !ops[0].in_place ? tess__nccl_device(nc) : -1,
+                                     .b_dev = nc && !ops[1].in_place ? tess__nccl_device(nc) : -1};
         if (mloc > 0 && nloc > 0)
             jst = tess__gemm_start(dt, ta, tb, mloc, nloc, kp, &al, Ap, lda, Bp, ldb,
-                                   p0 == 0 ? &be : tess__scalar_one(dt), Cloc, dc->lld,
-                                   moving ? &ready : NULL, mode, &job);
+                                   p0 == 0 ? &be : tess__scalar_one(dt), Cloc, dc->lld, &jo, &job);
         /* the exchange runs whatever happened to the job: the other ranks count on it */
         int cst = TESS_OK;
         if (moving) {
             double tc = now_s();
-            for (int64_t u = 0; u < nunits + 2 && !cst; u++) {
-                if (u >= 2) { /* unit u - 2 landed: its tasks may go */
-                    cst = TESS__MPI(MPI_Wait(&x.req[u % 2], MPI_STATUS_IGNORE));
+            /* W units in flight: unit u is queued once unit u - W landed */
+            int W = nc ? tess__nccl_units_in_flight() : 2;
+            for (int64_t u = 0; u < nunits + W && !cst; u++) {
+                if (u >= W) { /* unit u - W landed: its tasks may go */
+                    cst = nc ? tess__nccl_wait(nc, (int)(u - W))
+                             : TESS__MPI(MPI_Wait(&x.req[u % 2], MPI_STATUS_IGNORE));
                     if (cst) break;
-                    int64_t done = (u - 1) * unit;
+                    int64_t done = (u - W + 1) * unit;
                     atomic_store_explicit(&ready, TESS__MIN(mode == 'k' ? kp : lmine, done),
                                           memory_order_release);
                 }
-                if (u < nunits) {
-                    if (mode == 'k')
-                        cst = exch_post(&x, (int)(u % 2), p0 + u * unit,
-                                        TESS__MIN(p1, p0 + (u + 1) * unit), p0, 0, INT64_MAX);
-                    else
-                        cst = exch_post(&x, (int)(u % 2), p0, p1, p0, u * unit, (u + 1) * unit);
-                }
+                if (u >= nunits) continue;
+                int64_t k0 = p0, k1 = p1, s0 = 0, s1 = INT64_MAX;
+                if (mode == 'k') k0 = p0 + u * unit, k1 = TESS__MIN(p1, p0 + (u + 1) * unit);
+                else s0 = u * unit, s1 = (u + 1) * unit;
+                cst = nc ? tess__nccl_unit(nc, g, ops, x.prow, x.pcol, x.size, k0, k1, p0, s0, s1,
+                                           (int)u, &x.sent, &x.recvd)
+                         : exch_post(&x, (int)(u % 2), k0, k1, p0, s0, s1);
             }
             tcomm += now_s() - tc;
             if (cst && job) tess__gemm_abort(job, cst);
@@ -385,6 +411,8 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         g->last.bytes_received = x.recvd;
         exch_free(&x);
     }
+    if (panel_h) tess__nccl_free(nc, panel_h);
+    g->last.nccl = nc != NULL;
     tess__redist_free(&ops[0]);
     tess__redist_free(&ops[1]);
     g->last.seconds = now_s() - t0;

@@ -248,3 +248,27 @@ int tess__redist_types(const struct tess__redist_op *ops, int nops, const struct
     if (!st && *type != MPI_DATATYPE_NULL) st = TESS__MPI(MPI_Type_commit(type));
     return st;
 }
+
+/* ---- the same pieces as a list of 2D blocks (the NCCL transport packs them itself) ------ */
+
+int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, int ocol, int drow,
+                        int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1,
+                        tess__redist_block_fn fn, void *arg) {
+    for (int i = 0; i < nops; i++) {
+        const struct tess__redist_op *op = &ops[i];
+        if (op->in_place) continue;
+        int sd = 1 - op->kdim;
+        int dcoord = op->dim[sd].taxis == 0 ? drow : dcol;
+        struct tess__redist_seg *rs =
+            malloc(sizeof *rs * (size_t)(op->dim[0].nseg + op->dim[1].nseg + 1));
+        if (!rs) return tess__fail(TESS_ENOMEM, "pgemm: blocks: out of host memory");
+        struct tess__redist_seg *cs = rs + op->dim[0].nseg;
+        int nr = pick(op, 0, orow, dcoord, k0, k1, kbase, s0, s1, rs);
+        int nc = pick(op, 1, ocol, dcoord, k0, k1, kbase, s0, s1, cs);
+        for (int c = 0; c < nc && nr > 0; c++)
+            for (int r = 0; r < nr; r++)
+                fn(arg, i, rs[r].sl, cs[c].sl, rs[r].tl, cs[c].tl, rs[r].len, cs[c].len);
+        free(rs);
+    }
+    return TESS_OK;
+}

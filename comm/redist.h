@@ -59,4 +59,14 @@ int tess__redist_types(const struct tess__redist_op *ops, int nops, const struct
                        int orow, int ocol, int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase,
                        int64_t s0, int64_t s1, bool send, MPI_Datatype elem, MPI_Datatype *type);
 
+/* The same elements as tess__redist_types, as a list of blocks in a fixed order (operand,
+ * column segment, row segment): fn gets the operand index, the block's first row and
+ * column in the owner's local array (sr, sc), in the destination's buffer (tr, tc), and
+ * its shape. Both sides enumerate the same blocks in the same order. */
+typedef void (*tess__redist_block_fn)(void *arg, int op, int64_t sr, int64_t sc, int64_t tr,
+                                      int64_t tc, int64_t rows, int64_t cols);
+int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, int ocol, int drow,
+                        int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1,
+                        tess__redist_block_fn fn, void *arg);
+
 #endif

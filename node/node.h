@@ -106,6 +106,10 @@ struct tess__job {
      * the submitting thread. NULL: everything is there. */
     const _Atomic int64_t *ready;
     char ready_dim;
+    /* A or B homed in device memory (runtime device index, -1: host); such a job runs on
+     * devices only, never on the CPU worker (device_only). */
+    int a_dev, b_dev;
+    bool device_only;
     /* tasks and completion */
     struct tess__task *tasks;
     int ntasks;

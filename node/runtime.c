@@ -353,7 +353,8 @@ int tess__rt_submit(struct tess__rt *rt, struct tess__job *job) {
     job->dev_mask = 0;
     for (int i = 0; i < rt->ndev; i++) {
         struct tess__dev *d = rt->dev[i];
-        if ((d->desc.caps & TESS__CAP_UNIFIED) || d->heap_bytes >= 3 * job->blk_bytes)
+        if ((d->desc.caps & TESS__CAP_UNIFIED) ? !job->device_only
+                                               : d->heap_bytes >= 3 * job->blk_bytes)
             job->dev_mask |= 1u << i;
     }
     if (!job->dev_mask)

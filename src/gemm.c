@@ -40,6 +40,19 @@ static void gemm_step(const struct tess__job *job, const struct tess__task *t, i
         out->b.key.rows = (int32_t)t->n, out->b.key.cols = (int32_t)kk;
     }
     out->b.key.ld = job->ldb;
+    /* operands in device memory (the distributed GEMM's panels): homed there */
+    if (job->a_dev >= 0) {
+        out->a.home = TESS__HOME_DEV;
+        out->a.home_dev = job->a_dev;
+        out->a.home_ptr = (void *)out->a.key.addr;
+        out->a.home_ld = job->lda;
+    }
+    if (job->b_dev >= 0) {
+        out->b.home = TESS__HOME_DEV;
+        out->b.home_dev = job->b_dev;
+        out->b.home_ptr = (void *)out->b.key.addr;
+        out->b.home_ld = job->ldb;
+    }
     out->ta = job->ta;
     out->tb = job->tb;
     out->m = t->m;
@@ -118,7 +131,7 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
     }
 
     struct tess__gemm_async *h;
-    int rc = tess__gemm_start(dt, ta, tb, m, n, k, &al, A, lda, B, ldb, &be, C, ldc, NULL, 0, &h);
+    int rc = tess__gemm_start(dt, ta, tb, m, n, k, &al, A, lda, B, ldb, &be, C, ldc, NULL, &h);
     return rc ? rc : tess__gemm_finish(h);
 }
 
@@ -145,7 +158,7 @@ static const struct tess__job_ops gemm_stream_ops = {.name = "gemm", .step = gem
 int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
                      const tess__scalar_t *al, const void *A, int64_t lda, const void *B,
                      int64_t ldb, const tess__scalar_t *be, void *C, int64_t ldc,
-                     const _Atomic int64_t *ready, char ready_dim, struct tess__gemm_async **out) {
+                     const struct tess__gemm_opts *opts, struct tess__gemm_async **out) {
     *out = NULL;
     struct tess__rt *rt;
     int rc = tess__rt_get(&rt);
@@ -154,9 +167,13 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     if (!h) return tess__fail(TESS_ENOMEM, "gemm: out of host memory");
     h->rt = rt;
     struct tess__job *job = &h->job;
+    const _Atomic int64_t *ready = opts ? opts->ready : NULL;
     job->ops = ready ? &gemm_stream_ops : &gemm_ops;
     job->ready = ready;
-    job->ready_dim = ready_dim;
+    job->ready_dim = opts ? opts->ready_dim : 0;
+    job->a_dev = opts ? opts->a_dev : -1;
+    job->b_dev = opts ? opts->b_dev : -1;
+    job->device_only = job->a_dev >= 0 || job->b_dev >= 0;
     job->dt = dt;
     job->tile = tess__rt_tile(rt, dt, m, n, k);
     int64_t T = job->tile;
@@ -185,7 +202,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     }
     size_t es = tess__dtypes[dt].size;
     /* queue order: column by column, or row by row when op(A) arrives by rows */
-    bool by_row = ready && ready_dim == 'm';
+    bool by_row = ready && job->ready_dim == 'm';
     for (int64_t x = 0; x < mt * nt; x++) {
         int64_t i = by_row ? x / nt : x % mt, j = by_row ? x % nt : x / mt;
         struct tess__task *t = &job->tasks[x];

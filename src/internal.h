@@ -104,6 +104,7 @@ struct tess__config {
     /* the distributed GEMM (comm/pgemm.c) */
     int64_t pgemm_mem;       /* TESSERA_PGEMM_MEM: panel bytes per rank, 0 = automatic */
     int64_t pgemm_chunk;     /* TESSERA_PGEMM_CHUNK: bytes received per exchange step */
+    int pgemm_nccl;          /* TESSERA_PGEMM_NCCL: use NCCL inside a node when possible */
 };
 
 /* Fill cfg from the environment (defaults for unset knobs). Returns TESS_EINVAL with a

@@ -75,6 +75,8 @@ static const struct knob knobs[] = {
      "distributed GEMM: host bytes per rank for gathered panels; 0 = 40% of RAM / ranks per node"},
     {"TESSERA_PGEMM_CHUNK", K_BYTES, "128M", OFF(pgemm_chunk), 0,
      "distributed GEMM: bytes a rank receives per pipelined exchange step (look-ahead unit)"},
+    {"TESSERA_PGEMM_NCCL", K_INT, "1", OFF(pgemm_nccl), 0,
+     "distributed GEMM: 1 = panels GPU to GPU over NCCL when all ranks share a node and have GPUs"},
 };
 #undef OFF
 #define NKNOBS (sizeof knobs / sizeof knobs[0])

@@ -76,18 +76,29 @@ bool tess__l3_real_is(tess_dtype_t dt, const void *p, double v);
 
 /* ---- gemm.c: the GEMM job, for callers other than tess_?gemm (comm/pgemm.c) ------------ */
 
-/* Start C = alpha op(A) op(B) + beta C on column-major host arrays (ta, tb 'N', 'T', 'C';
+/* Options of a GEMM job started by another layer. */
+struct tess__gemm_opts {
+    /* NULL, or how much of the operands is in place, along ready_dim: 'k' (leading k
+     * indices of A and B), 'm' (leading rows of op(A), all k; B complete) or 'n' (leading
+     * columns of op(B), all k; A complete). The caller raises it (release order) while the
+     * job runs; tasks wait for their steps and are queued along that dimension first. */
+    const _Atomic int64_t *ready;
+    char ready_dim;
+    /* -1: A (B) is in host memory; else the runtime device index whose memory holds it
+     * (A, B are then device pointers: tiles are fetched D2D or P2P from there, and the
+     * job runs on devices only, never on the CPU worker). */
+    int a_dev, b_dev;
+};
+
+/* Start C = alpha op(A) op(B) + beta C on column-major arrays (ta, tb 'N', 'T', 'C';
  * m, n, k >= 1, alpha != 0; arguments already checked) and return without waiting.
- * ready: NULL, or how much of the operands is in place, along ready_dim: 'k' (leading k
- * indices of A and B), 'm' (leading rows of op(A), all k; B complete) or 'n' (leading
- * columns of op(B), all k; A complete). The caller raises it (release order) while the job
- * runs; tasks wait for their steps. Tasks are queued along that dimension first.
- * Then tess__gemm_finish (always, exactly once) waits, frees and returns the status. */
+ * opts NULL: host operands, all in place. Then tess__gemm_finish (always, exactly once)
+ * waits, frees and returns the status. */
 struct tess__gemm_async;
 int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
                      const tess__scalar_t *alpha, const void *A, int64_t lda, const void *B,
                      int64_t ldb, const tess__scalar_t *beta, void *C, int64_t ldc,
-                     const _Atomic int64_t *ready, char ready_dim, struct tess__gemm_async **h);
+                     const struct tess__gemm_opts *opts, struct tess__gemm_async **h);
 /* The operands will never arrive: fail the job (tasks waiting are cancelled). */
 void tess__gemm_abort(struct tess__gemm_async *h, int status);
 int tess__gemm_finish(struct tess__gemm_async *h);

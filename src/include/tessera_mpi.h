@@ -93,6 +93,7 @@ typedef struct tess_pgemm_stats {
     uint64_t bytes_received;  /* operand bytes this rank received */
     int passes;               /* node-runtime jobs (k split when the panels exceed the budget) */
     int a_local, b_local;     /* operand used in place (no gather needed on any rank) */
+    int nccl;                 /* panels moved GPU to GPU with NCCL (else MPI, host memory) */
 } tess_pgemm_stats_t;
 TESS_API int tess_pgemm_last_stats(const tess_grid_t *grid, tess_pgemm_stats_t *out);
 

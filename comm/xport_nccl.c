@@ -1,0 +1,326 @@
+/* comm/xport_nccl.c: the NCCL transport of the distributed GEMM, for grids whose ranks all
+ * share one node and each drive a GPU: panels travel GPU to GPU (NVLink where there is
+ * one) and land in device memory, where the node runtime reads them as tiles homed on the
+ * device (cache: TESS__HOME_DEV), never through host memory.
+ *
+ * One exchange (one pipeline unit of pgemm.c) on the transport's stream, for every peer:
+ *   pack     the pieces this rank owns and the peer needs: 2D H2D copies from the local
+ *            array into a packed send buffer (device), in tess__redist_blocks' order;
+ *   self     the pieces this rank owns and needs itself: H2D straight into its panel;
+ *   send     ncclSend/ncclRecv of the packed pieces, all peers in one group;
+ *   unpack   2D D2D copies from the receive buffer into the panel;
+ * then an event: when it completes, the unit is in the panel (pgemm.c raises the job's
+ * ready count). Buffers (panel, send, receive) come from the runtime's heap on the rank's
+ * first GPU (tess__cache_alloc_work), so they count against the same memory as tiles.
+ *
+ * Owns the NCCL communicator (one per grid, created on first use), its stream and events.
+ * Stream ownership: only the calling thread of tess_p?gemm queues work on this stream.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "redist.h"
+
+#if defined(TESS_HAVE_NCCL) && defined(TESS_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "../node/node.h"
+
+#define NEV 8 /* units in flight at most */
+
+struct tess__nccl {
+    ncclComm_t comm;
+    struct tess__rt *rt;
+    int dev;                 /* runtime device index of the GPU used */
+    int ordinal;             /* its CUDA ordinal */
+    cudaStream_t stream;
+    cudaEvent_t ev[NEV];
+    struct tess__blk *sbuf, *rbuf;
+    size_t scap, rcap;
+    /* scratch: block lists */
+    struct nblk { int op; int64_t sr, sc, tr, tc, rows, cols; } *b;
+    size_t nb, capb;
+};
+
+static int cuda_st(cudaError_t e, const char *what) {
+    if (e == cudaSuccess) return TESS_OK;
+    return tess__fail(TESS_EDEVICE, "pgemm (NCCL transport): %s: %s", what, cudaGetErrorString(e));
+}
+static int nccl_st(ncclResult_t r, const char *what) {
+    if (r == ncclSuccess) return TESS_OK;
+    return tess__fail(TESS_ECOMM, "pgemm (NCCL transport): %s: %s", what, ncclGetErrorString(r));
+}
+
+/* Whether this rank can take part: knob, a CUDA device as runtime device 0. */
+static int local_ok(struct tess__rt **rt) {
+    struct tess__config cfg;
+    if (tess__config_load(&cfg) || !cfg.pgemm_nccl) return 0;
+    if (tess__rt_get(rt)) return 0;
+    return (*rt)->ndev > 0 && (*rt)->dev[0]->desc.kind == TESS_DEV_CUDA;
+}
+
+int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
+    *out = NULL;
+    if (g->nccl_state == 2) return TESS_ENOSYS;
+    if (g->nccl_state == 1) {
+        *out = g->nccl;
+        return TESS_OK;
+    }
+    /* eligible only if every rank is on this node and has a GPU (the same answer everywhere) */
+    struct tess__rt *rt = NULL;
+    int ok = local_ok(&rt), size = 0, local = 0, all = 0;
+    MPI_Comm node;
+    MPI_Comm_size(g->comm, &size);
+    int st = TESS__MPI(MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    if (!st) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    ok = ok && !st && local == size;
+    if (TESS__MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, g->comm)) || !all) {
+        g->nccl_state = 2;
+        return TESS_ENOSYS;
+    }
+    struct tess__nccl *n = calloc(1, sizeof *n);
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    st = n ? TESS_OK : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    if (!st) {
+        n->rt = rt;
+        n->dev = 0;
+        n->ordinal = tess__cuda_ordinal(&rt->cfg, 0);
+        st = cuda_st(cudaSetDevice(n->ordinal), "cudaSetDevice");
+    }
+    if (!st) st = cuda_st(cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    for (int i = 0; i < NEV && !st; i++)
+        st = cuda_st(cudaEventCreateWithFlags(&n->ev[i], cudaEventDisableTiming), "cudaEventCreate");
+    if (!st && g->rank == 0) st = nccl_st(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    st = tess__comm_agree(g, st);
+    if (!st) st = TESS__MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, g->comm));
+    if (!st) st = nccl_st(ncclCommInitRank(&n->comm, size, id, g->rank), "ncclCommInitRank");
+    st = tess__comm_agree(g, st);
+    if (st) {
+        tess__nccl_close(n);
+        g->nccl_state = 2;
+        return st;
+    }
+    g->nccl = n;
+    g->nccl_state = 1;
+    *out = n;
+    return TESS_OK;
+}
+
+void tess__nccl_close(struct tess__nccl *n) {
+    if (!n) return;
+    if (n->ordinal >= 0) cudaSetDevice(n->ordinal);
+    if (n->stream) cudaStreamSynchronize(n->stream);
+    if (n->sbuf) tess__cache_free_work(&n->rt->cache, n->sbuf);
+    if (n->rbuf) tess__cache_free_work(&n->rt->cache, n->rbuf);
+    if (n->comm) ncclCommDestroy(n->comm);
+    for (int i = 0; i < NEV; i++)
+        if (n->ev[i]) cudaEventDestroy(n->ev[i]);
+    if (n->stream) cudaStreamDestroy(n->stream);
+    free(n->b);
+    free(n);
+}
+
+int tess__nccl_device(const struct tess__nccl *n) { return n->dev; }
+int tess__nccl_units_in_flight(void) { return NEV; }
+
+size_t tess__nccl_heap_bytes(const struct tess__nccl *n) { return n->rt->dev[n->dev]->heap_bytes; }
+
+int tess__nccl_alloc(struct tess__nccl *n, size_t bytes, void **ptr, void **handle) {
+    struct tess__blk *b;
+    int rc = tess__cache_alloc_work(&n->rt->cache, n->dev, bytes ? bytes : 256, &b);
+    if (rc) return tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of device memory for the panels", bytes);
+    *ptr = b->ptr;
+    *handle = b;
+    return TESS_OK;
+}
+
+void tess__nccl_free(struct tess__nccl *n, void *handle) {
+    if (!handle) return;
+    cudaSetDevice(n->ordinal);
+    cudaStreamSynchronize(n->stream);
+    tess__cache_free_work(&n->rt->cache, handle);
+}
+
+static void collect(void *arg, int op, int64_t sr, int64_t sc, int64_t tr, int64_t tc,
+                    int64_t rows, int64_t cols) {
+    struct tess__nccl *n = arg;
+    if (n->nb == n->capb) {
+        size_t cap = n->capb ? 2 * n->capb : 256;
+        void *p = realloc(n->b, cap * sizeof *n->b);
+        if (!p) return; /* noticed by the caller: nb stays below the count */
+        n->b = p;
+        n->capb = cap;
+    }
+    n->b[n->nb++] = (struct nblk){op, sr, sc, tr, tc, rows, cols};
+}
+
+/* The blocks of pair (o -> d) into n->b; returns their bytes, or -1 out of memory. */
+static int64_t blocks(struct tess__nccl *n, const struct tess__redist_op *ops, int orow, int ocol,
+                      int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
+                      int64_t s1) {
+    n->nb = 0;
+    size_t before = 0;
+    (void)before;
+    if (tess__redist_blocks(ops, 2, orow, ocol, drow, dcol, k0, k1, kbase, s0, s1, collect, n))
+        return -1;
+    int64_t bytes = 0;
+    for (size_t i = 0; i < n->nb; i++)
+        bytes += n->b[i].rows * n->b[i].cols * (int64_t)ops[n->b[i].op].es;
+    return bytes;
+}
+
+static int grow(struct tess__nccl *n, struct tess__blk **b, size_t *cap, size_t need) {
+    if (need <= *cap) return TESS_OK;
+    int st = cuda_st(cudaStreamSynchronize(n->stream), "cudaStreamSynchronize");
+    if (st) return st;
+    if (*b) tess__cache_free_work(&n->rt->cache, *b);
+    *b = NULL;
+    *cap = 0;
+    if (tess__cache_alloc_work(&n->rt->cache, n->dev, need, b))
+        return tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of device memory for the exchange buffers", need);
+    *cap = need;
+    return TESS_OK;
+}
+
+int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
+                    const struct tess__redist_op *ops, const int *prow, const int *pcol, int size,
+                    int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, int slot,
+                    uint64_t *sent, uint64_t *recvd) {
+    int me_r = g->at.myrow, me_c = g->at.mycol, st;
+    if ((st = cuda_st(cudaSetDevice(n->ordinal), "cudaSetDevice"))) return st;
+    /* sizes of everything sent and received */
+    size_t stot = 0, rtot = 0;
+    for (int j = 0; j < size; j++) {
+        if (j == g->rank) continue;
+        int64_t sb = blocks(n, ops, me_r, me_c, prow[j], pcol[j], k0, k1, kbase, s0, s1);
+        int64_t rb = blocks(n, ops, prow[j], pcol[j], me_r, me_c, k0, k1, kbase, s0, s1);
+        if (sb < 0 || rb < 0) return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+        stot += (size_t)sb, rtot += (size_t)rb;
+    }
+    if ((st = grow(n, &n->sbuf, &n->scap, stot)) || (st = grow(n, &n->rbuf, &n->rcap, rtot)))
+        return st;
+    *sent += stot;
+    *recvd += rtot;
+    /* self: straight into the panel */
+    if (blocks(n, ops, me_r, me_c, me_r, me_c, k0, k1, kbase, s0, s1) < 0)
+        return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    for (size_t i = 0; i < n->nb && !st; i++) {
+        const struct nblk *b = &n->b[i];
+        const struct tess__redist_op *op = &ops[b->op];
+        size_t es = op->es;
+        st = cuda_st(cudaMemcpy2DAsync((char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es,
+                                       (size_t)op->ldbuf * es,
+                                       (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es,
+                                       (size_t)op->ldx * es, (size_t)b->rows * es, (size_t)b->cols,
+                                       cudaMemcpyHostToDevice, n->stream),
+                     "H2D into the panel");
+    }
+    /* pack what the peers need */
+    size_t off = 0;
+    size_t *soff = calloc((size_t)size * 2 + 2, sizeof *soff);
+    if (!soff) return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    size_t *roff = soff + size + 1;
+    for (int j = 0; j < size && !st; j++) {
+        soff[j] = off;
+        if (j == g->rank) continue;
+        if (blocks(n, ops, me_r, me_c, prow[j], pcol[j], k0, k1, kbase, s0, s1) < 0) {
+            st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+            break;
+        }
+        for (size_t i = 0; i < n->nb && !st; i++) {
+            const struct nblk *b = &n->b[i];
+            const struct tess__redist_op *op = &ops[b->op];
+            size_t es = op->es, w = (size_t)b->rows * es;
+            st = cuda_st(cudaMemcpy2DAsync((char *)n->sbuf->ptr + off, w,
+                                           (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es,
+                                           (size_t)op->ldx * es, w, (size_t)b->cols,
+                                           cudaMemcpyHostToDevice, n->stream),
+                         "H2D pack");
+            off += w * (size_t)b->cols;
+        }
+    }
+    soff[size] = off;
+    /* the exchange */
+    off = 0;
+    for (int j = 0; j < size && !st; j++) {
+        roff[j] = off;
+        if (j == g->rank) continue;
+        int64_t rb = blocks(n, ops, prow[j], pcol[j], me_r, me_c, k0, k1, kbase, s0, s1);
+        off += (size_t)rb;
+    }
+    roff[size] = off;
+    if (!st) st = nccl_st(ncclGroupStart(), "ncclGroupStart");
+    for (int j = 0; j < size && !st; j++) {
+        if (j == g->rank) continue;
+        size_t sb = soff[j + 1] - soff[j], rb = roff[j + 1] - roff[j];
+        if (sb) st = nccl_st(ncclSend((char *)n->sbuf->ptr + soff[j], sb, ncclChar, j, n->comm, n->stream), "ncclSend");
+        if (!st && rb) st = nccl_st(ncclRecv((char *)n->rbuf->ptr + roff[j], rb, ncclChar, j, n->comm, n->stream), "ncclRecv");
+    }
+    if (!st) st = nccl_st(ncclGroupEnd(), "ncclGroupEnd");
+    /* unpack into the panel */
+    for (int j = 0; j < size && !st; j++) {
+        if (j == g->rank) continue;
+        if (blocks(n, ops, prow[j], pcol[j], me_r, me_c, k0, k1, kbase, s0, s1) < 0) {
+            st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+            break;
+        }
+        size_t o = roff[j];
+        for (size_t i = 0; i < n->nb && !st; i++) {
+            const struct nblk *b = &n->b[i];
+            const struct tess__redist_op *op = &ops[b->op];
+            size_t es = op->es, w = (size_t)b->rows * es;
+            st = cuda_st(cudaMemcpy2DAsync((char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es,
+                                           (size_t)op->ldbuf * es, (const char *)n->rbuf->ptr + o, w,
+                                           w, (size_t)b->cols, cudaMemcpyDeviceToDevice, n->stream),
+                         "D2D unpack");
+            o += w * (size_t)b->cols;
+        }
+    }
+    free(soff);
+    if (!st) st = cuda_st(cudaEventRecord(n->ev[slot % NEV], n->stream), "cudaEventRecord");
+    return st;
+}
+
+int tess__nccl_wait(struct tess__nccl *n, int slot) {
+    cudaSetDevice(n->ordinal);
+    int st = cuda_st(cudaEventSynchronize(n->ev[slot % NEV]), "cudaEventSynchronize");
+    if (!st) {
+        ncclResult_t ar = ncclSuccess;
+        if (ncclCommGetAsyncError(n->comm, &ar) == ncclSuccess && ar != ncclSuccess)
+            st = nccl_st(ar, "asynchronous NCCL error");
+    }
+    return st;
+}
+
+#else /* no NCCL in this build: the MPI transport carries everything */
+
+int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
+    (void)g;
+    *out = NULL;
+    return TESS_ENOSYS;
+}
+void tess__nccl_close(struct tess__nccl *n) { (void)n; }
+int tess__nccl_device(const struct tess__nccl *n) { (void)n; return -1; }
+int tess__nccl_units_in_flight(void) { return 1; }
+size_t tess__nccl_heap_bytes(const struct tess__nccl *n) { (void)n; return 0; }
+int tess__nccl_alloc(struct tess__nccl *n, size_t bytes, void **ptr, void **handle) {
+    (void)n, (void)bytes, (void)ptr, (void)handle;
+    return TESS_ENOSYS;
+}
+void tess__nccl_free(struct tess__nccl *n, void *handle) { (void)n, (void)handle; }
+int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
+                    const struct tess__redist_op *ops, const int *prow, const int *pcol, int size,
+                    int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, int slot,
+                    uint64_t *sent, uint64_t *recvd) {
+    (void)n, (void)g, (void)ops, (void)prow, (void)pcol, (void)size, (void)k0, (void)k1;
+    (void)kbase, (void)s0, (void)s1, (void)slot, (void)sent, (void)recvd;
+    return TESS_ENOSYS;
+}
+int tess__nccl_wait(struct tess__nccl *n, int slot) { (void)n, (void)slot; return TESS_ENOSYS; }
+
+#endif

@@ -50,9 +50,56 @@ for n in $sizes; do
     grep -E "median|^  [0-9]" "$OUT/gemm_${p}_${n}.log" | sed 's/^/    /'
   done
 done
+# --- pageable staging (issue 3; src/backend/stage.c): the same DGEMM on malloc'd operands,
+# no --pinned; TESSERA_SUMMARY=1 adds the staging line (bytes staged, direct fallbacks, pool).
+run "tessera-gemm d n=16384 pageable" gemm_d_16384_pageable.log env TESSERA_SUMMARY=1 ./build-gpu/tessera-gemm -m 16384 -p d -r "${GPU_CHECK_REPS:-2}"
+grep -E "median|^  [0-9]|staging" "$OUT/gemm_d_16384_pageable.log" | sed 's/^/    /'
+# --- end pageable staging
 if [ -n "${GPU_CHECK_BENCH:-}" ] && [ -x build-gpu/tessera-bench ]; then
   run "tessera-bench" bench.log ./build-gpu/tessera-bench $GPU_CHECK_BENCH --csv "$OUT/bench.csv"
   cat "$OUT/bench.log"
+fi
+# ---- level 3 on the GPU, issue 4 (tessera-bench --routine) ---------------------------------
+# Correctness: every routine (tessera rows, probe-verified warm-up + 1 run) in d and z at each
+# size of GPU_CHECK_L3CHECK (default 8192; "" skips), twice: the default options with the
+# in-core cuBLAS rows (and the check of cuBLAS TRMM with C == B, which the CUDA backend's TRMM
+# tile kernel relies on), then side R, uplo U, trans C, diag U (tessera only).
+# GPU_CHECK_L3BENCH: arguments for the level-3 table ("" skips it), e.g. on one H100
+#   "--routine all -p d,z,s,c -n 16384 --xt-blocks 8192 --time-limit 330" (about 6 min).
+if [ -x build-gpu/tessera-bench ]; then
+  for n in ${GPU_CHECK_L3CHECK-8192}; do
+    run "level3 d,z n=$n LLNN+incore"  "l3check_${n}_LLNN.log" ./build-gpu/tessera-bench \
+        --routine all -p d,z -n "$n" --reps 1 --skip xt
+    grep -E "^\| [dz]|C == B" "$OUT/l3check_${n}_LLNN.log" | sed 's/^/    /'
+    run "level3 d,z n=$n RUCU"         "l3check_${n}_RUCU.log" ./build-gpu/tessera-bench \
+        --routine all -p d,z -n "$n" --reps 1 --skip incore,xt --side R --uplo U --trans C --diag U
+    grep -E "^\| [dz]" "$OUT/l3check_${n}_RUCU.log" | sed 's/^/    /'
+  done
+  if [ -n "${GPU_CHECK_L3BENCH:-}" ]; then
+    run "tessera-bench level 3" l3bench.log ./build-gpu/tessera-bench $GPU_CHECK_L3BENCH \
+        --csv "$OUT/l3bench.csv"
+    cat "$OUT/l3bench.log"
+  fi
+fi
+# ---- end level 3
+# ---- drop-in BLAS, issue 5 (GPU_CHECK_DROPIN=1) --------------------------------------------
+# tessera-crossover (about 3 minutes: GPU_CHECK_CROSSOVER_S, default 170 s of measuring) times
+# the CPU BLAS against tessera per shape and precision and fits the drop-in's routing model:
+# crossover.log ends with the export lines and the C snippet for src/blas/defaults.h,
+# crossover.csv has the table. numpy-bench.sh then times numpy a @ b (n = 16384) and the small
+# products with and without the drop-in, under the fitted values. Both run on the system's
+# OpenBLAS, as numpy does (LD_LIBRARY_PATH, which points at the devkit's, is unset when the
+# system has a libopenblas.so.0).
+if [ "${GPU_CHECK_DROPIN:-0}" = 1 ]; then
+  sysblas=()
+  ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0 ' && sysblas=(env -u LD_LIBRARY_PATH)
+  run "tessera-crossover"            crossover.log  "${sysblas[@]}" ./build-gpu/tessera-crossover \
+      --time-limit "${GPU_CHECK_CROSSOVER_S:-170}" --csv "$OUT/crossover.csv"
+  sed -n '/^# crossovers/,$p' "$OUT/crossover.log"
+  fitted=($(grep '^export TESSERA_BLAS_' "$OUT/crossover.log" | sed 's/^export //'))
+  run "numpy-bench (fitted model)"   numpy_bench.log "${sysblas[@]}" env "${fitted[@]}" \
+      BUILD=build-gpu bash jobs/numpy-bench.sh
+  cat "$OUT/numpy_bench.log"
 fi
 echo; echo "== summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ' | paste -sd,))"
 printf '%s\n' "${summary[@]}"

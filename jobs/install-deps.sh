@@ -5,9 +5,11 @@
 # Environment: TESS_DEPS_EXTRA="pkg ..." adds packages.
 set -euo pipefail
 # libblas-test, python3-numpy, octave: the drop-in library's tests (reference BLAS testers,
-# numpy and Octave under LD_PRELOAD; octave installs in about 20 s here)
+# numpy and Octave under LD_PRELOAD; octave installs in about 20 s here);
+# libscalapack-openmpi-dev: the oracle of the distributed GEMM's test (test_pgemm_mpi)
 pkgs=(cmake make gcc pkg-config libopenblas-dev openmpi-bin libopenmpi-dev
-      libblas3 libblas-test python3-numpy octave ${TESS_DEPS_EXTRA:-})
+      libblas3 libblas-test python3-numpy octave libscalapack-openmpi-dev
+      ${TESS_DEPS_EXTRA:-})
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

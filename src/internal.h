@@ -81,6 +81,8 @@ struct tess__config {
     int64_t tile;            /* TESSERA_TILE: tile edge in elements, 0 = automatic */
     int streams;             /* TESSERA_STREAMS: streams (concurrent tasks) per GPU */
     int64_t dev_mem;         /* TESSERA_DEVICE_MEM: heap bytes per GPU, 0 = all free but a margin */
+    int64_t staging;         /* TESSERA_STAGING: pinned staging bytes per GPU for pageable operands, 0 = off */
+    int staging_threads;     /* TESSERA_STAGING_THREADS: staging threads (all GPUs), 0 = min(8, cores/2) */
     int cpu_worker;          /* TESSERA_CPU_WORKER: -1 auto, 0 off, 1 on */
     int rs_size;             /* TESSERA_RS: reservation-station slots per device */
     int p2p;                 /* TESSERA_P2P: allow peer-to-peer tile fetches */
@@ -98,8 +100,14 @@ struct tess__config {
     char cpu_blas[256];      /* TESSERA_CPU_BLAS: the CPU BLAS library dlopen'ed (hostblas.c) */
     /* the drop-in library libtessera_blas.so (src/blas/) */
     int blas_force;          /* TESSERA_BLAS_FORCE: 1 = every level-3 call to the runtime */
-    int blas_min_dim;        /* TESSERA_BLAS_MIN_DIM: smallest m, n, k sent to the runtime */
-    double blas_min_volume;  /* TESSERA_BLAS_MIN_VOLUME: smallest m*n*k sent to the runtime */
+    /* the crossover model (src/blas/model.h): which calls the devices win */
+    char blas_cpu_gflops[64];  /* TESSERA_BLAS_CPU_GFLOPS: CPU BLAS rate, "v" or "s,d,c,z" */
+    char blas_dev_gflops[64];  /* TESSERA_BLAS_DEV_GFLOPS: devices' rate, "v" or "s,d,c,z" */
+    double blas_dev_half;    /* TESSERA_BLAS_DEV_HALF: dimension at half the device rate */
+    double blas_link_gbs;    /* TESSERA_BLAS_LINK_GBS: host <-> devices GB/s, pageable */
+    double blas_overhead_us; /* TESSERA_BLAS_OVERHEAD_US: fixed cost of one tessera call */
+    double blas_margin;      /* TESSERA_BLAS_MARGIN: the devices must win by this factor */
+    int blas_emulated;       /* TESSERA_BLAS_EMULATED: emulated devices count as GPUs */
     int blas_verbose;        /* TESSERA_BLAS_VERBOSE: 1 = one summary line at exit */
     /* the distributed GEMM (comm/pgemm.c) */
     int64_t pgemm_mem;       /* TESSERA_PGEMM_MEM: panel bytes per rank, 0 = automatic */

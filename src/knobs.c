@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "blas/defaults.h"  /* the drop-in model's defaults */
 
 enum knob_type { K_INT, K_BYTES, K_DOUBLE, K_STR, K_AUTO01 };
 
@@ -30,6 +31,10 @@ static const struct knob knobs[] = {
      "streams per GPU, each running one task (1..8)"},
     {"TESSERA_DEVICE_MEM", K_BYTES, "0", OFF(dev_mem), 0,
      "heap bytes per GPU (suffix K, M, G); 0 = all free memory but a margin"},
+    {"TESSERA_STAGING", K_BYTES, "2G", OFF(staging), 0,
+     "pinned staging bytes per GPU for pageable operands, taken on demand; 0 = copy directly"},
+    {"TESSERA_STAGING_THREADS", K_INT, "0", OFF(staging_threads), 0,
+     "threads copying pageable operands to and from staging (all GPUs); 0 = min(8, cores/2)"},
     {"TESSERA_CPU_WORKER", K_AUTO01, "auto", OFF(cpu_worker), 0,
      "CPU cores as a device: auto (only when no other device), 0, 1"},
     {"TESSERA_RS", K_INT, "8", OFF(rs_size), 0,
@@ -64,11 +69,24 @@ static const struct knob knobs[] = {
      sizeof(((struct tess__config *)0)->cpu_blas),
      "CPU BLAS library (CBLAS level 3) for host kernels and the drop-in's CPU path"},
     {"TESSERA_BLAS_FORCE", K_INT, "0", OFF(blas_force), 0,
-     "drop-in: 1 = every GEMM to the runtime, whatever its shape (testing)"},
-    {"TESSERA_BLAS_MIN_DIM", K_INT, "128", OFF(blas_min_dim), 0,
-     "drop-in: GEMM goes to the runtime only if min(m, n, k) >= this (placeholder)"},
-    {"TESSERA_BLAS_MIN_VOLUME", K_DOUBLE, "16777216", OFF(blas_min_volume), 0,
-     "drop-in: ... and m*n*k >= this (placeholder, 256^3)"},
+     "drop-in: 1 = every level-3 call to the runtime, whatever its shape or devices (testing)"},
+    /* the drop-in's crossover model (src/blas/model.h; defaults in src/blas/defaults.h) */
+    {"TESSERA_BLAS_CPU_GFLOPS", K_STR, TESS__BLAS_DEF_CPU_GFLOPS, OFF(blas_cpu_gflops),
+     sizeof(((struct tess__config *)0)->blas_cpu_gflops),
+     "drop-in model: CPU BLAS GFLOP/s, one value or s,d,c,z (tessera-crossover measures it)"},
+    {"TESSERA_BLAS_DEV_GFLOPS", K_STR, TESS__BLAS_DEF_DEV_GFLOPS, OFF(blas_dev_gflops),
+     sizeof(((struct tess__config *)0)->blas_dev_gflops),
+     "drop-in model: all GPUs' GFLOP/s on large operands, one value or s,d,c,z"},
+    {"TESSERA_BLAS_DEV_HALF", K_DOUBLE, TESS__BLAS_DEF_DEV_HALF, OFF(blas_dev_half), 0,
+     "drop-in model: min(m, n, k) at which the GPUs reach half their rate"},
+    {"TESSERA_BLAS_LINK_GBS", K_DOUBLE, TESS__BLAS_DEF_LINK_GBS, OFF(blas_link_gbs), 0,
+     "drop-in model: host <-> GPUs GB/s for pageable operands"},
+    {"TESSERA_BLAS_OVERHEAD_US", K_DOUBLE, TESS__BLAS_DEF_OVERHEAD_US, OFF(blas_overhead_us), 0,
+     "drop-in model: fixed cost of one tessera call, microseconds"},
+    {"TESSERA_BLAS_MARGIN", K_DOUBLE, TESS__BLAS_DEF_MARGIN, OFF(blas_margin), 0,
+     "drop-in model: a call goes to the GPUs when margin * GPU time < CPU time"},
+    {"TESSERA_BLAS_EMULATED", K_INT, "0", OFF(blas_emulated), 0,
+     "drop-in: 1 = emulated devices count as GPUs for the model (testing the routing)"},
     {"TESSERA_BLAS_VERBOSE", K_INT, "0", OFF(blas_verbose), 0,
      "drop-in: 1 = one summary line on stderr at exit (calls, flops: runtime vs CPU)"},
     {"TESSERA_PGEMM_MEM", K_BYTES, "0", OFF(pgemm_mem), 0,
@@ -152,6 +170,8 @@ int tess__config_load(struct tess__config *cfg) {
                           cfg->emu_streams, TESS_MAX_STREAMS);
     if (cfg->tile < 0) return tess__fail(TESS_EINVAL, "TESSERA_TILE must be >= 0");
     if (cfg->rs_size < 1) return tess__fail(TESS_EINVAL, "TESSERA_RS must be >= 1");
+    if (cfg->staging_threads < 0 || cfg->staging_threads > 256)
+        return tess__fail(TESS_EINVAL, "TESSERA_STAGING_THREADS must be in 0..256");
     if (cfg->emulate < 0 || cfg->emulate > TESS_MAX_DEVICES - 1)
         return tess__fail(TESS_EINVAL, "TESSERA_EMULATE must be in 0..%d", TESS_MAX_DEVICES - 1);
     return TESS_OK;

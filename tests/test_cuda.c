@@ -1,15 +1,18 @@
 /* tests/test_cuda.c: the CUDA backend (src/backend/cuda.c) on real GPUs, through its ops
  * table only: device selection, open/desc, the heap arena, strided 2D copies straight from
  * host matrices, s/d/c/z gemm against OpenBLAS, events (query, sync, reuse), waits across
- * streams and across GPUs, P2P copies (two GPUs), injected faults and argument errors.
- * Skips (exit 77) when no GPU is usable.
+ * streams and across GPUs, P2P copies (two GPUs), injected faults and argument errors,
+ * and the staging of pageable copies (stage.c): round trips, a one-page pool, faults, and
+ * GEMMs through the runtime on malloc'd operands. Skips (exit 77) when no GPU is usable.
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdbool.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/stage.h"
 #include "harness.h"
 
 static const struct tess__dev_ops *ops = &tess__cuda_ops;
@@ -575,6 +578,436 @@ TEST(cuda_bad_arguments_keep_device) {
     ev_sync(g.bd, e);
     ops->event_destroy(g.bd, e);
     ops->close(g.bd);
+}
+
+/* ---- pageable staging (stage.c) ---------------------------------------------------------- */
+
+static struct tess__cuda_staging stage_now(void) {
+    struct tess__cuda_staging s;
+    tess__cuda_staging_stats(&s);
+    return s;
+}
+
+/* Open GPU 0 with TESSERA_STAGING = staging (NULL: the default) while it opens. */
+static void gpu_open_staging(struct gpu *g, const char *staging, int nstreams, int64_t fault_at,
+                             size_t arena) {
+    if (staging) setenv("TESSERA_STAGING", staging, 1);
+    else unsetenv("TESSERA_STAGING");
+    gpu_open(g, 0, nstreams, fault_at, arena);
+    unsetenv("TESSERA_STAGING");
+}
+
+/* A strided rows x cols double matrix: host X (ldx), device copy (ldd), host Y (ldy). */
+struct rt_shape {
+    int64_t rows, cols, ldx, ldd, ldy;
+};
+static const double rt_sentinel = -4321.0;
+
+/* Queue X -> device -> Y on `stream` and an event behind it. */
+static void rt_issue(struct gpu *g, int stream, const struct rt_shape *s, const double *X,
+                     double *Y, void *dev, tess__event *e) {
+    size_t w = (size_t)s->rows * 8;
+    int rc = ops->copy2d(g->bd, stream, TESS__H2D, dev, (size_t)s->ldd * 8, X,
+                         (size_t)s->ldx * 8, w, (size_t)s->cols, NULL);
+    ASSERT_MSG(rc == TESS_OK, "H2D %lldx%lld: %d %s", (long long)s->rows, (long long)s->cols, rc,
+               tess_last_error());
+    rc = ops->copy2d(g->bd, stream, TESS__D2H, Y, (size_t)s->ldy * 8, dev, (size_t)s->ldd * 8, w,
+                     (size_t)s->cols, NULL);
+    ASSERT_MSG(rc == TESS_OK, "D2H %lldx%lld: %d %s", (long long)s->rows, (long long)s->cols, rc,
+               tess_last_error());
+    ASSERT_OK(ops->event_record(g->bd, stream, e));
+}
+
+/* Y holds X's rows x cols block and the padding of Y is untouched. */
+static void rt_check(const struct rt_shape *s, const double *X, const double *Y) {
+    for (int64_t j = 0; j < s->cols; j++) {
+        const double *x = X + j * s->ldx, *y = Y + j * s->ldy;
+        if (memcmp(x, y, (size_t)s->rows * 8) != 0) {
+            int64_t i = 0;
+            while (i < s->rows && x[i] == y[i]) i++;
+            ASSERT_MSG(0, "%lldx%lld (ld %lld/%lld/%lld): Y(%lld,%lld) = %g, want %g",
+                       (long long)s->rows, (long long)s->cols, (long long)s->ldx,
+                       (long long)s->ldd, (long long)s->ldy, (long long)i, (long long)j,
+                       y[i], x[i]);
+        }
+        for (int64_t i = s->rows; i < s->ldy; i++)
+            ASSERT_MSG(y[i] == rt_sentinel, "%lldx%lld: padding Y(%lld,%lld) written",
+                       (long long)s->rows, (long long)s->cols, (long long)i, (long long)j);
+    }
+}
+
+/* Poll (no event_sync) until e is reached: what the worker does with `wb`. */
+static void ev_poll(void *bd, tess__event *e) {
+    double t0 = tess__now();
+    int rc;
+    while ((rc = ops->event_query(bd, e)) == TESS_EAGAIN && tess__now() - t0 < 120) usleep(50);
+    ASSERT_MSG(rc == TESS_OK, "event_query: %d %s", rc, tess_last_error());
+}
+
+/* Round trips through the staging pages (default pool) on four streams at once: odd
+ * shapes (one segment, several pages, a single 8 MB column, rows not a multiple of 16
+ * bytes, contiguous columns), each H2D from a pageable X then D2H into a pageable Y behind
+ * it on the same stream. When the event behind the D2H copy reports completion (polled)
+ * Y already holds X (the D2H event waits for the staging threads' memcpy), the padding of
+ * Y is untouched, and the totals show the bytes went through the staging pages. */
+TEST(cuda_staging_round_trips) {
+    need_gpu();
+    static const struct rt_shape shapes[] = {
+        {1000, 3001, 1003, 1008, 1001},   /* 24 MB, 3 segments */
+        {4096, 2048, 4099, 4096, 4101},   /* 64 MB, 8 segments */
+        {999999, 1, 999999, 999999, 999999}, /* one 8 MB column: height 1 */
+        {257, 777, 263, 264, 258},        /* 2056-byte rows: not 16-byte multiples */
+        {2000, 1500, 2000, 2000, 2000},   /* contiguous: one memcpy per piece */
+        {61, 600, 67, 64, 61},            /* 293 KB, one segment */
+        {4500, 900, 4501, 4512, 4503},    /* 32 MB */
+        {33, 130, 40, 33, 35},            /* 34 KB: just above the direct threshold */
+    };
+    enum { NS = sizeof shapes / sizeof shapes[0] };
+    size_t dev_bytes = 0, staged = 0;
+    for (int i = 0; i < NS; i++) {
+        dev_bytes += (size_t)(shapes[i].ldd * shapes[i].cols) * 8 + 256;
+        staged += (size_t)(shapes[i].rows * shapes[i].cols) * 8;
+    }
+    struct gpu g;
+    gpu_open_staging(&g, NULL, 4, 0, dev_bytes + ((size_t)1 << 20));
+    double *X[NS], *Y[NS];
+    void *D[NS];
+    tess__event *E[NS];
+    for (int i = 0; i < NS; i++) {
+        X[i] = host_mat(TESS_D, shapes[i].ldx, shapes[i].cols, true, 0);
+        Y[i] = host_mat(TESS_D, shapes[i].ldy, shapes[i].cols, false, rt_sentinel);
+        D[i] = gpu_alloc(&g, (size_t)(shapes[i].ldd * shapes[i].cols) * 8);
+        E[i] = ev_new(g.bd);
+    }
+    for (int rep = 0; rep < 2; rep++) { /* the second round reuses the pages */
+        struct tess__cuda_staging s0 = stage_now();
+        for (int i = 0; i < NS; i++) rt_issue(&g, i % 4, &shapes[i], X[i], Y[i], D[i], E[i]);
+        for (int i = NS - 1; i >= 0; i--) {
+            ev_poll(g.bd, E[i]);
+            rt_check(&shapes[i], X[i], Y[i]);
+        }
+        struct tess__cuda_staging s1 = stage_now();
+        fprintf(stderr, "  round %d: staged H2D %.1f MB (%llu copies), D2H %.1f MB, %llu with "
+                "fewer pages, %llu direct; pool %.0f MiB, waits by %s\n", rep,
+                1e-6 * (double)(s1.h2d_bytes - s0.h2d_bytes),
+                (unsigned long long)(s1.h2d_copies - s0.h2d_copies),
+                1e-6 * (double)(s1.d2h_bytes - s0.d2h_bytes),
+                (unsigned long long)(s1.ring_copies - s0.ring_copies),
+                (unsigned long long)(s1.direct_copies - s0.direct_copies),
+                (double)s1.pool_bytes / 1048576.0,
+                s1.memops ? "cuStreamWaitValue32" : "host functions");
+        uint64_t moved = (s1.h2d_bytes - s0.h2d_bytes) + (s1.direct_bytes - s0.direct_bytes);
+        ASSERT_GT(s1.h2d_bytes - s0.h2d_bytes, 0);
+        ASSERT_GT(s1.d2h_bytes - s0.d2h_bytes, 0);
+        ASSERT_MSG(moved >= staged, "H2D staged + direct %llu < %zu bytes",
+                   (unsigned long long)moved, staged);
+        ASSERT_GT(s1.pool_bytes, 0);
+        for (int i = 0; i < NS; i++) /* fresh sentinels for the next round */
+            for (size_t k = 0; k < (size_t)(shapes[i].ldy * shapes[i].cols); k++)
+                Y[i][k] = rt_sentinel;
+    }
+    for (int i = 0; i < NS; i++) {
+        ops->event_destroy(g.bd, E[i]);
+        free(X[i]);
+        free(Y[i]);
+    }
+    ops->close(g.bd);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+/* TESSERA_STAGING=1: a single 8 MiB page. A copy of several segments goes through it as a
+ * ring (segment j waits for the page's previous use), in both directions; copies that find
+ * the page taken go direct; and the order of one stream holds across both paths: the same
+ * device buffer written from X2, read into Y2, written from X1, read into Y3, while copies
+ * on three other streams compete for the page. */
+TEST(cuda_staging_one_page) {
+    need_gpu();
+    const struct rt_shape big = {3000, 1800, 3001, 3008, 3003}; /* 43 MB: 6 segments */
+    const struct rt_shape small = {500, 700, 509, 512, 501};   /* 2.8 MB: one segment */
+    size_t bb = (size_t)(big.ldd * big.cols) * 8, sb = (size_t)(small.ldd * small.cols) * 8;
+    struct gpu g;
+    gpu_open_staging(&g, "1", 4, 0, bb + 3 * sb + ((size_t)1 << 20));
+    double *X1 = host_mat(TESS_D, big.ldx, big.cols, true, 0);
+    double *X2 = host_mat(TESS_D, big.ldx, big.cols, true, 0);
+    double *Y1 = host_mat(TESS_D, big.ldy, big.cols, false, rt_sentinel);
+    double *Y2 = host_mat(TESS_D, big.ldy, big.cols, false, rt_sentinel);
+    double *Y3 = host_mat(TESS_D, big.ldy, big.cols, false, rt_sentinel);
+    void *Db = gpu_alloc(&g, bb);
+    tess__event *e1 = ev_new(g.bd), *e2 = ev_new(g.bd), *e3 = ev_new(g.bd), *es[3];
+
+    /* one copy at a time: the page is free for each, 6 segments through 1 page */
+    struct tess__cuda_staging s0 = stage_now();
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, Db, (size_t)big.ldd * 8, X1, (size_t)big.ldx * 8,
+                          (size_t)big.rows * 8, (size_t)big.cols, NULL));
+    ASSERT_OK(ops->event_record(g.bd, 0, e1));
+    ev_sync(g.bd, e1);
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__D2H, Y1, (size_t)big.ldy * 8, Db, (size_t)big.ldd * 8,
+                          (size_t)big.rows * 8, (size_t)big.cols, NULL));
+    ASSERT_OK(ops->event_record(g.bd, 0, e1));
+    ev_poll(g.bd, e1);
+    rt_check(&big, X1, Y1);
+    struct tess__cuda_staging s1 = stage_now();
+    ASSERT_EQ(s1.ring_copies - s0.ring_copies, 2);
+    ASSERT_EQ(s1.direct_copies - s0.direct_copies, 0);
+
+    /* a burst: the page is taken, most of these go direct */
+    double *SX[3], *SY[3];
+    void *SD[3];
+    rt_issue(&g, 0, &big, X2, Y2, Db, e2);
+    for (int i = 0; i < 3; i++) {
+        SX[i] = host_mat(TESS_D, small.ldx, small.cols, true, 0);
+        SY[i] = host_mat(TESS_D, small.ldy, small.cols, false, rt_sentinel);
+        SD[i] = gpu_alloc(&g, sb);
+        es[i] = ev_new(g.bd);
+        rt_issue(&g, 1 + i, &small, SX[i], SY[i], SD[i], es[i]);
+    }
+    rt_issue(&g, 0, &big, X1, Y3, Db, e3);
+    ev_poll(g.bd, e2);
+    rt_check(&big, X2, Y2);
+    ev_poll(g.bd, e3);
+    rt_check(&big, X1, Y3);
+    for (int i = 0; i < 3; i++) {
+        ev_poll(g.bd, es[i]);
+        rt_check(&small, SX[i], SY[i]);
+    }
+    struct tess__cuda_staging s2 = stage_now();
+    fprintf(stderr, "  one page, burst: %llu H2D + %llu D2H staged, %llu with fewer pages, "
+            "%llu direct\n", (unsigned long long)(s2.h2d_copies - s1.h2d_copies),
+            (unsigned long long)(s2.d2h_copies - s1.d2h_copies),
+            (unsigned long long)(s2.ring_copies - s1.ring_copies),
+            (unsigned long long)(s2.direct_copies - s1.direct_copies));
+    ASSERT_GT(s2.direct_copies - s1.direct_copies, 0);
+    ASSERT_EQ((s2.h2d_copies - s1.h2d_copies) + (s2.d2h_copies - s1.d2h_copies) +
+                  (s2.direct_copies - s1.direct_copies), 10);
+    for (int i = 0; i < 3; i++) {
+        ops->event_destroy(g.bd, es[i]);
+        free(SX[i]);
+        free(SY[i]);
+    }
+    ops->event_destroy(g.bd, e1);
+    ops->event_destroy(g.bd, e2);
+    ops->event_destroy(g.bd, e3);
+    ops->close(g.bd);
+    free(X1), free(X2), free(Y1), free(Y2), free(Y3);
+}
+
+/* TESSERA_STAGING=0 copies pageable memory directly (nothing staged); with staging on,
+ * pinned host memory (cudaMallocHost) is not staged either. Both still copy right. */
+TEST(cuda_staging_off_and_pinned) {
+    need_gpu();
+    const struct rt_shape s = {1200, 1100, 1201, 1216, 1203};
+    size_t db = (size_t)(s.ldd * s.cols) * 8;
+    double *X = host_mat(TESS_D, s.ldx, s.cols, true, 0);
+    double *Y = host_mat(TESS_D, s.ldy, s.cols, false, rt_sentinel);
+    struct gpu g;
+    gpu_open_staging(&g, "0", 2, 0, db + ((size_t)1 << 20));
+    void *D = gpu_alloc(&g, db);
+    tess__event *e = ev_new(g.bd);
+    struct tess__cuda_staging s0 = stage_now();
+    rt_issue(&g, 1, &s, X, Y, D, e);
+    ev_sync(g.bd, e);
+    rt_check(&s, X, Y);
+    struct tess__cuda_staging s1 = stage_now();
+    ASSERT_EQ(s1.h2d_copies + s1.d2h_copies + s1.direct_copies,
+              s0.h2d_copies + s0.d2h_copies + s0.direct_copies);
+    ops->event_destroy(g.bd, e);
+    ops->close(g.bd);
+
+    double *PX = NULL, *PY = NULL;
+    size_t xb = (size_t)(s.ldx * s.cols) * 8, yb = (size_t)(s.ldy * s.cols) * 8;
+    ASSERT_EQ(cudaMallocHost((void **)&PX, xb), cudaSuccess);
+    ASSERT_EQ(cudaMallocHost((void **)&PY, yb), cudaSuccess);
+    memcpy(PX, X, xb);
+    for (size_t k = 0; k < yb / 8; k++) PY[k] = rt_sentinel;
+    gpu_open_staging(&g, NULL, 2, 0, db + ((size_t)1 << 20));
+    D = gpu_alloc(&g, db);
+    e = ev_new(g.bd);
+    s0 = stage_now();
+    rt_issue(&g, 0, &s, PX, PY, D, e);
+    ev_sync(g.bd, e);
+    rt_check(&s, PX, PY);
+    s1 = stage_now();
+    ASSERT_EQ(s1.h2d_copies + s1.d2h_copies + s1.direct_copies,
+              s0.h2d_copies + s0.d2h_copies + s0.direct_copies);
+    ops->event_destroy(g.bd, e);
+    ops->close(g.bd);
+    cudaFreeHost(PX);
+    cudaFreeHost(PY);
+    free(X);
+    free(Y);
+}
+
+/* Injected faults with staged copies: fault_at = 3 lets a staged H2D and a staged D2H run
+ * (their result is right), the third copy fails, later hooks answer TESS_EDEVICE and close
+ * returns promptly. fault_at = 2 fails right behind a large staged copy whose pieces may
+ * still be running: close waits for them, and the process stays clean. */
+TEST(cuda_staging_fault) {
+    need_gpu();
+    const struct rt_shape s = {2000, 2500, 2003, 2000, 2001}; /* 40 MB: 5 segments */
+    size_t db = (size_t)(s.ldd * s.cols) * 8;
+    double *X = host_mat(TESS_D, s.ldx, s.cols, true, 0);
+    double *Y = host_mat(TESS_D, s.ldy, s.cols, false, rt_sentinel);
+    struct gpu g;
+    gpu_open_staging(&g, NULL, 2, 3, db + ((size_t)1 << 20));
+    void *D = gpu_alloc(&g, db);
+    tess__event *e = ev_new(g.bd);
+    rt_issue(&g, 0, &s, X, Y, D, e); /* ops 1 and 2 */
+    ev_sync(g.bd, e);
+    rt_check(&s, X, Y);
+    int rc = ops->copy2d(g.bd, 1, TESS__H2D, D, (size_t)s.ldd * 8, X, (size_t)s.ldx * 8,
+                         (size_t)s.rows * 8, (size_t)s.cols, NULL); /* op 3: fails */
+    ASSERT_EQ(rc, TESS_EDEVICE);
+    ASSERT_EQ(ops->copy2d(g.bd, 0, TESS__D2H, Y, (size_t)s.ldy * 8, D, (size_t)s.ldd * 8,
+                          (size_t)s.rows * 8, (size_t)s.cols, NULL), TESS_EDEVICE);
+    ASSERT_EQ(ops->event_query(g.bd, e), TESS_EDEVICE);
+    double t0 = tess__now();
+    ops->event_destroy(g.bd, e);
+    ops->close(g.bd);
+    ASSERT(tess__now() - t0 < 10.0);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+
+    gpu_open_staging(&g, NULL, 2, 2, db + ((size_t)1 << 20));
+    D = gpu_alloc(&g, db);
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, D, (size_t)s.ldd * 8, X, (size_t)s.ldx * 8,
+                          (size_t)s.rows * 8, (size_t)s.cols, NULL)); /* op 1, staged */
+    ASSERT_EQ(ops->copy2d(g.bd, 1, TESS__D2H, Y, (size_t)s.ldy * 8, D, (size_t)s.ldd * 8,
+                          (size_t)s.rows * 8, (size_t)s.cols, NULL), TESS_EDEVICE); /* op 2 */
+    t0 = tess__now();
+    ops->close(g.bd);
+    ASSERT(tess__now() - t0 < 10.0);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    free(X);
+    free(Y);
+}
+
+/* Set (value) or unset (NULL) an environment variable. */
+static void env(const char *name, const char *value) {
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+}
+
+/* One GEMM through the runtime on malloc'd (pageable) operands: odd sizes, padded leading
+ * dimensions, 4 streams per GPU, every GPU, tiles of 384 (staged copies of ~1.2 MB, C loaded
+ * and written back); compared with OpenBLAS entry by entry. Returns the staged bytes. */
+static uint64_t runtime_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
+                             const char *staging) {
+    size_t es = tess__dtypes[dt].size, nc = ncomp(dt);
+    int64_t ar = ta == 'N' ? m : k, ac = ta == 'N' ? k : m;
+    int64_t br = tb == 'N' ? k : n, bc = tb == 'N' ? n : k;
+    int64_t lda = ar + 3, ldb = br + 5, ldc = m + 2;
+    void *A = host_mat(dt, lda, ac, true, 0), *B = host_mat(dt, ldb, bc, true, 0);
+    void *C = host_mat(dt, ldc, n, true, 0);
+    void *Cref = malloc((size_t)(ldc * n) * es + 16);
+    ASSERT(Cref);
+    memcpy(Cref, C, (size_t)(ldc * n) * es);
+    tess__scalar_t alpha, beta;
+    memset(&alpha, 0, sizeof alpha);
+    memset(&beta, 0, sizeof beta);
+    set_comp(dt, &alpha, 0, 0.625);
+    set_comp(dt, &beta, 0, -0.5);
+    if (nc == 2) set_comp(dt, &alpha, 1, 0.25), set_comp(dt, &beta, 1, 0.125);
+    ASSERT_OK(tess__hostblas_load());
+    tess__host_gemm(dt, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, Cref, ldc);
+
+    env("TESSERA_STAGING", staging);
+    env("TESSERA_DEVICES", "all");
+    env("TESSERA_CPU_WORKER", "0");
+    env("TESSERA_EMULATE", "0");
+    env("TESSERA_STREAMS", "4");
+    env("TESSERA_TILE", "384");
+    struct tess__cuda_staging s0 = stage_now();
+    ASSERT_OK(tess_init());
+    tess_trans_t TA = ta == 'N' ? TESS_NO_TRANS : ta == 'T' ? TESS_TRANS : TESS_CONJ_TRANS;
+    tess_trans_t TB = tb == 'N' ? TESS_NO_TRANS : tb == 'T' ? TESS_TRANS : TESS_CONJ_TRANS;
+    double t0 = tess__now();
+    int rc = tess_gemm(dt, TESS_COL_MAJOR, TA, TB, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
+    double t1 = tess__now();
+    ASSERT_MSG(rc == TESS_OK, "tess_gemm: %d %s", rc, tess_last_error());
+    ASSERT_OK(tess_finalize());
+    struct tess__cuda_staging s1 = stage_now();
+    env("TESSERA_STAGING", NULL);
+    env("TESSERA_TILE", NULL);
+    env("TESSERA_STREAMS", NULL);
+
+    double eps = dt == TESS_S || dt == TESS_C ? 1.2e-7 : 2.3e-16;
+    double tol = 8.0 * (double)(k + 2) * eps;
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < ldc; i++)
+            for (size_t c = 0; c < nc; c++) {
+                size_t idx = (size_t)(j * ldc + i) * nc + c;
+                double got = comp(dt, C, idx), want = comp(dt, Cref, idx);
+                double err = i < m ? fabs(got - want) / fmax(1.0, fabs(want)) : fabs(got - want);
+                ASSERT_MSG(err <= (i < m ? tol : 0.0),
+                           "%sgemm %c%c %lldx%lldx%lld staging=%s: C(%lld,%lld)[%zu] = %g, want %g",
+                           tess__dtypes[dt].name, ta, tb, (long long)m, (long long)n, (long long)k,
+                           staging ? staging : "default", (long long)i, (long long)j, c, got,
+                           want);
+            }
+    uint64_t staged = (s1.h2d_bytes - s0.h2d_bytes) + (s1.d2h_bytes - s0.d2h_bytes);
+    fprintf(stderr, "  %sgemm %c%c %lldx%lldx%lld staging=%s: %.2f s, staged %.1f MB "
+            "(%llu copies, %llu with fewer pages), %llu direct\n",
+            tess__dtypes[dt].name, ta, tb, (long long)m, (long long)n, (long long)k,
+            staging ? staging : "default", t1 - t0, 1e-6 * (double)staged,
+            (unsigned long long)((s1.h2d_copies - s0.h2d_copies) + (s1.d2h_copies - s0.d2h_copies)),
+            (unsigned long long)(s1.ring_copies - s0.ring_copies),
+            (unsigned long long)(s1.direct_copies - s0.direct_copies));
+    free(A);
+    free(B);
+    free(C);
+    free(Cref);
+    return staged;
+}
+
+/* GEMMs through the runtime on pageable operands: with the default pool (staged bytes
+ * must show), with a one-page pool (ring and direct copies mixed), with staging off;
+ * results equal OpenBLAS's in every case. */
+TEST(cuda_staging_gemm_runtime) {
+    need_gpu();
+    ASSERT_GT(runtime_gemm(TESS_D, 'N', 'N', 1531, 1283, 1097, NULL), 0);
+    ASSERT_GT(runtime_gemm(TESS_D, 'T', 'N', 997, 1409, 771, NULL), 0);
+    ASSERT_GT(runtime_gemm(TESS_Z, 'N', 'C', 803, 611, 517, NULL), 0);
+    ASSERT_GT(runtime_gemm(TESS_S, 'N', 'T', 1200, 901, 1500, NULL), 0);
+    ASSERT_GT(runtime_gemm(TESS_D, 'N', 'N', 1531, 1283, 1097, "1"), 0);
+    ASSERT_GT(runtime_gemm(TESS_C, 'C', 'N', 700, 650, 900, "1"), 0);
+    ASSERT_EQ(runtime_gemm(TESS_D, 'N', 'N', 1031, 983, 1097, "0"), 0);
+}
+
+/* An injected fault on GPU 0 in the middle of a staged GEMM (beta = 0, the CPU worker on
+ * as a spare): the call returns, and either TESS_OK with the right C or an error, never a
+ * wrong C with TESS_OK; tess_finalize does not hang. */
+TEST(cuda_staging_runtime_fault) {
+    need_gpu();
+    const int64_t m = 1200, n = 1100, k = 900;
+    double *A = host_mat(TESS_D, m, k, true, 0), *B = host_mat(TESS_D, k, n, true, 0);
+    double *C = host_mat(TESS_D, m, n, false, 0), *R = host_mat(TESS_D, m, n, false, 0);
+    double one = 1.0, zero = 0.0;
+    ASSERT_OK(tess__hostblas_load());
+    tess__host_gemm(TESS_D, 'N', 'N', m, n, k, &one, A, m, B, k, &zero, R, m);
+    env("TESSERA_DEVICES", "all");
+    env("TESSERA_CPU_WORKER", "1");
+    env("TESSERA_EMULATE", "0");
+    env("TESSERA_TILE", "256");
+    env("TESSERA_FAULT", "0:23");
+    ASSERT_OK(tess_init());
+    int rc = tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, 1.0, A, m, B, k,
+                        0.0, C, m);
+    char why[512];
+    snprintf(why, sizeof why, "%s", rc ? tess_last_error() : "");
+    double t0 = tess__now();
+    ASSERT_OK(tess_finalize());
+    ASSERT(tess__now() - t0 < 30.0);
+    env("TESSERA_FAULT", NULL);
+    env("TESSERA_TILE", NULL);
+    env("TESSERA_CPU_WORKER", NULL);
+    fprintf(stderr, "  fault at op 23 of GPU 0: %s%s%s\n", tess_strerror(rc), rc ? ": " : "",
+            why);
+    if (rc == TESS_OK) {
+        double worst = 0;
+        for (int64_t i = 0; i < m * n; i++)
+            worst = fmax(worst, fabs(C[i] - R[i]) / fmax(1.0, fabs(R[i])));
+        ASSERT_MSG(worst <= 8.0 * (double)(k + 2) * 2.3e-16, "TESS_OK with a wrong C (%g)", worst);
+    }
+    free(A), free(B), free(C), free(R);
 }
 
 TEST_MAIN()

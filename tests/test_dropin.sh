@@ -13,6 +13,9 @@
 #        program X a test program X linked to LIB (no preload)
 #        numpy     tests/dropin_numpy.py: C = A B (d, z) and A A^T (dsyrk), LD_PRELOAD
 #        octave    tests/dropin_octave.m: A * B and A' * A (dsyrk), LD_PRELOAD
+#        crossover X  tessera-crossover X on a tiny grid: it exits 0 and prints the fitted
+#                  model (export lines and the C snippet), and X --selftest passes; no
+#                  drop-in summary is read
 # The runtime's knobs come from the environment (CTest's ENVIRONMENT). TEST_EXPECT lists what
 # the summary must show, comma-separated tokens ROUTINE:WHERE (routine as printed, e.g.
 # dgemm, zher2k, or "all" for every routine of the tester's precision):
@@ -99,6 +102,19 @@ octave)
   run_logged log env DROPIN_MODE=compute DROPIN_OUT=tess.bin LD_PRELOAD="$preload" \
     octave-cli -q --norc --no-history "$here/dropin_octave.m" || { cat log; fail "octave with the drop-in exited $rc"; }
   DROPIN_MODE=compare DROPIN_REF=ref.bin DROPIN_OUT=tess.bin oct || fail "octave results differ"
+  ;;
+crossover)
+  "$arg" --max-n 128 --skinny 256 -p dz --reps 1 --time-limit 30 >log 2>&1 ||
+    { cat log; fail "$arg exited $?"; }
+  cat log
+  for v in CPU_GFLOPS DEV_GFLOPS DEV_HALF LINK_GBS OVERHEAD_US MARGIN; do
+    grep -qE "^export TESSERA_BLAS_$v=[0-9]" log || fail "no export line for TESSERA_BLAS_$v"
+    grep -qE "^#define TESS__BLAS_DEF_$v \"[0-9]" log || fail "no #define for TESS__BLAS_DEF_$v"
+  done
+  "$arg" --selftest >selftest.log 2>&1 || { cat selftest.log; fail "$arg --selftest"; }
+  tail -6 selftest.log
+  echo "PASS (tessera-crossover printed the fitted model; its fit passed --selftest)"
+  exit 0
   ;;
 *) fail "unknown WHAT '$what'" ;;
 esac

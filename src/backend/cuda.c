@@ -34,7 +34,13 @@
  * (the device itself and each event); close frees the pooled events and the CUDA objects,
  * the record goes with its last event. The CUDA context (primary) is never destroyed.
  *
- * Lock order: the event-pool mutex is a leaf.
+ * Pageable host memory. With TESSERA_STAGING > 0 an H2D or D2H copy whose host side is
+ * pageable goes through pinned staging pages, copied by a pool of staging threads and
+ * ordered on the stream by cuStreamWaitValue32 (stage.c; docs/design.md, "Pageable
+ * operands: staging"); the worker never waits for that memcpy. Pinned host memory, small
+ * copies, and copies that find no free page go straight to cudaMemcpy2DAsync as before.
+ *
+ * Lock order: the event-pool mutex is a leaf; so are stage.c's locks.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -46,6 +52,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "stage.h"
 
 /* cuBLAS 12 added the _64 entry points (64-bit m, n, k, ld); before, 32-bit only. */
 #if defined(CUBLAS_VER_MAJOR) && CUBLAS_VER_MAJOR >= 12
@@ -90,6 +97,7 @@ struct cuda_dev {
     int timing;                         /* events time their records (the trace) */
     cudaEvent_t t0_ev;                  /* reference event for event_time, reached ... */
     double t0_host;                     /* ... at this tess__now() */
+    struct tess__stage *stage;          /* pageable staging (stage.c), NULL when off */
 };
 
 /* ---- failure: the one wrapper every vendor call goes through ------------------------- */
@@ -117,6 +125,7 @@ static int dev_fail(struct cuda_dev *d, const char *fmt, ...) {
         memcpy(d->why, msg, sizeof msg);
         atomic_store_explicit(&d->state, DEV_FAILED, memory_order_release);
     }
+    tess__stage_dead(d->stage); /* its staging threads stop touching the user's memory */
     return tess__fail(TESS_EDEVICE, "cuda:%d: %s", d->ord, msg);
 }
 
@@ -241,10 +250,17 @@ static void event_free(struct tess__event *e) {
 /* Close (and a failed open): wait for the streams, then free handles, streams, pooled
  * events and the arena, with d current. Events still held by the runtime stay valid. */
 static void teardown(struct cuda_dev *d) {
+    int synced = 1;
     for (int i = 0; i < d->nstreams; i++) {
-        if (d->stream[i] && cudaStreamSynchronize(d->stream[i]) != cudaSuccess)
+        if (d->stream[i] && cudaStreamSynchronize(d->stream[i]) != cudaSuccess) {
             (void)cudaGetLastError();
+            synced = 0;
+        }
     }
+    /* staging: its pieces finish, its pages go (kept if a stream could not be synced) */
+    struct tess__stage *st = d->stage;
+    d->stage = NULL;
+    tess__stage_close(st, synced);
     for (int i = 0; i < d->nstreams; i++) {
         if (d->blas[i]) (void)cublasDestroy(d->blas[i]);
         if (d->stream[i] && cudaStreamDestroy(d->stream[i]) != cudaSuccess)
@@ -263,6 +279,28 @@ static void teardown(struct cuda_dev *d) {
     }
     if (d->arena && cudaFree(d->arena) != cudaSuccess) (void)cudaGetLastError();
     d->arena = NULL;
+}
+
+/* stage.c reports a failed CUDA call of a staged copy through this. */
+static int stage_fail(void *ctx, const char *msg) { return dev_fail(ctx, "%s", msg); }
+
+/* Pageable staging per TESSERA_STAGING / TESSERA_STAGING_THREADS, read from the environment
+ * through the knob table as the runtime read it at tess_init (dev_params carries no such
+ * field). Staging is an optimisation: when it cannot be set up the device copies directly.
+ * d is current, its streams idle. */
+static void stage_setup(struct cuda_dev *d) {
+    struct tess__config cfg;
+    if (tess__config_load(&cfg) != TESS_OK) {
+        tess__log(TESS__LOG_WARN, "cuda:%d: staging off: %s", d->ord, tess_last_error());
+        tess__clear_error();
+        return;
+    }
+    if (cfg.staging <= 0) return;
+    struct tess__stage_params sp = {
+        .ord = d->ord, .budget = cfg.staging, .threads = cfg.staging_threads,
+        .summary = cfg.summary, .probe = d->stream[0], .fail = stage_fail, .ctx = d,
+    };
+    if (tess__stage_open(&sp, &d->stage) != TESS_OK) d->stage = NULL;
 }
 
 static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__dev_desc *desc) {
@@ -320,6 +358,7 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
         if (rc != TESS_OK) d->timing = 0;
         rc = TESS_OK;
     }
+    stage_setup(d);
 
     unsigned caps = 0;
     for (int j = 0; j < ndev; j++) {
@@ -467,6 +506,13 @@ static int cuda_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *ds
     if ((rc = count_op(d)) != TESS_OK) return rc;
     if ((rc = use(d)) != TESS_OK) return rc;
     cudaStream_t s = d->stream[stream];
+    if (d->stage && (kind == TESS__H2D || kind == TESS__D2H)) {
+        /* a pageable host side: through the pinned staging pages (stage.c) */
+        int staged = 0;
+        rc = tess__stage_copy2d(d->stage, s, kind == TESS__H2D, dst, dpitch, src, spitch, width,
+                                height, d->max_pitch, &staged);
+        if (staged || rc != TESS_OK) return rc;
+    }
     if (height == 1)
         return TESS_CU(d, cudaMemcpyAsync(dst, src, width, ck, s));
     if (dpitch <= d->max_pitch && spitch <= d->max_pitch)

@@ -9,14 +9,15 @@
  *
  * Policy, for a call whose kind has a tessera entry point:
  *   TESSERA_BLAS_FORCE=1        -> the runtime, whatever the shape or the devices;
- *   otherwise                   -> the runtime iff min(m, n, k) >= TESSERA_BLAS_MIN_DIM and
- *                                  m*n*k >= TESSERA_BLAS_MIN_VOLUME (k: the inner dimension;
- *                                  m for a left-sided SYMM/TRMM/TRSM, n for a right one; the
- *                                  order n of C for SYRK-like calls) and the runtime has a
- *                                  device other than the CPU worker (with only the CPU
- *                                  worker it would be OpenBLAS behind a tile layer).
- * The default thresholds (128, 256^3) are a placeholder, not a measurement; measured
- * crossovers per shape come with the GPU benchmarks (docs/dropin.md).
+ *   otherwise                   -> the runtime iff the crossover model (model.h) says the
+ *                                  devices win by the margin for this shape and precision
+ *                                  (flops, operand bytes over the link, smallest dimension)
+ *                                  and the runtime has a GPU (TESSERA_BLAS_EMULATED=1: or an
+ *                                  emulated device). Emulated devices and the CPU worker run
+ *                                  on the same cores as the CPU BLAS: nothing to gain, so
+ *                                  without a GPU the drop-in stops the runtime again.
+ * The model's parameters are knobs (TESSERA_BLAS_CPU_GFLOPS ...), measured on the machine by
+ * tessera-crossover; their built-in defaults are in defaults.h (docs/dropin.md).
  * Everything else, quick returns aside, goes to the CPU BLAS.
  *
  * Runtime life: started (tess_init) by the first call the policy sends to it, released
@@ -41,6 +42,7 @@
 
 #include "../hostblas.h"
 #include "blas.h"
+#include "model.h"
 #include "backend/backend.h"
 
 const char *const tess__blas_kind_name[TESS__BLAS_NKINDS] = {
@@ -183,6 +185,7 @@ static void cpu_call(const struct tess__blas_call *c) {
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static struct tess__config cfg;
 static int cfg_ok;                       /* the knobs parsed; else everything on the CPU */
+static struct tess__blas_model model;    /* the crossover model (model.h), from the knobs */
 
 enum { DEV_UNKNOWN, DEV_READY, DEV_OFF, DEV_RELEASED };
 static _Atomic int dev_state = DEV_UNKNOWN;
@@ -230,6 +233,13 @@ static void summary(void) {
             hb ? hb->name : "no CPU BLAS", (unsigned long long)q,
             child ? "not used in a forked child" : state[atomic_load(&dev_state)]);
     if (cfg.blas_verbose < 2) return;
+    if (cfg_ok)
+        fprintf(stderr, "%s: model cpu %g,%g,%g,%g GFLOP/s; devices %g,%g,%g,%g GFLOP/s, half "
+                "at %g, link %g GB/s, overhead %g us, margin %g%s\n", who, model.cpu_gflops[0],
+                model.cpu_gflops[1], model.cpu_gflops[2], model.cpu_gflops[3],
+                model.dev_gflops[0], model.dev_gflops[1], model.dev_gflops[2],
+                model.dev_gflops[3], model.dev_half, model.link_gbs, model.overhead_us,
+                model.margin, cfg.blas_force ? " (TESSERA_BLAS_FORCE=1)" : "");
     for (int k = 0; k < TESS__BLAS_NKINDS; k++)
         for (int d = 0; d < 4; d++) {
             struct counter *x = &counts[k][d];
@@ -256,7 +266,14 @@ static void release(void) {
 
 static void init(void) {
     cfg_ok = tess__config_load(&cfg) == TESS_OK;
-    if (!cfg_ok) {
+    char why[256];
+    if (cfg_ok && tess__blas_model_load(&model, &cfg, why, sizeof why)) {
+        cfg_ok = 0;
+        fprintf(stderr, "tessera-blas: %s; every call goes to the CPU BLAS\n", why);
+        int verbose = cfg.blas_verbose;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.blas_verbose = verbose;
+    } else if (!cfg_ok) {
         memset(&cfg, 0, sizeof cfg);
         cfg.verbose = 1;  /* a bad knob is worth a word on stderr */
         fprintf(stderr, "tessera-blas: %s; every call goes to the CPU BLAS\n", tess_last_error());
@@ -278,16 +295,24 @@ static int devices_ready(void) {
                 fprintf(stderr, "tessera-blas: runtime does not start (%s: %s); every call "
                         "goes to the CPU BLAS\n", tess_strerror(rc), tess_last_error());
         } else {
+            /* GPUs (emulated devices too with TESSERA_BLAS_EMULATED=1): the model's
+             * devices. Emulated devices and the CPU worker compute on the host's cores, as
+             * the CPU BLAS does, only behind a tile layer: no speedup to gain. */
             int n = tess_device_count(), accel = 0;
             for (int i = 0; i < n; i++) {
                 tess_dev_stats_t s;
-                if (tess_device_stats(i, &s) == TESS_OK && s.kind != TESS_DEV_CPU) accel++;
+                if (tess_device_stats(i, &s) == TESS_OK &&
+                    (s.kind == TESS_DEV_CUDA || (cfg.blas_emulated && s.kind == TESS_DEV_EMULATED)))
+                    accel++;
             }
             if (accel || cfg.blas_force) {
                 st = DEV_READY;
                 atexit(release);  /* after the runtime (and CUDA) started: runs before them */
             } else {
-                tess_finalize();  /* only the CPU worker: the CPU BLAS direct is better */
+                tess_finalize();  /* no GPU: the CPU BLAS direct is better */
+                if (cfg.blas_verbose >= 2)
+                    fprintf(stderr, "tessera-blas: no GPU%s; every call goes to the CPU BLAS\n",
+                            cfg.blas_emulated ? " and no emulated device" : "");
             }
         }
         atomic_store(&dev_state, st);
@@ -334,6 +359,7 @@ void tess__blas_run(const struct tess__blas_call *c) {
     int64_t m = rank ? c->n : c->m, n = c->n;
     int alpha0 = is_zero(c->dt, k == TESS__BLAS_HERK, c->alpha);
     int beta1 = !tri && is_one(c->dt, herm, c->beta);
+    int beta0 = !tri && is_zero(c->dt, herm, c->beta);
     int quick = m == 0 || n == 0;
     if (!tri) {
         if (k == TESS__BLAS_SYMM || k == TESS__BLAS_HEMM) quick |= alpha0 && beta1;
@@ -353,9 +379,12 @@ void tess__blas_run(const struct tess__blas_call *c) {
     uint64_t flops = (uint64_t)(madds * tess__dtypes[c->dt].flop_mul);
 
     int dev = cfg_ok && has_dev(k) && !atomic_load(&forked);
-    if (dev && !cfg.blas_force)
-        dev = TESS__MIN(TESS__MIN(m, n), inner) >= cfg.blas_min_dim &&
-              (double)m * (double)n * (double)inner >= cfg.blas_min_volume;
+    if (dev && !cfg.blas_force) {
+        /* the crossover model: operands once over the link, C out (and in unless beta = 0) */
+        struct tess__blas_cost cost = tess__blas_cost(k, c->dt, (double)c->m, (double)c->n,
+                                                      (double)c->k, (double)inner, !beta0);
+        dev = tess__blas_model_to_dev(&model, c->dt, &cost);
+    }
     if (dev && devices_ready()) {
         atomic_fetch_add(&in_flight, 1);
         int rc = dev_call(c);
@@ -366,7 +395,7 @@ void tess__blas_run(const struct tess__blas_call *c) {
             return;
         }
         if (rc == TESS_ENODEV) atomic_store(&dev_state, DEV_OFF);  /* no device left */
-        if (tri || !is_zero(c->dt, herm, c->beta)) {
+        if (tri || !beta0) {
             fprintf(stderr, "tessera-blas: %c%s failed in tessera (%s: %s) after writing part "
                     "of its output; its input is lost, stopping\n", tess__blas_prefix(c->dt),
                     tess__blas_kind_name[k], tess_strerror(rc), tess_last_error());

@@ -23,6 +23,9 @@
  *
  * Exit status: 0 every run verified, 1 a verification failed, 2 usage, 3 a row failed with
  * an error (CUDA, cuBLAS, tessera; the call is printed and the row skipped), 77 no GPU.
+ *
+ * With --routine the same comparison covers every level-3 routine instead (bench_level3.c,
+ * its oracle bench_oracle.c); this file then only parses the options and prints the header.
  */
 #include <cublasXt.h>
 #include <cublas_v2.h>
@@ -40,78 +43,57 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "probe.h"
 #include "tessera.h"
 
-#define MAX_LIST 32     /* entries of -n, --xt-blocks */
-#define MAX_GPUS 64     /* cuBLAS-XT devices */
-#define MAX_REPS 100
-#define MAX_THREADS 256
 #define MAX_DEVSTATS 16 /* tessera devices reported per row */
 #define FILL_COLS 256   /* columns per random-fill chunk: the data do not depend on threads */
 
-enum kind { K_INCORE, K_XT, K_XT_PAGE, K_TESS, K_TESS_PAGE, K_NKINDS };
 static const char *const kind_names[K_NKINDS] = {"incore", "xt", "xt-pageable", "tess",
                                                  "tess-pageable"};
-enum verify_mode { V_ALL, V_ENDS, V_NONE };
 enum row_status { ROW_OK, ROW_SKIPPED, ROW_FAILED };
 
-static struct opts {
-    int64_t sizes[MAX_LIST];
-    int nsizes;
-    tess_dtype_t precs[4];
-    int nprecs;
-    int reps;
-    int ndev, dev[MAX_GPUS]; /* cuBLAS-XT devices; dev[0] runs in-core */
-    int blocks[MAX_LIST], nblocks;
-    int skip[K_NKINDS];
-    double time_limit; /* seconds since start; 0 = none */
-    const char *csv;
-    enum verify_mode verify;
-    int threads;
-} o;
+struct opts o;
 
-static double t_start;
-static int n_wrong, n_errors, out_of_time;
-static char last_err[1024]; /* the failing call, copied into the row's note */
+double t_start;
+int n_wrong, n_errors, out_of_time;
+char last_err[1024];
 
-static double now(void) {
+double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
-static double elapsed(void) { return now() - t_start; }
+double elapsed(void) { return now() - t_start; }
 
-static size_t esize(tess_dtype_t dt) { return dt == TESS_S ? 4 : dt == TESS_Z ? 16 : 8; }
-static int is_complex(tess_dtype_t dt) { return dt == TESS_C || dt == TESS_Z; }
-static char prec_char(tess_dtype_t dt) { return "sdcz"[dt]; }
+size_t esize(tess_dtype_t dt) { return dt == TESS_S ? 4 : dt == TESS_Z ? 16 : 8; }
+int is_complex(tess_dtype_t dt) { return dt == TESS_C || dt == TESS_Z; }
+char prec_char(tess_dtype_t dt) { return "sdcz"[dt]; }
 
 /* ---- error checks: every vendor call goes through one of these; a failure prints the
  * call with file:line and is remembered for the row's note ------------------------------ */
 
-static int fail_msg(const char *what, const char *why, const char *file, int line) {
+int fail_msg(const char *what, const char *why, const char *file, int line) {
     snprintf(last_err, sizeof last_err, "%s: %s", what, why);
     fprintf(stderr, "tessera-bench: %s:%d: %s: %s\n", file, line, what, why);
     return -1;
 }
-static int cu_check(cudaError_t e, const char *what, const char *file, int line) {
+int cu_check(cudaError_t e, const char *what, const char *file, int line) {
     if (e == cudaSuccess) return 0;
     (void)cudaGetLastError(); /* clear non-sticky errors */
     return fail_msg(what, cudaGetErrorString(e), file, line);
 }
-static int cb_check(cublasStatus_t s, const char *what, const char *file, int line) {
+int cb_check(cublasStatus_t s, const char *what, const char *file, int line) {
     if (s == CUBLAS_STATUS_SUCCESS) return 0;
     return fail_msg(what, cublasGetStatusString(s), file, line);
 }
-static int tess_check(int rc, const char *what, const char *file, int line) {
+int tess_check(int rc, const char *what, const char *file, int line) {
     if (rc == TESS_OK) return 0;
     char why[400];
     snprintf(why, sizeof why, "%s (%s)", tess_strerror(rc), tess_last_error());
     return fail_msg(what, why, file, line);
 }
-#define CU(call) cu_check((call), #call, __FILE__, __LINE__)
-#define CB(call) cb_check((call), #call, __FILE__, __LINE__)
-#define TS(call) tess_check((call), #call, __FILE__, __LINE__)
 
 /* ---- a parallel for over n items on o.threads threads ----------------------------------- */
 
@@ -128,7 +110,7 @@ static void *par_worker(void *arg) {
     return NULL;
 }
 
-static void par_for(int n, void (*fn)(void *, int), void *ctx) {
+void par_for(int n, void (*fn)(void *, int), void *ctx) {
     struct par p = {.fn = fn, .ctx = ctx, .n = n};
     atomic_init(&p.next, 0);
     pthread_t th[MAX_THREADS];
@@ -157,12 +139,10 @@ static void fill_chunk(void *c, int i) {
 }
 
 /* Fill the n x n matrix x (ld = n) with uniform values in [-1, 1] from seed. */
-static void fill(tess_dtype_t dt, void *x, int64_t n, uint64_t seed) {
+void fill(tess_dtype_t dt, void *x, int64_t n, uint64_t seed) {
     struct fill_ctx f = {dt, x, n, seed};
     par_for((int)((n + FILL_COLS - 1) / FILL_COLS), fill_chunk, &f);
 }
-
-enum { SEED_A = 1, SEED_B = 2, SEED_C = 3 };
 
 /* ---- the oracle on a P x Q grid of C blocks ------------------------------------------------
  * Block (I, J) holds rows r0..r1 and columns c0..c1 of C and its own probe vector t_J; it
@@ -306,7 +286,7 @@ static struct bufs {
 } bufs;
 
 /* Bytes of MemAvailable, or 0 if unknown. */
-static double mem_available(void) {
+double mem_available(void) {
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
     double kb = 0;
@@ -316,7 +296,7 @@ static double mem_available(void) {
     return kb * 1024.0;
 }
 
-static int is_pinned(const void *p) {
+int is_pinned(const void *p) {
     struct cudaPointerAttributes a;
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -1002,7 +982,30 @@ static void usage(FILE *f) {
             "                (ends), or none; the probe check costs O(n^2) per run on the CPU\n"
             "  --threads     CPU threads for filling and checking (default: CPUs available)\n"
             "  Progress goes to stderr, the tables to stdout. Exit: 0 all verified, 1 a wrong\n"
-            "  result, 2 usage, 3 a row failed with an error, 77 no GPU.\n");
+            "  result, 2 usage, 3 a row failed with an error, 77 no GPU.\n"
+            "\n"
+            "       tessera-bench --routine R[,R...] [-n N[,N...]] [-p s,d,c,z] [--reps reps]\n"
+            "                     [--side L|R] [--uplo L|U] [--trans N|T|C] [--diag N|U]\n"
+            "                     [--xt-blocks B[,B...]] [--skip incore,xt,tess] [--time-limit S]\n"
+            "                     [--csv FILE] [--verify all|ends|none] [--threads T] [--devices N]\n"
+            "  Level 3: for each precision, size and routine R (gemm, symm, hemm, syrk, herk,\n"
+            "  syr2k, her2k, trmm, trsm, or all; hemm/herk/her2k in c and z only), on the same\n"
+            "  random pinned host operands (square: m = n = k = N): in-core cuBLAS (operands\n"
+            "  on the first GPU, _64 API), cuBLAS-XT (one row per block) and tessera; one\n"
+            "  warm-up and reps timed runs per row, the median reported, every run checked by a\n"
+            "  probe-vector oracle in long double (semantics of the routine: triangles, sides,\n"
+            "  transposes, unit diagonal, Hermitian diagonals; SYRK-like: the other triangle of\n"
+            "  C byte for byte; TRSM: the residual op(A) X t - alpha B t). TFLOP/s by the\n"
+            "  LAPACK working-note counts (GEMM 2mnk, SYMM 2m^2n, SYRK n^2k, SYR2K 2n^2k,\n"
+            "  TRMM/TRSM m^2n; side R with n; complex x4). With trmm it also checks whether\n"
+            "  cuBLAS TRMM with C == B (in place) gives the right answer, for every option.\n"
+            "  --side/--uplo/--trans/--diag  options of the routines that have them (L, L, N, N);\n"
+            "                --trans is TRMM/TRSM's transa and SYRK-like trans (T is read as C for\n"
+            "                herk/her2k, C as T for complex syrk/syr2k)\n"
+            "  --xt-blocks   cuBLAS-XT blocks; 0 or default = XT's own (default default,8192,12288)\n"
+            "  --reps        the same as -r\n"
+            "  Without a GPU it exits 77; TESSERA_BENCH_NO_GPU=1 runs the tessera rows anyway\n"
+            "  (on the CPU worker or TESSERA_EMULATE devices: a test of the bench and oracle).\n");
 }
 
 /* Parse "a,b,c" of positive integers into out; count or -1. */
@@ -1019,15 +1022,23 @@ static int parse_list(const char *s, int64_t *out, int max) {
 }
 
 static int parse_args(int argc, char **argv) {
-    enum { O_DEVICES = 256, O_BLOCKS, O_SKIP, O_TIME, O_CSV, O_VERIFY, O_THREADS };
+    enum { O_DEVICES = 256, O_BLOCKS, O_SKIP, O_TIME, O_CSV, O_VERIFY, O_THREADS, O_ROUTINE,
+           O_SIDE, O_UPLO, O_TRANS, O_DIAG };
     static const struct option longopts[] = {
         {"devices", required_argument, 0, O_DEVICES}, {"xt-blocks", required_argument, 0, O_BLOCKS},
         {"skip", required_argument, 0, O_SKIP},       {"time-limit", required_argument, 0, O_TIME},
         {"csv", required_argument, 0, O_CSV},         {"verify", required_argument, 0, O_VERIFY},
         {"threads", required_argument, 0, O_THREADS}, {"help", no_argument, 0, 'h'},
+        {"routine", required_argument, 0, O_ROUTINE}, {"reps", required_argument, 0, 'r'},
+        {"side", required_argument, 0, O_SIDE},       {"uplo", required_argument, 0, O_UPLO},
+        {"trans", required_argument, 0, O_TRANS},     {"diag", required_argument, 0, O_DIAG},
         {0, 0, 0, 0}};
+    static const char *const routine_names[R_N] = {"gemm",  "symm",  "hemm", "syrk", "herk",
+                                                   "syr2k", "her2k", "trmm", "trsm"};
     int64_t tmp[MAX_LIST];
     int c, ndev_opt = 0, cnt;
+    const char *xt_blocks = NULL; /* parsed after the loop: level 3 also takes 0 / default */
+    o.side = 'L', o.uplo = 'L', o.trans = 'N', o.diag = 'N';
     o.sizes[0] = 8192, o.nsizes = 1;
     o.precs[0] = TESS_D, o.nprecs = 1;
     o.reps = 3;
@@ -1061,14 +1072,36 @@ static int parse_args(int argc, char **argv) {
             ndev_opt = atoi(optarg);
             if (ndev_opt < 1) goto bad;
             break;
-        case O_BLOCKS:
-            if ((cnt = parse_list(optarg, tmp, MAX_LIST)) < 1) goto bad;
-            for (int i = 0; i < cnt; i++) {
-                if (tmp[i] > 1 << 20) goto bad;
-                o.blocks[i] = (int)tmp[i];
+        case O_BLOCKS: xt_blocks = optarg; break;
+        case O_ROUTINE: {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                int r = 0;
+                if (!strcmp(t, "all")) {
+                    o.routines = (1u << R_N) - 1;
+                    continue;
+                }
+                while (r < R_N && strcmp(t, routine_names[r])) r++;
+                if (r == R_N) {
+                    fprintf(stderr, "tessera-bench: --routine: unknown routine '%s'\n", t);
+                    goto bad;
+                }
+                o.routines |= 1u << r;
             }
-            o.nblocks = cnt;
+            if (!o.routines) goto bad;
             break;
+        }
+        case O_SIDE:
+        case O_UPLO:
+        case O_TRANS:
+        case O_DIAG: {
+            const char *allowed = c == O_SIDE ? "LR" : c == O_UPLO ? "LU" : c == O_TRANS ? "NTC" : "NU";
+            char v = optarg[0] >= 'a' && optarg[0] <= 'z' ? (char)(optarg[0] - 32) : optarg[0];
+            if (!v || optarg[1] || !strchr(allowed, v)) goto bad;
+            *(c == O_SIDE ? &o.side : c == O_UPLO ? &o.uplo : c == O_TRANS ? &o.trans : &o.diag) = v;
+            break;
+        }
         case O_SKIP: {
             char buf[256];
             snprintf(buf, sizeof buf, "%s", optarg);
@@ -1100,6 +1133,28 @@ static int parse_args(int argc, char **argv) {
         }
     }
     if (optind != argc) goto bad;
+    if (o.routines && !xt_blocks) /* level 3: XT's own block and the two the GEMM run liked */
+        o.blocks[0] = 0, o.blocks[1] = 8192, o.blocks[2] = 12288, o.nblocks = 3;
+    if (xt_blocks && o.routines) {
+        o.nblocks = 0;
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", xt_blocks);
+        for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char *end;
+            long v = !strcmp(t, "default") ? 0 : strtol(t, &end, 10);
+            if (strcmp(t, "default") && (end == t || *end || v < 0 || v > 1 << 20)) goto bad;
+            if (o.nblocks == MAX_LIST) goto bad;
+            o.blocks[o.nblocks++] = (int)v;
+        }
+        if (!o.nblocks) goto bad;
+    } else if (xt_blocks) {
+        if ((cnt = parse_list(xt_blocks, tmp, MAX_LIST)) < 1) goto bad;
+        for (int i = 0; i < cnt; i++) {
+            if (tmp[i] > 1 << 20) goto bad;
+            o.blocks[i] = (int)tmp[i];
+        }
+        o.nblocks = cnt;
+    }
     for (int i = 0; i < o.nsizes; i++)
         if (o.sizes[i] > ((int64_t)1 << 31) - 1) goto bad;
     return ndev_opt;
@@ -1188,6 +1243,16 @@ int main(int argc, char **argv) {
 
     int visible = 0;
     cudaError_t e = cudaGetDeviceCount(&visible);
+    if ((e != cudaSuccess || visible < 1) && o.routines && getenv("TESSERA_BENCH_NO_GPU") &&
+        !strcmp(getenv("TESSERA_BENCH_NO_GPU"), "1")) {
+        /* testing the level-3 bench and its oracle without a GPU: tessera rows only, on
+         * whatever devices the runtime finds (the CPU worker, emulated devices) */
+        (void)cudaGetLastError();
+        fprintf(stderr, "tessera-bench: no CUDA GPU; TESSERA_BENCH_NO_GPU=1: tessera rows only\n");
+        o.ndev = 0;
+        print_header(argc, argv, 0);
+        return bench_level3();
+    }
     if (e != cudaSuccess || visible < 1) {
         fprintf(stderr, "tessera-bench: no CUDA GPU present (%s); nothing to compare\n",
                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
@@ -1206,6 +1271,7 @@ int main(int argc, char **argv) {
     o.ndev = ndev_opt ? ndev_opt : ngpus;
     memcpy(o.dev, gpus, sizeof gpus);
     print_header(argc, argv, visible);
+    if (o.routines) return bench_level3(); /* --routine: the level-3 comparison */
 
     FILE *csv = NULL;
     if (o.csv) {

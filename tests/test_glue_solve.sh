@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# tests/test_glue_solve.sh: a real ScaLAPACK computation through the glue (issue 7). The
+# program tests/glue_solve.c (linked against ScaLAPACK only: an LU and a Cholesky solve with
+# their scaled residuals) runs twice under the MPI launcher: as is, then unchanged under
+# LD_PRELOAD=libtessera_scalapack.so. Passes when
+#   - both runs pass both solves (scaled residual < 16: the same residual class), and
+#   - the glue's exit summary (TESSERA_SCALAPACK_VERBOSE=2, one block per rank) shows on
+#     every rank the pdgemm_ calls computed by tessera (tessera >= 1, reference 0) when
+#     TESSERA_SCALAPACK_FORCE=1, or at least reaching the glue otherwise.
+# A run whose pdgemm_ calls never reach the glue fails: a test that cannot fail is a defect.
+#
+# usage: test_glue_solve.sh GLUE PROGRAM NP LAUNCHER [LAUNCHER ARGS...]
+#   the launcher line is run as: LAUNCHER... NP-FLAG NP PREFLAGS (given by CMake), e.g.
+#   test_glue_solve.sh /b/libtessera_scalapack.so /b/glue_solve 4 mpiexec -n 4 --oversubscribe
+# The knobs (TESSERA_*) come from the environment; the preload reaches only the ranks (the
+# launcher runs `env LD_PRELOAD=... PROGRAM`, so mpirun itself is left alone).
+# TESS_TEST_PRELOAD_FIRST: a sanitizer runtime to preload before the glue.
+# Exit 0 pass, 1 fail.
+set -uo pipefail
+glue=$1 prog=$2 np=$3
+shift 3
+launcher=("$@")
+args=(${GLUE_SOLVE_ARGS:-})
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+preload="$glue"
+[ -n "${TESS_TEST_PRELOAD_FIRST:-}" ] && preload="$TESS_TEST_PRELOAD_FIRST $glue"
+
+echo "== without the glue"
+"${launcher[@]}" "$prog" "${args[@]}" >"$work/ref.out" 2>&1
+rc=$?
+cat "$work/ref.out"
+[ $rc -eq 0 ] || fail "the program failed without the glue (exit $rc)"
+
+echo "== with LD_PRELOAD=$glue"
+TESSERA_SCALAPACK_VERBOSE=2 "${launcher[@]}" env LD_PRELOAD="$preload" "$prog" "${args[@]}" \
+  >"$work/glue.out" 2>&1
+rc=$?
+cat "$work/glue.out"
+[ $rc -eq 0 ] || fail "the program failed through the glue (exit $rc)"
+
+for what in LU CHOL; do
+  grep -q "^$what .*PASSED" "$work/ref.out" || fail "$what did not pass without the glue"
+  grep -q "^$what .*PASSED" "$work/glue.out" || fail "$what did not pass through the glue"
+done
+
+# every rank's pdgemm line: "tessera-scalapack: rank R: pdgemm tessera N F reference M F2 ..."
+for ((r = 0; r < np; r++)); do
+  line=$(grep "^tessera-scalapack: rank $r: pdgemm " "$work/glue.out")
+  [ -n "$line" ] || fail "rank $r: no pdgemm_ call reached the glue"
+  tess=$(awk '{print $6}' <<<"$line")
+  ref=$(awk '{print $9}' <<<"$line")
+  if [ "${TESSERA_SCALAPACK_FORCE:-0}" = 1 ]; then
+    [ "$tess" -ge 1 ] && [ "$ref" -eq 0 ] ||
+      fail "rank $r: pdgemm_ calls: tessera $tess, reference $ref (forced: all to tessera)"
+  fi
+  echo "rank $r: pdgemm_ tessera $tess reference $ref"
+done
+echo "PASS"

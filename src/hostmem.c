@@ -1,6 +1,7 @@
 /* src/hostmem.c: tess_malloc_host / tess_free_host, host memory for operands: pinned with
  * cudaHostAlloc when the CUDA backend is built and a GPU is visible, malloc otherwise. A
  * one-byte header before the block remembers which, so tess_free_host frees it right. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -13,6 +14,7 @@
 
 void *tess_malloc_host(size_t bytes) {
     unsigned char *p = NULL;
+    if (bytes > SIZE_MAX - HDR) return NULL; /* bytes + HDR would wrap */
 #ifdef TESS_HAVE_CUDA
     int n = 0;
     if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0 &&

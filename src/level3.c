@@ -120,6 +120,11 @@ void tess__l3_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__scala
     for (int64_t j = 0; j < n; j++) {
         int64_t r0 = uplo == 'U' ? 0 : j, r1 = uplo == 'U' ? j + 1 : n;
         char *col = (char *)C + (size_t)(r0 + j * ldc) * es;
+        if (herm) { /* netlib: Im(C(j,j)) need not be set: never let it reach Re */
+            char *d = (char *)C + (size_t)(j + j * ldc) * es;
+            if (dt == TESS_C) ((float *)d)[1] = 0.0f;
+            else ((double *)d)[1] = 0.0;
+        }
         tess__host_scale(dt, r1 - r0, 1, beta, col, ldc);
         if (herm) {
             char *d = (char *)C + (size_t)(j + j * ldc) * es;

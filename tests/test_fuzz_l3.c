@@ -508,15 +508,15 @@ FZ_FN void fz_setup(const struct fz_case *c, struct fz_data *d) {
                 }
             }
     }
-    /* HERK/HER2K: the imaginary parts of C's diagonal are not read. Known bug (issue 8
-     * report, B5): with alpha = 0 or k = 0 and beta not 0 or 1, tessera multiplies the whole
-     * complex diagonal entry by beta, so a NaN/Inf imaginary part turns the real part NaN;
-     * those cases keep finite imaginary parts unless TESS_TEST_KNOWN_BUGS=1. */
+    /* HERK/HER2K: the imaginary parts of C's diagonal are not read. (Bug B5, fixed in
+     * src/level3.c: with alpha = 0 or k = 0 tessera multiplied the whole complex diagonal
+     * entry by beta, so a NaN/Inf imaginary part turned the real part NaN.) */
     double al0[2], be0[2];
     fz_eff(c, true, al0);
     fz_eff(c, false, be0);
     bool b5 = (fz_is_zero(al0) || c->k == 0) && !fz_is_zero(be0) && !fz_is_one(be0);
-    if ((c->r == FZ_HERK || c->r == FZ_HER2K) && (!b5 || fz_known_bugs()))
+    (void)b5;
+    if (c->r == FZ_HERK || c->r == FZ_HER2K)
         for (int64_t j = 0; j < c->n; j++)
             fz_set_im(dt, d->X[2], ref_index(c->layout, j, j, d->ld[2]), NAN);
     if (c->flags & FZ_POISON) {

@@ -164,8 +164,6 @@ static int64_t blocks(struct tess__nccl *n, const struct tess__redist_op *ops, i
                       int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
                       int64_t s1) {
     n->nb = 0;
-    size_t before = 0;
-    (void)before;
     if (tess__redist_blocks(ops, 2, orow, ocol, drow, dcol, k0, k1, kbase, s0, s1, collect, n))
         return -1;
     int64_t bytes = 0;

@@ -18,7 +18,9 @@
 # The baseline must be OpenBLAS: when numpy's own BLAS is not, libopenblas.so.0 is preloaded
 # in both runs (behind the drop-in in the second).
 # Exit status: 0 done (results agree), 1 results differ or a run failed, 77 no numpy, or a
-# numpy whose BLAS calls cannot reach the drop-in (a wheel's bundled, renamed OpenBLAS).
+# numpy whose BLAS calls cannot reach the drop-in. numpy's pip wheels (bundled OpenBLAS,
+# renamed scipy_cblas_*64_) are reached through src/blas/scipy64.c: their own OpenBLAS is
+# then the baseline.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-gpu}
@@ -113,7 +115,8 @@ if ! echo "$plain" | grep -qi openblas; then
   base_preload=$(readlink -f "$ob")
   say "numpy's BLAS is not OpenBLAS: $base_preload preloaded in both runs"
 fi
-# the calls must reach the drop-in (a pip wheel's bundled OpenBLAS has renamed symbols)
+# the calls must reach the drop-in (a numpy linked to another BLAS under renamed symbols
+# would not)
 probe=$(env LD_PRELOAD="$lib${base_preload:+ $base_preload}" TESSERA_BLAS_VERBOSE=1 "$py" "$work/bench.py" info 2>&1)
 echo "$probe" | grep -qE "^tessera-blas: tessera [0-9]+ calls .*cpu [1-9][0-9]* calls|^tessera-blas: tessera [1-9]" ||
   { say "numpy's BLAS calls do not reach $lib (numpy's BLAS: $(echo "$plain" | grep -o '"libs": .*')): skipped"; exit 77; }

@@ -11,6 +11,7 @@
 #        cblas P   the CBLAS tester xPcblat3 under LD_PRELOAD, with netlib's libblas.so.3
 #                  (the tester needs its RowMajorStrg; OpenBLAS's libblas has none)
 #        program X a test program X linked to LIB (no preload)
+#        preload "X ARGS"  a program that does not link LIB, run under LD_PRELOAD
 #        numpy     tests/dropin_numpy.py: C = A B (d, z) and A A^T (dsyrk), LD_PRELOAD
 #        octave    tests/dropin_octave.m: A * B and A' * A (dsyrk), LD_PRELOAD
 #        crossover X  tessera-crossover X on a tiny grid: it exits 0 and prints the fitted
@@ -85,6 +86,11 @@ fortran | cblas)
   ;;
 program)
   run_logged log "$arg" || { cat log; fail "$arg exited $rc"; }
+  cat log
+  ;;
+preload)
+  # shellcheck disable=SC2086 # ARG is a command line: program and its arguments
+  run_logged log env LD_PRELOAD="$preload" $arg || { cat log; fail "$arg exited $rc"; }
   cat log
   ;;
 numpy)

@@ -62,7 +62,32 @@ struct tess__blas_call {
     const void *A, *B;
     void *C;
     int64_t lda, ldb, ldc;
+    /* The CPU path of a door that has its own CPU library behind it (scipy64.c): runs the
+     * folded column-major call on the next definition of the door's symbol. NULL: the CPU
+     * BLAS table (hostblas.h). */
+    void (*fwd)(const struct tess__blas_call *c);
+    tess__scalar_t scratch;  /* a folded scalar lives here (row-major HER2K's conj(alpha)) */
 };
+
+/* A bad enumerated CBLAS argument: its CBLAS position, its name in the reference's
+ * message ("TransA") and its value. */
+struct tess__blas_bad {
+    int pos;
+    const char *what;
+    int value;
+};
+
+/* Fold a CBLAS call into column-major netlib form, as the reference CBLAS does (cblas.c):
+ * c holds the kind, the precision and the arguments as given (m, n, k, operands, scalars;
+ * for TRMM/TRSM the in/out matrix in B); e the enumerated arguments after the layout, in
+ * order (GEMM transa, transb; SYMM/HEMM side, uplo; SYRK family uplo, trans; TRMM/TRSM
+ * side, uplo, transa, diag). 0, or the CBLAS position of the first bad one (in *bad). */
+int tess__blas_fold(struct tess__blas_call *c, int layout, const int e[4],
+                    struct tess__blas_bad *bad);
+/* A whole CBLAS call as cblas_<routine> takes it (c and e as for tess__blas_fold): fold,
+ * check, report a bad argument to the program's cblas_xerbla with its CBLAS position, or
+ * run. */
+void tess__blas_cblas_call(struct tess__blas_call *c, int layout, const int e[4]);
 
 /* netlib's argument checks of call->kind in netlib's order: 0, or the 1-based position of
  * the first bad argument in the Fortran routine's argument list (what xerbla_ gets). */

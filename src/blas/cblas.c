@@ -39,12 +39,6 @@ static void bad_enum(const struct tess__blas_call *c, int pos, const char *what,
     tess__blas_cblas_xerbla(pos, rout, form, value);
 }
 
-#define BAD(...)              \
-    do {                      \
-        bad_enum(__VA_ARGS__); \
-        return;               \
-    } while (0)
-
 /* Steps 2 and 3 of the file comment. */
 static void submit(const struct tess__blas_call *c, int row) {
     int info = tess__blas_check(c);
@@ -81,84 +75,124 @@ static char uplo_letter(int u, int row) {
     return u == CblasUpper ? (row ? 'L' : 'U') : u == CblasLower ? (row ? 'U' : 'L') : 0;
 }
 
+#define BAD_ENUM(p, w, v) return (bad->pos = (p), bad->what = (w), bad->value = (v), (p))
+
+int tess__blas_fold(struct tess__blas_call *c, int layout, const int e[4],
+                    struct tess__blas_bad *bad) {
+    if (layout != COL && layout != ROW) BAD_ENUM(1, "layout", layout);
+    int row = layout == ROW;
+    const void *A = c->A, *B = c->B;
+    int64_t lda = c->lda, ldb = c->ldb, m = c->m, n = c->n;
+    switch (c->kind) {
+    case TESS__BLAS_GEMM: {
+        char ta = trans_letter(e[0]), tb = trans_letter(e[1]);
+        if (!ta) BAD_ENUM(2, "TransA", e[0]);
+        if (!tb) BAD_ENUM(3, "TransB", e[1]);
+        /* row-major: C^T = op(B)^T op(A)^T on the column-major views */
+        c->ta = row ? tb : ta, c->tb = row ? ta : tb;
+        c->m = row ? n : m, c->n = row ? m : n;
+        c->A = row ? B : A, c->lda = row ? ldb : lda;
+        c->B = row ? A : B, c->ldb = row ? lda : ldb;
+        return 0;
+    }
+    case TESS__BLAS_SYMM:
+    case TESS__BLAS_HEMM:
+        if (!(c->side = side_letter(e[0], row))) BAD_ENUM(2, "Side", e[0]);
+        if (!(c->uplo = uplo_letter(e[1], row))) BAD_ENUM(3, "Uplo", e[1]);
+        c->m = row ? n : m, c->n = row ? m : n;
+        return 0;
+    case TESS__BLAS_SYRK:
+    case TESS__BLAS_HERK:
+    case TESS__BLAS_SYR2K:
+    case TESS__BLAS_HER2K: {
+        /* The transpose flips with the layout. Real SYRK takes ConjTrans as Trans; complex
+         * SYRK takes NoTrans/Trans; HERK NoTrans/ConjTrans. In column major every CBLAS
+         * value passes to the Fortran check, which rejects what the routine does not take
+         * (position 2 + 1 = 3, as in the C layer). c->n holds n, c->k holds k. */
+        if (!(c->uplo = uplo_letter(e[0], row))) BAD_ENUM(2, "Uplo", e[0]);
+        char t = trans_letter(e[1]);
+        int herm = c->kind == TESS__BLAS_HERK || c->kind == TESS__BLAS_HER2K;
+        int cplx = tess__dtypes[c->dt].complex_;
+        if (row) {
+            if (herm) t = t == 'C' ? 'N' : t == 'N' ? 'C' : 0;
+            else if (cplx) t = t == 'T' ? 'N' : t == 'N' ? 'T' : 0;
+            else t = t == 'N' ? 'T' : t ? 'N' : 0;
+        }
+        if (!(c->ta = t)) BAD_ENUM(3, "Trans", e[1]);
+        c->m = c->n;
+        if (row && c->kind == TESS__BLAS_HER2K) {
+            /* row major: C^T = conj(alpha) op(A~) op(B~)^H + alpha ..., so alpha is
+             * conjugated */
+            tess__scalar_load(c->dt, &c->scratch, c->alpha);
+            if (c->dt == TESS_C) c->scratch.c[1] = -c->scratch.c[1];
+            else c->scratch.z[1] = -c->scratch.z[1];
+            c->alpha = &c->scratch;
+        }
+        return 0;
+    }
+    case TESS__BLAS_TRMM:
+    case TESS__BLAS_TRSM:
+        if (!(c->side = side_letter(e[0], row))) BAD_ENUM(2, "Side", e[0]);
+        if (!(c->uplo = uplo_letter(e[1], row))) BAD_ENUM(3, "Uplo", e[1]);
+        if (!(c->ta = trans_letter(e[2]))) BAD_ENUM(4, "Trans", e[2]);
+        c->diag = e[3] == CblasUnit ? 'U' : e[3] == CblasNonUnit ? 'N' : 0;
+        if (!c->diag) BAD_ENUM(5, "Diag", e[3]);
+        c->m = row ? n : m, c->n = row ? m : n;
+        c->C = (void *)B, c->ldc = ldb; /* B is in/out: also named C */
+        return 0;
+    case TESS__BLAS_NKINDS: break;
+    }
+    BAD_ENUM(1, "layout", layout);
+}
+
+void tess__blas_cblas_call(struct tess__blas_call *c, int layout, const int e[4]) {
+    struct tess__blas_bad bad;
+    if (tess__blas_fold(c, layout, e, &bad)) {
+        bad_enum(c, bad.pos, bad.what, bad.value);
+        return;
+    }
+    submit(c, layout == ROW);
+}
+
+static void cblas_call(struct tess__blas_call *c, int layout, int e0, int e1, int e2, int e3) {
+    const int e[4] = {e0, e1, e2, e3};
+    tess__blas_cblas_call(c, layout, e);
+}
+
 static void gemm(tess_dtype_t dt, int layout, int transa, int transb, int m, int n, int k,
                  const void *alpha, const void *A, int lda, const void *B, int ldb,
                  const void *beta, void *C, int ldc) {
-    struct tess__blas_call c = {.kind = TESS__BLAS_GEMM, .dt = dt, .alpha = alpha,
-                                .beta = beta, .C = C, .ldc = ldc, .k = k};
-    if (layout != COL && layout != ROW) BAD(&c, 1, "layout", layout);
-    int row = layout == ROW;
-    char ta = trans_letter(transa), tb = trans_letter(transb);
-    if (!ta) BAD(&c, 2, "TransA", transa);
-    if (!tb) BAD(&c, 3, "TransB", transb);
-    /* row-major: C^T = op(B)^T op(A)^T on the column-major views */
-    c.ta = row ? tb : ta, c.tb = row ? ta : tb;
-    c.m = row ? n : m, c.n = row ? m : n;
-    c.A = row ? B : A, c.lda = row ? ldb : lda;
-    c.B = row ? A : B, c.ldb = row ? lda : ldb;
-    submit(&c, row);
+    struct tess__blas_call c = {.kind = TESS__BLAS_GEMM, .dt = dt, .m = m, .n = n, .k = k,
+                                .alpha = alpha, .A = A, .lda = lda, .B = B, .ldb = ldb,
+                                .beta = beta, .C = C, .ldc = ldc};
+    cblas_call(&c, layout, transa, transb, 0, 0);
 }
 
 static void symm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int side, int uplo,
                  int m, int n, const void *alpha, const void *A, int lda, const void *B,
                  int ldb, const void *beta, void *C, int ldc) {
-    struct tess__blas_call c = {.kind = kind, .dt = dt, .alpha = alpha, .beta = beta, .A = A,
-                                .lda = lda, .B = B, .ldb = ldb, .C = C, .ldc = ldc};
-    if (layout != COL && layout != ROW) BAD(&c, 1, "layout", layout);
-    int row = layout == ROW;
-    if (!(c.side = side_letter(side, row))) BAD(&c, 2, "Side", side);
-    if (!(c.uplo = uplo_letter(uplo, row))) BAD(&c, 3, "Uplo", uplo);
-    c.m = row ? n : m, c.n = row ? m : n;
-    submit(&c, row);
+    struct tess__blas_call c = {.kind = kind, .dt = dt, .m = m, .n = n, .alpha = alpha,
+                                .beta = beta, .A = A, .lda = lda, .B = B, .ldb = ldb, .C = C,
+                                .ldc = ldc};
+    cblas_call(&c, layout, side, uplo, 0, 0);
 }
 
-/* SYRK, HERK, SYR2K, HER2K: the transpose flips with the layout. Real SYRK takes
- * ConjTrans as Trans; complex SYRK takes NoTrans/Trans; HERK NoTrans/ConjTrans. In column
- * major every CBLAS value passes to the Fortran check, which rejects what the routine
- * does not take (position 2 + 1 = 3, as in the C layer). */
+/* SYRK, HERK, SYR2K, HER2K (B NULL for the rank-k ones) */
 static void rank_k(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int uplo, int trans,
                    int n, int k, const void *alpha, const void *A, int lda, const void *B,
                    int ldb, const void *beta, void *C, int ldc) {
     struct tess__blas_call c = {.kind = kind, .dt = dt, .m = n, .n = n, .k = k,
                                 .alpha = alpha, .beta = beta, .A = A, .lda = lda, .B = B,
                                 .ldb = ldb, .C = C, .ldc = ldc};
-    if (layout != COL && layout != ROW) BAD(&c, 1, "layout", layout);
-    int row = layout == ROW;
-    if (!(c.uplo = uplo_letter(uplo, row))) BAD(&c, 2, "Uplo", uplo);
-    char t = trans_letter(trans);
-    int herm = kind == TESS__BLAS_HERK || kind == TESS__BLAS_HER2K;
-    int cplx = tess__dtypes[dt].complex_;
-    if (row) {
-        if (herm) t = t == 'C' ? 'N' : t == 'N' ? 'C' : 0;
-        else if (cplx) t = t == 'T' ? 'N' : t == 'N' ? 'T' : 0;
-        else t = t == 'N' ? 'T' : t ? 'N' : 0;
-    }
-    if (!(c.ta = t)) BAD(&c, 3, "Trans", trans);
-    tess__scalar_t conj;
-    if (row && kind == TESS__BLAS_HER2K) {
-        /* row major: C^T = conj(alpha) op(A~) op(B~)^H + alpha ..., so alpha is conjugated */
-        tess__scalar_load(dt, &conj, alpha);
-        if (dt == TESS_C) conj.c[1] = -conj.c[1];
-        else conj.z[1] = -conj.z[1];
-        c.alpha = &conj;
-    }
-    submit(&c, row);
+    cblas_call(&c, layout, uplo, trans, 0, 0);
 }
 
 static void trmm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int side, int uplo,
                  int transa, int diag, int m, int n, const void *alpha, const void *A, int lda,
                  void *B, int ldb) {
-    struct tess__blas_call c = {.kind = kind, .dt = dt, .alpha = alpha, .A = A, .lda = lda,
-                                .B = B, .ldb = ldb, .C = B, .ldc = ldb};
-    if (layout != COL && layout != ROW) BAD(&c, 1, "layout", layout);
-    int row = layout == ROW;
-    if (!(c.side = side_letter(side, row))) BAD(&c, 2, "Side", side);
-    if (!(c.uplo = uplo_letter(uplo, row))) BAD(&c, 3, "Uplo", uplo);
-    if (!(c.ta = trans_letter(transa))) BAD(&c, 4, "Trans", transa);
-    c.diag = diag == CblasUnit ? 'U' : diag == CblasNonUnit ? 'N' : 0;
-    if (!c.diag) BAD(&c, 5, "Diag", diag);
-    c.m = row ? n : m, c.n = row ? m : n;
-    submit(&c, row);
+    struct tess__blas_call c = {.kind = kind, .dt = dt, .m = m, .n = n, .alpha = alpha,
+                                .A = A, .lda = lda, .B = B, .ldb = ldb};
+    cblas_call(&c, layout, side, uplo, transa, diag);
 }
 
 /* ---- the exported symbols: <cblas.h>'s prototypes ------------------------------------- */

@@ -202,11 +202,13 @@ struct counter {
     _Atomic uint64_t dev_flops, cpu_flops;
 };
 static struct counter counts[TESS__BLAS_NKINDS][4];
+static _Atomic uint64_t fwd_calls;       /* CPU calls that ran on a door's own library */
 
 static void child_after_fork(void) {
     atomic_store(&forked, 1);
     atomic_store(&in_flight, 0);
     memset(counts, 0, sizeof counts);  /* the child reports its own calls */
+    atomic_store(&fwd_calls, 0);
 }
 
 /* TESSERA_BLAS_VERBOSE=1: one line; 2: and one line per routine used. A forked child
@@ -226,11 +228,18 @@ static void summary(void) {
     const char *who = child ? "tessera-blas (forked child)" : "tessera-blas";
     static const char *const state[] = {"not started", "in use", "off", "released"};
     const struct tess__hostblas *hb = tess__hostblas();
+    char where[320];
+    uint64_t fw = atomic_load(&fwd_calls);
+    if (fw)
+        snprintf(where, sizeof where, "%s; %llu on the caller's own BLAS (numpy's wheel)",
+                 hb ? hb->name : "no CPU BLAS", (unsigned long long)fw);
+    else
+        snprintf(where, sizeof where, "%s", hb ? hb->name : "no CPU BLAS");
     fprintf(stderr,
             "%s: tessera %llu calls %.4g flops; cpu %llu calls %.4g flops (%s); "
             "%llu quick returns; devices %s\n",
-            who, (unsigned long long)dc, df, (unsigned long long)cc, cf,
-            hb ? hb->name : "no CPU BLAS", (unsigned long long)q,
+            who, (unsigned long long)dc, df, (unsigned long long)cc, cf, where,
+            (unsigned long long)q,
             child ? "not used in a forked child" : state[atomic_load(&dev_state)]);
     if (cfg.blas_verbose < 2) return;
     if (cfg_ok)
@@ -407,7 +416,12 @@ void tess__blas_run(const struct tess__blas_call *c) {
                     tess__blas_kind_name[k], tess_strerror(rc), tess_last_error());
     }
     in_cpu = 1;
-    cpu_call(c);
+    if (c->fwd) {
+        c->fwd(c);  /* the door's own CPU library (scipy64.c) */
+        atomic_fetch_add_explicit(&fwd_calls, 1, memory_order_relaxed);
+    } else {
+        cpu_call(c);
+    }
     in_cpu = 0;
     TESS__COUNT(ctr, cpu_calls, 1);
     TESS__COUNT(ctr, cpu_flops, flops);

@@ -1,0 +1,167 @@
+/* src/blas/scipy64.c: the drop-in's door for numpy's pip wheels. numpy >= 2.0 from PyPI
+ * does not call cblas_dgemm: it calls its bundled, renamed ILP64 OpenBLAS
+ * (numpy.libs/libscipy_openblas64_-*.so) as scipy_cblas_<p>gemm64_ and
+ * scipy_cblas_<p>syrk64_ (<cblas.h>'s prototypes with 64-bit integers; `a @ b` and
+ * `a @ a.T`). This file exports those eight names, so LD_PRELOAD=libtessera_blas.so reaches
+ * them as it reaches Debian numpy's cblas_dgemm.
+ *
+ * A call is folded and checked exactly as the CBLAS door does (cblas.c, check.c) and then
+ * routed (route.c). What does not go to tessera (small calls, and every call the policy
+ * keeps on the CPU) runs on the wheel's own OpenBLAS, the next definition of the same
+ * name, with the folded column-major arguments: numpy's own library stays the CPU
+ * baseline. A call with a bad argument is passed to that library unchanged, which reports
+ * it in its own way.
+ *
+ * The next definition: numpy's extension module is dlopen'ed RTLD_LOCAL, so its OpenBLAS
+ * is outside the global scope that dlsym(RTLD_NEXT) searches. The loaded objects are walked
+ * (dl_iterate_phdr) instead, skipping this library, and the name looked up in each
+ * (dlopen RTLD_NOLOAD). Without any (a program that links this library and calls the name
+ * itself) the call is an ordinary CBLAS call: the CPU BLAS table, cblas_xerbla for errors.
+ *
+ * Owns the eight symbols and that lookup, nothing else.
+ */
+#include <cblas.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "blas.h"
+
+typedef int64_t i64;
+
+enum { SLOT_GEMM, SLOT_SYRK, NSLOTS };
+static const char *const slot_kind[NSLOTS] = {"gemm", "syrk"};
+static void *next_fn[NSLOTS][4];
+static pthread_once_t next_once = PTHREAD_ONCE_INIT;
+
+struct find {
+    const char *name;
+    const char *self;   /* this library's path */
+    void *self_base;    /* and where it is loaded */
+    void *found;
+};
+
+static int find_in(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct find *f = arg;
+    if (!info->dlpi_name || !info->dlpi_name[0] || strcmp(info->dlpi_name, f->self) == 0)
+        return 0;
+    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_LOCAL);
+    if (!h) return 0;
+    void *p = dlsym(h, f->name);
+    dlclose(h);  /* RTLD_NOLOAD: drops only the reference just taken */
+    Dl_info where;
+    if (!p || (dladdr(p, &where) && where.dli_fbase == f->self_base)) return 0;
+    f->found = p;
+    return 1;
+}
+
+static void next_load(void) {
+    Dl_info me;
+    int known = dladdr((void *)next_load, &me) != 0;
+    const char *self = known && me.dli_fname ? me.dli_fname : "";
+    for (int s = 0; s < NSLOTS; s++)
+        for (int d = 0; d < 4; d++) {
+            char name[40];
+            snprintf(name, sizeof name, "scipy_cblas_%c%s64_", tess__blas_prefix((tess_dtype_t)d),
+                     slot_kind[s]);
+            void *p = dlsym(RTLD_NEXT, name);
+            if (!p) {
+                struct find f = {name, self, known ? me.dli_fbase : NULL, NULL};
+                dl_iterate_phdr(find_in, &f);
+                p = f.found;
+            }
+            next_fn[s][d] = p;
+        }
+}
+
+static void *next(int slot, tess_dtype_t dt) {
+    pthread_once(&next_once, next_load);
+    return next_fn[slot][dt];
+}
+
+/* 1: the caller passes its original call to the next definition (a bad argument: that
+ * library reports it). 0: handled here. */
+static int door(struct tess__blas_call *c, int layout, int e0, int e1, void *nx,
+                void (*fwd)(const struct tess__blas_call *)) {
+    const int e[4] = {e0, e1, 0, 0};
+    if (!nx) {
+        tess__blas_cblas_call(c, layout, e);
+        return 0;
+    }
+    struct tess__blas_bad bad;
+    if (tess__blas_fold(c, layout, e, &bad) || tess__blas_check(c)) return 1;
+    c->fwd = fwd;
+    tess__blas_run(c);
+    return 0;
+}
+
+static enum CBLAS_TRANSPOSE cb_trans(char t) {
+    return t == 'N' ? CblasNoTrans : t == 'T' ? CblasTrans : CblasConjTrans;
+}
+static enum CBLAS_UPLO cb_uplo(char u) { return u == 'U' ? CblasUpper : CblasLower; }
+
+/* The scalar conventions of <cblas.h>: s and d by value, c and z by pointer. ADDR takes a
+ * parameter's address for the call record, LOAD turns the record's pointer back. */
+#define ADDR_s(x) (&(x))
+#define ADDR_d(x) (&(x))
+#define ADDR_c(x) (x)
+#define ADDR_z(x) (x)
+#define LOAD_s(p) (*(const float *)(p))
+#define LOAD_d(p) (*(const double *)(p))
+#define LOAD_c(p) (p)
+#define LOAD_z(p) (p)
+
+#define E TESS__BLAS_EXPORT
+
+/* scipy_cblas_<p>gemm64_(order, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) */
+#define GEMM64(p, ST, DT)                                                                    \
+    typedef void (*p##gemm64_fn)(int, int, int, i64, i64, i64, ST, const void *, i64,       \
+                                 const void *, i64, ST, void *, i64);                       \
+    static void p##gemm64_fwd(const struct tess__blas_call *c) {                            \
+        ((p##gemm64_fn)next(SLOT_GEMM, DT))(CblasColMajor, cb_trans(c->ta), cb_trans(c->tb), \
+                                            c->m, c->n, c->k, LOAD_##p(c->alpha), c->A,     \
+                                            c->lda, c->B, c->ldb, LOAD_##p(c->beta), c->C,  \
+                                            c->ldc);                                        \
+    }                                                                                        \
+    E void scipy_cblas_##p##gemm64_(int o, int ta, int tb, i64 m, i64 n, i64 k, ST alpha,   \
+                                    const void *A, i64 lda, const void *B, i64 ldb, ST beta, \
+                                    void *C, i64 ldc) {                                      \
+        void *nx = next(SLOT_GEMM, DT);                                                      \
+        struct tess__blas_call c = {.kind = TESS__BLAS_GEMM, .dt = DT, .m = m, .n = n,      \
+                                    .k = k, .alpha = ADDR_##p(alpha), .A = A, .lda = lda,   \
+                                    .B = B, .ldb = ldb, .beta = ADDR_##p(beta), .C = C,     \
+                                    .ldc = ldc};                                             \
+        if (door(&c, o, ta, tb, nx, p##gemm64_fwd))                                          \
+            ((p##gemm64_fn)nx)(o, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);    \
+    }
+
+/* scipy_cblas_<p>syrk64_(order, uplo, trans, n, k, alpha, A, lda, beta, C, ldc) */
+#define SYRK64(p, ST, DT)                                                                    \
+    typedef void (*p##syrk64_fn)(int, int, int, i64, i64, ST, const void *, i64, ST, void *, \
+                                 i64);                                                       \
+    static void p##syrk64_fwd(const struct tess__blas_call *c) {                            \
+        ((p##syrk64_fn)next(SLOT_SYRK, DT))(CblasColMajor, cb_uplo(c->uplo), cb_trans(c->ta), \
+                                            c->n, c->k, LOAD_##p(c->alpha), c->A, c->lda,   \
+                                            LOAD_##p(c->beta), c->C, c->ldc);               \
+    }                                                                                        \
+    E void scipy_cblas_##p##syrk64_(int o, int u, int t, i64 n, i64 k, ST alpha,            \
+                                    const void *A, i64 lda, ST beta, void *C, i64 ldc) {    \
+        void *nx = next(SLOT_SYRK, DT);                                                      \
+        struct tess__blas_call c = {.kind = TESS__BLAS_SYRK, .dt = DT, .m = n, .n = n,      \
+                                    .k = k, .alpha = ADDR_##p(alpha), .A = A, .lda = lda,   \
+                                    .beta = ADDR_##p(beta), .C = C, .ldc = ldc};             \
+        if (door(&c, o, u, t, nx, p##syrk64_fwd))                                            \
+            ((p##syrk64_fn)nx)(o, u, t, n, k, alpha, A, lda, beta, C, ldc);                 \
+    }
+
+GEMM64(s, float, TESS_S)
+GEMM64(d, double, TESS_D)
+GEMM64(c, const void *, TESS_C)
+GEMM64(z, const void *, TESS_Z)
+SYRK64(s, float, TESS_S)
+SYRK64(d, double, TESS_D)
+SYRK64(c, const void *, TESS_C)
+SYRK64(z, const void *, TESS_Z)

@@ -6,6 +6,11 @@
 #   GPU_CHECK_SIZES   sizes for the verified tessera-gemm runs (default "4096 16384")
 #   GPU_CHECK_REPS    timed runs per tessera-gemm size (default 2)
 #   GPU_CHECK_BENCH   arguments for tessera-bench ("" skips it)
+#   GPU_CHECK_TESTS   0 skips the test programs, the trace run, the tessera-gemm sizes and the
+#                     pageable run (for a call that only times or fits something; default 1)
+#   GPU_CHECK_FAULT   1 adds the injected-fault run (issue 8; below)
+# Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
+# (crossover fit and numpy), each described where it runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
@@ -19,7 +24,8 @@ fi
 summary=()
 note() { summary+=("$1"); echo "$1"; }
 t0=$(date +%s)
-if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+tests=ON; [ "${GPU_CHECK_TESTS:-1}" = 0 ] && tests=OFF
+if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTESS_BUILD_TESTS=$tests >"$OUT/build.log" 2>&1 &&
    cmake --build build-gpu -j"$(nproc)" >>"$OUT/build.log" 2>&1; then
   note "build                         ok   ($(( $(date +%s) - t0 )) s)"
 else
@@ -37,6 +43,7 @@ run() { # label, log, command...
   note "$(printf '%-29s %s (%d s)' "$label" "$verdict" $(( $(date +%s) - s )))"
   [ "$verdict" = ok ] || tail -15 "$OUT/$log"
 }
+if [ "${GPU_CHECK_TESTS:-1}" != 0 ]; then
 run "test_cuda"                     test_cuda.log      ./build-gpu/tests/test_cuda
 run "test_gemm GPUs tile 96"        test_gemm_t96.log  env TESSERA_TILE=96 ./build-gpu/tests/test_gemm
 run "test_gemm GPUs+CPU tile 128"   test_gemm_cpu.log  env TESSERA_TILE=128 TESSERA_CPU_WORKER=1 ./build-gpu/tests/test_gemm
@@ -55,6 +62,20 @@ done
 run "tessera-gemm d n=16384 pageable" gemm_d_16384_pageable.log env TESSERA_SUMMARY=1 ./build-gpu/tessera-gemm -m 16384 -p d -r "${GPU_CHECK_REPS:-2}"
 grep -E "median|^  [0-9]|staging" "$OUT/gemm_d_16384_pageable.log" | sed 's/^/    /'
 # --- end pageable staging
+fi
+# ---- a device fails mid-call (issue 8, GPU_CHECK_FAULT=1) ---------------------------------
+# TESSERA_FAULT=0:K makes the first GPU fail at its K-th copy or kernel (src/backend/cuda.c:
+# the call fails as a CUDA error would, the device is marked failed); its tasks go back to
+# the queue and the other GPUs and the CPU worker finish. tessera-gemm verifies the result;
+# the log must hold the one warning, the summary shows the failed device.
+if [ "${GPU_CHECK_FAULT:-0}" = 1 ]; then
+  for k in ${GPU_CHECK_FAULT_AT:-40 300}; do
+    run "fault: GPU 0 fails at op $k" "fault_$k.log" env TESSERA_FAULT="0:$k" TESSERA_TILE=1024 \
+        TESSERA_CPU_WORKER=1 TESSERA_VERBOSE=1 TESSERA_SUMMARY=1 \
+        ./build-gpu/tessera-gemm -m 8192 -p d -r 1 --pinned
+    grep -iE "fail|median|verif|^  [0-9]|dev|cpu" "$OUT/fault_$k.log" | head -20 | sed 's/^/    /'
+  done
+fi
 if [ -n "${GPU_CHECK_BENCH:-}" ] && [ -x build-gpu/tessera-bench ]; then
   run "tessera-bench" bench.log ./build-gpu/tessera-bench $GPU_CHECK_BENCH --csv "$OUT/bench.csv"
   cat "$OUT/bench.log"

@@ -354,7 +354,7 @@ int tess__rt_submit(struct tess__rt *rt, struct tess__job *job) {
     for (int i = 0; i < rt->ndev; i++) {
         struct tess__dev *d = rt->dev[i];
         if ((d->desc.caps & TESS__CAP_UNIFIED) ? !job->device_only
-                                               : d->heap_bytes >= 3 * job->blk_bytes)
+                                               : job->blk_bytes <= d->heap_bytes / 3)
             job->dev_mask |= 1u << i;
     }
     if (!job->dev_mask)
@@ -447,8 +447,10 @@ int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int
     /* Enough tasks to keep every device's streams busy, but never tiny GPU tiles. */
     int64_t ndev = gpus + others > 0 ? gpus + others : 1;
     int64_t big = TESS__MAX(m, n);
-    while (t > (gpus ? 1024 : 64) && TESS__CEILDIV(m, t) * TESS__CEILDIV(n, t) < 2 * ndev &&
-           big > 0)
+    int64_t tiles;  /* checked: two dimensions of 2^40 have 2^64 tiles of 256 */
+    while (t > (gpus ? 1024 : 64) && big > 0 &&
+           !__builtin_mul_overflow(TESS__CEILDIV(m, t), TESS__CEILDIV(n, t), &tiles) &&
+           tiles < 2 * ndev)
         t /= 2;
     /* A running task holds three tiles; leave room for several on the smallest heap. */
     size_t es = tess__dtypes[dt].size;

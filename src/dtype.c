@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "hostblas.h"
-#include "internal.h"
 
 const struct tess__dtype_info tess__dtypes[4] = {
     [TESS_S] = {"s", 4, 0, 2.0},
@@ -50,38 +50,22 @@ bool tess__scalar_is_one(tess_dtype_t dt, const tess__scalar_t *x) {
 const tess__scalar_t *tess__scalar_zero(void) { return &zero; }
 const tess__scalar_t *tess__scalar_one(tess_dtype_t dt) { return &ones[dt]; }
 
-static enum CBLAS_TRANSPOSE cblas_trans(char t) {
-    return t == 'N' ? CblasNoTrans : t == 'T' ? CblasTrans : CblasConjTrans;
-}
-
 void tess__host_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
                      const void *alpha, const void *A, int64_t lda, const void *B,
                      int64_t ldb, const void *beta, void *C, int64_t ldc) {
-    enum CBLAS_TRANSPOSE a = cblas_trans(ta), b = cblas_trans(tb);
-    const struct tess__hostblas *hb = tess__hostblas();
-    if (!hb) {
+    if (!tess__hostblas()) {
         /* the runtime does not start without the CPU BLAS (tess__hostblas_load), so only a
          * caller that bypassed it gets here */
         fprintf(stderr, "tessera: no CPU BLAS for a host kernel: %s\n",
                 tess__hostblas_load() ? tess_last_error() : "?");
         abort();
     }
-    switch (dt) {
-    case TESS_S:
-        hb->sgemm(CblasColMajor, a, b, m, n, k, *(const float *)alpha, A, lda, B, ldb,
-                  *(const float *)beta, C, ldc);
-        break;
-    case TESS_D:
-        hb->dgemm(CblasColMajor, a, b, m, n, k, *(const double *)alpha, A, lda, B, ldb,
-                  *(const double *)beta, C, ldc);
-        break;
-    case TESS_C:
-        hb->cgemm(CblasColMajor, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-        break;
-    case TESS_Z:
-        hb->zgemm(CblasColMajor, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-        break;
-    }
+    struct tess__kernel kn = {
+        .kind = TESS__K_GEMM, .dt = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
+        .alpha = alpha, .beta = beta, .A = A, .lda = lda, .B = B, .ldb = ldb, .C = C,
+        .ldc = ldc,
+    };
+    (void)tess__host_kernel(&kn);
 }
 
 void tess__host_scale(tess_dtype_t dt, int64_t m, int64_t n, const tess__scalar_t *beta,
@@ -113,4 +97,36 @@ void tess__host_scale(tess_dtype_t dt, int64_t m, int64_t n, const tess__scalar_
             }
         }
     }
+}
+
+void tess__host_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__scalar_t *beta,
+                          bool herm, void *C, int64_t ldc) {
+    size_t es = tess__dtypes[dt].size;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r0 = uplo == 'U' ? 0 : j, r1 = uplo == 'U' ? j + 1 : n;
+        char *col = (char *)C + ((size_t)r0 + (size_t)j * (size_t)ldc) * es;
+        char *d = (char *)C + ((size_t)j + (size_t)j * (size_t)ldc) * es;
+        if (herm) { /* netlib: Im(C(j,j)) need not be set: never let it reach Re */
+            if (dt == TESS_C) ((float *)d)[1] = 0.0f;
+            else ((double *)d)[1] = 0.0;
+        }
+        tess__host_scale(dt, r1 - r0, 1, beta, col, ldc);
+        if (herm) { /* (beta, 0) times (x, 0) is (beta x, 0 x): NaN when beta is */
+            if (dt == TESS_C) ((float *)d)[1] = 0.0f;
+            else ((double *)d)[1] = 0.0;
+        }
+    }
+}
+
+bool tess__span_ok(const void *X, int64_t rows, int64_t cols, int64_t ld, size_t es,
+                   size_t *bytes) {
+    uint64_t el, b;
+    if (rows < 1 || cols < 1 || ld < rows) return false;
+    if (__builtin_mul_overflow((uint64_t)(cols - 1), (uint64_t)ld, &el) ||
+        __builtin_add_overflow(el, (uint64_t)rows, &el) ||
+        __builtin_mul_overflow(el, (uint64_t)es, &b) || b > (uint64_t)PTRDIFF_MAX ||
+        (uintptr_t)X > UINTPTR_MAX - (uintptr_t)b)
+        return false;
+    if (bytes) *bytes = (size_t)b;
+    return true;
 }

@@ -109,6 +109,16 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
     if (!no_ab && !A) return BAD("(A) must not be NULL", fn, pos + 7);
     if (!no_ab && !B) return BAD("(B) must not be NULL", fn, pos + 9);
 #undef BAD
+    /* Every array the call touches can be addressed (no extent, tile count or pointer
+     * computed below can overflow), checked before anything is written or queued. */
+    int64_t a_cols = (transa == TESS_NO_TRANS) != row ? k : m;
+    int64_t b_cols = (transb == TESS_NO_TRANS) != row ? n : k;
+    int64_t c_cols = row ? m : n;
+    int rc;
+    if (!no_ab && ((rc = tess__l3_check_span(fn, pos + 7, "A", A, a_rows, a_cols, lda, dt)) ||
+                   (rc = tess__l3_check_span(fn, pos + 9, "B", B, b_rows, b_cols, ldb, dt))))
+        return rc;
+    if ((rc = tess__l3_check_span(fn, pos + 12, "C", C, c_rows, c_cols, ldc, dt))) return rc;
 
     /* Row-major: C^T = op(B)^T op(A)^T on the column-major views, flags unchanged. */
     char ta = trans_char(transa), tb = trans_char(transb);
@@ -131,7 +141,7 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
     }
 
     struct tess__gemm_async *h;
-    int rc = tess__gemm_start(dt, ta, tb, m, n, k, &al, A, lda, B, ldb, &be, C, ldc, NULL, &h);
+    rc = tess__gemm_start(dt, ta, tb, m, n, k, &al, A, lda, B, ldb, &be, C, ldc, NULL, &h);
     return rc ? rc : tess__gemm_finish(h);
 }
 
@@ -180,7 +190,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     if (T > INT32_MAX) T = job->tile = INT32_MAX;
     /* every copy of this job reserves a full tile, rounded to the heap's alignment: uniform
      * blocks cannot fragment the heap */
-    job->blk_bytes = ((size_t)T * (size_t)T * tess__dtypes[dt].size + 255) & ~(size_t)255;
+    job->blk_bytes = tess__blk_bytes(T, tess__dtypes[dt].size);
     job->alpha = *al;
     job->beta = *be;
     job->ta = ta, job->tb = tb;
@@ -188,13 +198,16 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     job->A = A, job->B = B, job->C = C;
     job->lda = lda, job->ldb = ldb, job->ldc = ldc;
 
+    /* checked: the task count is formed before it is compared */
     int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), kt = TESS__CEILDIV(k, T);
-    if (mt * nt > INT_MAX / 2 || kt > INT_MAX / 2) {
+    int64_t ntasks = tess__l3_count_mul(mt, nt);
+    if (ntasks > INT_MAX / 2 || kt > INT_MAX / 2) {
         free(h);
-        return tess__fail(TESS_ENOMEM, "gemm: %lld x %lld tiles of %lld: too many tasks; raise TESSERA_TILE",
-                          (long long)mt, (long long)nt, (long long)T);
+        return tess__fail(TESS_ENOMEM, "gemm: %lld x %lld tiles of %lld, %lld steps each: too "
+                          "many tasks or steps; raise TESSERA_TILE",
+                          (long long)mt, (long long)nt, (long long)T, (long long)kt);
     }
-    job->ntasks = (int)(mt * nt);
+    job->ntasks = (int)ntasks;
     job->tasks = calloc((size_t)job->ntasks, sizeof *job->tasks);
     if (!job->tasks) {
         free(h);
@@ -203,7 +216,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     size_t es = tess__dtypes[dt].size;
     /* queue order: column by column, or row by row when op(A) arrives by rows */
     bool by_row = ready && job->ready_dim == 'm';
-    for (int64_t x = 0; x < mt * nt; x++) {
+    for (int64_t x = 0; x < ntasks; x++) {
         int64_t i = by_row ? x / nt : x % mt, j = by_row ? x % nt : x / mt;
         struct tess__task *t = &job->tasks[x];
         t->job = job;

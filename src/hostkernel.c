@@ -1,9 +1,38 @@
 /* src/hostkernel.c: every tile kernel kind of the backend interface (backend.h) run on
  * host memory through the CPU BLAS table (hostblas.h): the host backend's stream threads
- * call it for the CPU worker and the emulated devices. Owns the mapping of kinds and
- * precisions to CBLAS calls, nothing else. */
+ * call it for the CPU worker and the emulated devices, the drop-in library for the calls
+ * it keeps on the CPU. Owns the mapping of kinds and precisions to CBLAS calls and what
+ * makes 64-bit arguments safe for the CPU BLAS's int ones, nothing else.
+ *
+ * The CPU BLAS is LP64: its dimensions and leading dimensions are int. Nothing is ever
+ * truncated (issue 8, B3); one generic path serves every kind and precision:
+ *   - a dimension beyond INT_MAX is split: GEMM along m, n and k, SYMM/HEMM/TRMM/TRSM along
+ *     their free dimension (the columns of B/C for side L, the rows for side R), the SYRK
+ *     family along k. beta goes to the first k piece, one to the others. The order of a
+ *     square operand (A of SYMM/HEMM/TRMM/TRSM, C of the SYRK family) cannot exceed
+ *     INT_MAX for an operand that can be addressed: TESS_EINVAL;
+ *   - a leading dimension beyond INT_MAX (the CPU worker computes in place on the caller's
+ *     arrays, whose leading dimensions are the caller's): that operand's block is copied
+ *     into a temporary with the smallest leading dimension, the call runs on it, and the
+ *     output's block is copied back: its referenced part only (the triangle uplo for the
+ *     SYRK family); C is copied in only when the kernel reads it (beta != 0, TRMM/TRSM).
+ *     The free dimensions are cut to HK_BLK first, so a temporary holds at most HK_BLK
+ *     columns (or rows) of an operand (GEMM: HK_BLK x HK_BLK).
+ * The SYRK family (SYRK, HERK, SYR2K, HER2K) scales its triangle of C by beta here (beta
+ * != 0, 1; HERK/HER2K: the diagonal's imaginary parts zeroed, not read), right before the
+ * CPU BLAS call (on the copy, if C is copied; on the first k piece), which then runs with
+ * beta = 1 (beta = 0 is passed on: C is not read). OpenBLAS 0.3.21's s/c/z variants take
+ * a NaN beta as 0 on the triangle (issue 8, B6), where netlib, dsyrk and the GEMM of the
+ * off-diagonal tiles give NaN: one call, two answers. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "backend/backend.h"
 #include "hostblas.h"
+
+#define HK_INT INT_MAX  /* the CPU BLAS's int */
+#define HK_BLK 1024     /* free dimensions cut to this when operands are copied */
 
 static enum CBLAS_SIDE side_(char c) { return c == 'L' ? CblasLeft : CblasRight; }
 static enum CBLAS_UPLO uplo_(char c) { return c == 'U' ? CblasUpper : CblasLower; }
@@ -12,20 +41,68 @@ static enum CBLAS_TRANSPOSE trans_(char c) {
 }
 static enum CBLAS_DIAG diag_(char c) { return c == 'U' ? CblasUnit : CblasNonUnit; }
 
-void tess__host_kernel(const struct tess__kernel *k) {
-    const struct tess__hostblas *b = tess__hostblas();
-    if (k->m < 0 || k->n < 0 || k->k < 0) return;
-    if (k->kind == TESS__K_GEMM) {
-        tess__host_gemm(k->dt, k->ta, k->tb, k->m, k->n, k->k, k->alpha, k->A, k->lda, k->B,
-                        k->ldb, k->beta, k->C, k->ldc);
-        return;
+static bool is_rk(enum tess__kernel_kind kd) {
+    return kd == TESS__K_SYRK || kd == TESS__K_HERK || kd == TESS__K_SYR2K || kd == TESS__K_HER2K;
+}
+static bool has_b(enum tess__kernel_kind kd) {
+    return kd == TESS__K_GEMM || kd == TESS__K_SYMM || kd == TESS__K_HEMM ||
+           kd == TESS__K_SYR2K || kd == TESS__K_HER2K;
+}
+static bool is_side(enum tess__kernel_kind kd) {
+    return kd == TESS__K_SYMM || kd == TESS__K_HEMM || kd == TESS__K_TRMM || kd == TESS__K_TRSM;
+}
+/* HERK's alpha, HERK's and HER2K's beta are of the real type */
+static tess_dtype_t real_of(tess_dtype_t dt) { return dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt; }
+static tess_dtype_t beta_dt(const struct tess__kernel *k) {
+    return k->kind == TESS__K_HERK || k->kind == TESS__K_HER2K ? real_of(k->dt) : k->dt;
+}
+
+/* Element (r, c) of the column-major X, in size_t arithmetic (the operand is addressable). */
+static char *at(const void *X, int64_t r, int64_t c, int64_t ld, size_t es) {
+    return (char *)X + ((size_t)r + (size_t)c * (size_t)ld) * es;
+}
+
+/* Stored shapes (rows x cols) of A, B and C of k; an absent operand is 0 x 0. */
+static void shapes(const struct tess__kernel *k, int64_t sh[3][2]) {
+    memset(sh, 0, sizeof(int64_t) * 6);
+    int64_t ka = k->side == 'L' ? k->m : k->n;
+    switch (k->kind) {
+    case TESS__K_GEMM:
+        sh[0][0] = k->ta == 'N' ? k->m : k->k, sh[0][1] = k->ta == 'N' ? k->k : k->m;
+        sh[1][0] = k->tb == 'N' ? k->k : k->n, sh[1][1] = k->tb == 'N' ? k->n : k->k;
+        sh[2][0] = k->m, sh[2][1] = k->n;
+        break;
+    case TESS__K_SYMM:
+    case TESS__K_HEMM:
+        sh[0][0] = sh[0][1] = ka;
+        sh[1][0] = k->m, sh[1][1] = k->n;
+        sh[2][0] = k->m, sh[2][1] = k->n;
+        break;
+    case TESS__K_TRMM:
+    case TESS__K_TRSM:
+        sh[0][0] = sh[0][1] = ka;
+        sh[2][0] = k->m, sh[2][1] = k->n;
+        break;
+    case TESS__K_SYRK:
+    case TESS__K_HERK:
+    case TESS__K_SYR2K:
+    case TESS__K_HER2K:
+        sh[0][0] = k->ta == 'N' ? k->n : k->k, sh[0][1] = k->ta == 'N' ? k->k : k->n;
+        if (k->kind == TESS__K_SYR2K || k->kind == TESS__K_HER2K)
+            sh[1][0] = sh[0][0], sh[1][1] = sh[0][1];
+        sh[2][0] = sh[2][1] = k->n;
+        break;
     }
+}
+
+/* The CBLAS call itself. Every dimension and leading dimension it passes fits an int
+ * (run_fit makes sure). */
+static void raw(const struct tess__hostblas *b, const struct tess__kernel *k) {
     const enum CBLAS_ORDER o = CblasColMajor;
     enum CBLAS_SIDE sd = side_(k->side);
     enum CBLAS_UPLO ul = uplo_(k->uplo);
-    enum CBLAS_TRANSPOSE tr = trans_(k->ta);
+    enum CBLAS_TRANSPOSE tr = trans_(k->ta), tb = trans_(k->tb);
     enum CBLAS_DIAG dg = diag_(k->diag);
-    /* blasint is int in the LP64 OpenBLAS: tile dimensions always fit */
     int m = (int)k->m, n = (int)k->n, kk = (int)k->k;
     int lda = (int)k->lda, ldb = (int)k->ldb, ldc = (int)k->ldc;
     const float *as = k->alpha, *bs = k->beta;
@@ -33,6 +110,7 @@ void tess__host_kernel(const struct tess__kernel *k) {
     switch (k->dt) {
     case TESS_S:
         switch (k->kind) {
+        case TESS__K_GEMM: b->sgemm(o, tr, tb, m, n, kk, *as, k->A, lda, k->B, ldb, *bs, k->C, ldc); break;
         case TESS__K_SYMM: b->ssymm(o, sd, ul, m, n, *as, k->A, lda, k->B, ldb, *bs, k->C, ldc); break;
         case TESS__K_SYRK: b->ssyrk(o, ul, tr, n, kk, *as, k->A, lda, *bs, k->C, ldc); break;
         case TESS__K_SYR2K: b->ssyr2k(o, ul, tr, n, kk, *as, k->A, lda, k->B, ldb, *bs, k->C, ldc); break;
@@ -43,6 +121,7 @@ void tess__host_kernel(const struct tess__kernel *k) {
         break;
     case TESS_D:
         switch (k->kind) {
+        case TESS__K_GEMM: b->dgemm(o, tr, tb, m, n, kk, *ad, k->A, lda, k->B, ldb, *bd, k->C, ldc); break;
         case TESS__K_SYMM: b->dsymm(o, sd, ul, m, n, *ad, k->A, lda, k->B, ldb, *bd, k->C, ldc); break;
         case TESS__K_SYRK: b->dsyrk(o, ul, tr, n, kk, *ad, k->A, lda, *bd, k->C, ldc); break;
         case TESS__K_SYR2K: b->dsyr2k(o, ul, tr, n, kk, *ad, k->A, lda, k->B, ldb, *bd, k->C, ldc); break;
@@ -53,6 +132,7 @@ void tess__host_kernel(const struct tess__kernel *k) {
         break;
     case TESS_C:
         switch (k->kind) {
+        case TESS__K_GEMM: b->cgemm(o, tr, tb, m, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
         case TESS__K_SYMM: b->csymm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
         case TESS__K_HEMM: b->chemm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
         case TESS__K_SYRK: b->csyrk(o, ul, tr, n, kk, k->alpha, k->A, lda, k->beta, k->C, ldc); break;
@@ -66,6 +146,7 @@ void tess__host_kernel(const struct tess__kernel *k) {
         break;
     case TESS_Z:
         switch (k->kind) {
+        case TESS__K_GEMM: b->zgemm(o, tr, tb, m, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
         case TESS__K_SYMM: b->zsymm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
         case TESS__K_HEMM: b->zhemm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
         case TESS__K_SYRK: b->zsyrk(o, ul, tr, n, kk, k->alpha, k->A, lda, k->beta, k->C, ldc); break;
@@ -78,4 +159,200 @@ void tess__host_kernel(const struct tess__kernel *k) {
         }
         break;
     }
+}
+
+/* raw, with the SYRK family's beta applied here (see the top): C's triangle scaled by
+ * beta (beta != 0, 1), then the CPU BLAS with beta = 1. */
+static void call(const struct tess__hostblas *hb, const struct tess__kernel *k) {
+    if (is_rk(k->kind) && k->beta && k->n > 0) {
+        tess_dtype_t bdt = beta_dt(k);
+        tess__scalar_t be;
+        tess__scalar_load(bdt, &be, k->beta);
+        if (!tess__scalar_is_zero(bdt, &be) && !tess__scalar_is_one(bdt, &be)) {
+            bool herm = bdt != k->dt;
+            tess__scalar_t bc;
+            if (herm) { /* a real beta as the complex (beta, 0) */
+                memset(&bc, 0, sizeof bc);
+                if (k->dt == TESS_C) bc.c[0] = be.s;
+                else bc.z[0] = be.d;
+            } else {
+                bc = be;
+            }
+            tess__host_scale_tri(k->dt, k->uplo, k->n, &bc, herm, k->C, k->ldc);
+            struct tess__kernel p = *k;
+            p.beta = tess__scalar_one(bdt);
+            raw(hb, &p);
+            return;
+        }
+    }
+    raw(hb, k);
+}
+
+static int run_dims(const struct tess__hostblas *hb, const struct tess__kernel *k, int64_t lim);
+
+/* Copy the rows x cols block (only the triangle uplo when uplo is 'U' or 'L', square)
+ * from (src, lds) to (dst, ldd). */
+static void copy_block(size_t es, char uplo, int64_t rows, int64_t cols, const void *src,
+                       int64_t lds, void *dst, int64_t ldd) {
+    for (int64_t j = 0; j < cols; j++) {
+        int64_t r0 = uplo == 'L' ? j : 0, r1 = uplo == 'U' ? j + 1 : rows;
+        if (r1 > rows) r1 = rows;
+        if (r1 > r0)
+            memcpy(at(dst, r0, j, ldd, es), at(src, r0, j, lds, es), (size_t)(r1 - r0) * es);
+    }
+}
+
+/* Dimensions fit an int (free ones at most HK_BLK); some leading dimension does not: run
+ * on temporaries with the smallest leading dimensions for the operands whose leading
+ * dimension does not fit. */
+static int run_copied(const struct tess__hostblas *hb, const struct tess__kernel *k) {
+    size_t es = tess__dtypes[k->dt].size;
+    int64_t sh[3][2];
+    shapes(k, sh);
+    struct tess__kernel p = *k;
+    const void *src[3] = {k->A, k->B, k->C};
+    int64_t *ld[3] = {&p.lda, &p.ldb, &p.ldc};
+    void *tmp[3] = {NULL, NULL, NULL};
+    /* does the kernel read C? (TRMM/TRSM: always; the others unless beta = 0) */
+    bool reads_c = true;
+    if (!(k->kind == TESS__K_TRMM || k->kind == TESS__K_TRSM) && k->beta) {
+        tess__scalar_t be;
+        tess__scalar_load(beta_dt(k), &be, k->beta);
+        reads_c = !tess__scalar_is_zero(beta_dt(k), &be);
+    }
+    char tri = is_rk(k->kind) ? k->uplo : 0;  /* the SYRK family: C's triangle only */
+    int rc = TESS_OK;
+    for (int i = 0; i < 3 && !rc; i++) {
+        int64_t rows = sh[i][0], cols = sh[i][1];
+        if (*ld[i] <= HK_INT || (i == 1 && !has_b(k->kind))) continue;
+        if (rows == 0 || cols == 0) { /* empty: nothing read, any legal ld */
+            *ld[i] = rows > 1 ? rows : 1;
+            continue;
+        }
+        size_t el, bytes;
+        if (__builtin_mul_overflow((size_t)rows, (size_t)cols, &el) ||
+            __builtin_mul_overflow(el, es, &bytes) || !(tmp[i] = malloc(bytes))) {
+            rc = tess__fail(TESS_ENOMEM, "host kernel: no memory for a %lld x %lld copy of an "
+                            "operand with leading dimension %lld", (long long)rows,
+                            (long long)cols, (long long)*ld[i]);
+            break;
+        }
+        if (i < 2) copy_block(es, 0, rows, cols, src[i], *ld[i], tmp[i], rows);
+        else if (reads_c) copy_block(es, tri, rows, cols, src[i], *ld[i], tmp[i], rows);
+        else memset(tmp[i], 0, bytes); /* beta = 0: C not read */
+        *ld[i] = rows;
+        if (i == 0) p.A = tmp[i];
+        else if (i == 1) p.B = tmp[i];
+        else p.C = tmp[i];
+    }
+    if (!rc) {
+        call(hb, &p);
+        if (tmp[2]) copy_block(es, tri, sh[2][0], sh[2][1], tmp[2], sh[2][0], k->C, k->ldc);
+    }
+    for (int i = 0; i < 3; i++) free(tmp[i]);
+    return rc;
+}
+
+/* Dimensions fit an int: the CBLAS call, on copies where a leading dimension does not. */
+static int run_fit(const struct tess__hostblas *hb, const struct tess__kernel *k) {
+    bool big = k->lda > HK_INT || (has_b(k->kind) && k->ldb > HK_INT) || k->ldc > HK_INT;
+    if (!big) {
+        call(hb, k);
+        return TESS_OK;
+    }
+    bool cut = false;
+    switch (k->kind) {
+    case TESS__K_GEMM: cut = k->m > HK_BLK || k->n > HK_BLK || k->k > HK_BLK; break;
+    case TESS__K_SYRK:
+    case TESS__K_HERK:
+    case TESS__K_SYR2K:
+    case TESS__K_HER2K: cut = k->k > HK_BLK; break;
+    default: cut = (k->side == 'L' ? k->n : k->m) > HK_BLK; break;
+    }
+    return cut ? run_dims(hb, k, HK_BLK) : run_copied(hb, k);
+}
+
+/* Split the dimensions of k that can be split and exceed lim into pieces of at most lim
+ * (in order: beta on the first k piece), then run_fit each piece. */
+static int run_dims(const struct tess__hostblas *hb, const struct tess__kernel *k, int64_t lim) {
+    size_t es = tess__dtypes[k->dt].size;
+    struct tess__kernel p = *k;
+    int rc = TESS_OK;
+    if (k->kind == TESS__K_GEMM) {
+        if (k->m > lim) {
+            for (int64_t i0 = 0; i0 < k->m && !rc; i0 += lim) {
+                p.m = TESS__MIN(lim, k->m - i0);
+                p.A = k->ta == 'N' ? at(k->A, i0, 0, k->lda, es) : at(k->A, 0, i0, k->lda, es);
+                p.C = at(k->C, i0, 0, k->ldc, es);
+                rc = run_dims(hb, &p, lim);
+            }
+            return rc;
+        }
+        if (k->n > lim) {
+            for (int64_t j0 = 0; j0 < k->n && !rc; j0 += lim) {
+                p.n = TESS__MIN(lim, k->n - j0);
+                p.B = k->tb == 'N' ? at(k->B, 0, j0, k->ldb, es) : at(k->B, j0, 0, k->ldb, es);
+                p.C = at(k->C, 0, j0, k->ldc, es);
+                rc = run_dims(hb, &p, lim);
+            }
+            return rc;
+        }
+        if (k->k > lim) {
+            for (int64_t l0 = 0; l0 < k->k && !rc; l0 += lim) {
+                p.k = TESS__MIN(lim, k->k - l0);
+                p.A = k->ta == 'N' ? at(k->A, 0, l0, k->lda, es) : at(k->A, l0, 0, k->lda, es);
+                p.B = k->tb == 'N' ? at(k->B, l0, 0, k->ldb, es) : at(k->B, 0, l0, k->ldb, es);
+                p.beta = l0 == 0 ? k->beta : (const void *)tess__scalar_one(k->dt);
+                rc = run_fit(hb, &p);
+            }
+            return rc;
+        }
+        return run_fit(hb, k);
+    }
+    if (is_rk(k->kind)) {
+        if (k->n > HK_INT)
+            return tess__fail(TESS_EINVAL, "host kernel: C of order %lld cannot be addressed",
+                              (long long)k->n);
+        if (k->k > lim) {
+            bool two = k->kind == TESS__K_SYR2K || k->kind == TESS__K_HER2K;
+            for (int64_t l0 = 0; l0 < k->k && !rc; l0 += lim) {
+                p.k = TESS__MIN(lim, k->k - l0);
+                p.A = k->ta == 'N' ? at(k->A, 0, l0, k->lda, es) : at(k->A, l0, 0, k->lda, es);
+                if (two)
+                    p.B = k->ta == 'N' ? at(k->B, 0, l0, k->ldb, es) : at(k->B, l0, 0, k->ldb, es);
+                p.beta = l0 == 0 ? k->beta : (const void *)tess__scalar_one(beta_dt(k));
+                rc = run_fit(hb, &p);
+            }
+            return rc;
+        }
+        return run_fit(hb, k);
+    }
+    if (is_side(k->kind)) {
+        bool left = k->side == 'L';
+        int64_t ka = left ? k->m : k->n, fr = left ? k->n : k->m;
+        if (ka > HK_INT)
+            return tess__fail(TESS_EINVAL, "host kernel: A of order %lld cannot be addressed",
+                              (long long)ka);
+        if (fr > lim) {
+            for (int64_t x0 = 0; x0 < fr && !rc; x0 += lim) {
+                int64_t r0 = left ? 0 : x0, c0 = left ? x0 : 0;
+                if (left) p.n = TESS__MIN(lim, fr - x0);
+                else p.m = TESS__MIN(lim, fr - x0);
+                if (has_b(k->kind)) p.B = at(k->B, r0, c0, k->ldb, es);
+                p.C = at(k->C, r0, c0, k->ldc, es);
+                rc = run_fit(hb, &p);
+            }
+            return rc;
+        }
+        return run_fit(hb, k);
+    }
+    return tess__fail(TESS_EINVAL, "host kernel: kind %d", (int)k->kind);
+}
+
+int tess__host_kernel(const struct tess__kernel *k) {
+    const struct tess__hostblas *b = tess__hostblas();
+    if (!b) return tess__fail(TESS_ENOSYS, "host kernel: no CPU BLAS loaded");
+    if (k->m < 0 || k->n < 0 || k->k < 0)
+        return tess__fail(TESS_EINVAL, "host kernel: negative size");
+    return run_dims(b, k, HK_INT);
 }

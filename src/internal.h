@@ -47,16 +47,39 @@ const tess__scalar_t *tess__scalar_one(tess_dtype_t dt);
  * the library and TESSERA_CPU_BLAS. Declared here too so the runtime can start it. */
 int tess__hostblas_load(void);
 
-/* Host kernels (the CPU BLAS of hostblas.h, column-major). trans is 'N', 'T' or 'C'. */
+/* Host kernels (the CPU BLAS of hostblas.h, column-major). trans is 'N', 'T' or 'C'.
+ * tess__host_gemm is tess__host_kernel with a GEMM kernel (same rules, status dropped). */
 void tess__host_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
                      const void *alpha, const void *A, int64_t lda, const void *B,
                      int64_t ldb, const void *beta, void *C, int64_t ldc);
 struct tess__kernel;
-/* Any tile kernel (src/backend/backend.h) on host memory, through the CPU BLAS. */
-void tess__host_kernel(const struct tess__kernel *k);
+/* Any tile kernel (src/backend/backend.h) on host memory, through the CPU BLAS (its int
+ * parameters, LP64). Dimensions and leading dimensions are 64-bit and never truncated: a
+ * leading dimension beyond INT_MAX is served from a copy of the operand's block with a
+ * small one (C copied back, only its referenced part), a dimension beyond INT_MAX by
+ * splitting the call. The SYRK family scales its triangle of C by beta itself (netlib's
+ * NaN/Inf rules; the CPU BLAS then runs with beta = 1), beta = 0 still not reading C.
+ * TESS_OK, TESS_ENOMEM (no host memory for such a copy; C is not written, though a call
+ * split into pieces may have finished earlier pieces), TESS_EINVAL
+ * (negative sizes, or the order of a square operand beyond INT_MAX: such an operand cannot
+ * be addressed) or TESS_ENOSYS (no CPU BLAS). */
+int tess__host_kernel(const struct tess__kernel *k);
 /* C = beta * C on an m x n host matrix; beta = 0 writes zeros without reading C. */
 void tess__host_scale(tess_dtype_t dt, int64_t m, int64_t n, const tess__scalar_t *beta,
                       void *C, int64_t ldc);
+/* C = beta * C on the triangle uplo ('U'/'L') of the n x n host matrix C, the other
+ * triangle untouched; beta = 0 writes zeros without reading. herm: C is Hermitian (c/z):
+ * the imaginary parts of its diagonal are not read and come out zero, beta is real (its
+ * .c[0]/.z[0], the imaginary part must be 0). */
+void tess__host_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__scalar_t *beta,
+                          bool herm, void *C, int64_t ldc);
+
+/* Bytes spanned by a column-major rows x cols array with leading dimension ld and
+ * elements of es bytes ((cols - 1) ld + rows elements; rows, cols >= 1, ld >= rows):
+ * true and *bytes when they can be addressed from X (at most PTRDIFF_MAX, and X + bytes
+ * does not wrap), false otherwise. Checked arithmetic: never overflows. */
+bool tess__span_ok(const void *X, int64_t rows, int64_t cols, int64_t ld, size_t es,
+                   size_t *bytes);
 
 /* ---- status, messages, logging ----------------------------------------------------- */
 
@@ -135,6 +158,7 @@ struct tess__counters {
 
 #define TESS__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define TESS__MAX(a, b) ((a) > (b) ? (a) : (b))
-#define TESS__CEILDIV(a, b) (((a) + (b) - 1) / (b))
+/* ceil(a / b) for a >= 0, b > 0, without computing a + b - 1 (no overflow near INT64_MAX). */
+#define TESS__CEILDIV(a, b) ((a) / (b) + ((a) % (b) != 0))
 
 #endif /* TESS_INTERNAL_H */

@@ -40,6 +40,20 @@ int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only) {
     return TESS_OK;
 }
 
+int tess__l3_check_span(const char *fn, int pos, const char *name, const void *X,
+                        int64_t rows, int64_t cols, int64_t ld, tess_dtype_t dt) {
+    size_t es = tess__dtypes[dt].size;
+    if (rows <= 0 || cols <= 0 || tess__span_ok(X, rows, cols, ld, es, NULL)) return TESS_OK;
+    return TESS__L3_BAD("(%s: %lld x %lld with leading dimension %lld, %zu-byte elements) "
+                        "spans more than the address space",
+                        fn, pos, name, (long long)rows, (long long)cols, (long long)ld, es);
+}
+
+int64_t tess__l3_count_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void *X,
                    int64_t ld, int64_t r0, int64_t c0, int64_t rows, int64_t cols) {
     uint32_t es = (uint32_t)tess__dtypes[job->dt].size;
@@ -69,7 +83,7 @@ int tess__l3_begin(const char *fn, struct tess__job *job, const struct tess__job
     if (job->tile > INT32_MAX) job->tile = INT32_MAX;
     int64_t T = job->tile;
     /* every copy reserves a full tile, rounded to the heap's alignment (no fragmentation) */
-    job->blk_bytes = ((size_t)T * (size_t)T * tess__dtypes[dt].size + 255) & ~(size_t)255;
+    job->blk_bytes = tess__blk_bytes(T, tess__dtypes[dt].size);
     return TESS_OK;
 }
 
@@ -116,22 +130,7 @@ int tess__l3_run(struct tess__rt *rt, struct tess__job *job) {
 
 void tess__l3_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__scalar_t *beta,
                         bool herm, void *C, int64_t ldc) {
-    size_t es = tess__dtypes[dt].size;
-    for (int64_t j = 0; j < n; j++) {
-        int64_t r0 = uplo == 'U' ? 0 : j, r1 = uplo == 'U' ? j + 1 : n;
-        char *col = (char *)C + (size_t)(r0 + j * ldc) * es;
-        if (herm) { /* netlib: Im(C(j,j)) need not be set: never let it reach Re */
-            char *d = (char *)C + (size_t)(j + j * ldc) * es;
-            if (dt == TESS_C) ((float *)d)[1] = 0.0f;
-            else ((double *)d)[1] = 0.0;
-        }
-        tess__host_scale(dt, r1 - r0, 1, beta, col, ldc);
-        if (herm) {
-            char *d = (char *)C + (size_t)(j + j * ldc) * es;
-            if (dt == TESS_C) ((float *)d)[1] = 0.0f;
-            else ((double *)d)[1] = 0.0;
-        }
-    }
+    tess__host_scale_tri(dt, uplo, n, beta, herm, C, ldc);
 }
 
 void tess__l3_from_real(tess_dtype_t dt, tess__scalar_t *out, const void *r) {

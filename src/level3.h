@@ -29,6 +29,31 @@ bool tess__l3_is_trans(int v);
 int tess__l3_check_head(const char *fn, int pos, tess_layout_t layout, bool has_side,
                         tess_side_t side, tess_uplo_t uplo);
 
+/* The array named `name` (argument pos: "A", "B" or "C"), stored as rows x cols with
+ * leading dimension ld, can be addressed from X (tess__span_ok): TESS_OK, or TESS_EINVAL
+ * naming it ("fn: argument pos (A: rows x cols with leading dimension ld, es-byte
+ * elements) spans more than the address space"). An empty array (rows or cols 0) passes.
+ * The routines check every array they will read or write after the netlib checks and
+ * before anything is queued, so no tile or task count, extent or pointer computed from
+ * the call can overflow. */
+int tess__l3_check_span(const char *fn, int pos, const char *name, const void *X,
+                        int64_t rows, int64_t cols, int64_t ld, tess_dtype_t dt);
+
+/* Bytes every copy of a job with tile edge T reserves: T x T elements of es bytes rounded
+ * up to the heap's 256-byte alignment (uniform blocks cannot fragment the heap); SIZE_MAX
+ * when that overflows (a tile no heap holds). */
+static inline size_t tess__blk_bytes(int64_t T, size_t es) {
+    size_t b;
+    if (__builtin_mul_overflow((size_t)T, (size_t)T, &b) || __builtin_mul_overflow(b, es, &b) ||
+        b > SIZE_MAX - 255)
+        return SIZE_MAX;
+    return (b + 255) & ~(size_t)255;
+}
+
+/* a * b for tile counts (>= 0): the product, or INT64_MAX when it overflows (then always
+ * "too many tasks"). */
+int64_t tess__l3_count_mul(int64_t a, int64_t b);
+
 /* Check the generic entry's dtype argument (position 1); complex_only for HEMM/HERK/
  * HER2K. TESS_OK or TESS_EINVAL naming it. Clears the last error first. */
 int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only);

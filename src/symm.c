@@ -125,6 +125,12 @@ static int symm_impl(const char *fn, int pos, tess_dtype_t dt, bool herm, tess_l
     bool no_ab = tess__scalar_is_zero(dt, &al);
     if (!no_ab && !A) return TESS__L3_BAD("(A) must not be NULL", fn, pos + 6);
     if (!no_ab && !B) return TESS__L3_BAD("(B) must not be NULL", fn, pos + 8);
+    /* every array the call touches can be addressed (stored B and C: cr x cc) */
+    int64_t cc = row ? m : n;
+    if (!no_ab && ((rc = tess__l3_check_span(fn, pos + 6, "A", A, ka, ka, lda, dt)) ||
+                   (rc = tess__l3_check_span(fn, pos + 8, "B", B, cr, cc, ldb, dt))))
+        return rc;
+    if ((rc = tess__l3_check_span(fn, pos + 11, "C", C, cr, cc, ldc, dt))) return rc;
 
     /* Row-major: the column-major views hold C^T, B^T and A^T (symmetric/Hermitian, in the
      * other triangle): C^T = B^T A^T (side L) or A^T B^T (side R). */
@@ -152,7 +158,7 @@ static int symm_impl(const char *fn, int pos, tess_dtype_t dt, bool herm, tess_l
 
     int64_t T = job->tile;
     int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), kt = TESS__CEILDIV(ka_, T);
-    if ((rc = tess__l3_alloc(fn, job, mt * nt, kt))) return rc;
+    if ((rc = tess__l3_alloc(fn, job, tess__l3_count_mul(mt, nt), kt))) return rc;
     int load_c = !tess__scalar_is_zero(dt, &be);
     for (int64_t j = 0; j < nt; j++)
         for (int64_t i = 0; i < mt; i++) tess__l3_task(job, i, j, m, n, (int)kt, load_c);

@@ -166,6 +166,12 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
     bool no_ab = alpha0 || k == 0;
     if (!no_ab && !A) return TESS__L3_BAD("(A) must not be NULL", fn, pos + 6);
     if (!no_ab && rank2 && !B) return TESS__L3_BAD("(B) must not be NULL", fn, pos + 8);
+    /* every array the call touches can be addressed (stored A and B: ar x ac) */
+    int64_t ac = (trans == TESS_NO_TRANS) != row ? k : n;
+    if (!no_ab && ((rc = tess__l3_check_span(fn, pos + 6, "A", A, ar, ac, lda, dt)) ||
+                   (rank2 && (rc = tess__l3_check_span(fn, pos + 8, "B", B, ar, ac, ldb, dt)))))
+        return rc;
+    if ((rc = tess__l3_check_span(fn, p_c, "C", C, n, n, ldc, dt))) return rc;
 
     /* Row-major: the column-major view of C is C^T; A^T (B^T) is stored for op = 'N'. */
     char ul = uplo == TESS_UPPER ? 'U' : 'L';
@@ -212,7 +218,10 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
     int64_t T = job->tile;
     int64_t nt = TESS__CEILDIV(n, T), kt = TESS__CEILDIV(k, T);
     int64_t steps_off = rank2 ? 2 * kt : kt;
-    if ((rc = tess__l3_alloc(fn, job, nt * (nt + 1) / 2, steps_off))) return rc;
+    /* checked: nt (nt + 1) / 2 tasks, formed before they are compared */
+    int64_t ntri = tess__l3_count_mul(nt, nt + 1);
+    if ((rc = tess__l3_alloc(fn, job, ntri == INT64_MAX ? INT64_MAX : ntri / 2, steps_off)))
+        return rc;
     int load_off = !tess__scalar_is_zero(dt, &be);
     for (int64_t j = 0; j < nt; j++) {
         int64_t i0 = ul == 'U' ? 0 : j, i1 = ul == 'U' ? j : nt - 1;

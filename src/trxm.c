@@ -155,6 +155,10 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
     tess__scalar_load(dt, &al, alpha);
     bool alpha0 = tess__scalar_is_zero(dt, &al);
     if (!alpha0 && !A) return TESS__L3_BAD("(A) must not be NULL", fn, pos + 8);
+    /* every array the call touches can be addressed (stored B: br x bc) */
+    int64_t bc = row ? m : n;
+    if (!alpha0 && (rc = tess__l3_check_span(fn, pos + 8, "A", A, ka, ka, lda, dt))) return rc;
+    if ((rc = tess__l3_check_span(fn, pos + 10, "B", B, br, bc, ldb, dt))) return rc;
 
     /* Row-major: B^T := alpha B^T op(A)^T (or op(A)^T B^T), A^T in the other triangle. */
     char sd = side == TESS_LEFT ? 'L' : 'R', ul = uplo == TESS_UPPER ? 'U' : 'L';
@@ -196,7 +200,7 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
 
     int64_t T = job->tile;
     int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), at = TESS__CEILDIV(ka_, T);
-    if ((rc = tess__l3_alloc(fn, job, mt * nt, at))) return rc;
+    if ((rc = tess__l3_alloc(fn, job, tess__l3_count_mul(mt, nt), at))) return rc;
     for (int64_t j = 0; j < nt; j++)
         for (int64_t i = 0; i < mt; i++) {
             int64_t a = sd == 'L' ? i : j;

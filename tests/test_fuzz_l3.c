@@ -39,8 +39,14 @@
  * mirrored tiles not conjugated) were each caught within the first 125 calls of a run
  * (docs/reliability.md).
  *
+ * fuzz_l3_syrk_family_beta_nan runs the SYRK family (SYRK, HERK, SYR2K, HER2K) under a
+ * NaN beta (real part, imaginary part) in every precision, layout, uplo and trans, over
+ * several tiles (diagonal and off-diagonal tiles), with alpha != 0, alpha = 0 and k = 0,
+ * on every run: netlib's C is NaN all over the triangle (bug B6, fixed).
+ *
  * Known bugs (issue 8 report): the cases of library bugs found here and not fixed yet are
- * not drawn (each place says which) unless TESS_TEST_KNOWN_BUGS=1.
+ * not drawn (each place says which) unless TESS_TEST_KNOWN_BUGS=1; none is left in this
+ * file (test_exhaust.c uses fz_known_bugs for B7).
  *
  * Environment: TESS_FUZZ_CALLS (default 400), TESS_FUZZ_THREADS (default 8),
  * TESS_FUZZ_SEED (default: from the clock; printed, so a failure can be replayed with the
@@ -841,13 +847,10 @@ FZ_FN void fz_random_case(uint64_t *s, int64_t tile, struct fz_case *c) {
     if (fz_real_alpha(c->r)) c->alpha[1] = 0;
     if (fz_real_beta(c->r)) c->beta[1] = 0;
     if (fz_tr(c->r)) c->beta[0] = c->beta[1] = 0;
-    /* Known bug (issue 8 report, B6, inherited from OpenBLAS 0.3.21, whose sscal, cscal
-     * and zscal treat a NaN factor as 0): the SYRK family's diagonal tiles come out finite
-     * under beta = NaN in s, c and z (netlib: NaN everywhere); avoided unless
-     * TESS_TEST_KNOWN_BUGS=1. */
-    if (fz_rk(c->r) && c->dt != TESS_D && (isnan(c->beta[0]) || isnan(c->beta[1])) &&
-        !fz_known_bugs())
-        c->beta[0] = 0.5, c->beta[1] = 0;
+    /* (Bug B6, fixed in src/hostkernel.c: OpenBLAS 0.3.21's s/c/z SYRK family takes a NaN
+     * beta as 0, so the diagonal tiles came out finite where netlib and the off-diagonal
+     * tiles give NaN. NaN betas are drawn for every routine; fuzz_l3_syrk_family_beta_nan
+     * covers them for the SYRK family in every precision and option on every run.) */
     if (!fz_tr(c->r) && fz_is_zero(c->beta) && ref_rand_int(s, 0, 1)) c->flags |= FZ_NAN_C;
     if (fz_is_zero(c->alpha) && ref_rand_int(s, 0, 1)) c->flags |= FZ_NAN_AB;
     if (ref_rand_int(s, 0, 7) == 0) {
@@ -1106,6 +1109,53 @@ TEST(fuzz_l3_verifier_self_check) {
             free(good);
             fz_release(&d);
         }
+    ASSERT_OK(tess_finalize());
+}
+
+/* The SYRK family under beta = NaN (bug B6): every routine, precision, layout, uplo and
+ * trans, typed and generic entries; n over two tiles and three more (three diagonal tiles,
+ * off-diagonal ones), k over a tile; beta NaN in its real part with alpha random, alpha =
+ * 0 and k = 0 (the host quick paths), and, where beta is complex (SYRK/SYR2K in c and z),
+ * NaN in its imaginary part alone. netlib's C is NaN at every entry of the triangle
+ * (fz_verify expects it, whatever OpenBLAS says), the other triangle and the padding
+ * untouched. Before the fix, the s, c and z variants failed on their diagonal tiles. */
+TEST(fuzz_l3_syrk_family_beta_nan) {
+    int64_t tile;
+    fz_seed_and_tile(&tile);
+    ASSERT_OK(tess_init());
+    static const tess_trans_t trs[3] = {TESS_NO_TRANS, TESS_TRANS, TESS_CONJ_TRANS};
+    enum { NAN_RE, NAN_IM, ALPHA0, K0, NWHAT };
+    int ncases = 0;
+    char msg[1536];
+    for (int r = FZ_SYRK; r <= FZ_HER2K; r++)
+        for (int d = fz_herm((enum fz_routine)r) ? 2 : 0; d < 4; d++)
+            for (int v = 0; v < 4; v++)
+                for (int t = 0; t < 3; t++)
+                    for (int what = 0; what < NWHAT; what++) {
+                        struct fz_case c;
+                        memset(&c, 0, sizeof c);
+                        c.r = (enum fz_routine)r, c.dt = (tess_dtype_t)d;
+                        c.layout = v & 1 ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
+                        c.uplo = v & 2 ? TESS_LOWER : TESS_UPPER;
+                        c.side = TESS_LEFT, c.diag = TESS_NON_UNIT, c.tb = TESS_NO_TRANS;
+                        c.ta = trs[t];
+                        if (!fz_trans_ok(c.r, c.dt, c.ta)) continue;
+                        if (what == NAN_IM && (!ref_is_complex(c.dt) || fz_real_beta(c.r)))
+                            continue;
+                        c.n = 2 * tile + 3, c.k = what == K0 ? 0 : tile + 2;
+                        c.pad[0] = 1, c.pad[1] = 2, c.pad[2] = 3;
+                        c.alpha[0] = what == ALPHA0 ? 0 : 0.75;
+                        c.alpha[1] = what == ALPHA0 || fz_real_alpha(c.r) || !ref_is_complex(c.dt)
+                                         ? 0 : -0.25;
+                        c.beta[0] = what == NAN_IM ? 0.5 : NAN;
+                        c.beta[1] = what == NAN_IM ? NAN : 0;
+                        c.flags = (v + t + what) % 2 ? FZ_TYPED : 0;
+                        c.seed = 4000 + (uint64_t)ncases;
+                        ASSERT_MSG(fz_run_case(&c, msg, sizeof msg) == 0, "%s", msg);
+                        ncases++;
+                    }
+    fprintf(stderr, "  %d SYRK-family calls under beta = NaN: NaN all over the triangle\n",
+            ncases);
     ASSERT_OK(tess_finalize());
 }
 

@@ -42,6 +42,7 @@
  *
  * Lock order: the event-pool mutex is a leaf; so are stage.c's locks.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -616,6 +617,36 @@ static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
     cublasOperation_t ta = blas_op(upper_trans(k->ta));
     cublasDiagType_t diag = blas_diag(k->diag);
     int64_t m = k->m, n = k->n, kk = k->k, lda = k->lda, ldb = k->ldb, ldc = k->ldc;
+    /* The SYRK family under a NaN beta (issue 8, B6): netlib's C is NaN at every entry of
+     * the triangle, whatever alpha, A and B hold (NaN x c and NaN + x are NaN; HERK/HER2K:
+     * the diagonal's imaginary parts 0). Written here with memsets (0xFF bytes: a NaN in
+     * every precision) instead of trusting how cuBLAS treats a NaN beta (OpenBLAS 0.3.21's
+     * s/c/z variants take it as 0). Only step 0 of a diagonal tile has this beta; later
+     * steps (beta 1) keep the NaN. */
+    bool rk = k->kind == TESS__K_SYRK || k->kind == TESS__K_HERK || k->kind == TESS__K_SYR2K ||
+              k->kind == TESS__K_HER2K;
+    bool herm = k->kind == TESS__K_HERK || k->kind == TESS__K_HER2K;
+    bool nan_beta = false;
+    if (rk && k->beta) switch (k->dt) {
+        case TESS_S: nan_beta = isnan(be.s); break;
+        case TESS_D: nan_beta = isnan(be.d); break;
+        case TESS_C: nan_beta = isnan(be.c[0]) || (!herm && isnan(be.c[1])); break;
+        case TESS_Z: nan_beta = isnan(be.z[0]) || (!herm && isnan(be.z[1])); break;
+        }
+    if (nan_beta) {
+        size_t es = tess__dtypes[k->dt].size;
+        cudaStream_t s = d->stream[stream];
+        for (int64_t j = 0; j < n && rc == TESS_OK; j++) {
+            int64_t r0 = k->uplo == 'U' ? 0 : j, r1 = k->uplo == 'U' ? j + 1 : n;
+            char *col = (char *)k->C + ((size_t)r0 + (size_t)j * (size_t)ldc) * es;
+            rc = TESS_CU(d, cudaMemsetAsync(col, 0xFF, (size_t)(r1 - r0) * es, s));
+            if (rc == TESS_OK && herm) /* Im(C(j,j)) = 0 */
+                rc = TESS_CU(d, cudaMemsetAsync((char *)k->C + ((size_t)j + (size_t)j * (size_t)ldc) *
+                                                                   es + es / 2,
+                                                0, es / 2, s));
+        }
+        return rc;
+    }
     /* one call per kind and precision; X names the cuBLAS precision letter, T its type,
      * R the real type of HERK/HER2K scalars */
 #define KERNELS_(X, T)                                                                         \

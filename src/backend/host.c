@@ -333,12 +333,26 @@ static void run_copy(struct dev *d, const struct op *op) {
         throttle(t0, (double)(w * h) / (d->p.link_gbs * 1e9));
 }
 
+/* A host kernel that cannot run (no memory for an operand copy: tess__host_kernel) fails the
+ * device like any kernel error: its tasks go back to the queue and the call still finishes. */
+static void kernel_status(struct dev *d, int rc, const char *what) {
+    if (rc == TESS_OK) return;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s kernel failed: %s", what, tess_strerror(rc));
+    dev_fail(d, msg);
+}
+
 static void run_gemm(struct dev *d, const struct op *op) {
     double t0 = tess__now();
     const struct gemm_args *g = &op->gemm;
-    if (g->m > 0 && g->n > 0)
-        tess__host_gemm(g->dt, g->ta, g->tb, g->m, g->n, g->k, &g->alpha, g->A, g->lda, g->B,
-                        g->ldb, &g->beta, g->C, g->ldc);
+    if (g->m > 0 && g->n > 0) {
+        struct tess__kernel kn = {
+            .kind = TESS__K_GEMM, .dt = g->dt, .ta = g->ta, .tb = g->tb, .m = g->m, .n = g->n,
+            .k = g->k, .alpha = &g->alpha, .beta = &g->beta, .A = g->A, .lda = g->lda,
+            .B = g->B, .ldb = g->ldb, .C = g->C, .ldc = g->ldc,
+        };
+        kernel_status(d, tess__host_kernel(&kn), "gemm");
+    }
     if (d->p.gflops > 0) {
         double flops = tess__dtypes[g->dt].flop_mul * (double)g->m * (double)g->n * (double)g->k;
         throttle(t0, flops / (d->p.gflops * 1e9));
@@ -350,7 +364,7 @@ static void run_kernel(struct dev *d, const struct op *op) {
     struct tess__kernel k = op->kern.k;
     k.alpha = &op->kern.alpha;
     k.beta = &op->kern.beta;
-    tess__host_kernel(&k);
+    kernel_status(d, tess__host_kernel(&k), "tile");
     if (d->p.gflops > 0) {
         double mx = (double)TESS__MAX(k.m, k.n), flops = tess__dtypes[k.dt].flop_mul * mx * mx *
                     (double)TESS__MAX(TESS__MAX(k.m, k.n), k.k);

@@ -125,10 +125,10 @@ static void blk_drop(struct tess__cache *c, struct tess__blk *b) {
 }
 
 /* Heap memory on dev, evicting idle cached copies (least recently used first). */
-static void *alloc_evicting(struct tess__cache *c, int dev, size_t bytes) {
+static void *alloc_evicting(struct tess__cache *c, int dev, size_t bytes, bool fixed) {
     struct tess__cdev *cd = &c->dev[dev];
     for (;;) {
-        void *p = tess__heap_alloc(cd->heap, bytes);
+        void *p = tess__heap_alloc_fixed(cd->heap, bytes, fixed);
         if (p) return p;
         struct tess__blk *v = tess__alru_victim(&cd->alru, fill_done, c);
         if (!v) return NULL;
@@ -188,7 +188,7 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
     }
 
     /* A new copy: room first. */
-    void *ptr = alloc_evicting(c, dev, alloc_bytes);
+    void *ptr = alloc_evicting(c, dev, alloc_bytes, false);
     if (!ptr) {
         tess__cache_unlock(c);
         return TESS_EAGAIN;
@@ -271,6 +271,32 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
     return TESS_OK;
 }
 
+/* The fill of b is known complete: the peer copy it came from is free again. If the fill
+ * had to wait for the source's own fill and the source device failed, the wait may have
+ * been skipped: the copy is suspect. */
+static void drop_pin(struct tess__cache *c, struct tess__blk *b) {
+    if (!b->pinned_src) return;
+    struct tess__blk *src = b->pinned_src;
+    struct tess__cdev *sd = &c->dev[src->dev];
+    if (b->peer_waited && !src->ready_done && c->poison &&
+        (sd->failed || sd->ops->event_query(sd->bd, src->ready) != TESS_OK))
+        c->poison(c->poison_arg, b->space);
+    b->pinned_src = NULL;
+    unread(c, src);
+}
+
+/* Copies on other devices that nobody reads (their step was never queued: unacquire) still
+ * pin the copies of dev they were filled from, until they are evicted; once their fill is
+ * complete, drop those pins, so dev can evict its copies. */
+static void unpin_idle(struct tess__cache *c, int dev) {
+    for (int o = 0; o < c->ndev; o++) {
+        if (o == dev) continue;
+        for (struct tess__blk *b = c->dev[o].alru.head; b; b = b->next)
+            if (b->readers == 0 && b->pinned_src && b->pinned_src->dev == dev && fill_done(b, c))
+                drop_pin(c, b);
+    }
+}
+
 void tess__cache_release(struct tess__cache *c, struct tess__blk *b) {
     tess__cache_lock(c);
     if (c->dev[b->dev].caps & TESS__CAP_UNIFIED) {
@@ -280,15 +306,7 @@ void tess__cache_release(struct tess__cache *c, struct tess__blk *b) {
          * the fill had to wait for the source's own fill and the source device failed,
          * the wait may have been skipped: the copy is suspect. */
         b->ready_done = 1;
-        if (b->pinned_src) {
-            struct tess__blk *src = b->pinned_src;
-            struct tess__cdev *sd = &c->dev[src->dev];
-            if (b->peer_waited && !src->ready_done && c->poison &&
-                (sd->failed || sd->ops->event_query(sd->bd, src->ready) != TESS_OK))
-                c->poison(c->poison_arg, b->space);
-            b->pinned_src = NULL;
-            unread(c, src);
-        }
+        drop_pin(c, b);
         unread(c, b);
     }
     tess__cache_unlock(c);
@@ -301,9 +319,9 @@ void tess__cache_unacquire(struct tess__cache *c, struct tess__blk *b) {
     tess__cache_unlock(c);
 }
 
-int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct tess__blk **out) {
-    tess__cache_lock(c);
-    void *p = alloc_evicting(c, dev, bytes);
+/* A working block record for heap memory p (or EAGAIN when p is NULL); unlocks. */
+static int work_blk(struct tess__cache *c, int dev, void *p, size_t bytes,
+                    struct tess__blk **out) {
     struct tess__blk *b = NULL;
     int rc = p ? blk_new(c, dev, &b) : TESS_EAGAIN;
     if (rc) {
@@ -319,6 +337,62 @@ int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct 
     *out = b;
     tess__cache_unlock(c);
     return TESS_OK;
+}
+
+int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct tess__blk **out) {
+    tess__cache_lock(c);
+    return work_blk(c, dev, alloc_evicting(c, dev, bytes, true), bytes, out);
+}
+
+int tess__cache_alloc_planned(struct tess__cache *c, int dev, size_t bytes, const size_t *room,
+                              int nroom, int copies, struct tess__blk **out, bool *evicted) {
+    struct tess__cdev *cd = &c->dev[dev];
+    bool now = false;
+    if (evicted) *evicted = false;
+    tess__cache_lock(c);
+    char *at = tess__heap_plan_fixed(cd->heap, bytes, room, nroom, copies, &now);
+    if (at && !now) {
+        /* The place holds cached copies: evict them, unless one is in use (then later). */
+        size_t len = tess__heap_round(cd->heap, bytes);
+        unpin_idle(c, dev);
+        struct tess__blk *b = cd->alru.tail;
+        while (b) {
+            struct tess__blk *prev = b->prev;
+            char *p = b->ptr;
+            if (p < at + len && at < p + tess__heap_round(cd->heap, b->bytes)) {
+                if (b->readers > 0 || !fill_done(b, c)) {
+                    at = NULL;
+                    break;
+                }
+                TESS__COUNT(cd->ctr, evictions, 1);
+                blk_drop(c, b);
+                if (evicted) *evicted = true;
+            }
+            b = prev;
+        }
+    }
+    /* NULL also when a block out of the ALRU (a stale copy still read) lies there */
+    void *p = at ? tess__heap_alloc_at(cd->heap, at, bytes, true) : NULL;
+    return work_blk(c, dev, p, bytes, out);
+}
+
+int tess__cache_flush_dev(struct tess__cache *c, int dev) {
+    struct tess__cdev *cd = &c->dev[dev];
+    int n = 0;
+    tess__cache_lock(c);
+    unpin_idle(c, dev);
+    struct tess__blk *b = cd->alru.tail;
+    while (b) {
+        struct tess__blk *prev = b->prev;
+        if (b->readers == 0 && fill_done(b, c)) {
+            TESS__COUNT(cd->ctr, evictions, 1);
+            blk_drop(c, b);
+            n++;
+        }
+        b = prev;
+    }
+    tess__cache_unlock(c);
+    return n;
 }
 
 void tess__cache_free_work(struct tess__cache *c, struct tess__blk *b) {
@@ -349,6 +423,7 @@ void tess__cache_written(struct tess__cache *c, int dev, const struct tess__tile
     }
     if (keep && (e = tess__dir_get(c->dir, key))) {
         struct tess__cdev *cd = &c->dev[dev];
+        tess__heap_set_fixed(cd->heap, keep->ptr, false); /* working block -> cached copy */
         keep->readers = 0;
         keep->ready_done = 1;
         keep->ld = key->rows;

@@ -1,7 +1,8 @@
 /* cache/cache.h: the tile caches of a node. Three pieces and the facade over them:
  *
  *   heap.c   one pre-allocated arena per device, first-fit with split and merge (BLASX
- *            Fig. 6): no cudaMalloc/cudaFree per tile. Has its own lock.
+ *            Fig. 6): no cudaMalloc/cudaFree per tile. Has its own lock. Working blocks are
+ *            fixed segments; the room planning over them is what admission uses (B7).
  *   alru.c   per-device Approximate LRU list of cached tile copies (BLASX Alg. 2): a copy
  *            with readers > 0 is never a victim; the victim is the least recently used
  *            copy with no readers whose fill has completed. Not locked (the facade's lock).
@@ -29,6 +30,7 @@
 #define TESS_CACHE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "../src/backend/backend.h"
 
@@ -38,14 +40,35 @@ struct tess__heap;
 /* Manage [base, base + size) with the given alignment (a power of two). */
 struct tess__heap *tess__heap_create(void *base, size_t size, size_t align);
 void tess__heap_destroy(struct tess__heap *h);
-/* First fit; the chosen free segment is split. NULL when no free segment is large enough. */
+/* First fit; the chosen free segment is split. NULL when no free segment is large enough.
+ * The segment is not fixed (a cached copy, evictable). */
 void *tess__heap_alloc(struct tess__heap *h, size_t bytes);
-/* Return a segment; it merges with free neighbours. p must come from tess__heap_alloc. */
+/* The same, fixed or not. A fixed segment is kept until a task ends (a working block); the
+ * room planning below counts only fixed segments as used. */
+void *tess__heap_alloc_fixed(struct tess__heap *h, size_t bytes, bool fixed);
+/* Exactly [at, at + bytes) (rounded up to the alignment) if that range is free now; NULL
+ * otherwise. */
+void *tess__heap_alloc_at(struct tess__heap *h, void *at, size_t bytes, bool fixed);
+/* A used segment becomes fixed or not (a working block kept as a cached copy). */
+void tess__heap_set_fixed(struct tess__heap *h, void *p, bool fixed);
+/* Return a segment; it merges with free neighbours. p must come from an alloc above. */
 void tess__heap_free(struct tess__heap *h, void *p);
 size_t tess__heap_capacity(const struct tess__heap *h);
 size_t tess__heap_used(struct tess__heap *h);
 size_t tess__heap_largest_free(struct tess__heap *h);
 size_t tess__heap_segments(struct tess__heap *h);  /* free + used segments (tests) */
+/* bytes as a segment holds them (rounded up to the alignment); 0 if they never fit. */
+size_t tess__heap_round(const struct tess__heap *h, size_t bytes);
+/* Room planning (B7). The runs are the ranges between fixed segments: what is free once
+ * every evictable copy is gone. tess__heap_fixed_room: how many blocks of `bytes` first fit
+ * would place in the runs. tess__heap_plan_fixed: where a new fixed block of `bytes` can go
+ * so that afterwards, for every i, `copies` blocks of room[i] bytes still fit in the runs
+ * (nroom <= 64); preferred, a range that is free now (*now = true), lowest first; else the
+ * start or end of a run, lowest run first (the caller evicts the copies there, then
+ * tess__heap_alloc_at). NULL when no place keeps that room. */
+size_t tess__heap_fixed_room(struct tess__heap *h, size_t bytes);
+void *tess__heap_plan_fixed(struct tess__heap *h, size_t bytes, const size_t *room, int nroom,
+                            int copies, bool *now);
 
 /* ---- tiles ------------------------------------------------------------------------ */
 
@@ -212,9 +235,22 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
  * (a sync point): the fill is then known complete, and a peer copy it came from is
  * released too. */
 void tess__cache_release(struct tess__cache *c, struct tess__blk *b);
-/* A working block (an output tile) of `bytes` on dev, not in the directory. EAGAIN when no
+/* A working block (an output tile, a transport buffer) of `bytes` on dev, not in the
+ * directory, fixed in the heap (never evicted; counts in the room planning). EAGAIN when no
  * room even after evicting every idle cached copy. */
 int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct tess__blk **out);
+/* A working block for the output tile of a task about to run (B7): placed where, with it,
+ * `copies` blocks of each room[i] bytes (the operand tiles of every running task, this one
+ * included) still fit around the working blocks of dev once its idle copies are evicted
+ * (tess__heap_plan_fixed); idle copies lying there are evicted. EAGAIN: no such place now
+ * (wait for a running task to end) or a copy in use lies there; *evicted (if not NULL) says
+ * whether copies had to be evicted to make the place. */
+int tess__cache_alloc_planned(struct tess__cache *c, int dev, size_t bytes, const size_t *room,
+                              int nroom, int copies, struct tess__blk **out, bool *evicted);
+/* Evict every idle copy on dev (no readers, fill complete): what a worker does when a step
+ * finds no room while nothing of its own is in flight, before it tries again. Returns how
+ * many copies were evicted. */
+int tess__cache_flush_dev(struct tess__cache *c, int dev);
 void tess__cache_free_work(struct tess__cache *c, struct tess__blk *b);
 /* Device dev wrote the tile `key` and its write-back to the home completed (MESI-X:
  * M -> written back). Every cached copy of the old contents is dropped (others -> I). If

@@ -16,6 +16,16 @@
  * Records come from a pool grown in chunks: after warm-up, alloc/free call no malloc
  * (except when the occupied table doubles).
  *
+ * Fixed segments (B7): a used segment is *fixed* when its owner keeps it until a task ends
+ * (a working block: an output tile, a transport buffer); every other used segment is a
+ * cached copy that the cache can evict. The *runs* are the maximal ranges between fixed
+ * segments (and the ends of the heap): once every cached copy is evicted they are exactly
+ * the free segments, and first fit places n blocks of x bytes in them iff the sum over the
+ * runs of floor(run / x) is at least n. tess__heap_plan_fixed chooses where a new fixed
+ * block goes so that this still holds for the sizes the running tasks need; the runtime
+ * admits a task only then (docs/design.md, "Device heap"), which is what keeps blocks of
+ * different sizes from fragmenting the heap into a deadlock.
+ *
  * Conventions:
  *   - The managed range is base rounded up to `align`, its length rounded down to a
  *     multiple of `align`; that length is tess__heap_capacity.
@@ -24,6 +34,7 @@
  *     that must be freed like any other), so NULL always means "no room".
  */
 #include <assert.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "cache.h"
@@ -35,10 +46,13 @@ struct seg {
     uintptr_t addr;
     size_t size;
     int used;
+    int fixed;                  /* used and kept until a task ends (not evictable) */
     struct seg *prev, *next;    /* metadata list: all segments, address order */
     struct seg *fprev, *fnext;  /* free list: free segments, address order */
     struct seg *hnext;          /* occupied chain (used) or pool link (spare record) */
 };
+
+struct run { uintptr_t lo, hi; };  /* [lo, hi): a range between fixed segments */
 
 struct chunk {
     struct chunk *next;
@@ -57,6 +71,9 @@ struct tess__heap {
     size_t nused;               /* used segments */
     size_t used_bytes;
     size_t nsegs;               /* free + used segments */
+    size_t nfixed;              /* fixed segments */
+    struct run *runs;           /* scratch of tess__heap_plan_fixed (nfixed + 1 entries) */
+    size_t runs_cap;
     struct seg *spare;          /* unused records */
     struct chunk *chunks;       /* every record allocation, freed at destroy */
 };
@@ -220,47 +237,205 @@ void tess__heap_destroy(struct tess__heap *h) {
         free(c);
     }
     free(h->tab);
+    free(h->runs);
     pthread_mutex_destroy(&h->lock);
     free(h);
 }
 
-void *tess__heap_alloc(struct tess__heap *h, size_t bytes) {
-    if (!h) return NULL;
+/* Round a request as alloc does; 0 when it can never fit. */
+static size_t need_of(const struct tess__heap *h, size_t bytes) {
     size_t need = bytes ? bytes : 1;
-    if (need > h->cap) return NULL;                 /* also keeps the rounding from overflowing */
-    need = (need + h->align - 1) & ~(h->align - 1);
+    if (need > h->cap) return 0;                    /* also keeps the rounding from overflowing */
+    return (need + h->align - 1) & ~(h->align - 1);
+}
+
+/* Carve [p, p + need) out of the free segment s (s->addr <= p, p + need <= its end) and
+ * mark it used. What lies below p stays free in s's place, what lies above it becomes a
+ * free segment of its own. NULL when a record cannot be had (nothing changed then). */
+static struct seg *take(struct tess__heap *h, struct seg *s, uintptr_t p, size_t need,
+                        int fixed) {
+    uintptr_t end = s->addr + s->size;
+    struct seg *u = s, *lo = NULL, *r = NULL;
+    if (p > s->addr && !(lo = rec_get(h))) return NULL;
+    if (p + need < end && !(r = rec_get(h))) {
+        if (lo) rec_put(h, lo);
+        return NULL;
+    }
+    if (lo) {
+        /* s keeps [s->addr, p) and its free-list place; u is the rest */
+        u = lo;
+        *u = (struct seg){.addr = p, .size = end - p};
+        u->prev = s;
+        u->next = s->next;
+        if (s->next) s->next->prev = u;
+        s->next = u;
+        s->size = p - s->addr;
+        h->nsegs++;
+    }
+    if (r) {
+        /* the remainder above the block: free, in address order right after u's range */
+        *r = (struct seg){.addr = p + need, .size = end - p - need};
+        r->prev = u;
+        r->next = u->next;
+        if (u->next) u->next->prev = r;
+        u->next = r;
+        u->size = need;
+        h->nsegs++;
+        if (u == s) {
+            free_replace(h, s, r);
+        } else {
+            r->fprev = s;
+            r->fnext = s->fnext;
+            if (s->fnext) s->fnext->fprev = r;
+            s->fnext = r;
+        }
+    } else if (u == s) {
+        free_unlink(h, s);
+    }
+    u->used = 1;
+    u->fixed = fixed;
+    h->nfixed += fixed != 0;
+    tab_insert(h, u);
+    h->used_bytes += u->size;
+    return u;
+}
+
+void *tess__heap_alloc(struct tess__heap *h, size_t bytes) {
+    return tess__heap_alloc_fixed(h, bytes, false);
+}
+
+void *tess__heap_alloc_fixed(struct tess__heap *h, size_t bytes, bool fixed) {
+    if (!h) return NULL;
+    size_t need = need_of(h, bytes);
+    if (!need) return NULL;
 
     pthread_mutex_lock(&h->lock);
     struct seg *s = h->free_head;
     while (s && s->size < need) s = s->fnext;       /* first fit, lowest address */
-    if (!s) {
-        pthread_mutex_unlock(&h->lock);
-        return NULL;
-    }
-    if (s->size > need) {
-        /* Split: s keeps the front, the remainder r stays free in s's place. */
-        struct seg *r = rec_get(h);
-        if (!r) {
-            pthread_mutex_unlock(&h->lock);
-            return NULL;
-        }
-        *r = (struct seg){.addr = s->addr + need, .size = s->size - need};
-        r->prev = s;
-        r->next = s->next;
-        if (s->next) s->next->prev = r;
-        s->next = r;
-        free_replace(h, s, r);
-        s->size = need;
-        h->nsegs++;
-    } else {
-        free_unlink(h, s);
-    }
-    s->used = 1;
-    tab_insert(h, s);
-    h->used_bytes += s->size;
-    void *p = (void *)s->addr;
+    struct seg *u = s ? take(h, s, s->addr, need, fixed) : NULL;
     pthread_mutex_unlock(&h->lock);
-    return p;
+    return u ? (void *)u->addr : NULL;
+}
+
+void *tess__heap_alloc_at(struct tess__heap *h, void *at, size_t bytes, bool fixed) {
+    if (!h) return NULL;
+    size_t need = need_of(h, bytes);
+    uintptr_t p = (uintptr_t)at;
+    if (!need || p < h->base || (p - h->base) % h->align || p - h->base > h->cap - need)
+        return NULL;
+    pthread_mutex_lock(&h->lock);
+    struct seg *s = h->free_head;
+    while (s && s->addr + s->size <= p) s = s->fnext;
+    struct seg *u = NULL;
+    if (s && s->addr <= p && p + need <= s->addr + s->size) u = take(h, s, p, need, fixed);
+    pthread_mutex_unlock(&h->lock);
+    return u ? at : NULL;
+}
+
+void tess__heap_set_fixed(struct tess__heap *h, void *p, bool fixed) {
+    if (!h || !p) return;
+    pthread_mutex_lock(&h->lock);
+    struct seg *s = h->tab[slot_of(h, (uintptr_t)p, h->tab_size)];
+    while (s && s->addr != (uintptr_t)p) s = s->hnext;
+    if (s && s->fixed != (int)fixed) {
+        s->fixed = fixed;
+        if (fixed) h->nfixed++;
+        else h->nfixed--;
+    }
+    pthread_mutex_unlock(&h->lock);
+    assert(s && "tess__heap_set_fixed: pointer not allocated from this heap");
+}
+
+size_t tess__heap_round(const struct tess__heap *h, size_t bytes) {
+    return h ? need_of(h, bytes) : 0;
+}
+
+/* ---- room planning over the fixed segments (B7) ------------------------------------------ */
+
+/* The runs (ranges between fixed segments), in address order, into h->runs; their count,
+ * or -1 when the scratch array cannot grow. */
+static long runs_of(struct tess__heap *h) {
+    if (h->runs_cap < h->nfixed + 1) {
+        size_t n = (h->nfixed + 1) * 2;
+        struct run *r = realloc(h->runs, n * sizeof *r);
+        if (!r) return -1;
+        h->runs = r;
+        h->runs_cap = n;
+    }
+    long n = 0;
+    uintptr_t lo = h->base;
+    for (struct seg *s = h->first; s; s = s->next)
+        if (s->used && s->fixed) {
+            if (s->addr > lo) h->runs[n++] = (struct run){lo, s->addr};
+            lo = s->addr + s->size;
+        }
+    if (h->base + h->cap > lo) h->runs[n++] = (struct run){lo, h->base + h->cap};
+    return n;
+}
+
+static size_t fits(uintptr_t lo, uintptr_t hi, size_t x) { return hi > lo ? (hi - lo) / x : 0; }
+
+size_t tess__heap_fixed_room(struct tess__heap *h, size_t bytes) {
+    if (!h) return 0;
+    size_t x = need_of(h, bytes), n = 0;
+    if (!x) return 0;
+    pthread_mutex_lock(&h->lock);
+    long nr = runs_of(h);
+    for (long i = 0; i < nr; i++) n += fits(h->runs[i].lo, h->runs[i].hi, x);
+    pthread_mutex_unlock(&h->lock);
+    return n;
+}
+
+/* Whether a fixed block at [p, p + need) inside run R keeps `copies` blocks of every size
+ * x[i] (total[i]: how many fit in all the runs before). */
+static bool keeps(const struct run *R, uintptr_t p, size_t need, const size_t *x,
+                  const size_t *total, int nroom, int copies) {
+    for (int i = 0; i < nroom; i++)
+        if (total[i] - fits(R->lo, R->hi, x[i]) + fits(R->lo, p, x[i]) +
+                fits(p + need, R->hi, x[i]) < (size_t)copies)
+            return false;
+    return true;
+}
+
+#define PLAN_MAX_ROOM 64   /* room sizes one plan checks at most (callers pass a few) */
+
+void *tess__heap_plan_fixed(struct tess__heap *h, size_t bytes, const size_t *room, int nroom,
+                            int copies, bool *now) {
+    if (now) *now = false;
+    if (!h || nroom < 0 || nroom > PLAN_MAX_ROOM) return NULL;
+    size_t need = need_of(h, bytes), x[PLAN_MAX_ROOM], total[PLAN_MAX_ROOM];
+    if (!need) return NULL;
+    for (int i = 0; i < nroom; i++)
+        if (!(x[i] = need_of(h, room[i]))) return NULL;
+    pthread_mutex_lock(&h->lock);
+    long nr = runs_of(h);
+    for (int i = 0; i < nroom; i++) {
+        total[i] = 0;
+        for (long r = 0; r < nr; r++) total[i] += fits(h->runs[r].lo, h->runs[r].hi, x[i]);
+    }
+    uintptr_t at = 0;
+    /* First where no eviction is needed: each free segment (lowest first), at its start or
+     * its end, within the run that holds it. */
+    long r = 0;
+    for (struct seg *s = h->free_head; s && !at && nr > 0; s = s->fnext) {
+        if (s->size < need) continue;
+        while (r < nr && h->runs[r].hi <= s->addr) r++;
+        if (r == nr) break;
+        uintptr_t cand[2] = {s->addr, s->addr + s->size - need};
+        for (int k = 0; k < 2 && !at; k++)
+            if (keeps(&h->runs[r], cand[k], need, x, total, nroom, copies)) at = cand[k];
+    }
+    if (at && now) *now = true;
+    /* Then anywhere in the runs (the copies there are evicted first): each run's start or
+     * end, lowest run first. */
+    for (r = 0; r < nr && !at; r++) {
+        if (h->runs[r].hi - h->runs[r].lo < need) continue;
+        uintptr_t cand[2] = {h->runs[r].lo, h->runs[r].hi - need};
+        for (int k = 0; k < 2 && !at; k++)
+            if (keeps(&h->runs[r], cand[k], need, x, total, nroom, copies)) at = cand[k];
+    }
+    pthread_mutex_unlock(&h->lock);
+    return (void *)at;
 }
 
 void tess__heap_free(struct tess__heap *h, void *p) {
@@ -274,6 +449,8 @@ void tess__heap_free(struct tess__heap *h, void *p) {
     }
     s->used = 0;
     h->used_bytes -= s->size;
+    if (s->fixed) h->nfixed--;
+    s->fixed = 0;
 
     /* Merge with the lower neighbour: it absorbs s and keeps its free-list place. */
     struct seg *cur = s;

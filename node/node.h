@@ -158,6 +158,7 @@ struct tess__slot {
     int writing_back;          /* write-back queued */
     int cancelled;             /* the job failed: issue nothing more, write nothing back */
     size_t committed;          /* heap bytes this slot counts on (admission) */
+    int c_loaded;              /* step 0's C load was queued (the C block: at activation) */
     /* trace (TESSERA_TRACE) */
     double t_act;              /* when the task was put on the slot */
     double last_t;             /* when the stream's last traced operation ended */
@@ -182,6 +183,7 @@ struct tess__dev {
     int inflight;              /* steps in flight over all slots */
     double busy_since;         /* when inflight last went from 0 to 1 */
     double stall_since;        /* first failed allocation with nothing in flight, 0 if none */
+    int stalled_slot;          /* 1 + the slot whose step found no room (tried first), 0 if none */
     pthread_t thread;
     _Atomic int failed;
     _Atomic int warned;
@@ -261,6 +263,16 @@ void tess__trace_stop(struct tess__rt *rt);
 
 /* worker.c */
 void *tess__worker_main(void *dev);
+/* Process-wide counts of the tight-heap paths (B7), for tests; exported from the shared
+ * library (unlike the other internals) so that tests/test_exhaust.c can read them. */
+struct tess__pressure {
+    uint64_t flushes;           /* a step found no room with nothing in flight: idle copies evicted */
+    uint64_t flush_retries_ok;  /* ... and the step then went through */
+    uint64_t planned_evictions; /* C blocks placed by the room plan where copies had to go */
+    uint64_t deferred;          /* activations put off: no place kept room for the running tasks */
+    uint64_t stall_enomem;      /* jobs failed TESS_ENOMEM after STALL_LIMIT_S without room */
+};
+TESS_API void tess__worker_pressure(struct tess__pressure *out);
 /* A device failed: mark it, drop its cache, return its tasks. */
 void tess__worker_fail(struct tess__dev *d, int status, const char *what);
 

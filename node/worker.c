@@ -10,8 +10,10 @@
  *             until it is full; with the queue empty and a slot idle, steal from the
  *             fullest station of another device.
  *   activate  move the best-ranked station task (Eq. 3) onto each free slot, if the heap
- *             can hold it (admission: each running task counts on C + A + B tiles, so the
- *             running tasks can always progress once idle copies are evicted).
+ *             can hold it. Admission (B7): the bytes of C + A + B of every running task fit
+ *             the heap, and the task's C block (allocated here, fixed until the task ends)
+ *             can be placed so that, around the C blocks alone, two operand tiles of each
+ *             running task still fit in one piece each (tess__cache_alloc_planned).
  *   issue     round-robin over the slots, one k step each per round, up to TESS__DEPTH
  *             steps in flight per slot; step 0 loads C (unless beta = 0), the last step is
  *             followed by the write-back of C on the same stream. C stays on the device
@@ -20,6 +22,14 @@
  * When a pass made no progress the worker blocks on its oldest event, naps 100 us when a
  * slot waits for operands, or sleeps briefly on the runtime's condition variable when it
  * has nothing in flight.
+ *
+ * Tight heaps (B7): a step that finds no room stalls its slot; the stalled slot is tried
+ * first from then on and no slot issues after it in a pass, so the device drains; once
+ * nothing of its own is in flight every copy it used is idle, and the worker evicts them all
+ * (tess__cache_flush_dev) and tries the step again. The admission above guarantees that
+ * the two operand tiles of any one running task then fit around the C blocks, so every
+ * running task progresses however the blocks of different sizes were placed. Only copies
+ * that peers still read (a P2P fill in flight) can delay it, briefly.
  *
  * Stream ownership: slot s uses stream s; only this thread queues work on this device's
  * streams. Locks taken here: a station's lock (rs.c), then the cache lock inside cache.c.
@@ -32,6 +42,18 @@
 #include "node.h"
 
 #define STALL_LIMIT_S 5.0   /* no room, nothing in flight, this long: the job fails ENOMEM */
+#define ROOM_COPIES 2       /* operand tiles of one step (A, B) the admission keeps room for */
+
+/* Process-wide counts of the tight-heap paths (tess__worker_pressure). */
+static _Atomic uint64_t n_flushes, n_flush_ok, n_planned, n_deferred, n_stall_enomem;
+
+TESS_API void tess__worker_pressure(struct tess__pressure *out) {
+    out->flushes = atomic_load(&n_flushes);
+    out->flush_retries_ok = atomic_load(&n_flush_ok);
+    out->planned_evictions = atomic_load(&n_planned);
+    out->deferred = atomic_load(&n_deferred);
+    out->stall_enomem = atomic_load(&n_stall_enomem);
+}
 
 static void job_fail(struct tess__job *job, int status) {
     int ok = TESS_OK;
@@ -73,6 +95,28 @@ static void inflight_add(struct tess__dev *d, int delta) {
 
 /* ---- slots ------------------------------------------------------------------------ */
 
+static bool has_work(const struct tess__dev *d) {
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->slot[i].t) return true;
+    return false;
+}
+
+/* Out of room with nothing in flight: true once that has lasted STALL_LIMIT_S (the clock
+ * then starts again). */
+static bool stall_expired(struct tess__dev *d) {
+    double now = tess__now();
+    if (!d->stall_since) d->stall_since = now;
+    if (now - d->stall_since <= STALL_LIMIT_S) return false;
+    d->stall_since = 0;
+    return true;
+}
+
+/* Nap while out of room: 50 us at first, 1 ms after the first millisecond (what is waited
+ * for is a peer's sync point; no core is kept busy). */
+static void stall_nap(const struct tess__dev *d) {
+    usleep(d->stall_since && tess__now() - d->stall_since > 1e-3 ? 1000 : 50);
+}
+
 static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
     d->committed -= sl->committed;
     sl->committed = 0;
@@ -80,6 +124,8 @@ static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
     sl->c = NULL;
     sl->next = sl->inflight = 0;
     sl->writing_back = sl->cancelled = 0;
+    sl->c_loaded = 0;
+    if (d->stalled_slot == sl->stream + 1) d->stalled_slot = 0;
 }
 
 /* The key of the task's output tile as an operand of later tasks would name it. */
@@ -273,9 +319,29 @@ static int refill(struct tess__dev *d) {
     return progress;
 }
 
-/* Put the best station tasks on free slots, within the heap's admission budget. */
-static int activate(struct tess__dev *d) {
+/* The C block of task t about to run on slot sl, placed by the room plan: with it, two
+ * operand tiles of every running task (t included) still fit around the C blocks. */
+static int alloc_c(struct tess__dev *d, struct tess__slot *sl, struct tess__task *t) {
+    size_t room[TESS_MAX_STREAMS + 1];
+    int n = 0;
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->slot[i].t) room[n++] = d->slot[i].t->job->blk_bytes;
+    room[n++] = t->job->blk_bytes;
+    bool evicted = false;
+    int rc = tess__cache_alloc_planned(&d->rt->cache, d->id, t->job->blk_bytes, room, n,
+                                       ROOM_COPIES, &sl->c, &evicted);
+    if (rc) return rc;
+    if (evicted) atomic_fetch_add(&n_planned, 1);
+    sl->c->ld = t->m;
+    return TESS_OK;
+}
+
+/* Put the best station tasks on free slots, within the heap's admission budget. *deferred:
+ * a task was kept back for want of room while this device runs nothing (not counted as
+ * progress; wait_for_something naps, and fails its job after STALL_LIMIT_S). */
+static int activate(struct tess__dev *d, int *deferred) {
     int progress = 0;
+    *deferred = 0;
     for (int i = 0; i < d->nstreams; i++) {
         struct tess__slot *sl = &d->slot[i];
         if (sl->t) continue;
@@ -291,6 +357,36 @@ static int activate(struct tess__dev *d) {
         if (need && d->committed + need > d->heap_bytes) {
             tess__rs_push(&d->rs, t); /* no room for another running task now */
             break;
+        }
+        if (need) {
+            int rc = alloc_c(d, sl, t);
+            if (rc == TESS_EAGAIN) {
+                /* No place keeps room for the running tasks (wait for one to end), or
+                 * copies in use lie there (wait for them to be released). */
+                atomic_fetch_add(&n_deferred, 1);
+                if (!has_work(d)) {
+                    *deferred = 1;
+                    if (stall_expired(d)) {
+                        tess__fail(TESS_ENOMEM, "device %d: no room for the tiles of a task", d->id);
+                        job_fail(t->job, TESS_ENOMEM);
+                        atomic_fetch_add(&n_stall_enomem, 1);
+                    }
+                }
+                tess__rs_push(&d->rs, t);
+                break;
+            }
+            if (rc) {
+                if (rc != TESS_ENOMEM) {
+                    tess__rs_push(&d->rs, t);
+                    tess__worker_fail(d, TESS_EDEVICE, "allocating a tile");
+                    return 1;
+                }
+                job_fail(t->job, rc);
+                task_cancel(d->rt, t);
+                progress = 1;
+                i--;
+                continue;
+            }
         }
         atomic_store(&t->state, TESS__TASK_RUNNING);
         sl->t = t;
@@ -332,14 +428,16 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     void *cptr = t->c;
     int64_t cld = job->ldc;
     if (!unified(d)) {
-        if (!sl->c) {
-            rc = tess__cache_alloc_work(c, d->id, job->blk_bytes, &sl->c);
-            if (rc) return rc;
-            sl->c->ld = t->m;
+        if (!sl->c_loaded) {
+            /* the C block was placed at activation (alloc_c) */
+            sl->c_loaded = 1;
             if (t->load_c) {
                 rc = ops->copy2d(d->bd, sl->stream, TESS__H2D, sl->c->ptr, (size_t)t->m * es,
                                  t->c, (size_t)job->ldc * es, (size_t)t->m * es, (size_t)t->n, NULL);
-                if (rc) return rc;
+                if (rc) {
+                    sl->c_loaded = 0;
+                    return rc;
+                }
                 TESS__COUNT(&d->ctr, bytes_h2d, (uint64_t)(t->m * t->n) * es);
                 if (d->rt->trace.on && !ops->event_record(d->bd, sl->stream, sl->cl))
                     sl->cl_rec = 1;
@@ -399,7 +497,10 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
     *stalled = *waiting = 0;
     do {
         any = 0;
-        for (int i = 0; i < d->nstreams; i++) {
+        /* a slot stalled for room goes first, and nothing is issued after it (it drains) */
+        int first = d->stalled_slot ? d->stalled_slot - 1 : 0;
+        for (int j = 0; j < d->nstreams; j++) {
+            int i = (first + j) % d->nstreams;
             struct tess__slot *sl = &d->slot[i];
             if (!sl->t || sl->cancelled || sl->next >= sl->t->nsteps || sl->inflight >= TESS__DEPTH)
                 continue;
@@ -413,10 +514,27 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
                 continue;
             }
             int rc = issue_step(d, sl);
+            if (rc == TESS_EAGAIN && d->inflight == 0 && !unified(d)) {
+                /* Nothing of ours in flight: every copy this device's steps used is idle,
+                 * this step's own included (one placed where the other cannot fit). Evict
+                 * them all and try again: the admission kept room for this task's operand
+                 * tiles around the C blocks. A copy this attempt has just filled is
+                 * evictable only once its fill has landed: wait for the slot's stream
+                 * first (blocking; the done event of the step not issued yet is free). */
+                tess__event *ev = sl->done[sl->next % 2];
+                if (d->ops->event_record(d->bd, sl->stream, ev) == TESS_OK)
+                    (void)d->ops->event_sync(d->bd, ev);
+                tess__cache_flush_dev(&d->rt->cache, d->id);
+                atomic_fetch_add(&n_flushes, 1);
+                rc = issue_step(d, sl);
+                if (rc == TESS_OK) atomic_fetch_add(&n_flush_ok, 1);
+            }
             if (rc == TESS_EAGAIN) {
+                d->stalled_slot = i + 1;
                 *stalled = 1;
                 return progress;
             }
+            if (d->stalled_slot == i + 1) d->stalled_slot = 0;
             if (rc == TESS_ENOMEM) {
                 job_fail(sl->t->job, rc);
                 sl->cancelled = 1;
@@ -433,7 +551,7 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
 }
 
 /* Nothing moved: block on the oldest pending event, or nap until work arrives. */
-static void wait_for_something(struct tess__dev *d, int stalled, int waiting) {
+static void wait_for_something(struct tess__dev *d, int stalled, int waiting, int deferred) {
     for (int i = 0; i < d->nstreams; i++) {
         struct tess__slot *sl = &d->slot[i];
         if (!sl->t) continue;
@@ -450,21 +568,24 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting) {
         usleep(100); /* operands arriving (streamed panels): look again soon */
         return;
     }
+    if (deferred) {
+        stall_nap(d); /* a task waits for room that copies still read by peers hold */
+        return;
+    }
     if (stalled) {
-        /* Out of room with nothing of ours in flight: peers still pin some of our copies
-         * (they release them at their next sync point). Never wait forever. */
-        double now = tess__now();
-        if (!d->stall_since) d->stall_since = now;
-        if (now - d->stall_since > STALL_LIMIT_S) {
+        /* Out of room with nothing of ours in flight, after evicting every idle copy:
+         * peers still read some of our copies (a P2P fill in flight; they release them at
+         * their next sync point). Never wait forever. */
+        if (stall_expired(d)) {
             for (int i = 0; i < d->nstreams; i++)
                 if (d->slot[i].t) {
                     tess__fail(TESS_ENOMEM, "device %d: no room for the tiles of a task", d->id);
                     job_fail(d->slot[i].t->job, TESS_ENOMEM);
+                    atomic_fetch_add(&n_stall_enomem, 1);
                     d->slot[i].cancelled = 1;
                 }
-            d->stall_since = 0;
         }
-        usleep(50);
+        stall_nap(d);
         return;
     }
     /* Idle: while another station holds tasks, look again in 1 ms (to steal); otherwise
@@ -483,12 +604,6 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting) {
         pthread_cond_timedwait(&rt->work, &rt->mu, &ts);
     }
     pthread_mutex_unlock(&rt->mu);
-}
-
-static bool has_work(const struct tess__dev *d) {
-    for (int i = 0; i < d->nstreams; i++)
-        if (d->slot[i].t) return true;
-    return false;
 }
 
 static void pin_self(const struct tess__dev *d) {
@@ -512,17 +627,18 @@ void *tess__worker_main(void *arg) {
             pthread_mutex_unlock(&rt->mu);
             continue;
         }
-        int stalled = 0, waiting = 0, progress = reap(d);
+        int stalled = 0, waiting = 0, deferred = 0, progress = reap(d);
         if (atomic_load(&d->failed)) continue; /* reap found the device dead: take nothing more */
         if (atomic_load(&rt->shutdown) && !has_work(d) && tess__rs_count(&d->rs) == 0 &&
             tess__rt_pending(rt) == 0)
             break;
         progress |= refill(d);
-        progress |= activate(d);
+        progress |= activate(d, &deferred);
+        if (atomic_load(&d->failed)) continue;
         progress |= issue(d, &stalled, &waiting);
         if (atomic_load(&d->failed)) continue;
-        if (!stalled) d->stall_since = 0;
-        if (!progress) wait_for_something(d, stalled, waiting);
+        if (!stalled && !deferred) d->stall_since = 0;
+        if (!progress) wait_for_something(d, stalled, waiting, deferred);
     }
     return NULL;
 }

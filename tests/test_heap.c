@@ -1,5 +1,6 @@
 /* tests/test_heap.c: the device heap (cache/heap.c) on a host arena: split and merge,
- * first fit, alignment, exhaustion, a randomized run against a shadow model, threads.
+ * first fit, alignment, exhaustion, a randomized run against a shadow model, threads;
+ * fixed segments, allocation at an address and the room planning of B7.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -308,6 +309,202 @@ TEST(heap_threads) {
     ASSERT_EQ(tess__heap_used(h), 0);
     ASSERT_EQ(tess__heap_segments(h), 1);
     ASSERT_EQ(tess__heap_largest_free(h), size);
+    tess__heap_destroy(h);
+    free(arena);
+}
+
+/* ---- fixed segments and room planning (B7) --------------------------------------------- */
+
+/* alloc_at takes exactly the range asked for when it is free (splitting the free segment
+ * in three), refuses a used, misaligned or out-of-range one; fixed segments are what the
+ * room count sees as used, set_fixed toggles them, free merges everything back. */
+TEST(heap_alloc_at_and_fixed) {
+    char *arena = arena_new(4096);
+    struct tess__heap *h = tess__heap_create(arena, 4096, 64);
+    ASSERT_EQ(tess__heap_fixed_room(h, 1024), 4);
+    char *a = tess__heap_alloc_at(h, arena + 1024, 1000, true);   /* 1024 */
+    ASSERT(a == arena + 1024);
+    ASSERT_EQ(tess__heap_segments(h), 3);
+    ASSERT_EQ(tess__heap_used(h), 1024);
+    ASSERT(tess__heap_alloc_at(h, arena + 1536, 64, false) == NULL);   /* used */
+    ASSERT(tess__heap_alloc_at(h, arena + 32, 64, false) == NULL);     /* misaligned */
+    ASSERT(tess__heap_alloc_at(h, arena + 4032, 128, false) == NULL);  /* past the end */
+    ASSERT(tess__heap_alloc_at(h, arena + 1984, 128, false) == NULL);  /* overlaps a */
+    /* fixed a splits the runs [0, 1024) and [2048, 4096) */
+    ASSERT_EQ(tess__heap_fixed_room(h, 1024), 3);
+    ASSERT_EQ(tess__heap_fixed_room(h, 2048), 1);
+    /* a cached copy (not fixed) does not count */
+    char *b = tess__heap_alloc(h, 64);
+    ASSERT(b == arena);
+    ASSERT_EQ(tess__heap_fixed_room(h, 1024), 3);
+    char *c = tess__heap_alloc_at(h, arena + 4096 - 64, 64, false);   /* the last 64 bytes */
+    ASSERT(c == arena + 4032);
+    ASSERT_EQ(tess__heap_fixed_room(h, 2048), 1);
+    tess__heap_set_fixed(h, c, true);
+    ASSERT_EQ(tess__heap_fixed_room(h, 2048), 0);                     /* [2048, 4032) */
+    ASSERT_EQ(tess__heap_fixed_room(h, 1024), 2);
+    tess__heap_set_fixed(h, a, false);
+    ASSERT_EQ(tess__heap_fixed_room(h, 1024), 3);                     /* [0, 4032) */
+    ASSERT_EQ(tess__heap_round(h, 1000), 1024);
+    tess__heap_free(h, a);
+    tess__heap_free(h, c);
+    tess__heap_free(h, b);
+    ASSERT_EQ(tess__heap_segments(h), 1);
+    ASSERT_EQ(tess__heap_fixed_room(h, 4096), 1);
+    tess__heap_destroy(h);
+    free(arena);
+}
+
+/* The layouts of B7 (16 KiB heap, complex-double blocks of 4 KiB, single of 1 KiB). The
+ * stall: the z task's C and the s task's C are fixed, the z task's A copy lies at 6 KiB;
+ * 7 KiB are free but no 4 KiB piece, so its B cannot be placed while A stays; once A goes
+ * (the worker's flush) both fit. Planning: with a fixed z C at 7-11 KiB and copies at
+ * 0-3 KiB, first fit would put an s C at 3 KiB and leave the z task room for one operand
+ * only; the plan puts it at the end of that free piece (6 KiB), where both still fit, with
+ * no eviction; where every free piece is wrong it picks a run's start (copies there to be
+ * evicted); where nothing keeps the room it says so. */
+TEST(heap_plan_b7_layouts) {
+    enum { K = 1024 };
+    char *arena = arena_new(16 * K);
+    struct tess__heap *h = tess__heap_create(arena, 16 * K, 256);
+    /* the stall, as the worker dumped it */
+    char *zc = tess__heap_alloc_at(h, arena, 4 * K, true);
+    char *za = tess__heap_alloc_at(h, arena + 6 * K, 4 * K, false);
+    char *sc = tess__heap_alloc_at(h, arena + 13 * K, K, true);
+    ASSERT(zc && za && sc);
+    ASSERT_EQ(tess__heap_used(h), 9 * K);
+    ASSERT(tess__heap_alloc(h, 4 * K) == NULL);        /* 7 KiB free, no 4 KiB piece */
+    ASSERT_EQ(tess__heap_fixed_room(h, 4 * K), 2);     /* but two once A is evicted */
+    tess__heap_free(h, za);
+    char *a = tess__heap_alloc(h, 4 * K), *b = tess__heap_alloc(h, 4 * K);
+    ASSERT(a == arena + 4 * K && b == arena + 8 * K);  /* first fit: A and B */
+    tess__heap_free(h, a);
+    tess__heap_free(h, b);
+    tess__heap_free(h, zc);
+    tess__heap_free(h, sc);
+
+    /* planning an s C beside a fixed z C */
+    zc = tess__heap_alloc_at(h, arena + 7 * K, 4 * K, true);
+    char *cp[3];
+    for (int i = 0; i < 3; i++) cp[i] = tess__heap_alloc(h, K);  /* copies at 0-3 KiB */
+    ASSERT(cp[2] == arena + 2 * K);
+    size_t room[2] = {4 * K, K};
+    bool now = false;
+    char *at = tess__heap_plan_fixed(h, K, room, 2, 2, &now);
+    ASSERT_MSG(at == arena + 6 * K && now, "planned at %ld (now %d)", (long)(at - arena), now);
+    /* a first-fit s C at 3 KiB would leave the z task one operand */
+    char *bad = tess__heap_alloc_fixed(h, K, true);
+    ASSERT(bad == arena + 3 * K);
+    ASSERT_EQ(tess__heap_fixed_room(h, 4 * K), 1);
+    tess__heap_free(h, bad);
+    /* every free piece wrong: copies fill 3-7, 11-12 and 13-16 KiB; the one free KiB,
+     * 12-13, would split the run 11-16 KiB and leave the z task one 4 KiB piece */
+    char *more[4];
+    for (int i = 0; i < 4; i++) more[i] = tess__heap_alloc(h, K);    /* 3-7 KiB */
+    char *mid = tess__heap_alloc_at(h, arena + 11 * K, K, false);
+    char *top = tess__heap_alloc_at(h, arena + 13 * K, 3 * K, false);
+    ASSERT(more[3] == arena + 6 * K && mid && top);
+    at = tess__heap_plan_fixed(h, K, room, 2, 2, &now);
+    ASSERT_MSG(at == arena && !now, "planned at %ld (now %d)", (long)(at - arena), now);
+    /* no place: a z C plus another z task on this heap (12 KiB of fixed z blocks would
+     * leave 4 KiB) */
+    size_t zroom[2] = {4 * K, 4 * K};
+    at = tess__heap_plan_fixed(h, 4 * K, zroom, 2, 2, &now);
+    ASSERT(at == NULL);
+    /* with nothing fixed, three tiles always fit: the plan never refuses a lone task */
+    tess__heap_free(h, zc);
+    at = tess__heap_plan_fixed(h, 4 * K, zroom, 1, 2, &now);
+    ASSERT(at != NULL);
+    for (int i = 0; i < 3; i++) tess__heap_free(h, cp[i]);
+    for (int i = 0; i < 4; i++) tess__heap_free(h, more[i]);
+    tess__heap_free(h, mid);
+    tess__heap_free(h, top);
+    ASSERT_EQ(tess__heap_segments(h), 1);
+    tess__heap_destroy(h);
+    free(arena);
+}
+
+/* Random tasks of four block sizes (1, 2, 4, 8 units) come and go on a heap of 64 units,
+ * among random cached copies, admitted as the worker admits them: bytes of three blocks per
+ * task fit (checked for every other attempt only, so that the plan alone must refuse some),
+ * then the plan places the task's fixed block (evicting the copies in the way).
+ * After every step, counted independently from the fixed blocks alone: every running task
+ * still has room for two of its blocks. A lone task is never refused. */
+TEST(heap_plan_random_keeps_room) {
+    enum { UNIT = 256, UNITS = 64, MAXT = 16, MAXC = 48, OPS = 20000 };
+    char *arena = arena_new(UNIT * UNITS);
+    struct tess__heap *h = tess__heap_create(arena, UNIT * UNITS, UNIT);
+    struct { char *p; size_t units; } task[MAXT] = {{0}}, copy[MAXC] = {{0}};
+    unsigned seed = 4242;
+    int admitted = 0, refused = 0, evicting = 0;
+    for (int op = 0; op < OPS; op++) {
+        int r = rand_r(&seed) % 10;
+        if (r < 4) {                                   /* a cached copy comes */
+            int k = rand_r(&seed) % MAXC;
+            if (copy[k].p) continue;
+            size_t u = (size_t)1 << (rand_r(&seed) % 3);
+            if ((copy[k].p = tess__heap_alloc(h, u * UNIT))) copy[k].units = u;
+        } else if (r < 6) {                            /* a copy is evicted */
+            int k = rand_r(&seed) % MAXC;
+            if (copy[k].p) tess__heap_free(h, copy[k].p), copy[k].p = NULL;
+        } else if (r < 9) {                            /* a task tries to start */
+            int k = rand_r(&seed) % MAXT;
+            if (task[k].p) continue;
+            size_t u = (size_t)1 << (rand_r(&seed) % 4), bytes = 3 * u, nrun = 0;
+            size_t room[MAXT + 1];
+            int n = 0;
+            for (int i = 0; i < MAXT; i++)
+                if (task[i].p) bytes += 3 * task[i].units, room[n++] = task[i].units * UNIT, nrun++;
+            if (bytes > UNITS && op % 2) continue;     /* the byte admission (every other op:
+                                                           without it the plan must refuse) */
+            room[n++] = u * UNIT;
+            bool now;
+            char *at = tess__heap_plan_fixed(h, u * UNIT, room, n, 2, &now);
+            if (!at) {
+                ASSERT_MSG(nrun > 0, "op %d: a lone task of %zu units refused", op, u);
+                refused++;
+                continue;
+            }
+            if (!now) {
+                evicting++;
+                for (int i = 0; i < MAXC; i++)
+                    if (copy[i].p && copy[i].p < at + u * UNIT && at < copy[i].p + copy[i].units * UNIT)
+                        tess__heap_free(h, copy[i].p), copy[i].p = NULL;
+            }
+            task[k].p = tess__heap_alloc_at(h, at, u * UNIT, true);
+            ASSERT_MSG(task[k].p == at, "op %d: planned place %ld not free", op, (long)(at - arena));
+            task[k].units = u;
+            admitted++;
+        } else {                                       /* a task ends */
+            int k = rand_r(&seed) % MAXT;
+            if (task[k].p) tess__heap_free(h, task[k].p), task[k].p = NULL;
+        }
+        /* independent count over the fixed blocks */
+        static char fixed[UNITS];
+        memset(fixed, 0, sizeof fixed);
+        for (int i = 0; i < MAXT; i++)
+            if (task[i].p)
+                for (size_t q = 0; q < task[i].units; q++) fixed[(task[i].p - arena) / UNIT + q] = 1;
+        for (int i = 0; i < MAXT; i++) {
+            if (!task[i].p) continue;
+            size_t fit = 0, run = 0;
+            for (int q = 0; q <= UNITS; q++) {
+                if (q < UNITS && !fixed[q]) { run++; continue; }
+                fit += run / task[i].units;
+                run = 0;
+            }
+            ASSERT_MSG(fit >= 2, "op %d: a task of %zu units has room for %zu", op, task[i].units, fit);
+            ASSERT_EQ(tess__heap_fixed_room(h, task[i].units * UNIT), fit);
+        }
+    }
+    fprintf(stderr, "  %d tasks admitted (%d evicting copies), %d refused\n", admitted, evicting,
+            refused);
+    ASSERT_GT(admitted, 1000);
+    ASSERT_GT(evicting, 0);
+    ASSERT_GT(refused, 0);
+    for (int i = 0; i < MAXT; i++) tess__heap_free(h, task[i].p);
+    for (int i = 0; i < MAXC; i++) tess__heap_free(h, copy[i].p);
+    ASSERT_EQ(tess__heap_segments(h), 1);
     tess__heap_destroy(h);
     free(arena);
 }

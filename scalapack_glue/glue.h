@@ -1,23 +1,29 @@
-/* scalapack_glue/glue.h: what the files of libtessera_scalapack.so share (pblas.c: the
- * PBLAS entry points and PBLAS's argument checks; route.c: the program's BLACS/PBLAS
- * symbols, the reference routines, knobs, counters, the grid cache and the routing).
- * Nothing here is exported; the exported names are in exports.map.
+/* scalapack_glue/glue.h: what the files of libtessera_scalapack.so share. Nothing here is
+ * exported; the exported names are in exports.map.
  *
- * One p?gemm_ call:
+ * One call of a PBLAS level-3 routine:
  *
- *   pblas.c   descriptors read as PB_CargFtoC does (9 or 11 entries -> 11, indices 0-based)
- *             context read with Cblacs_gridinfo; PBLAS's checks in PBLAS's order, each
- *             problem reported through PB_Cwarn, the info code through PB_Cabort (both the
- *             program's: found with dlsym, never defined here); PBLAS's quick return
- *   route.c   glue_gemm_route: the reference routine (dlsym(RTLD_NEXT)) or tessera's
- *             distributed GEMM (tess__pgemm_run) on a grid built once per BLACS context
- *
- * The other level-3 routines go straight to the reference in this increment (issue 7
- * stays open for their distributed versions).
+ *   pblas.c    the 30 entry points: the arguments read as PB_CargFtoC does (9 or 11 entries
+ *              -> 11, indices 0-based), PBLAS's checks (pbcheck.c), PBLAS's quick return,
+ *              then the routine's path below with the reference routine as the way out
+ *   pbcheck.c  PBLAS's argument checks, order, info codes and PB_Cwarn texts, per routine
+ *   route.c    where a call runs: the routing policy (knobs, sizes, replicated operands),
+ *              the context's tessera grid, the agreement of every process before tessera
+ *              runs, the failure policy; p?gemm_'s path (one tess__pgemm_run)
+ *   reduce.c   p?symm_/p?hemm_, the SYRK family, p?trmm_: reductions to tess__pgemm_run
+ *              plus ScaLAPACK's own auxiliary routines
+ *   trsm.c     p?trsm_: blocked, diagonal blocks inverted (p?trtri), updates by GEMM
+ *   dist.c     distributed temporaries, element access, the GEMM and ScaLAPACK-auxiliary
+ *              calls the reductions make
+ *   state.c    the process-wide state: the program's BLACS/PBLAS symbols, the reference and
+ *              auxiliary routines (dlsym), knobs, counters and the exit summary, the node
+ *              runtime's start and release
  */
 #ifndef TESS_SCALAPACK_GLUE_H
 #define TESS_SCALAPACK_GLUE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "comm.h"
@@ -38,7 +44,45 @@ enum glue_kind {
 };
 extern const char *const glue_kind_name[GLUE_NKINDS];  /* "gemm", "herk", ... */
 
-/* ---- the program's BLACS and PBLAS symbols (route.c) ----------------------------------
+#define GLUE_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define GLUE_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* ---- one call, as PBLAS sees it after its checks --------------------------------------
+ * Everything after PB_CargFtoC: 0-based indices, 11-entry descriptors, letters upper case
+ * (real routines' 'C' already read as 'T'). Letters a routine does not take are 0. The
+ * scalars are copies in the routine's precision: a real alpha or beta of HERK/HER2K is
+ * widened to a complex one with imaginary part 0. */
+struct glue_call {
+    enum glue_kind kind;
+    tess_dtype_t dt;
+    char side, uplo, ta, tb, diag; /* ta: TRANS (TRANSA); tb: GEMM's TRANSB */
+    f_int m, n, k;                 /* the routine's sizes; SYRK family: m = n */
+    tess__scalar_t alpha, beta;    /* TRMM/TRSM: beta unused (0) */
+    const void *A, *B;
+    void *C;                       /* the output: C, or TRMM's/TRSM's B (then B is NULL) */
+    f_int ia, ja, ib, jb, ic, jc;  /* 0-based */
+    const f_int *da, *db, *dc;     /* 11 entries each (db NULL where there is no B) */
+    f_int ctxt, nprow, npcol, myrow, mycol;
+};
+
+/* The order of a routine's triangular or symmetric A (m for SIDE = 'L', else n). */
+static inline f_int glue_order_a(const struct glue_call *c) {
+    return c->side == 'L' ? c->m : c->n;
+}
+
+/* ---- PBLAS's argument reading and checks (pbcheck.c) --------------------------------- */
+char glue_upcase(char c);
+/* PB_CargFtoC: a 9-entry (DTYPE_ = 1) or 11-entry (DTYPE_ = 2) descriptor into the 11-entry
+ * form, Fortran indices into 0-based ones. Any other DTYPE_ keeps DTYPE_ and CTXT_ (the
+ * check then reports DTYPE_). */
+void glue_arg_ftoc(f_int i, f_int j, const f_int *in, f_int *ic, f_int *jc, f_int out[GLUE_DLEN_]);
+/* The routine's checks in PBLAS's order: c holds the kind, precision, letters (upper case,
+ * as passed), sizes, offsets and descriptors; the context's shape and this process's place
+ * are filled in. Each problem goes to the program's PB_Cwarn with PBLAS's text; returns
+ * PBLAS's info code (0: good). rout: "PDSYMM". */
+f_int glue_check(struct glue_call *c, const char *rout);
+
+/* ---- the program's BLACS and PBLAS symbols (state.c) ----------------------------------
  * Found with dlsym(RTLD_DEFAULT) at the first call: the program's own definition when it
  * has one (a handler it installed), else the ScaLAPACK library's. Any may be NULL. */
 struct glue_syms {
@@ -55,29 +99,133 @@ const struct glue_syms *glue_syms(void);
  * with a message. */
 void *glue_reference(const char *name);
 
-/* ---- counters (route.c) -------------------------------------------------------------- */
+/* ScaLAPACK's auxiliary routines of precision dt the reductions use, looked up once
+ * (dlsym(RTLD_NEXT), then RTLD_DEFAULT); a member is NULL when the library lacks it, and
+ * the call then goes to the reference routine. PBLAS's p?tradd_/p?geadd_ are C (they take
+ * 9- and 11-entry descriptors); p?trtri_ is Fortran (9-entry descriptors, hidden lengths). */
+struct glue_aux {
+    void (*tradd)(const char *uplo, const char *trans, const f_int *m, const f_int *n,
+                  const void *alpha, const void *A, const f_int *ia, const f_int *ja,
+                  const f_int *desca, const void *beta, void *C, const f_int *ic,
+                  const f_int *jc, const f_int *descc);
+    void (*geadd)(const char *trans, const f_int *m, const f_int *n, const void *alpha,
+                  const void *A, const f_int *ia, const f_int *ja, const f_int *desca,
+                  const void *beta, void *C, const f_int *ic, const f_int *jc,
+                  const f_int *descc);
+    void (*trtri)(const char *uplo, const char *diag, const f_int *n, void *A,
+                  const f_int *ia, const f_int *ja, const f_int *desca, f_int *info,
+                  size_t luplo, size_t ldiag);
+};
+const struct glue_aux *glue_aux(tess_dtype_t dt);
+
+/* ---- knobs (state.c), read once at the first call ---------------------------------- */
+struct glue_knobs {
+    int force;           /* TESSERA_SCALAPACK_FORCE */
+    int64_t min_dim;     /* TESSERA_SCALAPACK_MIN_DIM */
+    double min_volume;   /* TESSERA_SCALAPACK_MIN_VOLUME */
+    int verbose;         /* TESSERA_SCALAPACK_VERBOSE */
+    int64_t trsm_block;  /* TESSERA_SCALAPACK_TRSM_BLOCK */
+    int ok;              /* all parsed; else every call goes to the reference */
+};
+const struct glue_knobs *glue_knobs(void);
+int glue_world_rank(void);  /* MPI_COMM_WORLD rank, -1 before MPI */
+
+/* ---- counters (state.c) ------------------------------------------------------------ */
 void glue_count_reference(enum glue_kind k, tess_dtype_t dt, double flops);
+void glue_count_tessera(enum glue_kind k, tess_dtype_t dt, double flops);
 void glue_count_quick(enum glue_kind k, tess_dtype_t dt);
 void glue_count_error(enum glue_kind k, tess_dtype_t dt);
+void glue_count_fallback(enum glue_kind k, tess_dtype_t dt);
 
-/* ---- p?gemm_ after PBLAS's checks and quick return (route.c) --------------------------
- * Everything as PBLAS sees it after PB_CargFtoC: 0-based indices, 11-entry descriptors;
- * ta, tb upper case 'N', 'T' or 'C'. grid: the context's shape and this process's place.
- * ref: the reference routine, called with the original arguments (orig) when the call does
- * not go to tessera. */
-struct glue_gemm_call {
-    tess_dtype_t dt;
-    char ta, tb;
-    f_int m, n, k;
-    const void *alpha, *beta;
-    const void *A, *B;
-    void *C;
-    f_int ia, ja, ib, jb, ic, jc;      /* 0-based */
-    const f_int *da, *db, *dc;         /* 11 entries each */
-    f_int ctxt, nprow, npcol, myrow, mycol;
+/* ---- the node runtime (state.c) ---------------------------------------------------- */
+/* Started at the first call sent to tessera; true when it is up and worth using (any
+ * device when forced; unforced, a device other than the CPU worker). */
+bool glue_devices_ready(void);
+/* tessera reported no device left: every later call goes to the reference. */
+void glue_devices_off(void);
+const char *glue_devices_state(void);
+
+/* ---- where a call runs (route.c) ----------------------------------------------------- */
+
+/* The whole operation's flops (the counters'): GEMM 2mnk, SYMM 2mnk_a, SYRK n(n+1)k,
+ * SYR2K 2n(n+1)k, TRMM/TRSM m n k_a (times 4 for complex); 0 when alpha = 0. */
+double glue_call_flops(const struct glue_call *c);
+
+/* Step 1, global: the tessera grid this call would run on, or NULL when it goes to the
+ * reference (replicated operand, knobs unreadable, below the size thresholds unforced, no
+ * grid for the context). Every process of the context gets the same answer; building the
+ * grid the first time is collective. */
+tess_grid_t *glue_route_grid(const struct glue_call *c);
+/* Step 2, collective: true on every process when every process can take the call
+ * (local_ok: its own preparations, e.g. temporaries allocated; the runtime up; comm/
+ * takes the descriptors) and passed the same global arguments; false on every process
+ * otherwise (then nothing was computed, and the caller runs the reference). */
+bool glue_route_agree(tess_grid_t *g, const struct glue_call *c, bool local_ok);
+/* tessera failed with status st (the same on every process). intact: the call's output
+ * still holds its input, or is not an input (beta = 0): the failure is reported at
+ * TESSERA_SCALAPACK_VERBOSE, counted as a fallback, and this returns (the caller runs the
+ * reference routine). Otherwise the input is lost: the process says why on stderr and
+ * stops (Cblacs_abort, then abort). */
+void glue_route_failed(const struct glue_call *c, int st, bool intact, const char *where);
+
+/* p?gemm_ after PBLAS's checks and quick return: tessera (one tess__pgemm_run) or the
+ * reference (reference(arg) runs the original call). */
+void glue_gemm_route(const struct glue_call *c, void (*reference)(void *arg), void *arg);
+
+/* ---- the reductions (reduce.c, trsm.c) --------------------------------------------------
+ * After PBLAS's checks and quick return. Each decides (route.c) and then computes through
+ * tess__pgemm_run and ScaLAPACK's auxiliary routines, or runs reference(arg). */
+void glue_symm_route(const struct glue_call *c, void (*reference)(void *arg), void *arg);
+void glue_syrk_route(const struct glue_call *c, void (*reference)(void *arg), void *arg);
+void glue_trmm_route(const struct glue_call *c, void (*reference)(void *arg), void *arg);
+void glue_trsm_route(const struct glue_call *c, void (*reference)(void *arg), void *arg);
+
+/* ---- distributed temporaries and the calls the reductions make (dist.c) ------------- */
+
+/* A temporary distributed matrix of the call's context: an 11-entry descriptor and this
+ * process's local array (zeroed). */
+struct glue_tmp {
+    f_int desc[GLUE_DLEN_];
+    void *buf;
+    size_t bytes;
 };
-/* Runs the call (tessera or the reference); `reference` runs the original call. */
-void glue_gemm_route(const struct glue_gemm_call *c, void (*reference)(void *arg), void *arg);
+/* Describe (no allocation) a rows x cols temporary whose element (i, j) lives where element
+ * (i0 + i, j0 + j) of the matrix of descriptor d lives (same process, same block
+ * position): first blocks are what remains of d's blocks at i0, j0, same block sizes, the
+ * same first process; LLD = max(1, local rows). Copies between the two then move nothing.
+ * *bytes: the local array's size (at least one element). false when a size overflows. */
+bool glue_tmp_plan_aligned(const struct glue_call *c, const f_int *d, f_int i0, f_int j0,
+                           f_int rows, f_int cols, f_int out[GLUE_DLEN_], size_t *bytes);
+/* The same, allocated and zeroed; false (nothing to free) when it cannot be allocated. */
+bool glue_tmp_aligned(struct glue_tmp *t, const struct glue_call *c, const f_int *d, f_int i0,
+                      f_int j0, f_int rows, f_int cols);
+/* Describe an n x n temporary in the 9-entry form (as ScaLAPACK's Fortran routines want
+ * it): nb x nb blocks, first block on process (0, 0), LLD = max(1, local rows). */
+bool glue_tmp_plan_square(const struct glue_call *c, f_int n, f_int nb, f_int out[GLUE_DLEN_],
+                          size_t *bytes);
+void glue_tmp_free(struct glue_tmp *t);
+
+/* The local address of global element (gi, gj) (0-based) of the matrix (descriptor d,
+ * local array base) on this process, NULL when another process holds it. */
+void *glue_elem(const struct glue_call *c, const f_int *d, const void *base, f_int gi, f_int gj);
+
+/* sub(C) = alpha op(sub(A)) op(sub(B)) + beta sub(C) through tessera (tess__pgemm_run) on
+ * grid g, in the call's precision; 0-based indices, descriptors of 9 or 11 entries; the
+ * status is the same on every process. Nothing is done for m = 0 or n = 0. */
+int glue_pgemm(tess_grid_t *g, const struct glue_call *c, char ta, char tb, f_int m, f_int n,
+               f_int k, const void *alpha, const void *A, f_int ia, f_int ja, const f_int *da,
+               const void *B, f_int ib, f_int jb, const f_int *db, const void *beta, void *C,
+               f_int ic, f_int jc, const f_int *dc);
+/* ScaLAPACK's p?tradd_ / p?geadd_ / p?trtri_ of the call's precision (0-based indices
+ * here, made 1-based for them). The caller checked that glue_aux has them. */
+void glue_tradd(const struct glue_call *c, char uplo, char trans, f_int m, f_int n,
+                const void *alpha, const void *A, f_int ia, f_int ja, const f_int *da,
+                const void *beta, void *C, f_int ic, f_int jc, const f_int *dc);
+void glue_geadd(const struct glue_call *c, f_int m, f_int n, const void *alpha, const void *A,
+                f_int ia, f_int ja, const f_int *da, const void *beta, void *C, f_int ic,
+                f_int jc, const f_int *dc);
+f_int glue_trtri(const struct glue_call *c, char uplo, char diag, f_int n, void *A, f_int ia,
+                 f_int ja, const f_int *da);
 
 #if defined(__GNUC__)
 #define GLUE_EXPORT __attribute__((visibility("default")))

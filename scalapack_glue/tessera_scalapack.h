@@ -19,19 +19,19 @@ extern "C" {
 #define TESS_SCALAPACK_API
 #endif
 
-/* Counters of this process since it started (or the last reset). Flops are those of the
- * whole (global) operation, counted on every process that took part in the call:
- * GEMM 2mnk (8mnk complex); the pass-through routines by their sizes, whatever the
- * reference did with them. */
+/* Counters of this process since it started (or the last reset). Flops are the whole
+ * (global) operation's nominal count, counted on every process that took part in the call,
+ * the same whichever way it went: GEMM 2mnk, SYMM/HEMM 2mnk_a, SYRK/HERK n(n+1)k,
+ * SYR2K/HER2K 2n(n+1)k, TRMM/TRSM mnk_a (four times that complex; 0 when alpha = 0). */
 typedef struct tess_scalapack_counters {
-    uint64_t tessera_calls;    /* computed by tessera's distributed GEMM */
+    uint64_t tessera_calls;    /* computed through tessera's distributed GEMM */
     double tessera_flops;
     uint64_t reference_calls;  /* passed to the reference routine underneath */
     double reference_flops;
     uint64_t quick_returns;    /* nothing to compute (PBLAS's quick return), nothing called */
     uint64_t arg_errors;       /* bad arguments reported to the program's PB_Cabort */
-    uint64_t fallbacks;        /* tessera failed with beta = 0: run again by the reference
-                                  (also counted in reference_calls) */
+    uint64_t fallbacks;        /* tessera failed with the output's input intact: run again
+                                  by the reference (also counted in reference_calls) */
 } tess_scalapack_counters_t;
 
 /* Fill *out for routine: NULL or "" for every routine; "pdgemm" (any case, an optional

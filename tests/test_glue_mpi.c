@@ -19,7 +19,8 @@
  *   - the counters (tess_scalapack_counters): TEST_GLUE_MODE=force (the registration sets
  *     TESSERA_SCALAPACK_FORCE=1) expects every call with work to go to tessera except the
  *     replicated ones; TEST_GLUE_MODE=default expects these small calls on the reference.
- * A failed assertion on any rank aborts the whole job (MPI_Abort).
+ * A failed assertion on any rank aborts the whole job (MPI_Abort). The other level-3 routines
+ * (p?symm_ ... p?trsm_) are tested by tests/test_glue_l3_mpi.c.
  */
 #include <dlfcn.h>
 #include <float.h>
@@ -631,140 +632,6 @@ TEST(glue_context_reuse) {
     }
 }
 
-/* ---- the pass-through routines ------------------------------------------------------------- */
-
-/* PBLAS's prototypes by family (scalars by pointer) */
-typedef void psymm_t(const char *, const char *, const int *, const int *, const void *,
-                     const void *, const int *, const int *, const int *, const void *,
-                     const int *, const int *, const int *, const void *, void *, const int *,
-                     const int *, const int *);
-typedef void psyrk_t(const char *, const char *, const int *, const int *, const void *,
-                     const void *, const int *, const int *, const int *, const void *, void *,
-                     const int *, const int *, const int *);
-typedef psymm_t psyr2k_t; /* the same list: two letters, two sizes, A, B, C */
-typedef void ptrxm_t(const char *, const char *, const char *, const char *, const int *,
-                     const int *, const void *, const void *, const int *, const int *,
-                     const int *, void *, const int *, const int *, const int *);
-
-static void *ref_lib;
-
-/* The glue's routine (the program's symbol) and the library's. */
-static void both(const char *name, void **glue, void **ref) {
-    *glue = dlsym(RTLD_DEFAULT, name);
-    *ref = dlsym(ref_lib, name);
-    Dl_info di;
-    ASSERT_MSG(*glue && *ref && *glue != *ref && dladdr(*glue, &di) &&
-               strstr(di.dli_fname, "tessera_scalapack"), "%s: the glue is not in front", name);
-}
-
-/* Every pass-through routine, every precision: the glue's call computes the very bytes the
- * reference computes (it is the reference) and counts one reference call. */
-TEST(glue_passthrough) {
-    static const struct { const char *kind; int fam; int herm; } kinds[] = {
-        {"symm", 0, 0}, {"hemm", 0, 1}, {"syrk", 1, 0}, {"herk", 1, 1},
-        {"syr2k", 2, 0}, {"her2k", 2, 1}, {"trmm", 3, 0}, {"trsm", 3, 0},
-    };
-    int P = wsize >= 6 ? 2 : 1, Q = wsize >= 6 ? 3 : wsize >= 2 ? 2 : 1;
-    int ctxt = grid_open(P, Q);
-    if (ctxt >= 0) {
-        int nprow, npcol, myrow, mycol;
-        Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
-        rng_state = 0x77ull;
-        int ncalls = 0;
-        for (size_t kk = 0; kk < sizeof kinds / sizeof kinds[0]; kk++)
-            for (int dt = 0; dt < 4; dt++) {
-                if (kinds[kk].herm && dt < 2) continue;
-                char name[16];
-                snprintf(name, sizeof name, "p%c%s_", "sdcz"[dt], kinds[kk].kind);
-                void *g, *r;
-                both(name, &g, &r);
-                for (int rep = 0; rep < 3; rep++, ncalls++) {
-                    int fam = kinds[kk].fam, cplx = dt >= 2;
-                    char side = rint_(0, 1) ? 'L' : 'R', uplo = rint_(0, 1) ? 'U' : 'L';
-                    char diag = rint_(0, 1) ? 'U' : 'N';
-                    char trans = fam == 3 ? "NTC"[rint_(0, 2)]
-                                 : kinds[kk].herm ? "NC"[rint_(0, 1)] : "NT"[rint_(0, 1)];
-                    int m = rint_(1, 13), n = rint_(1, 13), k = rint_(1, 13);
-                    int na = trans == 'N', dummy = 0, ia, ja, ib, jb, ic, jc;
-                    struct mat A, B, C;
-                    int id = 7000 + ncalls * 3;
-                    double al[2] = {0.75, cplx ? -0.25 : 0.0}, be[2] = {0.5, cplx ? 0.125 : 0.0};
-                    unsigned char alpha[16], beta[16];
-                    int real_alpha = kinds[kk].herm && fam == 1;         /* herk */
-                    int real_beta = kinds[kk].herm && (fam == 1 || fam == 2); /* herk, her2k */
-                    scalar(real_alpha ? dt - 2 : dt, al, alpha);
-                    scalar(real_beta ? dt - 2 : dt, be, beta);
-                    if (fam == 0) { /* A square of side's order, B and C m x n */
-                        int a = side == 'L' ? m : n;
-                        make_operand(&A, dt, id, ctxt, a, a, &ia, &ja, P, Q, myrow, mycol, 0, &dummy);
-                        make_operand(&B, dt, id + 1, ctxt, m, n, &ib, &jb, P, Q, myrow, mycol, 0, &dummy);
-                        make_operand(&C, dt, id + 2, ctxt, m, n, &ic, &jc, P, Q, myrow, mycol, 0, &dummy);
-                    } else if (fam == 1 || fam == 2) { /* op(A), op(B) n x k, C n x n */
-                        make_operand(&A, dt, id, ctxt, na ? n : k, na ? k : n, &ia, &ja, P, Q, myrow, mycol, 0, &dummy);
-                        make_operand(&B, dt, id + 1, ctxt, na ? n : k, na ? k : n, &ib, &jb, P, Q, myrow, mycol, 0, &dummy);
-                        make_operand(&C, dt, id + 2, ctxt, n, n, &ic, &jc, P, Q, myrow, mycol, 0, &dummy);
-                    } else { /* A triangular of side's order, B m x n in place */
-                        int a = side == 'L' ? m : n;
-                        make_operand(&A, dt, id, ctxt, a, a, &ia, &ja, P, Q, myrow, mycol, 0, &dummy);
-                        make_operand(&B, dt, id + 1, ctxt, m, n, &ib, &jb, P, Q, myrow, mycol, 0, &dummy);
-                        make_operand(&C, dt, id + 2, ctxt, 1, 1, &ic, &jc, P, Q, myrow, mycol, 0, &dummy);
-                        /* a strong diagonal keeps the solves tame */
-                        for (int d = 0; d < a; d++) {
-                            unsigned char *p = mat_at(&A, A.buf, dt, ia - 1 + d, ja - 1 + d, myrow, mycol);
-                            double v[2] = {4.0 + d, 0.0};
-                            unsigned char sv[16];
-                            scalar(dt, v, sv);
-                            if (p) memcpy(p, sv, esize[dt]);
-                        }
-                    }
-                    struct mat *out = fam == 3 ? &B : &C;
-                    unsigned char *Og = malloc(out->bytes), *Or = malloc(out->bytes);
-                    memcpy(Og, out->buf, out->bytes);
-                    memcpy(Or, out->buf, out->bytes);
-                    char s1[2] = {side, 0}, s2[2] = {uplo, 0}, s3[2] = {trans, 0}, s4[2] = {diag, 0};
-                    tess_scalapack_counters_t before, after;
-                    tess_scalapack_counters(name, &before);
-                    for (int w = 0; w < 2; w++) {
-                        void *f = w ? r : g;
-                        unsigned char *O = w ? Or : Og;
-                        void *Bo = fam == 3 ? (void *)O : (void *)B.buf, *Co = O;
-                        if (fam == 0) {
-                            psymm_t *fp; memcpy(&fp, &f, sizeof f);
-                            fp(s1, s2, &m, &n, alpha, A.buf, &ia, &ja, A.desc, B.buf, &ib, &jb,
-                               B.desc, beta, Co, &ic, &jc, C.desc);
-                        } else if (fam == 1) {
-                            psyrk_t *fp; memcpy(&fp, &f, sizeof f);
-                            fp(s2, s3, &n, &k, alpha, A.buf, &ia, &ja, A.desc, beta, Co, &ic, &jc,
-                               C.desc);
-                        } else if (fam == 2) {
-                            psyr2k_t *fp; memcpy(&fp, &f, sizeof f);
-                            fp(s2, s3, &n, &k, alpha, A.buf, &ia, &ja, A.desc, B.buf, &ib, &jb,
-                               B.desc, beta, Co, &ic, &jc, C.desc);
-                        } else {
-                            ptrxm_t *fp; memcpy(&fp, &f, sizeof f);
-                            fp(s1, s2, s3, s4, &m, &n, alpha, A.buf, &ia, &ja, A.desc, Bo, &ib,
-                               &jb, B.desc);
-                        }
-                        if (!w) tess_scalapack_counters(name, &after);
-                    }
-                    ASSERT_MSG(!memcmp(Og, Or, out->bytes), "%s (side %c uplo %c trans %c diag %c "
-                               "m %d n %d k %d): the glue's result differs from the reference's",
-                               name, side, uplo, trans, diag, m, n, k);
-                    ASSERT_MSG(after.reference_calls == before.reference_calls + 1 &&
-                               after.tessera_calls == before.tessera_calls,
-                               "%s: not counted as one reference call", name);
-                    free(Og);
-                    free(Or);
-                    free(A.buf);
-                    free(B.buf);
-                    free(C.buf);
-                }
-            }
-        Cblacs_gridexit(ctxt);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-}
-
 /* The counters' names: per routine, per kind, everything; bad names refused. */
 TEST(glue_counters_api) {
     tess_scalapack_counters_t all, g, d, dd, z;
@@ -775,7 +642,7 @@ TEST(glue_counters_api) {
     ASSERT_OK(tess_scalapack_counters("pzherk", &z));
     ASSERT_EQ(d.tessera_calls, dd.tessera_calls);
     ASSERT(g.tessera_calls >= d.tessera_calls);
-    ASSERT_EQ(all.tessera_calls, g.tessera_calls);  /* only gemm goes to tessera */
+    ASSERT_EQ(all.tessera_calls, g.tessera_calls);  /* this program calls p?gemm_ only */
     ASSERT(g.tessera_calls + g.reference_calls + g.quick_returns > 0);
     if (!strcmp(mode(), "force")) ASSERT_GT(g.tessera_calls, 0);
     else ASSERT_EQ(g.tessera_calls, 0);
@@ -799,7 +666,6 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     static const char *const names[4] = {"psgemm_", "pdgemm_", "pcgemm_", "pzgemm_"};
-    ref_lib = lib;
     for (int d = 0; d < 4; d++) {
         void *f = dlsym(lib, names[d]);
         memcpy(&ref_fn[d], &f, sizeof f);

@@ -10,7 +10,8 @@
 #                     pageable run (for a call that only times or fits something; default 1)
 #   GPU_CHECK_FAULT   1 adds the injected-fault run (issue 8; below)
 # Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
-# (crossover fit and numpy), each described where it runs.
+# (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), each described
+# where it runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
@@ -24,7 +25,7 @@ fi
 summary=()
 note() { summary+=("$1"); echo "$1"; }
 t0=$(date +%s)
-tests=ON; [ "${GPU_CHECK_TESTS:-1}" = 0 ] && tests=OFF
+tests=ON; [ "${GPU_CHECK_TESTS:-1}" = 0 ] && [ -z "${GPU_CHECK_GLUE:-}" ] && tests=OFF
 if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTESS_BUILD_TESTS=$tests >"$OUT/build.log" 2>&1 &&
    cmake --build build-gpu -j"$(nproc)" >>"$OUT/build.log" 2>&1; then
   note "build                         ok   ($(( $(date +%s) - t0 )) s)"
@@ -50,6 +51,9 @@ run "test_gemm GPUs+CPU tile 128"   test_gemm_cpu.log  env TESSERA_TILE=128 TESS
 run "test_args GPUs"                test_args.log      ./build-gpu/tests/test_args
 run "test_level3 GPUs tile 64"      test_level3.log    env TESSERA_TILE=64 ./build-gpu/tests/test_level3
 run "test_fuzz GPUs tile 32"        test_fuzz.log      env TESSERA_TILE=32 TESS_FUZZ_CALLS=2000 ./build-gpu/tests/test_fuzz
+# every level-3 routine at random against OpenBLAS, 8 threads, NaN/Inf included; its
+# fuzz_l3_syrk_family_beta_nan checks the cuda backend's NaN fill under beta = NaN (B6)
+run "test_fuzz_l3 GPUs tile 24"     test_fuzz_l3.log   env TESSERA_TILE=24 TESS_FUZZ_CALLS=2000 ./build-gpu/tests/test_fuzz_l3
 run "trace on the GPUs"             test_trace.log     env TESSERA_TRACE="$OUT/trace.json" ./build-gpu/tessera-gemm -m 8192 -r 1 --pinned
 for n in $sizes; do
   for p in s d c z; do
@@ -121,6 +125,29 @@ if [ "${GPU_CHECK_DROPIN:-0}" = 1 ]; then
   run "numpy-bench (fitted model)"   numpy_bench.log "${sysblas[@]}" env "${fitted[@]}" \
       BUILD=build-gpu bash jobs/numpy-bench.sh
   cat "$OUT/numpy_bench.log"
+fi
+# ---- ScaLAPACK glue, issue 7 (GPU_CHECK_GLUE="n nb [np]", e.g. "32768 512 2") ------------
+# tests/glue_solve (a ScaLAPACK LU solve, pdgetrf + pdgetrs, linked against the devkit's
+# ScaLAPACK only) on np ranks (default: one per GPU), one GPU per rank, the cores shared out
+# among the ranks' OpenBLAS: first as is, then unchanged under
+# LD_PRELOAD=libtessera_scalapack.so; each prints its residual and the factor/solve times,
+# the glue its counters (calls and flops through tessera vs the reference).
+# GPU_CHECK_GLUE_WHAT: lu (default), chol or both.
+if [ -n "${GPU_CHECK_GLUE:-}" ] && [ -x build-gpu/tests/glue_solve ]; then
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$ngpu" -gt 0 ] || ngpu=1
+  read -r gn gnb gnp <<<"$GPU_CHECK_GLUE"; gnp=${gnp:-$ngpu}
+  [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=$(( $(nproc) / gnp ))
+  # shellcheck disable=SC2016
+  glaunch=(mpirun -np "$gnp" --bind-to none bash -c \
+    'export TESSERA_DEVICES=$(( OMPI_COMM_WORLD_LOCAL_RANK % '"$ngpu"' )); exec "$@"' glue)
+  gargs=("$gn" "$gnb" 1 "${GPU_CHECK_GLUE_WHAT:-lu}")
+  glib=$PWD/build-gpu/scalapack_glue/libtessera_scalapack.so
+  run "glue_solve n=$gn reference"  glue_ref.log  "${glaunch[@]}" ./build-gpu/tests/glue_solve "${gargs[@]}"
+  cat "$OUT/glue_ref.log"
+  run "glue_solve n=$gn glue"       glue_tess.log "${glaunch[@]}" env LD_PRELOAD="$glib" \
+      TESSERA_SCALAPACK_VERBOSE=1 ./build-gpu/tests/glue_solve "${gargs[@]}"
+  cat "$OUT/glue_tess.log"
 fi
 echo; echo "== summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ' | paste -sd,))"
 printf '%s\n' "${summary[@]}"

@@ -3,7 +3,7 @@
 # One node, all its GPUs (H100 x1 or H200 x2 here). Environment: the machine has CUDA,
 # cuBLAS and NCCL; OpenBLAS, Open MPI and ScaLAPACK come from .devkit (carried, see
 # ../shared/devkit/README.md). Writes logs under $OUT (default ./out) and prints a table.
-#   GPU_CHECK_SIZES   sizes for the verified tessera-gemm runs (default "4096 16384")
+#   GPU_CHECK_SIZES   sizes for the verified tessera-gemm runs (default "4096 16384"; "" none)
 #   GPU_CHECK_REPS    timed runs per tessera-gemm size (default 2)
 #   GPU_CHECK_BENCH   arguments for tessera-bench ("" skips it)
 #   GPU_CHECK_TESTS   0 skips the test programs, the trace run, the tessera-gemm sizes and the
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-sizes=${GPU_CHECK_SIZES:-"4096 16384"}
+sizes=${GPU_CHECK_SIZES-"4096 16384"}  # "" runs no size
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [ -d .devkit/debs ]; then
   [ -f .devkit/prefix/env.sh ] || sh .devkit/kit-unpack.sh .devkit/debs .devkit/prefix >/dev/null

@@ -56,6 +56,15 @@ enum tess__task_state { TESS__TASK_QUEUED, TESS__TASK_RESERVED, TESS__TASK_RUNNI
 
 struct tess__job;
 
+/* The most tasks one job takes (its task list is allocated whole) and the most steps of one
+ * task: 2^24 each, e.g. a GEMM of order 16 million in 4096-tiles. Larger counts come only
+ * from matrices no host holds (or tiny TESSERA_TILE values): TESS_ENOMEM "too many tasks
+ * or steps". With any tile the devices choose (16 to 4096) an operand dimension of 2^40
+ * passes one of these bounds, so such calls are refused alike on GPUs, emulated devices
+ * and the CPU worker, before anything is read or written. */
+#define TESS__TASKS_MAX ((int64_t)1 << 24)
+#define TESS__STEPS_MAX ((int64_t)1 << 24)
+
 /* The work that produces one output tile. */
 struct tess__task {
     struct tess__job *job;

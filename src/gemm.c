@@ -201,7 +201,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     /* checked: the task count is formed before it is compared */
     int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), kt = TESS__CEILDIV(k, T);
     int64_t ntasks = tess__l3_count_mul(mt, nt);
-    if (ntasks > INT_MAX / 2 || kt > INT_MAX / 2) {
+    if (ntasks > TESS__TASKS_MAX || kt > TESS__STEPS_MAX) {
         free(h);
         return tess__fail(TESS_ENOMEM, "gemm: %lld x %lld tiles of %lld, %lld steps each: too "
                           "many tasks or steps; raise TESSERA_TILE",

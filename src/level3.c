@@ -88,7 +88,7 @@ int tess__l3_begin(const char *fn, struct tess__job *job, const struct tess__job
 }
 
 int tess__l3_alloc(const char *fn, struct tess__job *job, int64_t ntasks, int64_t maxsteps) {
-    if (ntasks > INT_MAX / 2 || maxsteps > INT_MAX / 2)
+    if (ntasks > TESS__TASKS_MAX || maxsteps > TESS__STEPS_MAX)
         return tess__fail(TESS_ENOMEM,
                           "%s: %lld tasks of up to %lld steps (tile %lld): too many; raise "
                           "TESSERA_TILE",

@@ -8,7 +8,11 @@
  * This program defines xerbla_ and cblas_xerbla, as a BLAS user may: the library must call
  * them (it finds them in the program) and never define its own.
  */
+/* <cblas.h> declares cblas_xerbla with char * (OpenBLAS 0.3.21) or const char * (0.3.26)
+ * arguments; this test defines its own, so the header's declaration is renamed away. */
+#define cblas_xerbla tess_test_cblas_xerbla_decl
 #include <cblas.h>
+#undef cblas_xerbla
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -45,7 +49,7 @@ VISIBLE void xerbla_(const char *srname, const int *info, size_t len) {
     xerbla_calls++;
 }
 
-VISIBLE void cblas_xerbla(blasint p, char *rout, char *form, ...) {  /* <cblas.h>'s prototype */
+VISIBLE void cblas_xerbla(blasint p, const char *rout, const char *form, ...) {
     snprintf(last_rout, sizeof last_rout, "%s", rout);
     last_pos = p;
     cblas_xerbla_calls++;

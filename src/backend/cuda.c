@@ -647,6 +647,16 @@ static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
         }
         return rc;
     }
+    /* HERK/HER2K: netlib does not read the imaginary parts of C's diagonal (they come out
+     * 0); cuBLAS's cher2k reads them when beta != 0 (a NaN there gave a NaN real part on
+     * the H200s, test_fuzz_l3), so they are zeroed first: one strided memset down the
+     * diagonal (the imaginary halves, pitch ldc + 1 elements). beta = 0 reads nothing. */
+    if (herm && k->beta && !tess__scalar_is_zero(k->dt, &be)) {
+        size_t es = tess__dtypes[k->dt].size;
+        rc = TESS_CU(d, cudaMemset2DAsync((char *)k->C + es / 2, ((size_t)ldc + 1) * es, 0,
+                                          es / 2, (size_t)n, d->stream[stream]));
+        if (rc != TESS_OK) return rc;
+    }
     /* one call per kind and precision; X names the cuBLAS precision letter, T its type,
      * R the real type of HERK/HER2K scalars */
 #define KERNELS_(X, T)                                                                         \

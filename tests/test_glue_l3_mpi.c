@@ -31,37 +31,7 @@
  * the random calls, TEST_GLUE_L3_CASES their number per routine and grid (default 3),
  * TEST_GLUE_SHOW=1 prints each call on rank 0.
  */
-#include <dlfcn.h>
-#include <float.h>
-#include <math.h>
-#include <mpi.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "harness.h"
-#include "tessera_scalapack.h"
-
-static int wrank, wsize;
-
-#undef TEST_FAIL_
-#define TEST_FAIL_(...)                                                              \
-    do {                                                                             \
-        fprintf(stderr, "  rank %d: %s:%d: ", wrank, __FILE__, __LINE__);            \
-        fprintf(stderr, __VA_ARGS__);                                                \
-        fprintf(stderr, "\n");                                                       \
-        MPI_Abort(MPI_COMM_WORLD, 1);                                                \
-    } while (0)
-
-/* ---- BLACS (C interface): Debian ships no header --------------------------------------- */
-void Cblacs_pinfo(int *mypnum, int *nprocs);
-void Cblacs_get(int ctxt, int what, int *val);
-void Cblacs_gridinit(int *ctxt, const char *order, int nprow, int npcol);
-void Cblacs_gridinfo(int ctxt, int *nprow, int *npcol, int *myrow, int *mycol);
-void Cblacs_gridexit(int ctxt);
-void Cblacs_exit(int cont);
+#include "glue_test.h"
 
 /* PBLAS's prototypes by family (scalars by pointer) */
 typedef void pabc_t(const char *, const char *, const int *, const int *, const void *,
@@ -85,89 +55,6 @@ static const struct kind {
 };
 enum { NKINDS = sizeof kinds / sizeof kinds[0], K_TRMM = 6, K_TRSM = 7 };
 static void *glue_fn[NKINDS][4], *ref_fn[NKINDS][4];
-static const size_t esize[4] = {4, 8, 8, 16};
-
-/* ---- the program's PBLAS error handlers: record, do not stop --------------------------- */
-static struct {
-    int aborts, info, ctxt;
-    char rout[16];
-    char warn[4096];  /* every PB_Cwarn: "ctxt|line|rout|message\n" */
-} rec;
-
-#define EXPORTED __attribute__((visibility("default")))
-EXPORTED void PB_Cabort(int ctxt, char *rout, int info) {
-    rec.aborts++;
-    rec.info = info;
-    rec.ctxt = ctxt;
-    snprintf(rec.rout, sizeof rec.rout, "%s", rout);
-}
-
-EXPORTED void PB_Cwarn(int ctxt, int line, char *rout, char *form, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, form);
-    vsnprintf(msg, sizeof msg, form, ap);
-    va_end(ap);
-    size_t n = strlen(rec.warn);
-    snprintf(rec.warn + n, sizeof rec.warn - n, "%d|%d|%s|%s\n", ctxt, line, rout, msg);
-}
-
-static void rec_reset(void) { memset(&rec, 0, sizeof rec); }
-
-/* ---- a tiny random generator, the same sequence on every rank -------------------------- */
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static int rint_(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
-
-/* The value of global element (i, j) of matrix id: in [-1, 1), the same on every rank. */
-static double val(int id, int i, int j, int part) {
-    uint64_t h = 0x9E3779B97F4A7C15ull * (uint64_t)(id * 4 + part + 1);
-    h ^= (uint64_t)i * 0xBF58476D1CE4E5B9ull;
-    h ^= (uint64_t)j * 0x94D049BB133111EBull;
-    h ^= h >> 31;
-    h *= 0xD6E8FEB86659FD93ull;
-    h ^= h >> 32;
-    return (double)(h >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-/* ---- one dimension of a block-cyclic map, written out independently of comm/ ---------- */
-struct dim {
-    int n, ib, nb, src, np;
-};
-static int owner(const struct dim *d, int g) {
-    if (d->src < 0) return -1;
-    int b = g < d->ib ? 0 : 1 + (g - d->ib) / d->nb;
-    return (d->src + b) % d->np;
-}
-static int local_of(const struct dim *d, int g) {
-    if (d->src < 0) return g;
-    int b = g < d->ib ? 0 : 1 + (g - d->ib) / d->nb;
-    int start = b == 0 ? 0 : d->ib + (b - 1) * d->nb;
-    int lstart = (b / d->np) * d->nb;
-    if (b % d->np == 0 && b >= d->np) lstart += d->ib - d->nb;
-    return lstart + g - start;
-}
-static int count_on(const struct dim *d, int p) {
-    if (d->src < 0) return d->n;
-    int c = 0;
-    for (int g = 0; g < d->n; g++) c += owner(d, g) == p;
-    return c;
-}
-
-/* ---- a distributed matrix on this rank --------------------------------------------------- */
-struct mat {
-    int desc[11], dlen;
-    struct dim rows, cols;
-    int lr, lc, lld;
-    size_t bytes;         /* of the local array, guard included */
-    unsigned char *buf;
-};
-enum { GUARD = 64 };
 
 static int myrow_, mycol_; /* this rank's place in the current grid */
 
@@ -182,21 +69,7 @@ static void put(int dt, unsigned char *p, double re, double im) {
 
 /* Element (gi, gj) of the rank's local array buf of x, if this rank holds it. */
 static unsigned char *at(const struct mat *x, unsigned char *buf, int dt, int gi, int gj) {
-    if (x->rows.src >= 0 && owner(&x->rows, gi) != myrow_) return NULL;
-    if (x->cols.src >= 0 && owner(&x->cols, gj) != mycol_) return NULL;
-    size_t li = (size_t)local_of(&x->rows, gi), lj = (size_t)local_of(&x->cols, gj);
-    return buf + (li + lj * (size_t)x->lld) * esize[dt];
-}
-
-static double part_of(int dt, const unsigned char *p, int part) {
-    if (dt == 0 || dt == 2) {
-        float v[2] = {0, 0};
-        memcpy(v, p, dt == 0 ? 4 : 8);
-        return v[part];
-    }
-    double v[2] = {0, 0};
-    memcpy(v, p, dt == 1 ? 8 : 16);
-    return v[part];
+    return mat_at(x, buf, dt, gi, gj, myrow_, mycol_);
 }
 
 /* A rows x cols sub-matrix at a random offset of a random M_ x N_ matrix: descriptor, storage
@@ -565,21 +438,6 @@ static void check_call(struct call *c) {
 }
 
 /* ---- grids --------------------------------------------------------------------------------- */
-
-static const int shape_list[][2] = {{1, 1}, {1, 2}, {2, 1}, {1, 3}, {3, 1}, {2, 2}, {2, 3}, {3, 2}};
-enum { NSHAPES = sizeof shape_list / sizeof shape_list[0] };
-
-static int grid_open(int P, int Q) {
-    int ctxt;
-    Cblacs_get(-1, 0, &ctxt);
-    Cblacs_gridinit(&ctxt, "R", P, Q);
-    return ctxt;
-}
-
-static uint64_t seed(void) {
-    const char *v = getenv("TEST_GLUE_SEED");
-    return v ? strtoull(v, NULL, 0) : 0;
-}
 
 static int cases(void) {
     const char *v = getenv("TEST_GLUE_L3_CASES");

@@ -105,6 +105,7 @@ static void close_dev(struct tess__rt *rt, struct tess__dev *d) {
         if (d->slot[s].done[1]) d->ops->event_destroy(d->bd, d->slot[s].done[1]);
         if (d->slot[s].wb) d->ops->event_destroy(d->bd, d->slot[s].wb);
         if (d->slot[s].cl) d->ops->event_destroy(d->bd, d->slot[s].cl);
+        tess_free_host(d->slot[s].bounce);
     }
     if (rt->cache.dev[d->id].heap) tess__heap_destroy(rt->cache.dev[d->id].heap);
     d->ops->close(d->bd);

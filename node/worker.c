@@ -117,13 +117,33 @@ static void stall_nap(const struct tess__dev *d) {
     usleep(d->stall_since && tess__now() - d->stall_since > 1e-3 ? 1000 : 50);
 }
 
+/* TESSERA_SAFE_WRITEBACK: the slot's bounce buffer, one C block (allocated at first use,
+ * pinned where tess_malloc_host can; kept until the device closes). false when it cannot
+ * be had: the tile is then written back directly. */
+static bool bounce_ready(struct tess__slot *sl, size_t bytes) {
+    if (sl->bounce && sl->bounce_bytes >= bytes) return true;
+    tess_free_host(sl->bounce);  /* a job of larger blocks than before */
+    sl->bounce = tess_malloc_host(bytes);
+    sl->bounce_bytes = sl->bounce ? bytes : 0;
+    return sl->bounce != NULL;
+}
+
+/* The write-back into the bounce buffer completed: now C gets the tile. */
+static void bounce_commit(const struct tess__slot *sl) {
+    const struct tess__task *t = sl->t;
+    size_t es = tess__dtypes[t->job->dt].size, w = (size_t)t->m * es;
+    for (int64_t j = 0; j < t->n; j++)
+        memcpy((char *)t->c + (size_t)j * (size_t)t->job->ldc * es,
+               (const char *)sl->bounce + (size_t)j * w, w);
+}
+
 static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
     d->committed -= sl->committed;
     sl->committed = 0;
     sl->t = NULL;
     sl->c = NULL;
     sl->next = sl->inflight = 0;
-    sl->writing_back = sl->cancelled = 0;
+    sl->writing_back = sl->bounced = sl->cancelled = 0;
     sl->c_loaded = 0;
     if (d->stalled_slot == sl->stream + 1) d->stalled_slot = 0;
 }
@@ -180,7 +200,8 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
             sl->c = NULL;
         }
         struct tess__task *t = sl->t;
-        bool torn = t->load_c && (sl->writing_back || (unified(d) && sl->next > 0));
+        /* a write-back into the slot's bounce buffer has not touched C */
+        bool torn = t->load_c && ((sl->writing_back && !sl->bounced) || (unified(d) && sl->next > 0));
         sl->inflight = 0;
         slot_clear(d, sl);
         if (torn || atomic_load(&t->job->status) != TESS_OK) {
@@ -264,6 +285,7 @@ static int reap(struct tess__dev *d) {
                 return 1;
             }
             if (d->rt->trace.on) trace_op(d, sl, sl->wb, sl->last_t, "D2H", sl->t);
+            if (sl->bounced && !sl->cancelled) bounce_commit(sl);
             slot_finish(d, sl);
             progress = 1;
         } else if (sl->inflight == 0 && (sl->cancelled || (unified(d) && sl->next == sl->t->nsteps))) {
@@ -479,8 +501,17 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     TESS__COUNT(&d->ctr, steps, 1);
     TESS__COUNT(&d->ctr, flops_x1k, (uint64_t)(kernel_flops(&st, job->dt) / 1000.0));
     if (sl->next == t->nsteps && !unified(d)) {
-        /* Written back once, after the last k step, on the same stream. */
-        rc = ops->copy2d(d->bd, sl->stream, TESS__D2H, t->c, (size_t)job->ldc * es, sl->c->ptr,
+        /* Written back once, after the last k step, on the same stream; with
+         * TESSERA_SAFE_WRITEBACK a tile whose old values the call needs goes to the slot's
+         * bounce buffer first (bounce_commit copies it into C once it has all arrived). */
+        void *dst = t->c;
+        size_t dpitch = (size_t)job->ldc * es;
+        if (t->load_c && d->rt->cfg.safe_writeback && bounce_ready(sl, job->blk_bytes)) {
+            dst = sl->bounce;
+            dpitch = (size_t)t->m * es;
+            sl->bounced = 1;
+        }
+        rc = ops->copy2d(d->bd, sl->stream, TESS__D2H, dst, dpitch, sl->c->ptr,
                          (size_t)sl->c->ld * es, (size_t)t->m * es, (size_t)t->n, NULL);
         if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->wb);
         if (rc) return rc;

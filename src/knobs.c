@@ -41,6 +41,8 @@ static const struct knob knobs[] = {
      "reservation-station slots per device (tasks pulled ahead and ranked)"},
     {"TESSERA_P2P", K_INT, "1", OFF(p2p), 0,
      "fetch tiles from peer devices (L2 cache hits); 0 = always from the host"},
+    {"TESSERA_SAFE_WRITEBACK", K_INT, "0", OFF(safe_writeback), 0,
+     "1 = write back C tiles whose old values the call needs through a host buffer, so a device failing mid-write-back is redone, not TESS_EDEVICE"},
     {"TESSERA_PIN", K_INT, "1", OFF(pin_threads), 0,
      "pin each device worker thread to its own core"},
     {"TESSERA_EMULATE", K_INT, "0", OFF(emulate), 0,

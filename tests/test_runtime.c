@@ -536,4 +536,43 @@ TEST(runtime_fault_recovers) {
     ASSERT_OK(tess_finalize());
 }
 
+/* TESSERA_SAFE_WRITEBACK=1, peer fetches off, beta != 0: a device failing at ANY of its
+ * first operations (TEST_FAULT_SWEEP "from:to", default 2:60; the runtime restarted for
+ * each with TESSERA_FAULT=dev:k, dev from the registration's TESSERA_FAULT) is redone:
+ * every call TESS_OK with the right result, even when the fault lands on a write-back of a
+ * C tile whose old values the call reads. Registered with TEST_EXPECT=sweep. Without the
+ * knob some of these calls end in TESS_EDEVICE (a half-written C tile cannot be redone),
+ * and the test fails. */
+TEST(runtime_fault_sweep_redone) {
+    struct rt_cfg c = cfg_read();
+    if (!expect("sweep")) return;
+    ASSERT_MSG(c.fault_dev >= 0, "TEST_EXPECT has sweep but TESSERA_FAULT is unset");
+    int from = 2, to = 60, failed = 0, wb_faults = 0;
+    const char *sw = getenv("TEST_FAULT_SWEEP");
+    if (sw && *sw) ASSERT_MSG(sscanf(sw, "%d:%d", &from, &to) == 2, "TEST_FAULT_SWEEP=%s", sw);
+    for (int k = from; k <= to; k++) {
+        char f[32];
+        snprintf(f, sizeof f, "%d:%d", c.fault_dev, k);
+        setenv("TESSERA_FAULT", f, 1);
+        ASSERT_OK(tess_init());
+        struct ref_gemm_case g = dgemm_case(&c, 3000 + (uint64_t)k);
+        struct ref_gemm_data d;
+        ref_gemm_setup(&g, &d);
+        int st = ref_gemm_call(&d);
+        ASSERT_MSG(st == TESS_OK, "fault at op %d: status %d (%s): %s", k, st, tess_strerror(st),
+                   tess_last_error());
+        char msg[1024] = "";
+        ASSERT_MSG(ref_gemm_verify(&d, msg, sizeof msg) == 0, "fault at op %d: %s", k, msg);
+        ref_gemm_free(&d);
+        tess_dev_stats_t s;
+        ASSERT_OK(tess_device_stats(c.fault_dev, &s));
+        failed += s.failed;
+        wb_faults += s.failed && s.bytes_d2h > 0;
+        ASSERT_OK(tess_finalize());
+    }
+    fprintf(stderr, "  faults at ops %d..%d: the device failed in %d calls (%d after it had "
+            "written back), every call right\n", from, to, failed, wb_faults);
+    ASSERT_MSG(failed > 0, "device %d never failed", c.fault_dev);
+}
+
 TEST_MAIN()

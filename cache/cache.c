@@ -209,6 +209,18 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
     size_t width = (size_t)key->rows * es, height = (size_t)key->cols;
 
     int peer = (e && c->p2p) ? tess__dir_peer(e, dev, cd->peer_mask) : -1;
+    if (peer >= 0 && c->peer_done_only) {
+        /* TESSERA_RECOVER: a copy still being filled is no source (should its device fail,
+         * this copy could be left unfinished with nobody to know); another peer's finished
+         * copy, or else the home. */
+        peer = -1;
+        uint32_t cand = e->holders & cd->peer_mask & ~(1u << dev);
+        for (int p = 0; cand && p < c->ndev; p++)
+            if ((cand & (1u << p)) && !c->dev[p].failed && fill_done(e->copy[p], c)) {
+                peer = p;
+                break;
+            }
+    }
     if (peer >= 0) {
         /* L2: copy from the peer's copy, which stays pinned until this fill completes. */
         struct tess__blk *src = e->copy[peer];

@@ -198,6 +198,7 @@ struct tess__cdev {
 
 struct tess__cache {
     int p2p;                      /* peer fetches allowed (TESSERA_P2P) */
+    int peer_done_only;           /* ... only from copies whose fill is complete (TESSERA_RECOVER) */
     /* Called (with the cache lock held) with the space of a tile whose copy may hold
      * garbage: it was filled from a peer that failed before its own fill was known to be
      * complete. The runtime fails the job of that space (it cannot be redone safely). */

@@ -73,12 +73,12 @@ fi
 # the queue and the other GPUs and the CPU worker finish. tessera-gemm verifies the result;
 # the log must hold the one warning, the summary shows the failed device.
 if [ "${GPU_CHECK_FAULT:-0}" = 1 ]; then
-  # (TESSERA_SAFE_WRITEBACK=1 as well: the write-back through a host buffer, so that a fault
+  # (TESSERA_RECOVER=1 as well: the write-back through a host buffer, so that a fault
   # during a write-back of C, beta = 0.5 here, is redone too)
   for sw in 0 1; do
   for k in ${GPU_CHECK_FAULT_AT:-40 300}; do
     run "fault: GPU 0 at op $k, safe wb $sw" "fault_${k}_sw$sw.log" env TESSERA_FAULT="0:$k" \
-        TESSERA_SAFE_WRITEBACK=$sw TESSERA_TILE=1024 \
+        TESSERA_RECOVER=$sw TESSERA_TILE=1024 \
         TESSERA_CPU_WORKER=1 TESSERA_VERBOSE=1 TESSERA_SUMMARY=1 \
         ./build-gpu/tessera-gemm -m 8192 -p d -r 1 --pinned
     grep -iE "fail|median|verif|^  [0-9]|dev|cpu" "$OUT/fault_${k}_sw$sw.log" | head -20 | sed 's/^/    /'

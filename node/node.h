@@ -166,7 +166,7 @@ struct tess__slot {
     tess__event *wb;           /* after the write-back */
     int writing_back;          /* write-back queued */
     int bounced;               /* ... into bounce, copied into C when it completes */
-    void *bounce;              /* TESSERA_SAFE_WRITEBACK: host buffer of one C block (lazy) */
+    void *bounce;              /* TESSERA_RECOVER: host buffer of one C block (lazy) */
     size_t bounce_bytes;
     int cancelled;             /* the job failed: issue nothing more, write nothing back */
     size_t committed;          /* heap bytes this slot counts on (admission) */

@@ -194,6 +194,7 @@ int tess__rt_start(struct tess__rt **out) {
     }
     if (!rc) {
         rt->cache.p2p = rt->cfg.p2p;
+        rt->cache.peer_done_only = rt->cfg.recover;
         rt->cache.poison = poison_space;
         rt->cache.poison_arg = rt;
     }

@@ -117,7 +117,7 @@ static void stall_nap(const struct tess__dev *d) {
     usleep(d->stall_since && tess__now() - d->stall_since > 1e-3 ? 1000 : 50);
 }
 
-/* TESSERA_SAFE_WRITEBACK: the slot's bounce buffer, one C block (allocated at first use,
+/* TESSERA_RECOVER: the slot's bounce buffer, one C block (allocated at first use,
  * pinned where tess_malloc_host can; kept until the device closes). false when it cannot
  * be had: the tile is then written back directly. */
 static bool bounce_ready(struct tess__slot *sl, size_t bytes) {
@@ -502,11 +502,11 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     TESS__COUNT(&d->ctr, flops_x1k, (uint64_t)(kernel_flops(&st, job->dt) / 1000.0));
     if (sl->next == t->nsteps && !unified(d)) {
         /* Written back once, after the last k step, on the same stream; with
-         * TESSERA_SAFE_WRITEBACK a tile whose old values the call needs goes to the slot's
+         * TESSERA_RECOVER a tile whose old values the call needs goes to the slot's
          * bounce buffer first (bounce_commit copies it into C once it has all arrived). */
         void *dst = t->c;
         size_t dpitch = (size_t)job->ldc * es;
-        if (t->load_c && d->rt->cfg.safe_writeback && bounce_ready(sl, job->blk_bytes)) {
+        if (t->load_c && d->rt->cfg.recover && bounce_ready(sl, job->blk_bytes)) {
             dst = sl->bounce;
             dpitch = (size_t)t->m * es;
             sl->bounced = 1;

@@ -109,7 +109,7 @@ struct tess__config {
     int cpu_worker;          /* TESSERA_CPU_WORKER: -1 auto, 0 off, 1 on */
     int rs_size;             /* TESSERA_RS: reservation-station slots per device */
     int p2p;                 /* TESSERA_P2P: allow peer-to-peer tile fetches */
-    int safe_writeback;      /* TESSERA_SAFE_WRITEBACK: C tiles the call reads go back via a host bounce */
+    int recover;             /* TESSERA_RECOVER: bounce write-backs, finished peer copies only */
     int pin_threads;         /* TESSERA_PIN: pin each worker thread to a core */
     int emulate;             /* TESSERA_EMULATE: number of emulated host devices */
     int64_t emu_mem;         /* TESSERA_EMULATE_MEM: arena bytes per emulated device */

@@ -1010,6 +1010,16 @@ TEST(fuzz_l3_random_calls_from_threads) {
     free(ft);
     ASSERT_MSG(!failed, "%d thread(s) failed; first: %s (seed %llu, tile %lld)", failed, first,
                (unsigned long long)seed, (long long)tile);
+    /* TESS_FUZZ_FAILED_DEV=d: the run injected a fault (TESSERA_FAULT) into device d, and
+     * every call above was right nonetheless (TESSERA_RECOVER): d must have failed. */
+    long fdev = ref_env_long("TESS_FUZZ_FAILED_DEV", -1);
+    if (fdev >= 0) {
+        tess_dev_stats_t s;
+        ASSERT_OK(tess_device_stats((int)fdev, &s));
+        ASSERT_MSG(s.failed, "device %ld did not fail (TESSERA_FAULT=%s)", fdev,
+                   getenv("TESSERA_FAULT") ? getenv("TESSERA_FAULT") : "");
+        fprintf(stderr, "  device %ld failed during the run; every call right\n", fdev);
+    }
     ASSERT_OK(tess_finalize());
 }
 

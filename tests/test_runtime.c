@@ -536,18 +536,20 @@ TEST(runtime_fault_recovers) {
     ASSERT_OK(tess_finalize());
 }
 
-/* TESSERA_SAFE_WRITEBACK=1, peer fetches off, beta != 0: a device failing at ANY of its
- * first operations (TEST_FAULT_SWEEP "from:to", default 2:60; the runtime restarted for
- * each with TESSERA_FAULT=dev:k, dev from the registration's TESSERA_FAULT) is redone:
- * every call TESS_OK with the right result, even when the fault lands on a write-back of a
- * C tile whose old values the call reads. Registered with TEST_EXPECT=sweep. Without the
- * knob some of these calls end in TESS_EDEVICE (a half-written C tile cannot be redone),
+/* TESSERA_RECOVER=1, beta != 0, peer fetches on: a device failing at ANY of its first
+ * operations (TEST_FAULT_SWEEP "from:to", default 2:60; the runtime restarted for each with
+ * TESSERA_FAULT=dev:k, dev from the registration's TESSERA_FAULT) is redone: every call
+ * TESS_OK with the right result, even when the fault lands on a write-back of a C tile whose
+ * old values the call reads, or on a tile a peer wanted; the peers still fetch from each
+ * other (L2 hits). Registered with TEST_EXPECT=sweep. Without the knob some of these calls
+ * end in TESS_EDEVICE (a half-written C tile, a peer copy filled from an unfinished one),
  * and the test fails. */
 TEST(runtime_fault_sweep_redone) {
     struct rt_cfg c = cfg_read();
     if (!expect("sweep")) return;
     ASSERT_MSG(c.fault_dev >= 0, "TEST_EXPECT has sweep but TESSERA_FAULT is unset");
     int from = 2, to = 60, failed = 0, wb_faults = 0;
+    uint64_t l2 = 0;
     const char *sw = getenv("TEST_FAULT_SWEEP");
     if (sw && *sw) ASSERT_MSG(sscanf(sw, "%d:%d", &from, &to) == 2, "TEST_FAULT_SWEEP=%s", sw);
     for (int k = from; k <= to; k++) {
@@ -568,11 +570,18 @@ TEST(runtime_fault_sweep_redone) {
         ASSERT_OK(tess_device_stats(c.fault_dev, &s));
         failed += s.failed;
         wb_faults += s.failed && s.bytes_d2h > 0;
+        for (int i = 0; i < tess_device_count(); i++) {
+            tess_dev_stats_t o;
+            ASSERT_OK(tess_device_stats(i, &o));
+            l2 += o.l2_hits;
+        }
         ASSERT_OK(tess_finalize());
     }
     fprintf(stderr, "  faults at ops %d..%d: the device failed in %d calls (%d after it had "
-            "written back), every call right\n", from, to, failed, wb_faults);
+            "written back), every call right; %llu L2 hits\n", from, to, failed, wb_faults,
+            (unsigned long long)l2);
     ASSERT_MSG(failed > 0, "device %d never failed", c.fault_dev);
+    if (ref_env_long("TESSERA_P2P", 1)) ASSERT_MSG(l2 > 0, "no peer fetches under TESSERA_RECOVER");
 }
 
 TEST_MAIN()

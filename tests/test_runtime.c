@@ -506,6 +506,21 @@ TEST(runtime_fault_concurrent_calls) {
     ASSERT_OK(tess_finalize());
 }
 
+/* One DGEMM that must come back TESS_OK with the right result although a device fails
+ * (what: the call, for the message); then the fault device's counters in *s. */
+static void call_redone(const struct rt_cfg *c, struct ref_gemm_case *g, const char *what,
+                        tess_dev_stats_t *s) {
+    struct ref_gemm_data d;
+    ref_gemm_setup(g, &d);
+    int st = ref_gemm_call(&d);
+    ASSERT_MSG(st == TESS_OK, "%s: status %d (%s): %s", what, st, tess_strerror(st),
+               tess_last_error());
+    char msg[1024] = "";
+    ASSERT_MSG(ref_gemm_verify(&d, msg, sizeof msg) == 0, "%s: %s", what, msg);
+    ref_gemm_free(&d);
+    ASSERT_OK(tess_device_stats(c->fault_dev, s));
+}
+
 /* With peer fetches off and beta = 0 (C only written), a device that fails mid-call cannot
  * leave anything half done that the call needs: its tasks are redone on the other devices
  * and the call returns TESS_OK with the right result; the device reports failed = 1 and
@@ -520,16 +535,10 @@ TEST(runtime_fault_recovers) {
         struct ref_gemm_case g = dgemm_case(&c, 1900 + (uint64_t)call);
         g.beta[0] = 0.0;
         g.flags |= REF_NAN_C;
-        struct ref_gemm_data d;
-        ref_gemm_setup(&g, &d);
-        int st = ref_gemm_call(&d);
-        ASSERT_MSG(st == TESS_OK, "call %d: status %d (%s): %s", call, st, tess_strerror(st),
-                   tess_last_error());
-        char msg[1024] = "";
-        ASSERT_MSG(ref_gemm_verify(&d, msg, sizeof msg) == 0, "call %d: %s", call, msg);
-        ref_gemm_free(&d);
+        char what[32];
+        snprintf(what, sizeof what, "call %d", call);
         tess_dev_stats_t s;
-        ASSERT_OK(tess_device_stats(c.fault_dev, &s));
+        call_redone(&c, &g, what, &s);
         failed_seen |= s.failed;
     }
     ASSERT_MSG(failed_seen, "device %d never failed", c.fault_dev);
@@ -558,16 +567,10 @@ TEST(runtime_fault_sweep_redone) {
         setenv("TESSERA_FAULT", f, 1);
         ASSERT_OK(tess_init());
         struct ref_gemm_case g = dgemm_case(&c, 3000 + (uint64_t)k);
-        struct ref_gemm_data d;
-        ref_gemm_setup(&g, &d);
-        int st = ref_gemm_call(&d);
-        ASSERT_MSG(st == TESS_OK, "fault at op %d: status %d (%s): %s", k, st, tess_strerror(st),
-                   tess_last_error());
-        char msg[1024] = "";
-        ASSERT_MSG(ref_gemm_verify(&d, msg, sizeof msg) == 0, "fault at op %d: %s", k, msg);
-        ref_gemm_free(&d);
+        char what[32];
+        snprintf(what, sizeof what, "fault at op %d", k);
         tess_dev_stats_t s;
-        ASSERT_OK(tess_device_stats(c.fault_dev, &s));
+        call_redone(&c, &g, what, &s);
         failed += s.failed;
         wb_faults += s.failed && s.bytes_d2h > 0;
         for (int i = 0; i < tess_device_count(); i++) {

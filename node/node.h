@@ -166,6 +166,7 @@ struct tess__slot {
     tess__event *wb;           /* after the write-back */
     int writing_back;          /* write-back queued */
     int bounced;               /* ... into bounce, copied into C when it completes */
+    _Atomic int commit;        /* that copy: 0 not begun, 1 on the commit thread, 2 done */
     void *bounce;              /* TESSERA_RECOVER: host buffer of one C block (lazy) */
     size_t bounce_bytes;
     int cancelled;             /* the job failed: issue nothing more, write nothing back */
@@ -200,6 +201,7 @@ struct tess__dev {
     _Atomic int failed;
     _Atomic int warned;
     struct tess__counters ctr;
+    struct tess__commit *commit; /* TESSERA_RECOVER: the thread copying bounce buffers into C */
 };
 
 /* trace.c: the timeline (TESSERA_TRACE) and the summary (TESSERA_SUMMARY). */
@@ -287,5 +289,7 @@ struct tess__pressure {
 TESS_API void tess__worker_pressure(struct tess__pressure *out);
 /* A device failed: mark it, drop its cache, return its tasks. */
 void tess__worker_fail(struct tess__dev *d, int status, const char *what);
+/* Stop and free the device's commit thread (TESSERA_RECOVER), if it has one. */
+void tess__worker_commit_stop(struct tess__dev *d);
 
 #endif /* TESS_NODE_H */

@@ -100,6 +100,7 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
 }
 
 static void close_dev(struct tess__rt *rt, struct tess__dev *d) {
+    tess__worker_commit_stop(d);
     for (int s = 0; s < d->nstreams; s++) {
         if (d->slot[s].done[0]) d->ops->event_destroy(d->bd, d->slot[s].done[0]);
         if (d->slot[s].done[1]) d->ops->event_destroy(d->bd, d->slot[s].done[1]);

@@ -31,10 +31,15 @@
  * running task progresses however the blocks of different sizes were placed. Only copies
  * that peers still read (a P2P fill in flight) can delay it, briefly.
  *
+ * TESSERA_RECOVER: a C tile the call reads is written back into its slot's bounce buffer;
+ * the device's commit thread (struct tess__commit) copies it into C, and the slot finishes
+ * after that, so a failure never leaves a C tile half written.
+ *
  * Stream ownership: slot s uses stream s; only this thread queues work on this device's
  * streams. Locks taken here: a station's lock (rs.c), then the cache lock inside cache.c.
  */
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,6 +142,74 @@ static void bounce_commit(const struct tess__slot *sl) {
                (const char *)sl->bounce + (size_t)j * w, w);
 }
 
+/* The commit thread of a device (TESSERA_RECOVER): copies completed bounce buffers into C
+ * (bounce_commit) off the worker thread, so the worker keeps issuing while a tile lands.
+ * The worker posts a slot (commit 0 -> 1) and leaves it alone until commit is 2; the slot's
+ * task and bounce buffer do not change meanwhile. mu is a leaf. */
+struct tess__commit {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct tess__slot *q[TESS_MAX_STREAMS];
+    int n, stop;
+};
+
+static void *commit_main(void *arg) {
+    struct tess__commit *cm = arg;
+    pthread_mutex_lock(&cm->mu);
+    for (;;) {
+        while (!cm->n && !cm->stop) pthread_cond_wait(&cm->cv, &cm->mu);
+        if (!cm->n) break; /* stopped, nothing left */
+        struct tess__slot *sl = cm->q[0];
+        memmove(cm->q, cm->q + 1, (size_t)--cm->n * sizeof *cm->q);
+        pthread_mutex_unlock(&cm->mu);
+        bounce_commit(sl);
+        atomic_store(&sl->commit, 2);
+        pthread_mutex_lock(&cm->mu);
+    }
+    pthread_mutex_unlock(&cm->mu);
+    return NULL;
+}
+
+/* Hand the slot's bounce buffer to the commit thread (started at first use); false when
+ * there is no thread (it could not be started): the caller copies it itself. */
+static bool commit_post(struct tess__dev *d, struct tess__slot *sl) {
+    struct tess__commit *cm = d->commit;
+    if (!cm) {
+        cm = calloc(1, sizeof *cm);
+        if (!cm) return false;
+        pthread_mutex_init(&cm->mu, NULL);
+        pthread_cond_init(&cm->cv, NULL);
+        if (pthread_create(&cm->th, NULL, commit_main, cm)) {
+            pthread_cond_destroy(&cm->cv);
+            pthread_mutex_destroy(&cm->mu);
+            free(cm);
+            return false;
+        }
+        d->commit = cm;
+    }
+    atomic_store(&sl->commit, 1);
+    pthread_mutex_lock(&cm->mu);
+    cm->q[cm->n++] = sl; /* at most one entry per slot */
+    pthread_cond_signal(&cm->cv);
+    pthread_mutex_unlock(&cm->mu);
+    return true;
+}
+
+void tess__worker_commit_stop(struct tess__dev *d) {
+    struct tess__commit *cm = d->commit;
+    if (!cm) return;
+    pthread_mutex_lock(&cm->mu);
+    cm->stop = 1;
+    pthread_cond_signal(&cm->cv);
+    pthread_mutex_unlock(&cm->mu);
+    pthread_join(cm->th, NULL);
+    pthread_cond_destroy(&cm->cv);
+    pthread_mutex_destroy(&cm->mu);
+    free(cm);
+    d->commit = NULL;
+}
+
 static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
     d->committed -= sl->committed;
     sl->committed = 0;
@@ -144,6 +217,7 @@ static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
     sl->c = NULL;
     sl->next = sl->inflight = 0;
     sl->writing_back = sl->bounced = sl->cancelled = 0;
+    atomic_store(&sl->commit, 0);
     sl->c_loaded = 0;
     if (d->stalled_slot == sl->stream + 1) d->stalled_slot = 0;
 }
@@ -161,6 +235,7 @@ static void out_key(const struct tess__task *t, struct tess__tile_key *key) {
 
 static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     struct tess__task *t = sl->t;
+    bool dead = atomic_load(&d->failed); /* its copies are about to leave: publish none */
     tess__trace_add(d->rt, d->id, 0, sl->t_act, tess__now(), "task %s C(%d,%d)%s", t->job->ops->name,
                     t->i, t->j, sl->cancelled ? " cancelled" : "");
     if (!sl->cancelled) {
@@ -168,7 +243,7 @@ static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
          * old contents are invalid. A published tile stays here as a clean copy (E). */
         struct tess__tile_key key;
         out_key(t, &key);
-        bool keep = sl->c && t->job->ops->publish;
+        bool keep = sl->c && t->job->ops->publish && !dead;
         tess__cache_written(&d->rt->cache, d->id, &key, keep ? sl->c : NULL);
         if (keep) sl->c = NULL;
     }
@@ -192,6 +267,13 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
     for (int i = 0; i < d->nstreams; i++) {
         struct tess__slot *sl = &d->slot[i];
         if (!sl->t) continue;
+        if (atomic_load(&sl->commit)) {
+            /* The tile arrived whole in the bounce buffer and is landing in C (or has): the
+             * task is done, not redone (C no longer holds its old values). */
+            while (atomic_load(&sl->commit) != 2) usleep(50);
+            slot_finish(d, sl);
+            continue;
+        }
         for (int s = sl->next - sl->inflight; s < sl->next; s++)
             for (int h = 0; h < 2; h++)
                 if (sl->held[2 * (s % 2) + h]) tess__cache_unacquire(c, sl->held[2 * (s % 2) + h]);
@@ -278,14 +360,22 @@ static int reap(struct tess__dev *d) {
             progress = 1;
         }
         if (sl->inflight == 0 && sl->writing_back) {
-            int rc = d->ops->event_query(d->bd, sl->wb);
-            if (rc == TESS_EAGAIN) continue;
-            if (rc) {
-                tess__worker_fail(d, TESS_EDEVICE, "a tile write-back");
-                return 1;
+            int cs = atomic_load(&sl->commit);
+            if (cs == 1) continue; /* landing in C on the commit thread */
+            if (cs == 0) {
+                int rc = d->ops->event_query(d->bd, sl->wb);
+                if (rc == TESS_EAGAIN) continue;
+                if (rc) {
+                    tess__worker_fail(d, TESS_EDEVICE, "a tile write-back");
+                    return 1;
+                }
+                if (d->rt->trace.on) trace_op(d, sl, sl->wb, sl->last_t, "D2H", sl->t);
+                if (sl->bounced && !sl->cancelled) {
+                    progress = 1;
+                    if (commit_post(d, sl)) continue;
+                    bounce_commit(sl);
+                }
             }
-            if (d->rt->trace.on) trace_op(d, sl, sl->wb, sl->last_t, "D2H", sl->t);
-            if (sl->bounced && !sl->cancelled) bounce_commit(sl);
             slot_finish(d, sl);
             progress = 1;
         } else if (sl->inflight == 0 && (sl->cancelled || (unified(d) && sl->next == sl->t->nsteps))) {
@@ -588,6 +678,7 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting, in
         if (!sl->t) continue;
         tess__event *ev = NULL;
         if (sl->inflight > 0) ev = sl->done[(sl->next - sl->inflight) % 2];
+        else if (sl->writing_back && atomic_load(&sl->commit) == 1) waiting = 1; /* landing */
         else if (sl->writing_back) ev = sl->wb;
         if (ev) {
             d->stall_since = 0;

@@ -5,7 +5,9 @@
 # ../shared/devkit/README.md). Writes logs under $OUT (default ./out) and prints a table.
 #   GPU_CHECK_SIZES   sizes for the verified tessera-gemm runs (default "4096 16384"; "" none)
 #   GPU_CHECK_REPS    timed runs per tessera-gemm size (default 2)
-#   GPU_CHECK_BENCH   arguments for tessera-bench ("" skips it)
+#   GPU_CHECK_BENCH   arguments for tessera-bench ("" skips it); issue 3's small sizes, with
+#                     the in-core+copies and CPU BLAS rows: "-n 2048,4096,8192 -p s,d,c,z
+#                     --xt-blocks 8192 -r 5 --verify ends"
 #   GPU_CHECK_TESTS   0 skips the test programs, the trace run, the tessera-gemm sizes and the
 #                     pageable run (for a call that only times or fits something; default 1)
 #   GPU_CHECK_FAULT   1 adds the injected-fault run (issue 8; below)

@@ -16,7 +16,10 @@
 #define MAX_REPS 100
 #define MAX_THREADS 256
 
-enum kind { K_INCORE, K_XT, K_XT_PAGE, K_TESS, K_TESS_PAGE, K_NKINDS };
+/* rows of the GEMM table; K_INCORE_COPY and K_CPU (in-core cuBLAS timed with its copies,
+ * the CPU BLAS) are GEMM-table rows only, for the small sizes (n <= CPU_ROW_MAX_N) */
+enum kind { K_INCORE, K_XT, K_XT_PAGE, K_TESS, K_TESS_PAGE, K_INCORE_COPY, K_CPU, K_NKINDS };
+#define CPU_ROW_MAX_N 8192
 enum verify_mode { V_ALL, V_ENDS, V_NONE };
 
 /* level-3 routines of --routine (bench_level3.c); a bit each in opts.routines */

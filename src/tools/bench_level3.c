@@ -103,7 +103,7 @@ static char trmm_lines[4][512]; /* the TRMM C == B check, per precision */
 static FILE *csv;
 
 static const char *const kind_label[K_NKINDS] = {"incore", "xt", "xt-pageable", "tess",
-                                                 "tess-pageable"};
+                                                 "tess-pageable", "incore-copies", "cpu-blas"};
 
 /* ---- rows -------------------------------------------------------------------------------------- */
 

@@ -5,7 +5,14 @@
  *   xt b=B         cuBLAS-XT on pinned host operands, one row per block size B;
  *   xt-pageable    cuBLAS-XT on malloc'd operands with its own pinning, best block only;
  *   tess           tess_gemm on pinned host operands (tess_malloc_host);
- *   tess-pageable  tess_gemm on malloc'd operands, timed from call to return.
+ *   tess-pageable  tess_gemm on malloc'd operands, timed from call to return;
+ *   in-core+copies the in-core cuBLAS call timed with its copies (A, B, C to the GPU, C back)
+ *                  from the pinned host operands: what one GPU costs a caller whose data
+ *                  live in host memory;
+ *   cpu-blas       the CPU BLAS (TESSERA_CPU_BLAS, default libopenblas.so.0, dlopen'ed) on
+ *                  the same host operands.
+ * The last two run for n <= CPU_ROW_MAX_N (8192) only (issue 3's small sizes: tessera is to
+ * be no slower than the better of them), and the table then ends with that ratio.
  * Each row: one warm-up, then reps timed runs, the median reported; C is refilled with the
  * same C0 before every run and every result is checked by the probe-vector oracle of probe.c,
  * run on a P x Q grid of C blocks by all cores (one probe per block: C0 t once per size, the
@@ -28,6 +35,7 @@
  * its oracle bench_oracle.c); this file then only parses the options and prints the header.
  */
 #include <cublasXt.h>
+#include <dlfcn.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <getopt.h>
@@ -51,7 +59,7 @@
 #define FILL_COLS 256   /* columns per random-fill chunk: the data do not depend on threads */
 
 static const char *const kind_names[K_NKINDS] = {"incore", "xt", "xt-pageable", "tess",
-                                                 "tess-pageable"};
+                                                 "tess-pageable", "incore-copies", "cpu-blas"};
 enum row_status { ROW_OK, ROW_SKIPPED, ROW_FAILED };
 
 struct opts o;
@@ -566,6 +574,25 @@ static int incore_run(struct runner *self, double *secs) {
     return 0;
 }
 
+/* The same call timed from the host: A, B and C copied in, the GEMM, C copied back. */
+static int incore_copy_run(struct runner *self, double *secs) {
+    struct incore *ic = (struct incore *)self;
+    struct group *g = ic->g;
+    size_t w = (size_t)ic->s * g->es, pitch = (size_t)g->n * g->es;
+    fill(g->dt, g->C, g->n, SEED_C);
+    if (CU(cudaSetDevice(ic->dev)) || CU(cudaDeviceSynchronize())) return -1;
+    double t0 = now();
+    if (CU(cudaMemcpy2D(ic->dA, w, g->A, pitch, w, (size_t)ic->s, cudaMemcpyHostToDevice)) ||
+        CU(cudaMemcpy2D(ic->dB, w, g->B, pitch, w, (size_t)ic->s, cudaMemcpyHostToDevice)) ||
+        CU(cudaMemcpy2D(ic->dC, w, g->C, pitch, w, (size_t)ic->s, cudaMemcpyHostToDevice)) ||
+        CB(cublas_gemm(ic->h, g->dt, ic->s, g->al, ic->dA, ic->s, ic->dB, ic->s, g->be, ic->dC,
+                       ic->s)) ||
+        CU(cudaMemcpy2D(g->C, pitch, ic->dC, w, w, (size_t)ic->s, cudaMemcpyDeviceToHost)))
+        return -1;
+    *secs = now() - t0;
+    return 0;
+}
+
 static void row_incore(struct group *g) {
     struct row *row = new_row(g, K_INCORE, 0, "in-core");
     if (row_out_of_time(row)) return;
@@ -605,6 +632,16 @@ static void row_incore(struct group *g) {
         ic.r.ps = &sub;
     }
     drive(g, row, &ic.r);
+    if (!o.skip[K_INCORE_COPY] && g->n <= CPU_ROW_MAX_N) {
+        struct row *cr = new_row(g, K_INCORE_COPY, 0, "in-core+copies");
+        if (ic.s != g->n) {
+            cr->status = ROW_SKIPPED;
+            note(cr, "skipped: the operands do not fit on cuda:%d", ic.dev);
+        } else if (!row_out_of_time(cr)) {
+            ic.r.run = incore_copy_run;
+            drive(g, cr, &ic.r);
+        }
+    }
     goto done;
 fail:
     row_fail(row);
@@ -616,6 +653,74 @@ done:
     if (ic.dA) (void)CU(cudaFree(ic.dA));
     if (ic.dB) (void)CU(cudaFree(ic.dB));
     if (ic.dC) (void)CU(cudaFree(ic.dC));
+}
+
+/* ---- the CPU BLAS ------------------------------------------------------------------------------- */
+
+/* CBLAS gemm of one precision: real scalars by value (s, d), complex ones by pointer (c, z). */
+typedef void cblas_sgemm_t(int, int, int, int, int, int, float, const void *, int, const void *,
+                           int, float, void *, int);
+typedef void cblas_dgemm_t(int, int, int, int, int, int, double, const void *, int,
+                           const void *, int, double, void *, int);
+typedef void cblas_zgemm_t(int, int, int, int, int, int, const void *, const void *, int,
+                           const void *, int, const void *, void *, int);
+enum { CBLAS_COL = 102, CBLAS_NOTRANS = 111 };
+
+struct cpu {
+    struct runner r;
+    struct group *g;
+    void *fn;
+};
+
+static int cpu_run(struct runner *self, double *secs) {
+    struct cpu *c = (struct cpu *)self;
+    struct group *g = c->g;
+    int n = (int)g->n;
+    fill(g->dt, g->C, g->n, SEED_C);
+    double t0 = now();
+    switch (g->dt) {
+    case TESS_S:
+        ((cblas_sgemm_t *)c->fn)(CBLAS_COL, CBLAS_NOTRANS, CBLAS_NOTRANS, n, n, n,
+                                 *(const float *)g->al, g->A, n, g->B, n, *(const float *)g->be,
+                                 g->C, n);
+        break;
+    case TESS_D:
+        ((cblas_dgemm_t *)c->fn)(CBLAS_COL, CBLAS_NOTRANS, CBLAS_NOTRANS, n, n, n,
+                                 *(const double *)g->al, g->A, n, g->B, n,
+                                 *(const double *)g->be, g->C, n);
+        break;
+    default:
+        ((cblas_zgemm_t *)c->fn)(CBLAS_COL, CBLAS_NOTRANS, CBLAS_NOTRANS, n, n, n, g->al, g->A, n,
+                                 g->B, n, g->be, g->C, n);
+        break;
+    }
+    *secs = now() - t0;
+    return 0;
+}
+
+static void row_cpu(struct group *g) {
+    static void *lib;
+    static char libname[256];
+    struct row *row = new_row(g, K_CPU, 0, "cpu-blas");
+    if (row_out_of_time(row)) return;
+    if (!lib) {
+        const char *e = getenv("TESSERA_CPU_BLAS");
+        snprintf(libname, sizeof libname, "%s", e && *e ? e : "libopenblas.so.0");
+        lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
+    }
+    static const char *const sym[4] = {"cblas_sgemm", "cblas_dgemm", "cblas_cgemm", "cblas_zgemm"};
+    struct cpu c = {.r = {.run = cpu_run, .A = g->A, .B = g->B, .C = g->C, .ps = &g->ps}, .g = g};
+    c.fn = lib ? dlsym(lib, sym[g->dt]) : NULL;
+    if (!c.fn) {
+        char why[512];
+        snprintf(why, sizeof why, "%s: %s", libname, lib ? "no gemm symbol" : dlerror());
+        fail_msg("dlopen", why, __FILE__, __LINE__);
+        row_fail(row);
+        return;
+    }
+    snprintf(row->name, sizeof row->name, "cpu-blas");
+    note(row, "%s", libname);
+    drive(g, row, &c.r);
 }
 
 /* ---- cuBLAS-XT ---------------------------------------------------------------------------------- */
@@ -777,6 +882,20 @@ static void print_group(const struct group *g, double incore_rate) {
                    ds->failed ? " FAILED" : "");
         }
     }
+    /* issue 3's small sizes: tessera against the better of one GPU with its copies and the
+     * CPU BLAS, on the same host data */
+    double tess = 0, base = 0;
+    const char *base_name = NULL;
+    for (int i = 0; i < g->nrows; i++) {
+        const struct row *r = g->order[i];
+        if (r->status != ROW_OK || r->wrong) continue;
+        if (r->kind == K_TESS) tess = r->rate;
+        if ((r->kind == K_INCORE_COPY || r->kind == K_CPU) && r->rate > base)
+            base = r->rate, base_name = r->name;
+    }
+    if (tess > 0 && base_name)
+        printf("tess / the better of in-core+copies and cpu-blas (%s): %.3f\n", base_name,
+               tess / base);
     int first = 1;
     for (int i = 0; i < g->nrows; i++)
         if (g->order[i]->note[0]) {
@@ -941,6 +1060,7 @@ static void run_group(tess_dtype_t dt, int64_t n, int index, FILE *csv) {
             if (o.blocks[i] > b) b = o.blocks[i];
         if (b) row_xt(g, b, 1);
     }
+    if (!o.skip[K_CPU] && g->n <= CPU_ROW_MAX_N) row_cpu(g);
     if (!bufs.pinned && pin)
         for (int i = 0; i < g->nrows; i++)
             if (g->rows[i].kind == K_XT || g->rows[i].kind == K_TESS)
@@ -968,14 +1088,17 @@ static void usage(FILE *f) {
             "                     [--csv FILE] [--verify all|ends|none] [--threads T]\n"
             "  Times C = alpha A B + beta C (square, NN, alpha 1, beta 0.5) on the same random\n"
             "  host operands with in-core cuBLAS (the ceiling), cuBLAS-XT (pinned, per block;\n"
-            "  pageable with its own pinning at the best block) and tessera (pinned, pageable).\n"
+            "  pageable with its own pinning at the best block) and tessera (pinned, pageable);\n"
+            "  for n <= 8192 also in-core cuBLAS timed with its copies and the CPU BLAS\n"
+            "  (TESSERA_CPU_BLAS, default libopenblas.so.0), and tessera's ratio to the better.\n"
             "  -n            sizes (default 8192)\n"
             "  -p            precisions (default d)\n"
             "  -r            timed runs per row after one warm-up; the median is reported (3)\n"
             "  --devices     GPUs cuBLAS-XT uses: the first N of those tessera uses\n"
             "                (TESSERA_DEVICES; default all visible); in-core runs on the first\n"
             "  --xt-blocks   cuBLAS-XT block sizes (default 1024,8192,12288; 1024 is XT's own)\n"
-            "  --skip        rows to leave out: incore, xt, xt-pageable, tess, tess-pageable\n"
+            "  --skip        rows to leave out: incore, xt, xt-pageable, tess, tess-pageable,\n"
+            "                incore-copies, cpu-blas (incore-copies runs with incore only)\n"
             "  --time-limit  seconds from start; rows that would pass it are cut or skipped\n"
             "  --csv         also write every row (and each tessera device) to FILE\n"
             "  --verify      check every run (all, default), the warm-up and the last run\n"
@@ -1243,23 +1366,28 @@ int main(int argc, char **argv) {
 
     int visible = 0;
     cudaError_t e = cudaGetDeviceCount(&visible);
-    if ((e != cudaSuccess || visible < 1) && o.routines && getenv("TESSERA_BENCH_NO_GPU") &&
+    int no_gpu = 0;
+    if ((e != cudaSuccess || visible < 1) && getenv("TESSERA_BENCH_NO_GPU") &&
         !strcmp(getenv("TESSERA_BENCH_NO_GPU"), "1")) {
-        /* testing the level-3 bench and its oracle without a GPU: tessera rows only, on
-         * whatever devices the runtime finds (the CPU worker, emulated devices) */
+        /* testing the bench and its oracle without a GPU: the tessera rows (and, in the
+         * GEMM table, the CPU BLAS row) only, tessera on whatever devices the runtime finds
+         * (the CPU worker, emulated devices) */
         (void)cudaGetLastError();
-        fprintf(stderr, "tessera-bench: no CUDA GPU; TESSERA_BENCH_NO_GPU=1: tessera rows only\n");
+        fprintf(stderr, "tessera-bench: no CUDA GPU; TESSERA_BENCH_NO_GPU=1: tessera and CPU "
+                        "rows only\n");
         o.ndev = 0;
         print_header(argc, argv, 0);
-        return bench_level3();
+        if (o.routines) return bench_level3();
+        o.skip[K_INCORE] = o.skip[K_INCORE_COPY] = o.skip[K_XT] = o.skip[K_XT_PAGE] = 1;
+        no_gpu = 1;
     }
-    if (e != cudaSuccess || visible < 1) {
+    if (!no_gpu && (e != cudaSuccess || visible < 1)) {
         fprintf(stderr, "tessera-bench: no CUDA GPU present (%s); nothing to compare\n",
                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         return 77;
     }
-    int gpus[MAX_GPUS], ngpus = tessera_gpus(visible, gpus);
-    if (ngpus < 1) {
+    int gpus[MAX_GPUS], ngpus = no_gpu ? 0 : tessera_gpus(visible, gpus);
+    if (!no_gpu && ngpus < 1) {
         fprintf(stderr, "tessera-bench: TESSERA_DEVICES=%s leaves tessera no GPU\n",
                 getenv("TESSERA_DEVICES"));
         return 77;
@@ -1268,10 +1396,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-bench: --devices %d, but tessera uses %d GPUs\n", ndev_opt, ngpus);
         return 2;
     }
-    o.ndev = ndev_opt ? ndev_opt : ngpus;
-    memcpy(o.dev, gpus, sizeof gpus);
-    print_header(argc, argv, visible);
-    if (o.routines) return bench_level3(); /* --routine: the level-3 comparison */
+    if (!no_gpu) {
+        o.ndev = ndev_opt ? ndev_opt : ngpus;
+        memcpy(o.dev, gpus, sizeof gpus);
+        print_header(argc, argv, visible);
+        if (o.routines) return bench_level3(); /* --routine: the level-3 comparison */
+    }
 
     FILE *csv = NULL;
     if (o.csv) {

@@ -10,7 +10,10 @@
  *   send     ncclSend/ncclRecv of the packed pieces, all peers in one group;
  *   unpack   2D D2D copies from the receive buffer into the panel;
  * then an event: when it completes, the unit is in the panel (pgemm.c raises the job's
- * ready count). Buffers (panel, send, receive) come from the runtime's heap on the rank's
+ * ready count). With TESSERA_PGEMM_NCCL_STREAMS=2 the H2D copies (self, pack) run on a
+ * second stream into one of two send buffers (by unit parity), so unit u+1 is packed while
+ * unit u travels: the transfer stream waits for the unit's pack (event `packed`), the pack
+ * stream for the end of the send that last read its buffer (event `sent`). Buffers (panel, send, receive) come from the runtime's heap on the rank's
  * first GPU (tess__cache_alloc_work), so they count against the same memory as tiles.
  *
  * Owns the NCCL communicator (one per grid, created on first use), its stream and events.
@@ -38,6 +41,12 @@ struct tess__nccl {
     cudaEvent_t ev[NEV];
     struct tess__blk *sbuf, *rbuf;
     size_t scap, rcap;
+    /* TESSERA_PGEMM_NCCL_STREAMS=2: the pack stream, the second send buffer, the events */
+    int two;
+    cudaStream_t hstream;
+    struct tess__blk *sbuf2;
+    size_t scap2;
+    cudaEvent_t packed, sent[2];
     /* scratch: block lists */
     struct nblk { int op; int64_t sr, sc, tr, tc, rows, cols; } *b;
     size_t nb, capb;
@@ -95,6 +104,13 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
     if (!st) st = cuda_st(cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking), "cudaStreamCreate");
     for (int i = 0; i < NEV && !st; i++)
         st = cuda_st(cudaEventCreateWithFlags(&n->ev[i], cudaEventDisableTiming), "cudaEventCreate");
+    if (!st && rt->cfg.pgemm_nccl_streams == 2) {
+        n->two = 1;
+        st = cuda_st(cudaStreamCreateWithFlags(&n->hstream, cudaStreamNonBlocking), "cudaStreamCreate");
+        if (!st) st = cuda_st(cudaEventCreateWithFlags(&n->packed, cudaEventDisableTiming), "cudaEventCreate");
+        for (int i = 0; i < 2 && !st; i++)
+            st = cuda_st(cudaEventCreateWithFlags(&n->sent[i], cudaEventDisableTiming), "cudaEventCreate");
+    }
     if (!st && g->rank == 0) st = nccl_st(ncclGetUniqueId(&id), "ncclGetUniqueId");
     st = tess__comm_agree(g, st);
     if (!st) st = TESS__MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, g->comm));
@@ -115,6 +131,12 @@ void tess__nccl_close(struct tess__nccl *n) {
     if (!n) return;
     if (n->ordinal >= 0) cudaSetDevice(n->ordinal);
     if (n->stream) cudaStreamSynchronize(n->stream);
+    if (n->hstream) cudaStreamSynchronize(n->hstream);
+    if (n->sbuf2) tess__cache_free_work(&n->rt->cache, n->sbuf2);
+    if (n->packed) cudaEventDestroy(n->packed);
+    for (int i = 0; i < 2; i++)
+        if (n->sent[i]) cudaEventDestroy(n->sent[i]);
+    if (n->hstream) cudaStreamDestroy(n->hstream);
     if (n->sbuf) tess__cache_free_work(&n->rt->cache, n->sbuf);
     if (n->rbuf) tess__cache_free_work(&n->rt->cache, n->rbuf);
     if (n->comm) ncclCommDestroy(n->comm);
@@ -143,6 +165,7 @@ void tess__nccl_free(struct tess__nccl *n, void *handle) {
     if (!handle) return;
     cudaSetDevice(n->ordinal);
     cudaStreamSynchronize(n->stream);
+    if (n->hstream) cudaStreamSynchronize(n->hstream);
     tess__cache_free_work(&n->rt->cache, handle);
 }
 
@@ -175,6 +198,7 @@ static int64_t blocks(struct tess__nccl *n, const struct tess__redist_op *ops, i
 static int grow(struct tess__nccl *n, struct tess__blk **b, size_t *cap, size_t need) {
     if (need <= *cap) return TESS_OK;
     int st = cuda_st(cudaStreamSynchronize(n->stream), "cudaStreamSynchronize");
+    if (!st && n->hstream) st = cuda_st(cudaStreamSynchronize(n->hstream), "cudaStreamSynchronize");
     if (st) return st;
     if (*b) tess__cache_free_work(&n->rt->cache, *b);
     *b = NULL;
@@ -200,8 +224,16 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         if (sb < 0 || rb < 0) return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
         stot += (size_t)sb, rtot += (size_t)rb;
     }
-    if ((st = grow(n, &n->sbuf, &n->scap, stot)) || (st = grow(n, &n->rbuf, &n->rcap, rtot)))
+    /* the send buffer of this unit (two alternate with a pack stream), the H2D stream */
+    int bi = n->two ? slot % 2 : 0;
+    struct tess__blk **sbp = bi ? &n->sbuf2 : &n->sbuf;
+    size_t *scap = bi ? &n->scap2 : &n->scap;
+    cudaStream_t hs = n->two ? n->hstream : n->stream;
+    if ((st = grow(n, sbp, scap, stot)) || (st = grow(n, &n->rbuf, &n->rcap, rtot)))
         return st;
+    struct tess__blk *sbuf = *sbp;
+    /* two streams: nothing is packed into this buffer before its last send has ended */
+    if (n->two) st = cuda_st(cudaStreamWaitEvent(hs, n->sent[bi], 0), "cudaStreamWaitEvent");
     *sent += stot;
     *recvd += rtot;
     /* self: straight into the panel */
@@ -215,7 +247,7 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
                                        (size_t)op->ldbuf * es,
                                        (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es,
                                        (size_t)op->ldx * es, (size_t)b->rows * es, (size_t)b->cols,
-                                       cudaMemcpyHostToDevice, n->stream),
+                                       cudaMemcpyHostToDevice, hs),
                      "H2D into the panel");
     }
     /* pack what the peers need */
@@ -234,15 +266,19 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
             const struct nblk *b = &n->b[i];
             const struct tess__redist_op *op = &ops[b->op];
             size_t es = op->es, w = (size_t)b->rows * es;
-            st = cuda_st(cudaMemcpy2DAsync((char *)n->sbuf->ptr + off, w,
+            st = cuda_st(cudaMemcpy2DAsync((char *)sbuf->ptr + off, w,
                                            (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es,
                                            (size_t)op->ldx * es, w, (size_t)b->cols,
-                                           cudaMemcpyHostToDevice, n->stream),
+                                           cudaMemcpyHostToDevice, hs),
                          "H2D pack");
             off += w * (size_t)b->cols;
         }
     }
     soff[size] = off;
+    /* two streams: the transfer stream takes over once the unit is packed (and in the panel) */
+    if (!st && n->two) st = cuda_st(cudaEventRecord(n->packed, hs), "cudaEventRecord");
+    if (!st && n->two)
+        st = cuda_st(cudaStreamWaitEvent(n->stream, n->packed, 0), "cudaStreamWaitEvent");
     /* the exchange */
     off = 0;
     for (int j = 0; j < size && !st; j++) {
@@ -256,10 +292,11 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
     for (int j = 0; j < size && !st; j++) {
         if (j == g->rank) continue;
         size_t sb = soff[j + 1] - soff[j], rb = roff[j + 1] - roff[j];
-        if (sb) st = nccl_st(ncclSend((char *)n->sbuf->ptr + soff[j], sb, ncclChar, j, n->comm, n->stream), "ncclSend");
+        if (sb) st = nccl_st(ncclSend((char *)sbuf->ptr + soff[j], sb, ncclChar, j, n->comm, n->stream), "ncclSend");
         if (!st && rb) st = nccl_st(ncclRecv((char *)n->rbuf->ptr + roff[j], rb, ncclChar, j, n->comm, n->stream), "ncclRecv");
     }
     if (!st) st = nccl_st(ncclGroupEnd(), "ncclGroupEnd");
+    if (!st && n->two) st = cuda_st(cudaEventRecord(n->sent[bi], n->stream), "cudaEventRecord");
     /* unpack into the panel */
     for (int j = 0; j < size && !st; j++) {
         if (j == g->rank) continue;

@@ -97,6 +97,8 @@ static const struct knob knobs[] = {
      "distributed GEMM: bytes a rank receives per pipelined exchange step (look-ahead unit)"},
     {"TESSERA_PGEMM_NCCL", K_INT, "1", OFF(pgemm_nccl), 0,
      "distributed GEMM: 1 = panels GPU to GPU over NCCL when all ranks share a node and have GPUs"},
+    {"TESSERA_PGEMM_NCCL_STREAMS", K_INT, "1", OFF(pgemm_nccl_streams), 0,
+     "distributed GEMM, NCCL: 2 = pack (H2D) on a second stream, overlapping the previous unit's transfer"},
 };
 #undef OFF
 #define NKNOBS (sizeof knobs / sizeof knobs[0])

@@ -12,8 +12,8 @@
 #                     pageable run (for a call that only times or fits something; default 1)
 #   GPU_CHECK_FAULT   1 adds the injected-fault run (issue 8; below)
 # Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
-# (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), each described
-# where it runs.
+# (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
+# (distributed GEMM against in-core), each described where it runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
@@ -132,6 +132,25 @@ if [ "${GPU_CHECK_DROPIN:-0}" = 1 ]; then
   run "numpy-bench (fitted model)"   numpy_bench.log "${sysblas[@]}" env "${fitted[@]}" \
       BUILD=build-gpu bash jobs/numpy-bench.sh
   cat "$OUT/numpy_bench.log"
+fi
+# ---- distributed GEMM, issue 6 (GPU_CHECK_PGEMM="n", e.g. "65536" on 2 x H200) ------------
+# The baseline: in-core cuBLAS DGEMM on one GPU at n/2 (tessera-bench, its in-core row);
+# then tess_pdgemm on one rank per GPU (grid 1 x G, nb 4096, NCCL) with one and with two
+# transport streams (TESSERA_PGEMM_NCCL_STREAMS), and on one rank driving every GPU. Each
+# verified by tessera-gemm's probe check; compare with G x the in-core rate.
+if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
+  pn=$GPU_CHECK_PGEMM
+  ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$ng" -gt 0 ] || ng=1
+  run "in-core d n=$((pn / 2))"      pgemm_incore.log ./build-gpu/tessera-bench -n $((pn / 2)) -p d \
+      -r 3 --skip xt,xt-pageable,tess,tess-pageable,incore-copies,cpu-blas --verify ends
+  grep -E "^in-core " "$OUT/pgemm_incore.log" | sed 's/^/    /'
+  for s in 1 2; do
+    run "pdgemm $ng ranks, streams $s" "pgemm_np${ng}_s$s.log" env NP="$ng" BUILD=build-gpu \
+        TESSERA_PGEMM_NCCL_STREAMS=$s bash jobs/mpirun-gemm.sh -m "$pn" -P 1 -Q "$ng" --nb 4096 -r 3
+    grep -E "median|verified" "$OUT/pgemm_np${ng}_s$s.log" | sed 's/^/    /'
+  done
+  run "pdgemm 1 rank x $ng GPUs"     pgemm_np1.log ./build-gpu/tessera-gemm -m "$pn" --nb 4096 -r 3 --pinned
+  grep -E "median|verified" "$OUT/pgemm_np1.log" | sed 's/^/    /'
 fi
 # ---- ScaLAPACK glue, issue 7 (GPU_CHECK_GLUE="n nb [np]", e.g. "32768 512 2") ------------
 # tests/glue_solve (a ScaLAPACK LU solve, pdgetrf + pdgetrs, linked against the devkit's

@@ -17,19 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "harness_mpi.h"
 #include "tessera_scalapack.h"
 
-static int wrank, wsize;
-
-#undef TEST_FAIL_
-#define TEST_FAIL_(...)                                                              \
-    do {                                                                             \
-        fprintf(stderr, "  rank %d: %s:%d: ", wrank, __FILE__, __LINE__);            \
-        fprintf(stderr, __VA_ARGS__);                                                \
-        fprintf(stderr, "\n");                                                       \
-        MPI_Abort(MPI_COMM_WORLD, 1);                                                \
-    } while (0)
 
 /* ---- BLACS (C interface) and PBLAS: Debian ships no header ---------------------------- */
 void Cblacs_pinfo(int *mypnum, int *nprocs);

@@ -13,19 +13,9 @@ int main(void) {
 }
 #else
 
-#include "harness.h"
+#include "harness_mpi.h"
 #include "../comm/comm.h"
 
-static int wrank, wsize;
-
-#undef TEST_FAIL_
-#define TEST_FAIL_(...)                                                              \
-    do {                                                                             \
-        fprintf(stderr, "  rank %d: %s:%d: ", wrank, __FILE__, __LINE__);            \
-        fprintf(stderr, __VA_ARGS__);                                                \
-        fprintf(stderr, "\n");                                                       \
-        MPI_Abort(MPI_COMM_WORLD, 1);                                                \
-    } while (0)
 
 /* Grid shapes to try with wsize ranks: every P x Q = wsize, and one that leaves a rank
  * outside the grid (P x Q = wsize - 1) when there is more than one rank. */

@@ -112,26 +112,15 @@ static void chkmat(const struct glue_syms *S, f_int ctxt, const char *rout, cons
         *info = *info % DESCMULT == 0 ? -(*info / DESCMULT) : -*info;
         return;
     }
-    if (d[GLUE_IMB_] < 1) {
-        *info = MIN_(*info, dpos + GLUE_IMB_);
-        WARN(S, ctxt, -1, rout, "Illegal DESC%s[IMB_] = %d, DESC%s[IMB_] %s", mname,
-             d[GLUE_IMB_], mname, "must be at least 1");
-    }
-    if (d[GLUE_INB_] < 1) {
-        *info = MIN_(*info, dpos + GLUE_INB_);
-        WARN(S, ctxt, -1, rout, "Illegal DESC%s[INB_] = %d, DESC%s[INB_] %s", mname,
-             d[GLUE_INB_], mname, "must be at least 1");
-    }
-    if (d[GLUE_MB_] < 1) {
-        *info = MIN_(*info, dpos + GLUE_MB_);
-        WARN(S, ctxt, -1, rout, "Illegal DESC%s[MB_] = %d, DESC%s[MB_] %s", mname,
-             d[GLUE_MB_], mname, "must be at least 1");
-    }
-    if (d[GLUE_NB_] < 1) {
-        *info = MIN_(*info, dpos + GLUE_NB_);
-        WARN(S, ctxt, -1, rout, "Illegal DESC%s[NB_] = %d, DESC%s[NB_] %s", mname,
-             d[GLUE_NB_], mname, "must be at least 1");
-    }
+    /* the block sizes, in PB_Cchkmat's order */
+    static const struct { int at; const char *name; } blk[] = {
+        {GLUE_IMB_, "IMB_"}, {GLUE_INB_, "INB_"}, {GLUE_MB_, "MB_"}, {GLUE_NB_, "NB_"}};
+    for (size_t i = 0; i < sizeof blk / sizeof blk[0]; i++)
+        if (d[blk[i].at] < 1) {
+            *info = MIN_(*info, dpos + blk[i].at);
+            WARN(S, ctxt, -1, rout, "Illegal DESC%s[%s] = %d, DESC%s[%s] %s", mname, blk[i].name,
+                 d[blk[i].at], mname, blk[i].name, "must be at least 1");
+        }
     if (d[GLUE_RSRC_] < -1 || d[GLUE_RSRC_] >= nprow) {
         *info = MIN_(*info, dpos + GLUE_RSRC_);
         WARN(S, ctxt, -1, rout, "Illegal DESC%s[RSRC_] = %d, DESC%s[RSRC_] %s%d", mname,

@@ -13,7 +13,8 @@
 #   GPU_CHECK_FAULT   1 adds the injected-fault run (issue 8; below)
 # Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
 # (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
-# (distributed GEMM against in-core), each described where it runs.
+# (distributed GEMM against in-core), GPU_CHECK_PERF (issue 3's GEMM targets), each described
+# where it runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
@@ -91,6 +92,41 @@ if [ -n "${GPU_CHECK_BENCH:-}" ] && [ -x build-gpu/tessera-bench ]; then
   run "tessera-bench" bench.log ./build-gpu/tessera-bench $GPU_CHECK_BENCH --csv "$OUT/bench.csv"
   cat "$OUT/bench.log"
 fi
+# ---- issue 3's GEMM targets on one GPU (GPU_CHECK_PERF=1) -----------------------------------
+# One table per step, each a tessera-bench run on random data, verified (warm-up and last run),
+# median of 3: (1) DGEMM n = 32768: in-core, cuBLAS-XT 8192, tessera pinned and pageable (with
+# TESSERA_SUMMARY: staging counters); (2) the tile sweep GPU_CHECK_PERF_TILES (tessera only);
+# (3) TESSERA_RECOVER=1's cost (tessera only); (4) a trace of one pageable call; (5) n = 57344
+# (operands larger than the GPU; the in-core row falls back to the largest n that fits, at
+# most 16384); (6) s and c at 32768 against their in-core rates. GPU_CHECK_PERF_STEPS picks.
+if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
+  pb=./build-gpu/tessera-bench
+  for step in ${GPU_CHECK_PERF_STEPS:-1 2 3 4 5 6}; do
+    case $step in
+    1) run "perf d 32768 table" perf_d32768.log env TESSERA_SUMMARY=1 $pb -n 32768 -p d -r 3 \
+           --xt-blocks 8192 --skip xt-pageable --verify ends --time-limit 150 --csv "$OUT/perf_d32768.csv"
+       grep -E "^\| |^(in-core|xt|tess)|staging" "$OUT/perf_d32768.log" | sed 's/^/    /' ;;
+    2) for t in ${GPU_CHECK_PERF_TILES:-6144 8192}; do
+         run "perf d 32768 tile $t" "perf_tile$t.log" env TESSERA_TILE=$t $pb -n 32768 -p d -r 3 \
+             --skip incore,xt,xt-pageable,tess-pageable --verify ends --time-limit 60
+         grep -E "^(tess)" "$OUT/perf_tile$t.log" | sed 's/^/    /'
+       done ;;
+    3) run "perf d 32768 recover" perf_recover.log env TESSERA_RECOVER=1 $pb -n 32768 -p d -r 3 \
+           --skip incore,xt,xt-pageable,tess-pageable --verify ends --time-limit 60
+       grep -E "^(tess)" "$OUT/perf_recover.log" | sed 's/^/    /' ;;
+    4) run "perf pageable trace" perf_pageable_trace.log env TESSERA_SUMMARY=1 \
+           TESSERA_TRACE="$OUT/pageable_trace.json" ./build-gpu/tessera-gemm -m 32768 -p d -r 1
+       grep -E "median|verif|staging|^  [0-9]" "$OUT/perf_pageable_trace.log" | sed 's/^/    /' ;;
+    5) run "perf d 57344" perf_d57344.log env TESSERA_SUMMARY=1 $pb -n 57344 -p d -r 3 \
+           --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 120
+       grep -E "^(in-core|tess)" "$OUT/perf_d57344.log" | sed 's/^/    /' ;;
+    6) run "perf s,c 32768" perf_sc32768.log $pb -n 32768 -p s,c -r 3 \
+           --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 170
+       grep -E "^(in-core|tess)|^== " "$OUT/perf_sc32768.log" | sed 's/^/    /' ;;
+    esac
+  done
+fi
+# ---- end issue 3
 # ---- level 3 on the GPU, issue 4 (tessera-bench --routine) ---------------------------------
 # Correctness: every routine (tessera rows, probe-verified warm-up + 1 run) in d and z at each
 # size of GPU_CHECK_L3CHECK (default 8192; "" skips), twice: the default options with the

@@ -217,7 +217,38 @@ FZ_FN int fz_call(const struct fz_args *a) {
 
 /* The same call on OpenBLAS's cblas (valid arguments only; CBLAS enum values equal
  * tessera's). Real precisions read TESS_CONJ_TRANS as TESS_TRANS. */
-FZ_FN void fz_cblas(const struct fz_args *a) {
+FZ_FN void fz_cblas(const struct fz_args *a0) {
+    /* netlib's semantics where OpenBLAS builds differ (0.3.21's small-matrix kernels on
+     * AVX-512 multiply even when alpha = 0 or k = 0, so a NaN in A or an infinite alpha
+     * would reach C): alpha = 0, or k = 0 in GEMM and the SYRK family, reads neither A nor
+     * B; the call becomes one that reads only C (TRMM/TRSM: C = 0). */
+    static const unsigned char zero[16];
+    struct fz_args an = *a0;
+    const struct fz_args *a = &an;
+    size_t es = ref_esize(a0->dt);
+    int rk = fz_rk(a0->r), alpha0 = 0;
+    if (a0->alpha) { /* HERK's alpha is real */
+        int sgl = a0->dt == TESS_S || a0->dt == TESS_C;
+        int cplx = ref_is_complex(a0->dt) && a0->r != FZ_HERK;
+        double re = sgl ? ((const float *)a0->alpha)[0] : ((const double *)a0->alpha)[0];
+        double im = !cplx ? 0.0 : sgl ? ((const float *)a0->alpha)[1] : ((const double *)a0->alpha)[1];
+        alpha0 = re == 0.0 && im == 0.0;
+    }
+    if (a0->r == FZ_TRMM || a0->r == FZ_TRSM) {
+        if (alpha0) {
+            for (int64_t r = 0; r < a0->m; r++)
+                for (int64_t col = 0; col < a0->n; col++)
+                    memset((char *)a0->C + ref_index((tess_layout_t)a0->layout, r, col, a0->ldc) * es,
+                           0, es);
+            return;
+        }
+    } else if (alpha0 || ((a0->r == FZ_GEMM || rk) && a0->k == 0)) {
+        an.alpha = zero, an.k = 0;
+        if (a0->r == FZ_SYMM || a0->r == FZ_HEMM) { /* C m x n: a GEMM with k = 0 */
+            an.r = FZ_GEMM, an.ta = an.tb = TESS_NO_TRANS;
+            an.A = an.B = a0->C, an.lda = an.ldb = a0->ldc;
+        }
+    }
     enum CBLAS_ORDER L = (enum CBLAS_ORDER)a->layout;
     enum CBLAS_SIDE sd = (enum CBLAS_SIDE)a->side;
     enum CBLAS_UPLO ul = (enum CBLAS_UPLO)a->uplo;

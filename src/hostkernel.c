@@ -164,15 +164,17 @@ static void raw(const struct tess__hostblas *b, const struct tess__kernel *k) {
 /* raw, with the SYRK family's beta applied here (see the top): C's triangle scaled by
  * beta (beta != 0, 1), then the CPU BLAS with beta = 1. */
 static void call(const struct tess__hostblas *hb, const struct tess__kernel *k) {
-    /* alpha = 0: netlib reads neither A nor B (C = beta C; TRMM/TRSM: C = 0), but some CPU
-     * BLAS builds multiply anyway (OpenBLAS 0.3.21's small-matrix kernels on AVX-512), so a
-     * NaN in A would reach C: the call becomes one that reads only C. */
+    /* alpha = 0: netlib reads neither A nor B (C = beta C; TRMM/TRSM: C = 0), and k = 0
+     * leaves beta C; some CPU BLAS builds multiply anyway (OpenBLAS 0.3.21's small-matrix
+     * kernels on AVX-512), so a NaN in A or an infinite alpha would reach C: the call
+     * becomes one that reads only C. */
     struct tess__kernel p;
     if (k->alpha) {
         tess_dtype_t adt = k->kind == TESS__K_HERK ? real_of(k->dt) : k->dt;
         tess__scalar_t al;
         tess__scalar_load(adt, &al, k->alpha);
-        if (tess__scalar_is_zero(adt, &al)) {
+        bool no_k = (k->kind == TESS__K_GEMM || is_rk(k->kind)) && k->k == 0; /* Inf alpha x 0 */
+        if (tess__scalar_is_zero(adt, &al) || no_k) {
             if (k->kind == TESS__K_TRMM || k->kind == TESS__K_TRSM) {
                 size_t es = tess__dtypes[k->dt].size;
                 for (int64_t j = 0; j < k->n; j++)
@@ -185,6 +187,7 @@ static void call(const struct tess__hostblas *hb, const struct tess__kernel *k) 
                 p.A = p.B = k->C, p.lda = p.ldb = k->ldc;
             }
             p.k = 0; /* GEMM and the SYRK family: only beta C is left (the lds stay legal) */
+            p.alpha = tess__scalar_zero();
             k = &p;
         }
     }

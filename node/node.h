@@ -214,8 +214,37 @@ struct tess__trace {
     size_t n, cap, dropped;
 };
 
+/* tune.c: the tile edge of a GEMM from a model of its time per candidate edge, fed by
+ * each device kind's measured tile-kernel rates and host link (measured once per machine,
+ * kept in a file). */
+#define TESS__TUNE_NCAND 6
+extern const int64_t tess__tune_gpu_edges[TESS__TUNE_NCAND];  /* 1024 ... 8192 */
+extern const int64_t tess__tune_emu_edges[TESS__TUNE_NCAND];  /* 64 ... 512 */
+struct tess__tune {
+    char key[96];                        /* device kind: "NVIDIA_H100_80GB_HBM3", "emulated" */
+    int64_t edges[TESS__TUNE_NCAND];     /* candidate edges of that kind */
+    int have[4];                         /* rates known for precision s, d, c, z */
+    double rate[4][TESS__TUNE_NCAND];    /* flop/s of one device per edge (0: unknown) */
+    double link[4];                      /* host -> device bytes/s of one device */
+    int measured;                        /* precisions this process measured */
+};
+/* What the model needs of one call and the devices. */
+struct tess__tile_in {
+    int64_t m, n, k;
+    size_t es;                           /* bytes of one element */
+    double flop_mul;                     /* flops per multiply-add */
+    int ndev, nstreams;                  /* devices sharing the call, streams of each */
+    size_t heap;                         /* the smallest device heap, bytes */
+    double link;                         /* bytes/s host -> one device */
+    const int64_t *edges;                /* TESS__TUNE_NCAND candidates, ascending */
+    const double *rate;                  /* their flop/s (0: not measured, never chosen) */
+};
+/* The edge of least modelled time (0 if no candidate has a rate); *pred its time, s. */
+int64_t tess__tile_model(const struct tess__tile_in *in, double *pred);
+
 struct tess__rt {
     struct tess__config cfg;
+    struct tess__tune tune;    /* written by tess__tune_start only, before the workers */
     struct tess__trace trace;
     int ndev;
     struct tess__dev *dev[TESS_MAX_DEVICES];
@@ -249,9 +278,16 @@ int tess__rt_wait(struct tess__rt *rt, struct tess__job *job);
 /* Fail a submitted job from outside (its operands will never arrive): tasks not yet
  * finished are cancelled, tess__rt_wait returns status. */
 void tess__rt_job_fail(struct tess__rt *rt, struct tess__job *job, int status);
-/* Tile edge for a job of precision dt and shape m x n x k (TESSERA_TILE or automatic). */
+/* Tile edge for a job of precision dt and shape m x n x k: TESSERA_TILE, or with `tuned`
+ * (plain GEMMs) the tuned model when the devices have rates, else the fixed rule. */
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                      int64_t k);
+                      int64_t k, int tuned);
+/* tune.c: measure what the file lacks (TESSERA_TUNE); called once the devices are open,
+ * before the workers start. Never fails the start. */
+int tess__tune_start(struct tess__rt *rt);
+/* The tuned edge for this call, 0 when there is none (no rates, or the CPU worker runs). */
+int64_t tess__tune_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
+                        int64_t k);
 
 /* The next ready task (queue first, then the overflow list), or NULL. */
 struct tess__task *tess__rt_next_task(struct tess__rt *rt);

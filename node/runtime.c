@@ -202,6 +202,7 @@ int tess__rt_start(struct tess__rt **out) {
     if (!rc && !(rt->q = tess__queue_create(QUEUE_CAP)))
         rc = tess__fail(TESS_ENOMEM, "task queue: out of host memory");
     if (!rc) rc = open_all(rt);
+    if (!rc) tess__tune_start(rt);
     for (int i = 0; i < rt->ndev && !rc; i++)
         if (pthread_create(&rt->dev[i]->thread, NULL, tess__worker_main, rt->dev[i]))
             rc = tess__fail(TESS_ENOMEM, "cannot start the worker of device %d", i);
@@ -436,8 +437,10 @@ int tess__rt_wait(struct tess__rt *rt, struct tess__job *job) {
 }
 
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                      int64_t k) {
+                      int64_t k, int tuned) {
     if (rt->cfg.tile > 0) return rt->cfg.tile;
+    int64_t tt = tuned ? tess__tune_tile(rt, dt, m, n, k) : 0;
+    if (tt > 0) return tt;
     int gpus = 0, others = 0;
     size_t min_heap = SIZE_MAX;
     for (int i = 0; i < rt->ndev; i++) {

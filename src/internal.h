@@ -102,6 +102,8 @@ double tess__now(void);
 struct tess__config {
     char devices[128];       /* TESSERA_DEVICES: "all", "none" or a list of GPU ordinals "0,1" */
     int64_t tile;            /* TESSERA_TILE: tile edge in elements, 0 = automatic */
+    int tune;                /* TESSERA_TUNE: 0 fixed rule, 1 measured model (file), 2 measure again */
+    char tune_file[256];     /* TESSERA_TUNE_FILE: where the measurements are kept */
     int streams;             /* TESSERA_STREAMS: streams (concurrent tasks) per GPU */
     int64_t dev_mem;         /* TESSERA_DEVICE_MEM: heap bytes per GPU, 0 = all free but a margin */
     int64_t staging;         /* TESSERA_STAGING: pinned staging bytes per GPU for pageable operands, 0 = off */

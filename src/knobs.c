@@ -27,6 +27,10 @@ static const struct knob knobs[] = {
      "GPUs to use: all, none, or CUDA ordinals such as 0,1"},
     {"TESSERA_TILE", K_INT, "0", OFF(tile), 0,
      "tile edge in elements; 0 = automatic from the devices and the problem"},
+    {"TESSERA_TUNE", K_INT, "1", OFF(tune), 0,
+     "automatic GEMM tile on GPUs: 1 = model from tile-kernel rates measured once per machine (kept in TESSERA_TUNE_FILE), 2 = measure again (emulated devices too), 0 = fixed rule"},
+    {"TESSERA_TUNE_FILE", K_STR, "", OFF(tune_file), sizeof(((struct tess__config *)0)->tune_file),
+     "file of the measured rates; empty = $XDG_CACHE_HOME/tessera/tune or ~/.cache/tessera/tune"},
     {"TESSERA_STREAMS", K_INT, "4", OFF(streams), 0,
      "streams per GPU, each running one task (1..8)"},
     {"TESSERA_DEVICE_MEM", K_BYTES, "0", OFF(dev_mem), 0,
@@ -173,6 +177,7 @@ int tess__config_load(struct tess__config *cfg) {
         return tess__fail(TESS_EINVAL, "TESSERA_EMULATE_STREAMS=%d must be in 1..%d",
                           cfg->emu_streams, TESS_MAX_STREAMS);
     if (cfg->tile < 0) return tess__fail(TESS_EINVAL, "TESSERA_TILE must be >= 0");
+    if (cfg->tune < 0 || cfg->tune > 2) return tess__fail(TESS_EINVAL, "TESSERA_TUNE must be 0, 1 or 2");
     if (cfg->rs_size < 1) return tess__fail(TESS_EINVAL, "TESSERA_RS must be >= 1");
     if (cfg->staging_threads < 0 || cfg->staging_threads > 256)
         return tess__fail(TESS_EINVAL, "TESSERA_STAGING_THREADS must be in 0..256");

@@ -79,7 +79,7 @@ int tess__l3_begin(const char *fn, struct tess__job *job, const struct tess__job
     job->C = C;
     job->ldc = ldc;
     job->m = m, job->n = n, job->k = k;
-    job->tile = tess__rt_tile(*rt, dt, m, n, k);
+    job->tile = tess__rt_tile(*rt, dt, m, n, k, 0); /* chains and triangles: fixed rule */
     if (job->tile > INT32_MAX) job->tile = INT32_MAX;
     int64_t T = job->tile;
     /* every copy reserves a full tile, rounded to the heap's alignment (no fragmentation) */

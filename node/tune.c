@@ -1,0 +1,350 @@
+/* node/tune.c: the tile edge a GEMM gets when TESSERA_TILE is 0 (issue 3). Owns the model
+ * of a call's time per candidate edge, the measurements it needs (each device kind's
+ * tile-kernel rate per edge and precision, and its host link), and the file that keeps
+ * them per machine, so that they are measured once, not per process.
+ *
+ * Model (tess__tile_model), per candidate edge t, for C (m x n) += op(A) op(B) over k on
+ * ndev alike devices of R(t) flop/s each (measured with nstreams kernels at once, as the
+ * worker runs them) and a host link of L bytes/s each way:
+ *   compute   W / (ndev R),  W = flop_mul m n k, R the rate of the tile's real size
+ *   traffic   X = bytes per device / L: A, B and C once (es (mk + kn + mn) / ndev) when
+ *             they fit in the heaps; otherwise every step streams its A and B tiles
+ *             (es (mk ceil(n/t) + kn ceil(m/t)) / ndev), the bound 1/bm + 1/bn < L/(es R)
+ *             of BLASX's reference 004 in its cold form
+ *   body      max(compute, X) when a device has two or more tasks to overlap copies and
+ *             kernels; compute + X when it has fewer
+ *   fill      the first A and B tiles in, the last C tile out: es (2 t^2 + t^2) / L
+ *   tail      (ceil(tasks / ndev) - tasks / ndev) x one task's time: the last round
+ * and the edge with the least time wins (a larger one only when it saves more than 1%),
+ * among those whose three-tile working set fits twelve times in the smallest heap.
+ *
+ * Measurements (tess__tune_start, before the workers start): on the first device that is
+ * not unified, for each precision not in the file: three tiles of the largest candidate are
+ * taken from its heap and filled from a host buffer of values in [-1, 1] (the copies time
+ * the link), then per candidate one warm-up round and two timed rounds of nstreams GEMMs of
+ * t x t x t at once (beta = 1, one C per stream). GPUs measure 1024 ... 8192; emulated
+ * devices (measured only under TESSERA_TUNE=2, read back only from a TESSERA_TUNE_FILE: for
+ * the tests) 64 ... 512. A device with injected
+ * faults (TESSERA_FAULT) is never measured: the measurements would spend its fault count.
+ *
+ * The file (TESSERA_TUNE_FILE, default $XDG_CACHE_HOME/tessera/tune or
+ * ~/.cache/tessera/tune): one line per device kind and precision,
+ *   <kind> <s|d|c|z> <link bytes/s> <edge>:<flop/s> ...
+ * rewritten whole (temporary file, then rename) after a measurement, keeping other kinds'
+ * well-formed lines; malformed lines are ignored and dropped, a file that cannot be written only costs the next process the
+ * measurement again. Nothing is printed unless TESSERA_VERBOSE asks.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "node.h"
+
+const int64_t tess__tune_gpu_edges[TESS__TUNE_NCAND] = {1024, 2048, 3072, 4096, 6144, 8192};
+const int64_t tess__tune_emu_edges[TESS__TUNE_NCAND] = {64, 128, 192, 256, 384, 512};
+
+static const char prec[] = "sdcz";
+
+/* ---- the model ------------------------------------------------------------------------ */
+
+/* Rate of a kernel whose cube root of m n k is `edge`: the largest measured candidate not
+ * above it, or the smallest one scaled down in proportion. */
+static double rate_at(const struct tess__tile_in *in, double edge) {
+    double r = 0;
+    int lo = -1;
+    for (int i = 0; i < TESS__TUNE_NCAND; i++) {
+        if (!(in->rate[i] > 0)) continue;
+        if (lo < 0) lo = i;
+        if ((double)in->edges[i] <= edge) r = in->rate[i];
+    }
+    if (r > 0 || lo < 0) return r;
+    return in->rate[lo] * edge / (double)in->edges[lo];
+}
+
+int64_t tess__tile_model(const struct tess__tile_in *in, double *pred) {
+    int64_t best = 0;
+    double bt = INFINITY;
+    double m = (double)in->m, n = (double)in->n, k = (double)in->k, es = (double)in->es;
+    double nd = in->ndev > 0 ? in->ndev : 1, L = in->link > 0 ? in->link : 1e9;
+    if (in->m <= 0 || in->n <= 0 || in->k <= 0) return 0;
+    for (int i = 0; i < TESS__TUNE_NCAND; i++) {
+        double t = (double)in->edges[i];
+        if (!(in->rate[i] > 0) || 12.0 * t * t * es > (double)in->heap) continue;
+        double em = fmin(t, m), en = fmin(t, n), ek = fmin(t, k);
+        double R = rate_at(in, cbrt(em * en * ek));
+        if (!(R > 0)) continue;
+        double tm = ceil(m / t), tn = ceil(n / t), tasks = tm * tn;
+        double W = in->flop_mul * m * n * k;
+        double compute = W / (nd * R);
+        int fits = es * (m * k + k * n + m * n / nd) <= 0.8 * (double)in->heap;
+        double bytes = fits ? es * (m * k + k * n + m * n) / nd
+                            : es * (m * k * tn + k * n * tm + m * n) / nd;
+        double X = bytes / L;
+        double body = tasks / nd >= 2 ? fmax(compute, X) : compute + X;
+        double fill = es * (em * ek + ek * en + em * en) / L;
+        double tail = (ceil(tasks / nd) - tasks / nd) * W / tasks / R;
+        double T = fill + body + tail;
+        if (T < bt * 0.99) bt = T, best = in->edges[i];
+    }
+    if (pred) *pred = best ? bt : 0;
+    return best;
+}
+
+/* ---- the file ------------------------------------------------------------------------- */
+
+static void tune_path(const struct tess__config *cfg, char *out, size_t len) {
+    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    if (cfg->tune_file[0]) snprintf(out, len, "%s", cfg->tune_file);
+    else if (x && *x) snprintf(out, len, "%s/tessera/tune", x);
+    else if (h && *h) snprintf(out, len, "%s/.cache/tessera/tune", h);
+    else out[0] = 0;
+}
+
+/* Read the lines of `key` into tu; returns how many precisions were found. */
+static int tune_read(struct tess__tune *tu, const char *path) {
+    FILE *f = path[0] ? fopen(path, "r") : NULL;
+    if (!f) return 0;
+    char line[1024], kind[128], p;
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        double link;
+        int used = 0;
+        if (line[0] == '#' || sscanf(line, "%127s %c %lf%n", kind, &p, &link, &used) != 3) continue;
+        const char *q = strchr(prec, p);
+        if (!p || !q || strcmp(kind, tu->key) || !(link > 0)) continue;
+        int dt = (int)(q - prec);
+        double rate[TESS__TUNE_NCAND] = {0};
+        char *s = line + used;
+        for (;;) {
+            char *end;
+            long long e = strtoll(s, &end, 10);
+            if (end == s || *end != ':') break;
+            double r = strtod(end + 1, &s);
+            for (int i = 0; i < TESS__TUNE_NCAND; i++)
+                if (tu->edges[i] == e && r > 0 && isfinite(r)) rate[i] = r;
+        }
+        int any = 0;
+        for (int i = 0; i < TESS__TUNE_NCAND; i++) any |= rate[i] > 0;
+        if (!any) continue;
+        memcpy(tu->rate[dt], rate, sizeof rate);
+        tu->link[dt] = link;
+        if (!tu->have[dt]) found++;
+        tu->have[dt] = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+/* mkdir -p of the file's folder */
+static void make_dirs(const char *path) {
+    char d[512];
+    snprintf(d, sizeof d, "%s", path);
+    for (char *s = d + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            mkdir(d, 0755);
+            *s = '/';
+        }
+}
+
+/* Keep the other kinds' lines, put ours (every precision we have) after them. */
+static int tune_write(const struct tess__tune *tu, const char *path) {
+    if (!path[0]) return -1;
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    make_dirs(path);
+    FILE *out = fopen(tmp, "w");
+    if (!out) return -1;
+    fprintf(out, "# tessera tile-kernel rates (node/tune.c): <kind> <precision> <link bytes/s> "
+                 "<edge>:<flop/s>...; delete to measure again\n");
+    FILE *in = fopen(path, "r");
+    char line[1024], kind[128], p;
+    double link;
+    while (in && fgets(line, sizeof line, in)) /* other kinds' well-formed lines */
+        if (line[0] != '#' && sscanf(line, "%127s %c %lf", kind, &p, &link) == 3 &&
+            strchr(prec, p) && p && strcmp(kind, tu->key))
+            fputs(line, out);
+    if (in) fclose(in);
+    for (int dt = 0; dt < 4; dt++) {
+        if (!tu->have[dt]) continue;
+        fprintf(out, "%s %c %.6g", tu->key, prec[dt], tu->link[dt]);
+        for (int i = 0; i < TESS__TUNE_NCAND; i++)
+            if (tu->rate[dt][i] > 0) fprintf(out, " %lld:%.6g", (long long)tu->edges[i], tu->rate[dt][i]);
+        fputc('\n', out);
+    }
+    int bad = ferror(out);
+    if (fclose(out) || bad || rename(tmp, path)) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- measuring ------------------------------------------------------------------------ */
+
+/* Wait for everything queued on the device's streams. */
+static int drain(struct tess__dev *d, tess__event *ev) {
+    for (int s = 0; s < d->nstreams; s++) {
+        int rc = d->ops->event_record(d->bd, s, ev);
+        if (!rc) rc = d->ops->event_sync(d->bd, ev);
+        if (rc) return rc;
+    }
+    return TESS_OK;
+}
+
+/* Copy `bytes` from the host buffer (hb bytes, repeated) to dst on stream 0. */
+static int fill(struct tess__dev *d, void *dst, size_t bytes, const void *hbuf, size_t hb) {
+    for (size_t off = 0; off < bytes; off += hb) {
+        size_t w = bytes - off < hb ? bytes - off : hb;
+        int rc = d->ops->copy2d(d->bd, 0, TESS__H2D, (char *)dst + off, w, hbuf, w, w, 1, NULL);
+        if (rc) return rc;
+    }
+    return TESS_OK;
+}
+
+static int measure(struct tess__rt *rt, struct tess__dev *d, tess_dtype_t dt) {
+    struct tess__tune *tu = &rt->tune;
+    struct tess__heap *heap = rt->cache.dev[d->id].heap;
+    size_t es = tess__dtypes[dt].size;
+    int S = d->nstreams;
+    /* the largest candidate whose A, B and one C per stream fit in the heap */
+    int top = -1;
+    for (int i = 0; i < TESS__TUNE_NCAND; i++) {
+        size_t t = (size_t)tu->edges[i];
+        if ((double)(2 + S) * t * t * es <= 0.9 * (double)tess__heap_largest_free(heap)) top = i;
+    }
+    if (top < 0) return TESS_ENOMEM;
+    size_t T = (size_t)tu->edges[top], tb = T * T * es;
+    void *A = tess__heap_alloc(heap, tb), *B = tess__heap_alloc(heap, tb), *C[TESS_MAX_STREAMS] = {0};
+    int rc = A && B ? TESS_OK : TESS_ENOMEM;
+    for (int s = 0; s < S && !rc; s++)
+        if (!(C[s] = tess__heap_alloc(heap, tb))) rc = TESS_ENOMEM;
+    size_t hb = tb < ((size_t)64 << 20) ? tb : ((size_t)64 << 20);
+    double *h = rc ? NULL : tess_malloc_host(hb);
+    tess__event *ev = NULL;
+    if (!rc && (!h || d->ops->event_create(d->bd, &ev))) rc = TESS_ENOMEM;
+    if (!rc) {
+        uint64_t x = 0x9e3779b97f4a7c15ull;
+        int sgl = dt == TESS_S || dt == TESS_C;
+        for (size_t i = 0; i < hb / (sgl ? 4 : 8); i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            double v = (double)(x >> 11) * 0x1p-52 - 1.0;  /* [-1, 1) */
+            if (sgl) ((float *)h)[i] = (float)v;
+            else h[i] = v;
+        }
+        rc = fill(d, A, hb, h, hb); /* first touch, untimed */
+        if (!rc) rc = drain(d, ev);
+        double t0 = tess__now();
+        if (!rc) rc = fill(d, A, tb, h, hb);
+        if (!rc) rc = drain(d, ev);
+        double t1 = tess__now();
+        if (!rc && t1 > t0) tu->link[dt] = (double)tb / (t1 - t0);
+        if (!rc) rc = fill(d, B, tb, h, hb);
+        for (int s = 0; s < S && !rc; s++) rc = fill(d, C[s], tb, h, hb);
+        if (!rc) rc = drain(d, ev);
+    }
+    for (int i = top; i >= 0 && !rc; i--) {
+        int64_t t = tu->edges[i];
+        struct tess__kernel kn = {.kind = TESS__K_GEMM, .dt = dt, .ta = 'N', .tb = 'N',
+                                  .m = t, .n = t, .k = t, .alpha = tess__scalar_one(dt),
+                                  .A = A, .lda = t, .B = B, .ldb = t,
+                                  .beta = tess__scalar_one(dt), .ldc = t};
+        double t0 = 0;
+        for (int round = 0; round < 3 && !rc; round++) {
+            if (round == 1) t0 = tess__now();
+            for (int s = 0; s < S && !rc; s++) {
+                kn.C = C[s];
+                rc = d->ops->kernel(d->bd, s, &kn);
+            }
+            if (!rc) rc = drain(d, ev);
+        }
+        double el = tess__now() - t0;
+        if (!rc && el > 0)
+            tu->rate[dt][i] = 2.0 * S * tess__dtypes[dt].flop_mul * (double)t * t * t / el;
+    }
+    if (ev) d->ops->event_destroy(d->bd, ev);
+    tess_free_host(h);
+    for (int s = 0; s < S; s++)
+        if (C[s]) tess__heap_free(heap, C[s]);
+    if (B) tess__heap_free(heap, B);
+    if (A) tess__heap_free(heap, A);
+    if (!rc) {
+        tu->have[dt] = 1;
+        tu->measured++;
+    }
+    return rc;
+}
+
+int tess__tune_start(struct tess__rt *rt) {
+    struct tess__tune *tu = &rt->tune;
+    memset(tu, 0, sizeof *tu);
+    if (rt->cfg.tune == 0) return TESS_OK;
+    struct tess__dev *d = NULL;
+    for (int i = 0; i < rt->ndev && !d; i++)
+        if (!(rt->dev[i]->desc.caps & TESS__CAP_UNIFIED)) d = rt->dev[i];
+    if (!d) return TESS_OK;
+    int gpu = d->desc.kind == TESS_DEV_CUDA;
+    /* emulated devices: measured under TESSERA_TUNE=2 only, read back only from a file
+     * named by TESSERA_TUNE_FILE (tests), so the default emulated runs keep the fixed rule */
+    if (!gpu && rt->cfg.tune != 2 && !rt->cfg.tune_file[0]) return TESS_OK;
+    memcpy(tu->edges, gpu ? tess__tune_gpu_edges : tess__tune_emu_edges, sizeof tu->edges);
+    /* the kind: the device's name without its " (cuda:N)" and with '_' for blanks */
+    snprintf(tu->key, sizeof tu->key, "%s", gpu ? d->desc.name : "emulated");
+    char *paren = strstr(tu->key, " (");
+    if (paren) *paren = 0;
+    for (char *s = tu->key; *s; s++)
+        if (isspace((unsigned char)*s)) *s = '_';
+    char path[512];
+    tune_path(&rt->cfg, path, sizeof path);
+    if (rt->cfg.tune == 1) tune_read(tu, path);
+    /* measuring would spend an injected fault's count */
+    if ((!gpu && rt->cfg.tune != 2) || rt->cfg.emu_fault[0]) return TESS_OK;
+    int missing = 0;
+    for (int dt = 0; dt < 4; dt++)
+        if (!tu->have[dt]) {
+            int rc = measure(rt, d, (tess_dtype_t)dt);
+            if (rc) {
+                tess__log(TESS__LOG_INFO, "tile tuning: %c on %s not measured (%s)", prec[dt],
+                          d->desc.name, tess_strerror(rc));
+                continue;
+            }
+            missing++;
+        }
+    for (int dt = 0; dt < 4; dt++)
+        if (tu->have[dt])
+            tess__log(TESS__LOG_INFO, "tile tuning: %s %c: link %.1f GB/s, %s; TFLOP/s at 1 ... 6 "
+                      "edges %.1f %.1f %.1f %.1f %.1f %.1f", tu->key, prec[dt], tu->link[dt] * 1e-9,
+                      dt < 4 && missing ? "measured" : "from the file", tu->rate[dt][0] * 1e-12,
+                      tu->rate[dt][1] * 1e-12, tu->rate[dt][2] * 1e-12, tu->rate[dt][3] * 1e-12,
+                      tu->rate[dt][4] * 1e-12, tu->rate[dt][5] * 1e-12);
+    if (missing && tune_write(tu, path))
+        tess__log(TESS__LOG_INFO, "tile tuning: cannot write %s (%s)", path, strerror(errno));
+    return TESS_OK;
+}
+
+int64_t tess__tune_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
+                        int64_t k) {
+    const struct tess__tune *tu = &rt->tune;
+    if (!tu->have[dt]) return 0;
+    int nd = 0, streams = 0;
+    size_t heap = SIZE_MAX;
+    for (int i = 0; i < rt->ndev; i++) {
+        const struct tess__dev *d = rt->dev[i];
+        if (d->desc.caps & TESS__CAP_UNIFIED) return 0; /* the CPU worker: the fixed rule */
+        if (atomic_load(&d->failed)) continue;
+        nd++;
+        streams = d->nstreams;
+        if (d->heap_bytes < heap) heap = d->heap_bytes;
+    }
+    if (!nd) return 0;
+    struct tess__tile_in in = {.m = m, .n = n, .k = k, .es = tess__dtypes[dt].size,
+                               .flop_mul = tess__dtypes[dt].flop_mul, .ndev = nd,
+                               .nstreams = streams, .heap = heap, .link = tu->link[dt],
+                               .edges = tu->edges, .rate = tu->rate[dt]};
+    return tess__tile_model(&in, NULL);
+}

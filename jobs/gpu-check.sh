@@ -28,7 +28,7 @@ fi
 summary=()
 note() { summary+=("$1"); echo "$1"; }
 t0=$(date +%s)
-tests=ON; [ "${GPU_CHECK_TESTS:-1}" = 0 ] && [ -z "${GPU_CHECK_GLUE:-}" ] && tests=OFF
+tests=ON; [ "${GPU_CHECK_TESTS:-1}" = 0 ] && [ -z "${GPU_CHECK_GLUE:-}${GPU_CHECK_UNIT:-}" ] && tests=OFF
 if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTESS_BUILD_TESTS=$tests >"$OUT/build.log" 2>&1 &&
    cmake --build build-gpu -j"$(nproc)" >>"$OUT/build.log" 2>&1; then
   note "build                         ok   ($(( $(date +%s) - t0 )) s)"
@@ -37,7 +37,9 @@ else
 fi
 nvidia-smi --query-gpu=name,memory.total,pcie.link.gen.current --format=csv >"$OUT/gpus.txt" 2>&1
 nvidia-smi topo -m >>"$OUT/gpus.txt" 2>&1
-./build-gpu/tessera-info >"$OUT/info.txt" 2>&1; sed -n '1,/^knobs/p' "$OUT/info.txt"
+# the first runtime start on a machine measures the tile-kernel rates (node/tune.c) and keeps
+# them in ~/.cache/tessera/tune; TESSERA_VERBOSE=2 shows them
+TESSERA_VERBOSE=2 ./build-gpu/tessera-info >"$OUT/info.txt" 2>&1; sed -n '1,/^knobs/p' "$OUT/info.txt"
 
 run() { # label, log, command...
   local label=$1 log=$2; shift 2
@@ -47,6 +49,11 @@ run() { # label, log, command...
   note "$(printf '%-29s %s (%d s)' "$label" "$verdict" $(( $(date +%s) - s )))"
   [ "$verdict" = ok ] || tail -15 "$OUT/$log"
 }
+#   GPU_CHECK_UNIT   test programs to run as they are (default environment: tiles chosen by
+#                    the tuned model), e.g. "test_cuda test_gemm", also under GPU_CHECK_TESTS=0
+for t in ${GPU_CHECK_UNIT:-}; do
+  run "$t (default knobs)" "unit_$t.log" timeout 300 "./build-gpu/tests/$t"
+done
 if [ "${GPU_CHECK_TESTS:-1}" != 0 ]; then
 run "test_cuda"                     test_cuda.log      ./build-gpu/tests/test_cuda
 run "test_gemm GPUs tile 96"        test_gemm_t96.log  env TESSERA_TILE=96 ./build-gpu/tests/test_gemm

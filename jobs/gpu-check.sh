@@ -105,7 +105,7 @@ fi
 # TESSERA_SUMMARY: staging counters); (2) the tile sweep GPU_CHECK_PERF_TILES (tessera only);
 # (3) TESSERA_RECOVER=1's cost (tessera only); (4) a trace of one pageable call; (5) n = 57344
 # (operands larger than the GPU; the in-core row falls back to the largest n that fits, at
-# most 16384); (6) s and c at 32768 against their in-core rates. GPU_CHECK_PERF_STEPS picks.
+# most 32768); (6) s and c at 32768 against their in-core rates. GPU_CHECK_PERF_STEPS picks.
 if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
   pb=./build-gpu/tessera-bench
   for step in ${GPU_CHECK_PERF_STEPS:-1 2 3 4 5 6}; do
@@ -125,7 +125,7 @@ if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
            TESSERA_TRACE="$OUT/pageable_trace.json" ./build-gpu/tessera-gemm -m 32768 -p d -r 1
        grep -E "median|verif|staging|^  [0-9]" "$OUT/perf_pageable_trace.log" | sed 's/^/    /' ;;
     5) run "perf d 57344" perf_d57344.log env TESSERA_SUMMARY=1 $pb -n 57344 -p d -r 3 \
-           --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 120
+           --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 330
        grep -E "^(in-core|tess)" "$OUT/perf_d57344.log" | sed 's/^/    /' ;;
     6) run "perf s,c 32768" perf_sc32768.log $pb -n 32768 -p s,c -r 3 \
            --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 170

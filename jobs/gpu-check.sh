@@ -105,7 +105,8 @@ fi
 # TESSERA_SUMMARY: staging counters); (2) the tile sweep GPU_CHECK_PERF_TILES (tessera only);
 # (3) TESSERA_RECOVER=1's cost (tessera only); (4) a trace of one pageable call; (5) n = 57344
 # (operands larger than the GPU; the in-core row falls back to the largest n that fits, at
-# most 32768); (6) s and c at 32768 against their in-core rates. GPU_CHECK_PERF_STEPS picks.
+# most 32768); (6) s and c at 32768 against their in-core rates; (7) c alone; (8) tessera
+# against cuBLAS-XT 8192 and 12288 at 32768. GPU_CHECK_PERF_STEPS picks (default 1-6).
 if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
   pb=./build-gpu/tessera-bench
   for step in ${GPU_CHECK_PERF_STEPS:-1 2 3 4 5 6}; do
@@ -130,6 +131,12 @@ if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
     6) run "perf s,c 32768" perf_sc32768.log $pb -n 32768 -p s,c -r 3 \
            --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 170
        grep -E "^(in-core|tess)|^== " "$OUT/perf_sc32768.log" | sed 's/^/    /' ;;
+    7) run "perf c 32768" perf_c32768.log $pb -n 32768 -p c -r 3 \
+           --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 280
+       grep -E "^(in-core|tess)" "$OUT/perf_c32768.log" | sed 's/^/    /' ;;
+    8) run "perf d 32768 vs XT" perf_xt32768.log $pb -n 32768 -p d -r 3 --xt-blocks 8192,12288 \
+           --skip incore,xt-pageable,tess-pageable --verify ends --time-limit 200
+       grep -E "^(xt|tess)" "$OUT/perf_xt32768.log" | sed 's/^/    /' ;;
     esac
   done
 fi

@@ -386,7 +386,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
             for (int64_t u = 0; u < nunits + W && !cst; u++) {
                 if (u >= W) { /* unit u - W landed: its tasks may go */
                     cst = nc ? tess__nccl_wait(nc, (int)(u - W))
-                             : TESS__MPI(MPI_Wait(&x.req[u % 2], MPI_STATUS_IGNORE));
+                             : tess__mpi_wait(&x.req[u % 2]);
                     if (cst) break;
                     int64_t done = (u - W + 1) * unit;
                     atomic_store_explicit(&ready, TESS__MIN(mode == 'k' ? kp : lmine, done),

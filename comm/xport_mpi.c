@@ -8,6 +8,7 @@
  */
 #include <limits.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm.h"
 
@@ -88,8 +89,28 @@ static int mpi_bcast_test(struct tess__xport_req *req) {
     return done ? TESS_OK : TESS_EAGAIN;
 }
 
+int tess__mpi_wait(MPI_Request *req) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long nap = 0; /* ns */
+    for (;;) {
+        int done = 0;
+        int st = TESS__MPI(MPI_Test(req, &done, MPI_STATUS_IGNORE));
+        if (st || done) return st;
+        if (!nap) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) < 100000L)
+                continue;
+            nap = 2000;
+        }
+        struct timespec ts = {0, nap};
+        nanosleep(&ts, NULL);
+        if (nap < 100000L) nap *= 2;
+    }
+}
+
 static int mpi_bcast_wait(struct tess__xport_req *req) {
-    return TESS__MPI(MPI_Wait(&req->mpi, MPI_STATUS_IGNORE));
+    return tess__mpi_wait(&req->mpi);
 }
 
 const struct tess__xport_ops tess__xport_mpi = {

@@ -95,6 +95,26 @@ if [ "${GPU_CHECK_FAULT:-0}" = 1 ]; then
   done
   done
 fi
+# ---- resources running out on a GPU (issue 8, GPU_CHECK_EXHAUST=1) ---------------------------
+# A device heap of a few tiles (TESSERA_DEVICE_MEM=600M: four 4096-tiles of doubles, or the
+# tuned model's edge under its twelve-tile bound), and failed pinned allocations for the
+# staging of pageable operands (TESSERA_FAULT=pin:N: the N-th 64 MiB slab's cudaHostAlloc
+# fails; N = 1: no staging pages at all, every copy goes direct). Each verified.
+if [ "${GPU_CHECK_EXHAUST:-0}" = 1 ]; then
+  run "exhaust: heap 600M, tile 4096" exhaust_heap.log env TESSERA_DEVICE_MEM=600M TESSERA_TILE=4096 \
+      TESSERA_SUMMARY=1 ./build-gpu/tessera-gemm -m 16384 -p d -r 1 --pinned
+  grep -E "median|verified|^  0 " "$OUT/exhaust_heap.log" | sed 's/^/    /'
+  if [ -x build-gpu/tessera-bench ]; then
+    run "exhaust: heap 600M, tuned" exhaust_heap_tuned.log env TESSERA_DEVICE_MEM=600M \
+        ./build-gpu/tessera-bench -n 16384 -p d -r 1 --skip incore,xt,xt-pageable,tess-pageable,incore-copies,cpu-blas
+    grep -E "^tess|evictions" "$OUT/exhaust_heap_tuned.log" | sed 's/^/    /'
+  fi
+  for n in 1 3; do
+    run "exhaust: staging slab $n fails" "exhaust_pin$n.log" env TESSERA_FAULT=pin:$n TESSERA_VERBOSE=1 \
+        TESSERA_SUMMARY=1 ./build-gpu/tessera-gemm -m 16384 -p d -r 1
+    grep -E "median|verified|staging" "$OUT/exhaust_pin$n.log" | sed 's/^/    /'
+  done
+fi
 if [ -n "${GPU_CHECK_BENCH:-}" ] && [ -x build-gpu/tessera-bench ]; then
   run "tessera-bench" bench.log ./build-gpu/tessera-bench $GPU_CHECK_BENCH --csv "$OUT/bench.csv"
   cat "$OUT/bench.log"
@@ -106,7 +126,7 @@ fi
 # (3) TESSERA_RECOVER=1's cost (tessera only); (4) a trace of one pageable call; (5) n = 57344
 # (operands larger than the GPU; the in-core row falls back to the largest n that fits, at
 # most 32768); (6) s and c at 32768 against their in-core rates; (7) c alone; (8) tessera
-# against cuBLAS-XT 8192 and 12288 at 32768. GPU_CHECK_PERF_STEPS picks (default 1-6).
+# against cuBLAS-XT 8192 and 12288 at 32768; (9) z alone. GPU_CHECK_PERF_STEPS picks (default 1-6).
 if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
   pb=./build-gpu/tessera-bench
   for step in ${GPU_CHECK_PERF_STEPS:-1 2 3 4 5 6}; do
@@ -134,6 +154,9 @@ if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
     7) run "perf c 32768" perf_c32768.log $pb -n 32768 -p c -r 3 \
            --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 280
        grep -E "^(in-core|tess)" "$OUT/perf_c32768.log" | sed 's/^/    /' ;;
+    9) run "perf z 32768" perf_z32768.log $pb -n 32768 -p z -r 3 \
+           --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 300
+       grep -E "^(in-core|tess)" "$OUT/perf_z32768.log" | sed 's/^/    /' ;;
     8) run "perf d 32768 vs XT" perf_xt32768.log $pb -n 32768 -p d -r 3 --xt-blocks 8192,12288 \
            --skip incore,xt-pageable,tess-pageable --verify ends --time-limit 200
        grep -E "^(xt|tess)" "$OUT/perf_xt32768.log" | sed 's/^/    /' ;;

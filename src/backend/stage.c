@@ -114,6 +114,8 @@ struct tess__stage {
     pthread_mutex_t mu;                 /* page mutex: the fields below up to `growing` */
     struct stage_page *free;
     int nfree, allocated, want, growing, alloc_failed;
+    int fail_slab;                      /* the slab whose allocation is made to fail (tests) */
+    _Atomic int slabs_tried;
     struct stage_slab *slabs;
 
     /* pool mutex */
@@ -290,8 +292,10 @@ static int slab_alloc(struct tess__stage *st) {
 
     struct stage_slab *sl = calloc(1, sizeof *sl);
     void *base = NULL;
-    cudaError_t e = sl ? cudaHostAlloc(&base, (size_t)k * PAGE, cudaHostAllocPortable)
-                       : cudaErrorMemoryAllocation;
+    int nth = atomic_fetch_add(&st->slabs_tried, 1) + 1;
+    cudaError_t e = !sl || nth == st->fail_slab
+                        ? cudaErrorMemoryAllocation /* (or the injected failure) */
+                        : cudaHostAlloc(&base, (size_t)k * PAGE, cudaHostAllocPortable);
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* out of pinned memory is not a device failure */
         free(sl);
@@ -524,6 +528,7 @@ int tess__stage_open(const struct tess__stage_params *p, struct tess__stage **ou
         return TESS_ENOMEM;
     }
     st->ord = p->ord;
+    st->fail_slab = p->fail_slab;
     st->max_pages = (int)np;
     st->summary = p->summary;
     st->fail = p->fail;

@@ -20,6 +20,7 @@ struct tess__stage_params {
     int threads;          /* TESSERA_STAGING_THREADS: threads of the shared pool, 0 = automatic */
     int summary;          /* print one line of statistics at close */
     cudaStream_t probe;   /* an idle stream of the device, to probe cuStreamWaitValue32 */
+    int fail_slab;        /* TESSERA_FAULT "pin:N": the N-th slab's cudaHostAlloc fails (0 never) */
     /* A CUDA call failed: mark the device failed (sticky) with msg; returns TESS_EDEVICE. */
     int (*fail)(void *ctx, const char *msg);
     void *ctx;

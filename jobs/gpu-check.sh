@@ -123,7 +123,7 @@ fi
 # One table per step, each a tessera-bench run on random data, verified (warm-up and last run),
 # median of 3: (1) DGEMM n = 32768: in-core, cuBLAS-XT 8192, tessera pinned and pageable (with
 # TESSERA_SUMMARY: staging counters); (2) the tile sweep GPU_CHECK_PERF_TILES (tessera only);
-# (3) TESSERA_RECOVER=1's cost (tessera only); (4) a trace of one pageable call; (5) n = 57344
+# (3) TESSERA_RECOVER=1's cost (tessera with 0 and with 1); (4) a trace of one pageable call; (5) n = 57344
 # (operands larger than the GPU; the in-core row falls back to the largest n that fits, at
 # most 32768); (6) s and c at 32768 against their in-core rates; (7) c alone; (8) tessera
 # against cuBLAS-XT 8192 and 12288 at 32768; (9) z alone. GPU_CHECK_PERF_STEPS picks (default 1-6).
@@ -139,9 +139,11 @@ if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
              --skip incore,xt,xt-pageable,tess-pageable --verify ends --time-limit 60
          grep -E "^(tess)" "$OUT/perf_tile$t.log" | sed 's/^/    /'
        done ;;
-    3) run "perf d 32768 recover" perf_recover.log env TESSERA_RECOVER=1 $pb -n 32768 -p d -r 3 \
-           --skip incore,xt,xt-pageable,tess-pageable --verify ends --time-limit 60
-       grep -E "^(tess)" "$OUT/perf_recover.log" | sed 's/^/    /' ;;
+    3) for rv in 0 1; do
+         run "perf d 32768 recover=$rv" "perf_recover$rv.log" env TESSERA_RECOVER=$rv $pb -n 32768 \
+             -p d -r 3 --skip incore,xt,xt-pageable,tess-pageable --verify ends --time-limit 60
+         grep -E "^(tess)" "$OUT/perf_recover$rv.log" | sed 's/^/    /'
+       done ;;
     4) run "perf pageable trace" perf_pageable_trace.log env TESSERA_SUMMARY=1 \
            TESSERA_TRACE="$OUT/pageable_trace.json" ./build-gpu/tessera-gemm -m 32768 -p d -r 1
        grep -E "median|verif|staging|^  [0-9]" "$OUT/perf_pageable_trace.log" | sed 's/^/    /' ;;

@@ -142,16 +142,12 @@ static void bounce_commit(const struct tess__slot *sl) {
                (const char *)sl->bounce + (size_t)j * w, w);
 }
 
-/* The commit threads of a device (TESSERA_RECOVER), one per stream slot: copy completed
- * bounce buffers into C (bounce_commit) off the worker thread, so the worker keeps issuing
- * while a tile lands, and several tiles land at once (one thread's memcpy, a few GB/s, is
- * slower than the link: with one thread the copies bounded the call, 0.836 of the rate
- * without TESSERA_RECOVER on the H100). The worker posts a slot (commit 0 -> 1) and leaves it
- * alone until commit is 2; the slot's task and bounce buffer do not change meanwhile. mu is
- * a leaf. */
+/* The commit thread of a device (TESSERA_RECOVER): copies completed bounce buffers into C
+ * (bounce_commit) off the worker thread, so the worker keeps issuing while a tile lands.
+ * The worker posts a slot (commit 0 -> 1) and leaves it alone until commit is 2; the slot's
+ * task and bounce buffer do not change meanwhile. mu is a leaf. */
 struct tess__commit {
-    pthread_t th[TESS_MAX_STREAMS];
-    int nth;
+    pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct tess__slot *q[TESS_MAX_STREAMS];
@@ -184,9 +180,7 @@ static bool commit_post(struct tess__dev *d, struct tess__slot *sl) {
         if (!cm) return false;
         pthread_mutex_init(&cm->mu, NULL);
         pthread_cond_init(&cm->cv, NULL);
-        for (int i = 0; i < d->nstreams; i++)
-            if (pthread_create(&cm->th[cm->nth], NULL, commit_main, cm) == 0) cm->nth++;
-        if (!cm->nth) {
+        if (pthread_create(&cm->th, NULL, commit_main, cm)) {
             pthread_cond_destroy(&cm->cv);
             pthread_mutex_destroy(&cm->mu);
             free(cm);
@@ -207,9 +201,9 @@ void tess__worker_commit_stop(struct tess__dev *d) {
     if (!cm) return;
     pthread_mutex_lock(&cm->mu);
     cm->stop = 1;
-    pthread_cond_broadcast(&cm->cv);
+    pthread_cond_signal(&cm->cv);
     pthread_mutex_unlock(&cm->mu);
-    for (int i = 0; i < cm->nth; i++) pthread_join(cm->th[i], NULL);
+    pthread_join(cm->th, NULL);
     pthread_cond_destroy(&cm->cv);
     pthread_mutex_destroy(&cm->mu);
     free(cm);

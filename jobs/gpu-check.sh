@@ -126,7 +126,8 @@ fi
 # (3) TESSERA_RECOVER=1's cost (tessera with 0 and with 1); (4) a trace of one pageable call; (5) n = 57344
 # (operands larger than the GPU; the in-core row falls back to the largest n that fits, at
 # most 32768); (6) s and c at 32768 against their in-core rates; (7) c alone; (8) tessera
-# against cuBLAS-XT 8192 and 12288 at 32768; (9) z alone. GPU_CHECK_PERF_STEPS picks (default 1-6).
+# against cuBLAS-XT 8192 and 12288 at 32768; (9) z alone; (10) pageable operands with the
+# default staging, then TESSERA_STAGING=4G with 8 and 12 staging threads. GPU_CHECK_PERF_STEPS picks (default 1-6).
 if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
   pb=./build-gpu/tessera-bench
   for step in ${GPU_CHECK_PERF_STEPS:-1 2 3 4 5 6}; do
@@ -159,6 +160,16 @@ if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
     9) run "perf z 32768" perf_z32768.log $pb -n 32768 -p z -r 3 \
            --skip xt,xt-pageable,tess-pageable --verify ends --time-limit 300
        grep -E "^(in-core|tess)" "$OUT/perf_z32768.log" | sed 's/^/    /' ;;
+    10) run "perf pageable default" perf_pg_default.log env TESSERA_SUMMARY=1 $pb -n 32768 -p d -r 3 \
+            --skip xt,xt-pageable,tess --verify ends --time-limit 150
+        grep -E "^(in-core|tess)|staging" "$OUT/perf_pg_default.log" | sed 's/^/    /'
+        for v in "4G 0" "4G 12"; do
+          read -r sg th <<<"$v"
+          run "perf pageable $sg thr $th" "perf_pg_${sg}_$th.log" env TESSERA_SUMMARY=1 TESSERA_STAGING=$sg \
+              TESSERA_STAGING_THREADS=$th $pb -n 32768 -p d -r 3 --skip incore,xt,xt-pageable,tess \
+              --verify ends --time-limit 80
+          grep -E "^tess|staging" "$OUT/perf_pg_${sg}_$th.log" | sed 's/^/    /'
+        done ;;
     8) run "perf d 32768 vs XT" perf_xt32768.log $pb -n 32768 -p d -r 3 --xt-blocks 8192,12288 \
            --skip incore,xt-pageable,tess-pageable --verify ends --time-limit 200
        grep -E "^(xt|tess)" "$OUT/perf_xt32768.log" | sed 's/^/    /' ;;

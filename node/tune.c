@@ -317,11 +317,12 @@ int tess__tune_start(struct tess__rt *rt) {
         }
     for (int dt = 0; dt < 4; dt++)
         if (tu->have[dt])
-            tess__log(TESS__LOG_INFO, "tile tuning: %s %c: link %.1f GB/s, %s; TFLOP/s at 1 ... 6 "
-                      "edges %.1f %.1f %.1f %.1f %.1f %.1f", tu->key, prec[dt], tu->link[dt] * 1e-9,
-                      dt < 4 && missing ? "measured" : "from the file", tu->rate[dt][0] * 1e-12,
+            tess__log(TESS__LOG_INFO, "tile tuning: %s %c: link %.1f GB/s; TFLOP/s at edges "
+                      "%lld ... %lld: %.1f %.1f %.1f %.1f %.1f %.1f (%d precision(s) measured now)",
+                      tu->key, prec[dt], tu->link[dt] * 1e-9, (long long)tu->edges[0],
+                      (long long)tu->edges[TESS__TUNE_NCAND - 1], tu->rate[dt][0] * 1e-12,
                       tu->rate[dt][1] * 1e-12, tu->rate[dt][2] * 1e-12, tu->rate[dt][3] * 1e-12,
-                      tu->rate[dt][4] * 1e-12, tu->rate[dt][5] * 1e-12);
+                      tu->rate[dt][4] * 1e-12, tu->rate[dt][5] * 1e-12, missing);
     if (missing && tune_write(tu, path))
         tess__log(TESS__LOG_INFO, "tile tuning: cannot write %s (%s)", path, strerror(errno));
     return TESS_OK;

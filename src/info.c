@@ -1,5 +1,6 @@
 /* src/info.c: what tessera-info prints: the build configuration, the devices the runtime
- * opened with their memory and links, the peer (P2P) matrix, and the knob table. */
+ * opened with their memory and links, the peer (P2P) matrix, the GEMM tile tuning's
+ * measurements, and the knob table. */
 #include <stdio.h>
 
 #include "../node/node.h"
@@ -39,6 +40,20 @@ void tess_print_info(FILE *f) {
             for (int j = 0; j < rt->ndev; j++)
                 fprintf(f, "%3s", i == j ? "-" : (rt->cache.dev[i].peer_mask >> j) & 1 ? "P" : ".");
             fprintf(f, "\n");
+        }
+        const struct tess__tune *tu = &rt->tune;
+        int any = tu->have[0] | tu->have[1] | tu->have[2] | tu->have[3];
+        fprintf(f, "\nGEMM tile tuning (TESSERA_TUNE): %s\n", any ? tu->key : "none (fixed rule)");
+        if (any) {
+            fprintf(f, "  prec  link GB/s   GFLOP/s at edge");
+            for (int i = 0; i < TESS__TUNE_NCAND; i++) fprintf(f, " %8lld", (long long)tu->edges[i]);
+            fprintf(f, "\n");
+            for (int dt = 0; dt < 4; dt++) {
+                if (!tu->have[dt]) continue;
+                fprintf(f, "  %-4s  %9.1f   %15s", tess__dtypes[dt].name, tu->link[dt] * 1e-9, "");
+                for (int i = 0; i < TESS__TUNE_NCAND; i++) fprintf(f, " %8.0f", tu->rate[dt][i] * 1e-9);
+                fprintf(f, "\n");
+            }
         }
     }
     fprintf(f, "\nknobs:\n");

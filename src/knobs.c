@@ -48,7 +48,7 @@ static const struct knob knobs[] = {
     {"TESSERA_RECOVER", K_INT, "0", OFF(recover), 0,
      "1 = whatever a failing device held can be redone: C tiles the call reads are written back through a host buffer, peers fetch only finished copies"},
     {"TESSERA_PIN", K_INT, "1", OFF(pin_threads), 0,
-     "pin each device worker thread to its own core"},
+     "pin each device worker thread to its own core, inside the process's binding (spread by node-local rank)"},
     {"TESSERA_EMULATE", K_INT, "0", OFF(emulate), 0,
      "emulated host devices to add (separate capped arenas, stream threads)"},
     {"TESSERA_EMULATE_MEM", K_BYTES, "256M", OFF(emu_mem), 0,

@@ -185,7 +185,11 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     job->b_dev = opts ? opts->b_dev : -1;
     job->device_only = job->a_dev >= 0 || job->b_dev >= 0;
     job->dt = dt;
-    job->tile = tess__rt_tile(rt, dt, m, n, k, opts == NULL); /* the distributed GEMM: fixed */
+    /* the tuned edge when the operands are all in host memory from the start (plain
+     * calls, and the distributed GEMM's in-place jobs: one rank); streamed or device
+     * panels keep the fixed rule */
+    job->tile = tess__rt_tile(rt, dt, m, n, k,
+                              !opts || (!opts->ready && opts->a_dev < 0 && opts->b_dev < 0));
     int64_t T = job->tile;
     if (T > INT32_MAX) T = job->tile = INT32_MAX;
     /* every copy of this job reserves a full tile, rounded to the heap's alignment: uniform

@@ -127,7 +127,8 @@ fi
 # (operands larger than the GPU; the in-core row falls back to the largest n that fits, at
 # most 32768); (6) s and c at 32768 against their in-core rates; (7) c alone; (8) tessera
 # against cuBLAS-XT 8192 and 12288 at 32768; (9) z alone; (10) pageable operands with the
-# default staging, then TESSERA_STAGING=4G with 8 and 12 staging threads. GPU_CHECK_PERF_STEPS picks (default 1-6).
+# default staging, then TESSERA_STAGING=4G with 8 and 12 staging threads; (11) the node
+# runtime (tess row) and tess_pdgemm on one rank (issue 6: within 3%). GPU_CHECK_PERF_STEPS picks (default 1-6).
 if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
   pb=./build-gpu/tessera-bench
   for step in ${GPU_CHECK_PERF_STEPS:-1 2 3 4 5 6}; do
@@ -170,6 +171,11 @@ if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
               --verify ends --time-limit 80
           grep -E "^tess|staging" "$OUT/perf_pg_${sg}_$th.log" | sed 's/^/    /'
         done ;;
+    11) run "perf node runtime d 32768" perf_node32768.log $pb -n 32768 -p d -r 3 \
+            --skip incore,xt,xt-pageable,tess-pageable --verify ends --time-limit 60
+        grep -E "^tess" "$OUT/perf_node32768.log" | sed 's/^/    /'
+        run "perf pdgemm 1 rank 32768" perf_p1_32768.log ./build-gpu/tessera-gemm -m 32768 --nb 4096 -r 3 --pinned
+        grep -E "median|verified" "$OUT/perf_p1_32768.log" | sed 's/^/    /' ;;
     8) run "perf d 32768 vs XT" perf_xt32768.log $pb -n 32768 -p d -r 3 --xt-blocks 8192,12288 \
            --skip incore,xt-pageable,tess-pageable --verify ends --time-limit 200
        grep -E "^(xt|tess)" "$OUT/perf_xt32768.log" | sed 's/^/    /' ;;

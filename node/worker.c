@@ -137,9 +137,10 @@ static bool bounce_ready(struct tess__slot *sl, size_t bytes) {
 static void bounce_commit(const struct tess__slot *sl) {
     const struct tess__task *t = sl->t;
     size_t es = tess__dtypes[t->job->dt].size, w = (size_t)t->m * es;
-    for (int64_t j = 0; j < t->n; j++)
-        memcpy((char *)t->c + (size_t)j * (size_t)t->job->ldc * es,
-               (const char *)sl->bounce + (size_t)j * w, w);
+    for (int64_t j = 0; j < t->n; j++) /* non-temporal: C is not read here again */
+        tess__copy_nt((char *)t->c + (size_t)j * (size_t)t->job->ldc * es,
+                      (const char *)sl->bounce + (size_t)j * w, w);
+    tess__copy_nt_fence(); /* before slot.commit = 2 publishes the tile */
 }
 
 /* The commit thread of a device (TESSERA_RECOVER): copies completed bounce buffers into C

@@ -96,6 +96,10 @@ extern int tess__verbose;
 
 /* Monotonic seconds. */
 double tess__now(void);
+/* hostmem.c: a large host copy with non-temporal stores (x86-64; memcpy elsewhere), and the
+ * fence that orders those stores before a flag or an atomic that publishes them. */
+void tess__copy_nt(void *dst, const void *src, size_t n);
+void tess__copy_nt_fence(void);
 
 /* ---- knobs: one table in src/knobs.c, mirrored in docs/knobs.md ------------------- */
 

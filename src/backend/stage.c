@@ -47,13 +47,6 @@
 
 #include <cuda.h>
 
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>
-#define STAGE_NT 1
-#else
-#define STAGE_NT 0
-#endif
-
 #include "stage.h"
 
 #define PAGE ((size_t)8 << 20)          /* bytes of one staging page */
@@ -220,34 +213,6 @@ static int drv_check_(struct tess__stage *st, CUresult r, const char *call, cons
 
 /* ---- the CPU copy ------------------------------------------------------------------------- */
 
-/* memcpy with non-temporal stores on x86-64: the destination (a page the DMA engine reads
- * next, or the user's C) is not read by this thread again, so the stores skip the cache and
- * the read-for-ownership. Ordered by the fence before the flag store. */
-static void copy_nt(void *dst, const void *src, size_t n) {
-#if STAGE_NT
-    char *d = dst;
-    const char *s = src;
-    if (n >= 1024) {
-        size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-        memcpy(d, s, head);
-        d += head, s += head, n -= head;
-        for (; n >= 64; n -= 64, d += 64, s += 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)s);
-            __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
-            __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
-            _mm_stream_si128((__m128i *)d, a);
-            _mm_stream_si128((__m128i *)(d + 16), b);
-            _mm_stream_si128((__m128i *)(d + 32), c);
-            _mm_stream_si128((__m128i *)(d + 48), e);
-        }
-    }
-    memcpy(d, s, n);
-#else
-    memcpy(dst, src, n);
-#endif
-}
-
 /* Run one piece on a staging thread; returns its device (the piece may be freed by the
  * worker as soon as the flag is stored, so nothing of it is touched after that). */
 static struct tess__stage *piece_run(struct stage_piece *pc) {
@@ -259,19 +224,17 @@ static struct tess__stage *piece_run(struct stage_piece *pc) {
         size_t w = pc->width;
         int h2d = pc->g->h2d;
         if (pc->ncols == 1 || pc->hpitch == w) {
-            if (h2d) copy_nt(page, pc->host, w * pc->ncols);
-            else copy_nt(pc->host, page, w * pc->ncols);
+            if (h2d) tess__copy_nt(page, pc->host, w * pc->ncols);
+            else tess__copy_nt(pc->host, page, w * pc->ncols);
         } else {
             for (size_t c = 0; c < pc->ncols; c++) {
-                if (h2d) copy_nt(page + c * w, pc->host + c * pc->hpitch, w);
-                else copy_nt(pc->host + c * pc->hpitch, page + c * w, w);
+                if (h2d) tess__copy_nt(page + c * w, pc->host + c * pc->hpitch, w);
+                else tess__copy_nt(pc->host + c * pc->hpitch, page + c * w, w);
             }
         }
     }
     /* the copied bytes (non-temporal stores included) before the flag */
-#if STAGE_NT
-    _mm_sfence();
-#endif
+    tess__copy_nt_fence();
     atomic_thread_fence(memory_order_seq_cst);
     atomic_store_explicit(flag, gen, memory_order_release);
     return st;

@@ -736,7 +736,8 @@ static long local_rank(void) {
                                  "SLURM_LOCALID"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
-        if (v && *v) return strtol(v, NULL, 10) > 0 ? strtol(v, NULL, 10) : 0;
+        long r = v && *v ? strtol(v, NULL, 10) : -1;
+        if (r >= 0) return r;
     }
     return 0;
 }

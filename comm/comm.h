@@ -376,6 +376,29 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
                     int64_t jb, const struct tess__comm_desc *db, const void *beta, void *C,
                     int64_t ic, int64_t jc, const struct tess__comm_desc *dc);
 
+/* Host bytes per rank the gathered panels may take (TESSERA_PGEMM_MEM, or 40% of RAM shared
+ * by the ranks of a node), the minimum over the grid. Collective. */
+int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t *out);
+
+/* ---- pgemm_split.c: stationary A / B for skinny shapes ---------------------------------- */
+
+/* Which variant runs this call (the same on every rank; collective): 'C' (stationary C,
+ * tess__pgemm_run's own), 'A' or 'B'. a_in_place/b_in_place: whether stationary C would
+ * use that operand in place. */
+int tess__pgemm_pick(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
+                     int64_t n, int64_t k, int64_t ia, int64_t ja, const struct tess__comm_desc *da,
+                     int64_t ib, int64_t jb, const struct tess__comm_desc *db, int64_t ic,
+                     int64_t jc, const struct tess__comm_desc *dc, bool a_in_place,
+                     bool b_in_place, char *var);
+/* Run variant var ('A' or 'B') of tess__pgemm_run (m, n, k >= 1, alpha != 0; real
+ * precisions with 'C' already turned to 'T'). Collective; the same status on every rank. */
+int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char ta, char tb,
+                      int64_t m, int64_t n, int64_t k, const tess__scalar_t *al,
+                      const tess__scalar_t *be, const void *A, int64_t ia, int64_t ja,
+                      const struct tess__comm_desc *da, const void *B, int64_t ib, int64_t jb,
+                      const struct tess__comm_desc *db, void *C, int64_t ic, int64_t jc,
+                      const struct tess__comm_desc *dc);
+
 #endif /* TESS_HAVE_MPI */
 
 #endif

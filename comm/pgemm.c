@@ -104,7 +104,7 @@ static double now_s(void) { return tess__now(); }
 
 /* Host bytes per rank the panels may take (TESSERA_PGEMM_MEM, or 40% of RAM shared by the
  * ranks of this node); the minimum over the grid, so every rank cuts k the same way. */
-static int panel_budget(const struct tess__comm_grid *g, int64_t *out) {
+int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t *out) {
     struct tess__config cfg;
     int st = tess__config_load(&cfg);
     int64_t b = cfg.pgemm_mem;
@@ -130,113 +130,6 @@ static int64_t chunk_bytes(void) {
     struct tess__config cfg;
     if (tess__config_load(&cfg) || cfg.pgemm_chunk <= 0) return 128 << 20;
     return cfg.pgemm_chunk;
-}
-
-/* One pipelined exchange per k chunk. */
-struct exch {
-    struct tess__comm_grid *g;
-    struct tess__redist_op *ops;
-    MPI_Datatype elem;
-    int size;                   /* ranks in g->comm */
-    int *prow, *pcol;           /* coordinates of each rank of g->comm */
-    int *cnt_s, *cnt_r, *dsp;   /* per rank: count (0/1) out and in, displacements (0) */
-    MPI_Datatype *ty_s[2], *ty_r[2];
-    MPI_Request req[2];
-    uint64_t sent, recvd;
-};
-
-static int exch_post(struct exch *x, int slot, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
-                     int64_t s1) {
-    struct tess__comm_grid *g = x->g;
-    int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK;
-    for (int j = 0; j < x->size && !st; j++) {
-        MPI_Datatype ts = MPI_DATATYPE_NULL, tr = MPI_DATATYPE_NULL;
-        st = tess__redist_types(x->ops, 2, g, me_r, me_c, x->prow[j], x->pcol[j], k0, k1, kbase,
-                                s0, s1, true, x->elem, &ts);
-        if (!st)
-            st = tess__redist_types(x->ops, 2, g, x->prow[j], x->pcol[j], me_r, me_c, k0, k1,
-                                    kbase, s0, s1, false, x->elem, &tr);
-        x->ty_s[slot][j] = ts != MPI_DATATYPE_NULL ? ts : x->elem;
-        x->ty_r[slot][j] = tr != MPI_DATATYPE_NULL ? tr : x->elem;
-        x->cnt_s[j] = ts != MPI_DATATYPE_NULL;
-        x->cnt_r[j] = tr != MPI_DATATYPE_NULL;
-        MPI_Count sz;
-        if (ts != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(ts, &sz) == MPI_SUCCESS)
-            x->sent += (uint64_t)sz;
-        if (tr != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(tr, &sz) == MPI_SUCCESS)
-            x->recvd += (uint64_t)sz;
-    }
-    if (!st)
-        st = TESS__MPI(MPI_Ialltoallw(MPI_BOTTOM, x->cnt_s, x->dsp, x->ty_s[slot], MPI_BOTTOM,
-                                      x->cnt_r, x->dsp, x->ty_r[slot], g->comm, &x->req[slot]));
-    /* the call holds what it needs: the types can go now (MPI frees them when done) */
-    for (int j = 0; j < x->size; j++) {
-        if (x->ty_s[slot][j] != x->elem && x->ty_s[slot][j] != MPI_DATATYPE_NULL)
-            MPI_Type_free(&x->ty_s[slot][j]);
-        if (x->ty_r[slot][j] != x->elem && x->ty_r[slot][j] != MPI_DATATYPE_NULL)
-            MPI_Type_free(&x->ty_r[slot][j]);
-        x->ty_s[slot][j] = x->ty_r[slot][j] = MPI_DATATYPE_NULL;
-    }
-    return st;
-}
-
-static void exch_free(struct exch *x) {
-    free(x->prow), free(x->pcol), free(x->cnt_s), free(x->cnt_r), free(x->dsp);
-    for (int s = 0; s < 2; s++) free(x->ty_s[s]), free(x->ty_r[s]);
-    if (x->elem != MPI_DATATYPE_NULL) MPI_Type_free(&x->elem);
-}
-
-static int exch_init(struct exch *x, struct tess__comm_grid *g, struct tess__redist_op *ops,
-                     size_t es) {
-    memset(x, 0, sizeof *x);
-    x->g = g;
-    x->ops = ops;
-    x->elem = MPI_DATATYPE_NULL;
-    x->req[0] = x->req[1] = MPI_REQUEST_NULL;
-    MPI_Comm_size(g->comm, &x->size);
-    size_t n = (size_t)x->size;
-    x->prow = calloc(n, sizeof(int)), x->pcol = calloc(n, sizeof(int));
-    x->cnt_s = calloc(n, sizeof(int)), x->cnt_r = calloc(n, sizeof(int)), x->dsp = calloc(n, sizeof(int));
-    for (int s = 0; s < 2; s++)
-        x->ty_s[s] = calloc(n, sizeof(MPI_Datatype)), x->ty_r[s] = calloc(n, sizeof(MPI_Datatype));
-    if (!x->prow || !x->pcol || !x->cnt_s || !x->cnt_r || !x->dsp || !x->ty_s[0] || !x->ty_s[1] ||
-        !x->ty_r[0] || !x->ty_r[1]) {
-        exch_free(x);
-        return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-    }
-    for (int r = 0; r < g->at.nprow; r++)
-        for (int c = 0; c < g->at.npcol; c++) {
-            int k = tess__comm_grid_rank(g, r, c);
-            x->prow[k] = r, x->pcol[k] = c;
-        }
-    int st = TESS__MPI(MPI_Type_contiguous((int)es, MPI_BYTE, &x->elem));
-    if (!st) st = TESS__MPI(MPI_Type_commit(&x->elem));
-    if (st) exch_free(x);
-    return st;
-}
-
-/* Fill one operand's maps: sel is the dimension chosen by C's map cmap (C's rows, axis 0,
- * for A; C's columns, axis 1, for B), the other is k. */
-static void op_setup(struct tess__redist_op *op, const struct tess__comm_grid *g, const void *X,
-                     const struct tess__comm_desc *dx, int64_t ix, int64_t jx, size_t es,
-                     int kdim, int64_t k, int64_t sel_len, const struct tess__comm_bc *cmap,
-                     int64_t coff, int axis) {
-    memset(op, 0, sizeof *op);
-    op->X = X;
-    op->ldx = dx->lld;
-    op->es = es;
-    op->kdim = kdim;
-    op->dim[0].src = tess__comm_desc_rows(dx, g->at.nprow);
-    op->dim[1].src = tess__comm_desc_cols(dx, g->at.npcol);
-    op->dim[0].off = ix;
-    op->dim[1].off = jx;
-    struct tess__redist_dim *kd = &op->dim[kdim], *sd = &op->dim[1 - kdim];
-    kd->len = k;
-    kd->all = 1;
-    sd->len = sel_len;
-    sd->tgt = *cmap;
-    sd->toff = coff;
-    sd->taxis = axis;
 }
 
 int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
@@ -271,12 +164,22 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
 
     /* the two operands: A's selected dimension follows C's rows, B's C's columns */
     struct tess__redist_op ops[2];
-    op_setup(&ops[0], g, A, da, ia, ja, es, ta == 'N' ? 1 : 0, k, m, &cr, ic, 0);
-    op_setup(&ops[1], g, B, db, ib, jb, es, tb == 'N' ? 0 : 1, k, n, &cc, jc, 1);
+    tess__redist_setup(&ops[0], g, A, da, ia, ja, es, ta == 'N' ? 1 : 0, k, m, &cr, ic, 0);
+    tess__redist_setup(&ops[1], g, B, db, ib, jb, es, tb == 'N' ? 0 : 1, k, n, &cc, jc, 1);
     int st = tess__redist_plan(&ops[0]);
     if (!st && (st = tess__redist_plan(&ops[1]))) tess__redist_free(&ops[0]);
     if (st) return tess__comm_agree(g, st);
     for (int i = 0; i < 2; i++) ops[i].in_place = tess__redist_in_place(&ops[i]);
+    /* skinny shapes: stationary A or B (pgemm_split.c) */
+    char var = 'C';
+    st = tess__pgemm_pick(g, dt, ta, tb, m, n, k, ia, ja, da, ib, jb, db, ic, jc, dc,
+                          ops[0].in_place, ops[1].in_place, &var);
+    if (st || var != 'C') {
+        tess__redist_free(&ops[0]);
+        tess__redist_free(&ops[1]);
+        return st ? st : tess__pgemm_split(g, var, dt, ta, tb, m, n, k, &al, &be, A, ia, ja, da,
+                                           B, ib, jb, db, C, ic, jc, dc);
+    }
 
     /* k per pass: the panels of the largest rank fit the budget */
     int64_t mmax = 0, nmax = 0;
@@ -297,7 +200,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         st = TESS__MPI(MPI_Allreduce(&v, &mn, 1, MPI_LONG_LONG, MPI_MIN, g->comm));
         budget = (int64_t)mn;
     } else if (!st) {
-        st = panel_budget(g, &budget);
+        st = tess__pgemm_budget(g, &budget);
     }
     if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
     int64_t cbytes = nc ? TESS__MAX(chunk_bytes(), (int64_t)512 << 20) : chunk_bytes();
@@ -319,11 +222,11 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
                              "(lower TESSERA_PGEMM_MEM)", abytes + bbytes);
     }
     if (!nc) panel = g->ws;
-    struct exch x;
-    if (!st && moving) xok = !(st = exch_init(&x, g, ops, es));
+    struct tess__redist_exch x;
+    if (!st && moving) xok = !(st = tess__redist_exch_init(&x, g, ops, 2, es));
     st = tess__comm_agree(g, st);
     if (st) {
-        if (xok) exch_free(&x);
+        if (xok) tess__redist_exch_free(&x);
         if (panel_h) tess__nccl_free(nc, panel_h);
         tess__redist_free(&ops[0]);
         tess__redist_free(&ops[1]);
@@ -398,7 +301,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
                 else s0 = u * unit, s1 = (u + 1) * unit;
                 cst = nc ? tess__nccl_unit(nc, g, ops, x.prow, x.pcol, x.size, k0, k1, p0, s0, s1,
                                            (int)u, &x.sent, &x.recvd)
-                         : exch_post(&x, (int)(u % 2), k0, k1, p0, s0, s1);
+                         : tess__redist_exch_post(&x, (int)(u % 2), k0, k1, p0, s0, s1);
             }
             tcomm += now_s() - tc;
             if (cst && job) tess__gemm_abort(job, cst);
@@ -409,7 +312,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     if (moving) {
         g->last.bytes_sent = x.sent;
         g->last.bytes_received = x.recvd;
-        exch_free(&x);
+        tess__redist_exch_free(&x);
     }
     if (panel_h) tess__nccl_free(nc, panel_h);
     g->last.nccl = nc != NULL;
@@ -420,6 +323,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     g->last.passes = passes;
     g->last.a_local = ops[0].in_place;
     g->last.b_local = ops[1].in_place;
+    g->last.variant = 'C';
     return st;
 }
 

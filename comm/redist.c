@@ -29,6 +29,30 @@
 
 #include "redist.h"
 
+/* Fill one operand's maps: sel is the dimension chosen by C's map cmap (C's rows, axis 0,
+ * for A; C's columns, axis 1, for B), the other is k. */
+void tess__redist_setup(struct tess__redist_op *op, const struct tess__comm_grid *g, const void *X,
+                        const struct tess__comm_desc *dx, int64_t ix, int64_t jx, size_t es,
+                        int kdim, int64_t k, int64_t sel_len, const struct tess__comm_bc *cmap,
+                        int64_t coff, int axis) {
+    memset(op, 0, sizeof *op);
+    op->X = X;
+    op->ldx = dx->lld;
+    op->es = es;
+    op->kdim = kdim;
+    op->dim[0].src = tess__comm_desc_rows(dx, g->at.nprow);
+    op->dim[1].src = tess__comm_desc_cols(dx, g->at.npcol);
+    op->dim[0].off = ix;
+    op->dim[1].off = jx;
+    struct tess__redist_dim *kd = &op->dim[kdim], *sd = &op->dim[1 - kdim];
+    kd->len = k;
+    kd->all = 1;
+    sd->len = sel_len;
+    sd->tgt = *cmap;
+    sd->toff = coff;
+    sd->taxis = axis;
+}
+
 /* Index of the block of d holding global index g. */
 static int64_t block_of(const struct tess__comm_bc *d, int64_t g) {
     return g < d->ib ? 0 : 1 + (g - d->ib) / d->nb;
@@ -39,7 +63,7 @@ static int64_t block_end(const struct tess__comm_bc *d, int64_t g) {
     return d->ib + b * d->nb;
 }
 
-static int cut_dim(struct tess__redist_dim *dm) {
+int tess__redist_cut(struct tess__redist_dim *dm) {
     int64_t L = dm->len, cap = 16, n = 0;
     struct tess__redist_seg *s = malloc(sizeof *s * (size_t)cap);
     if (!s) return tess__fail(TESS_ENOMEM, "pgemm: segment list: out of host memory");
@@ -86,7 +110,7 @@ int tess__redist_plan(struct tess__redist_op *op) {
     if (op->dim[0].tgt.np > 64 || op->dim[1].tgt.np > 64)
         return tess__fail(TESS_ENOSYS, "pgemm: grids with more than 64 process rows or columns");
     for (int d = 0; d < 2; d++) {
-        int rc = cut_dim(&op->dim[d]);
+        int rc = tess__redist_cut(&op->dim[d]);
         if (rc) {
             tess__redist_free(op);
             return rc;
@@ -271,4 +295,78 @@ int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, i
         free(rs);
     }
     return TESS_OK;
+}
+
+/* ---- the exchange: one MPI_Ialltoallw per unit, two units in flight ------------------- */
+
+
+int tess__redist_exch_post(struct tess__redist_exch *x, int slot, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
+                     int64_t s1) {
+    struct tess__comm_grid *g = x->g;
+    int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK;
+    for (int j = 0; j < x->size && !st; j++) {
+        MPI_Datatype ts = MPI_DATATYPE_NULL, tr = MPI_DATATYPE_NULL;
+        st = tess__redist_types(x->ops, x->nops, g, me_r, me_c, x->prow[j], x->pcol[j], k0, k1, kbase,
+                                s0, s1, true, x->elem, &ts);
+        if (!st)
+            st = tess__redist_types(x->ops, x->nops, g, x->prow[j], x->pcol[j], me_r, me_c, k0, k1,
+                                    kbase, s0, s1, false, x->elem, &tr);
+        x->ty_s[slot][j] = ts != MPI_DATATYPE_NULL ? ts : x->elem;
+        x->ty_r[slot][j] = tr != MPI_DATATYPE_NULL ? tr : x->elem;
+        x->cnt_s[j] = ts != MPI_DATATYPE_NULL;
+        x->cnt_r[j] = tr != MPI_DATATYPE_NULL;
+        MPI_Count sz;
+        if (ts != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(ts, &sz) == MPI_SUCCESS)
+            x->sent += (uint64_t)sz;
+        if (tr != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(tr, &sz) == MPI_SUCCESS)
+            x->recvd += (uint64_t)sz;
+    }
+    if (!st)
+        st = TESS__MPI(MPI_Ialltoallw(MPI_BOTTOM, x->cnt_s, x->dsp, x->ty_s[slot], MPI_BOTTOM,
+                                      x->cnt_r, x->dsp, x->ty_r[slot], g->comm, &x->req[slot]));
+    /* the call holds what it needs: the types can go now (MPI frees them when done) */
+    for (int j = 0; j < x->size; j++) {
+        if (x->ty_s[slot][j] != x->elem && x->ty_s[slot][j] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&x->ty_s[slot][j]);
+        if (x->ty_r[slot][j] != x->elem && x->ty_r[slot][j] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&x->ty_r[slot][j]);
+        x->ty_s[slot][j] = x->ty_r[slot][j] = MPI_DATATYPE_NULL;
+    }
+    return st;
+}
+
+void tess__redist_exch_free(struct tess__redist_exch *x) {
+    free(x->prow), free(x->pcol), free(x->cnt_s), free(x->cnt_r), free(x->dsp);
+    for (int s = 0; s < 2; s++) free(x->ty_s[s]), free(x->ty_r[s]);
+    if (x->elem != MPI_DATATYPE_NULL) MPI_Type_free(&x->elem);
+}
+
+int tess__redist_exch_init(struct tess__redist_exch *x, struct tess__comm_grid *g,
+                           struct tess__redist_op *ops, int nops, size_t es) {
+    memset(x, 0, sizeof *x);
+    x->g = g;
+    x->ops = ops;
+    x->nops = nops;
+    x->elem = MPI_DATATYPE_NULL;
+    x->req[0] = x->req[1] = MPI_REQUEST_NULL;
+    MPI_Comm_size(g->comm, &x->size);
+    size_t n = (size_t)x->size;
+    x->prow = calloc(n, sizeof(int)), x->pcol = calloc(n, sizeof(int));
+    x->cnt_s = calloc(n, sizeof(int)), x->cnt_r = calloc(n, sizeof(int)), x->dsp = calloc(n, sizeof(int));
+    for (int s = 0; s < 2; s++)
+        x->ty_s[s] = calloc(n, sizeof(MPI_Datatype)), x->ty_r[s] = calloc(n, sizeof(MPI_Datatype));
+    if (!x->prow || !x->pcol || !x->cnt_s || !x->cnt_r || !x->dsp || !x->ty_s[0] || !x->ty_s[1] ||
+        !x->ty_r[0] || !x->ty_r[1]) {
+        tess__redist_exch_free(x);
+        return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    }
+    for (int r = 0; r < g->at.nprow; r++)
+        for (int c = 0; c < g->at.npcol; c++) {
+            int k = tess__comm_grid_rank(g, r, c);
+            x->prow[k] = r, x->pcol[k] = c;
+        }
+    int st = TESS__MPI(MPI_Type_contiguous((int)es, MPI_BYTE, &x->elem));
+    if (!st) st = TESS__MPI(MPI_Type_commit(&x->elem));
+    if (st) tess__redist_exch_free(x);
+    return st;
 }

@@ -39,6 +39,18 @@ struct tess__redist_op {
     int64_t ldbuf;
 };
 
+/* Fill op's maps for X (descriptor dx, sub(X) at (ix, jx)): dimension kdim is needed whole
+ * ("all", k indices long); the other, sel_len long, is selected by the map cmap (whole
+ * matrix, the range starting at coff) over grid axis `axis` (0 rows, 1 columns). For the
+ * stationary-C GEMM, cmap is C's row (A) or column (B) map; for the split variants
+ * (pgemm_split.c), the k map of the operand that stays. Segments are cut by
+ * tess__redist_plan. */
+void tess__redist_setup(struct tess__redist_op *op, const struct tess__comm_grid *g, const void *X,
+                        const struct tess__comm_desc *dx, int64_t ix, int64_t jx, size_t es,
+                        int kdim, int64_t k, int64_t sel_len, const struct tess__comm_bc *cmap,
+                        int64_t coff, int axis);
+/* Cut one dimension into segments (its maps set; tgt.np <= 64): dm->seg, dm->nseg. */
+int tess__redist_cut(struct tess__redist_dim *dm);
 /* Cut both dimensions into segments (op's maps set); TESS_ENOMEM/ENOSYS. */
 int tess__redist_plan(struct tess__redist_op *op);
 void tess__redist_free(struct tess__redist_op *op);
@@ -68,5 +80,28 @@ typedef void (*tess__redist_block_fn)(void *arg, int op, int64_t sr, int64_t sc,
 int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, int ocol, int drow,
                         int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1,
                         tess__redist_block_fn fn, void *arg);
+
+/* The exchange of the gathered panels: one MPI_Ialltoallw per unit over g->comm (two
+ * slots, so two units may be in flight), the elements of every (owner, destination) pair
+ * described by tess__redist_types at their place on both sides. */
+struct tess__redist_exch {
+    struct tess__comm_grid *g;
+    struct tess__redist_op *ops;
+    int nops;
+    MPI_Datatype elem;
+    int size;                   /* ranks in g->comm */
+    int *prow, *pcol;           /* coordinates of each rank of g->comm */
+    int *cnt_s, *cnt_r, *dsp;   /* per rank: count (0/1) out and in, displacements (0) */
+    MPI_Datatype *ty_s[2], *ty_r[2];
+    MPI_Request req[2];
+    uint64_t sent, recvd;       /* bytes to and from other ranks, all units so far */
+};
+int tess__redist_exch_init(struct tess__redist_exch *x, struct tess__comm_grid *g,
+                           struct tess__redist_op *ops, int nops, size_t es);
+/* Start the unit of k in [k0, k1) (buffer index k - kbase) and selected buffer positions
+ * in [s0, s1) in slot (0 or 1; its request must be done). */
+int tess__redist_exch_post(struct tess__redist_exch *x, int slot, int64_t k0, int64_t k1,
+                           int64_t kbase, int64_t s0, int64_t s1);
+void tess__redist_exch_free(struct tess__redist_exch *x);
 
 #endif

@@ -144,6 +144,7 @@ struct tess__config {
     int64_t pgemm_chunk;     /* TESSERA_PGEMM_CHUNK: bytes received per exchange step */
     int pgemm_nccl;          /* TESSERA_PGEMM_NCCL: use NCCL inside a node when possible */
     int pgemm_nccl_streams;  /* TESSERA_PGEMM_NCCL_STREAMS: 2 = pack on its own stream */
+    char pgemm_variant[8];   /* TESSERA_PGEMM_VARIANT: auto, c, a, b */
 };
 
 /* Fill cfg from the environment (defaults for unset knobs). Returns TESS_EINVAL with a

@@ -10,7 +10,10 @@
  *     matrix; LLD larger than needed (a different gap on each rank; A's and B's gaps hold
  *     NaN); random alpha/beta, beta = 0 with sub(C) full of NaN (the reference runs with
  *     sub(C) = 0), beta = 1, alpha = 0, k = 0, m = 0, n = 0; some cases with a tiny
- *     TESSERA_PGEMM_CHUNK (many pipelined exchanges) or TESSERA_PGEMM_MEM (k in passes).
+ *     TESSERA_PGEMM_CHUNK (many pipelined exchanges) or TESSERA_PGEMM_MEM (k in passes);
+ *     30% forced to stationary A or B (TESSERA_PGEMM_VARIANT=a|b), the rest chosen by shape.
+ *   - the variant by shape: a tall A (m, k >> n) runs stationary A, a wide B stationary B, a
+ *     cube stationary C (stats.variant), each checked like the random cases.
  *     Every byte of each rank's local C: inside sub(C) within a tolerance of ScaLAPACK's
  *     result (and finite), outside sub(C), LLD gap included, unchanged byte for byte; A and
  *     B unchanged. The expected sub(C) must differ from the input C somewhere on the grid
@@ -20,12 +23,15 @@
  *     ranks own and at most its rows of op(A) and columns of op(B) once; an operand used in
  *     place needs nothing from elsewhere; on 1 rank both operands are in place and nothing
  *     moves; on a P x 1 grid op(A) = A with C's row map is in place (1 x Q: B likewise);
- *     passes > 1 when TESSERA_PGEMM_MEM forces it.
+ *     passes > 1 when TESSERA_PGEMM_MEM forces it. Stationary A/B: the same variant on
+ *     every rank, the stationary operand in place, one pass, at most the other operand and
+ *     a partial of the rank's sub(C) from every rank received.
  *   - one-rank mode: a 1 x 1 grid over MPI_COMM_SELF on every rank, tess_p?gemm against
  *     tess_?gemm (the node runtime) on the same data.
  *   - bad input: an LLD too small on one rank only, m < 0, k < 0 on one rank only, ia out
  *     of range, ic + m > M_, MB_ = 0, RSRC_ >= NPROW on one rank, alpha different on one
- *     rank: every rank returns TESS_EINVAL with the same message, nothing is written, and
+ *     rank, TESSERA_PGEMM_VARIANT unknown or set on one rank only: every rank returns
+ *     TESS_EINVAL with the same message, nothing is written, and
  *     the next call works (a hang is caught by the per-case watchdog and CTest's TIMEOUT).
  *
  * The runtime runs on emulated devices: unless set, TESSERA_DEVICES=none,
@@ -85,6 +91,7 @@ PGEMM_PROTO(pzgemm_)
 static int wrank, wsize;
 static long n_fail;          /* failures seen by this rank */
 static long n_cases_ref, n_cases_one, n_cases_bad, n_multipass, n_pipelined, n_inplace;
+static long n_split[2];      /* cases that ran stationary A, B (this rank) */
 static long long n_compared; /* elements of sub(C) compared on this rank */
 static long n_bitwise_one;   /* one-rank cases where tess_p?gemm == tess_?gemm bit for bit */
 static int verbose;
@@ -251,6 +258,8 @@ struct pcase {
     int aliasB;          /* B is A: the same local array and descriptor */
     long chunk, mem;     /* TESSERA_PGEMM_CHUNK / _MEM for this case, 0 = unset */
     int typed;           /* tess_p?gemm (1) or tess_pgemm (0) */
+    char variant;        /* TESSERA_PGEMM_VARIANT for this case: 0 (auto), 'a', 'b', 'c' */
+    char expect;         /* the variant stats must report ('C', 'A', 'B'), 0 = any */
     uint64_t cs;         /* data seed */
 };
 
@@ -263,12 +272,13 @@ static void describe(const struct pcase *c, int P, int Q, char order, char *out,
              "case %d on %dx%d '%c' (seed %" PRIu64 "): %cgemm ta=%c tb=%c m=%d n=%d k=%d "
              "alpha=(%g,%g) beta=(%g,%g)%s A[%dx%d mb=%d nb=%d src=%d,%d ia=%d ja=%d] "
              "B[%dx%d mb=%d nb=%d src=%d,%d ib=%d jb=%d] C[%dx%d mb=%d nb=%d src=%d,%d "
-             "ic=%d jc=%d] chunk=%ld mem=%ld %s%s%s",
+             "ic=%d jc=%d] chunk=%ld mem=%ld variant=%s %s%s%s",
              c->id, P, Q, order, seed0, dtc[c->dt], c->ta, c->tb, c->m, c->n, c->k, c->al[0],
              c->al[1], c->be[0], c->be[1], c->nanC ? " C=NaN" : "", c->AM, c->AN, c->Amb,
              c->Anb, c->Arsrc, c->Acsrc, c->ia, c->ja, c->BM, c->BN, c->Bmb, c->Bnb, c->Brsrc,
              c->Bcsrc, c->ib, c->jb, c->CM, c->CN, c->Cmb, c->Cnb, c->Crsrc, c->Ccsrc, c->ic,
-             c->jc, c->chunk, c->mem, c->typed ? "typed" : "generic",
+             c->jc, c->chunk, c->mem, c->variant == 'a' ? "a" : c->variant == 'b' ? "b" : c->variant == 'c' ? "c" : "auto",
+             c->typed ? "typed" : "generic",
              c->aliasB ? " B=A" : "", c->aligned ? " aligned" : "");
 }
 
@@ -367,6 +377,9 @@ static void make_case(int id, int P, int Q, int force_work, struct pcase *c) {
     else if (kn < 22) c->mem = (long)esz[c->dt] * rnd(&s, 40, 3000);
     else if (kn < 26) c->chunk = (long)esz[c->dt] * rnd(&s, 1, 64), c->mem = (long)esz[c->dt] * rnd(&s, 100, 2000);
     c->typed = rnd(&s, 0, 1);
+    int vr = rnd(&s, 0, 99);
+    c->variant = vr < 15 ? 'a' : vr < 30 ? 'b' : vr < 35 ? 'c' : 0;
+    if (c->variant) c->expect = (char)(c->variant - 'a' + 'A');
 }
 
 static int call_tess(tess_grid_t *g, const struct pcase *c, int m, int k, const void *al,
@@ -594,7 +607,10 @@ static void run_case(struct gctx *G, const struct pcase *c) {
 
     set_knob("TESSERA_PGEMM_CHUNK", c->chunk);
     set_knob("TESSERA_PGEMM_MEM", c->mem);
+    char vk[2] = {c->variant, 0};
+    if (c->variant) setenv("TESSERA_PGEMM_VARIANT", vk, 1);
     int rc = call_tess(G->g, c, c->m, c->k, al, be, &A, &B, Ct, &Cm, c->ia);
+    unsetenv("TESSERA_PGEMM_VARIANT");
     set_knob("TESSERA_PGEMM_CHUNK", 0);
     set_knob("TESSERA_PGEMM_MEM", 0);
     if (rc != TESS_OK) failf("tess_p%cgemm returned %d (%s)", dtc[dt], rc, tess_last_error());
@@ -641,46 +657,70 @@ static void run_case(struct gctx *G, const struct pcase *c) {
         MPI_Allreduce(sr, srs, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, G->comm);
         if (srs[0] != srs[1])
             failf("stats: %llu bytes sent over the grid but %llu received", srs[0], srs[1]);
-        const int owns = mrows > 0 && ncols > 0;
-        if (st.a_local && owns && remA)
-            failf("stats: a_local = 1 but %ld needed elements of op(A) are on other ranks", remA);
-        if (st.b_local && owns && remB)
-            failf("stats: b_local = 1 but %ld needed elements of op(B) are on other ranks", remB);
-        unsigned long long lo = owns ? (unsigned long long)((st.a_local ? 0 : remA) +
-                                                            (st.b_local ? 0 : remB)) * es : 0;
-        unsigned long long hi = (unsigned long long)c->k * (unsigned long long)(mrows + ncols) * es;
-        if (st.bytes_received < lo || st.bytes_received > hi)
-            failf("stats: bytes_received = %llu, expected in [%llu, %llu] (needs from others: "
-                  "A %ld, B %ld elements; my sub(C) rows %ld, cols %ld)",
-                  (unsigned long long)st.bytes_received, lo, hi, remA, remB, mrows, ncols);
-        if (st.a_local && st.b_local && (st.bytes_sent || st.bytes_received))
-            failf("stats: both operands in place but %llu bytes sent, %llu received",
-                  (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_received);
+        int vv[2] = {st.variant, -st.variant}, vvm[2];
+        MPI_Allreduce(vv, vvm, 2, MPI_INT, MPI_MAX, G->comm);
+        if (vvm[0] != -vvm[1]) failf("stats: variant differs across ranks ('%c' here)", st.variant);
+        if (st.variant != 'C' && st.variant != 'A' && st.variant != 'B')
+            failf("stats: variant = %d", st.variant);
+        if (c->expect && st.variant != c->expect)
+            failf("stats: variant '%c', expected '%c'", st.variant, c->expect);
+        if (P * Q == 1 && !c->variant && st.variant != 'C')
+            failf("stats: one rank but variant '%c' (nothing moves with stationary C)", st.variant);
         if (P * Q == 1 && !(st.a_local && st.b_local))
             failf("stats: one rank but a_local = %d, b_local = %d", st.a_local, st.b_local);
-        if (c->aligned && Q == 1 && !st.a_local)
-            failf("stats: P x 1 grid, op(A) = A with C's row map, but a_local = 0");
-        if (c->aligned && P == 1 && !st.b_local)
-            failf("stats: 1 x Q grid, op(B) = B with C's column map, but b_local = 0");
-        if (st.a_local || st.b_local) n_inplace++;
-        if (c->mem && st.passes > 1) n_multipass++;
-        if (c->chunk) n_pipelined++;
-        /* a tiny budget must split k (one k index of both moving panels exceeds it) */
-        long mmax = 0, nmax = 0;
-        for (int r = 0; r < P; r++) {
-            long a, b, mr, nc;
-            needs(c, P, Q, r, 0, &a, &b, &mr, &nc);
-            if (mr > mmax) mmax = mr;
+        if (st.variant == 'A' || st.variant == 'B') {
+            /* stationary A (B): that operand never moves; a rank receives at most the
+             * other operand's k x n (m x k) and a partial of its sub(C) from every rank */
+            n_split[st.variant == 'B']++;
+            if (st.variant == 'A' ? !st.a_local : !st.b_local)
+                failf("stats: stationary %c but that operand is not in place", st.variant);
+            if (st.passes != 1) failf("stats: stationary %c in %d passes", st.variant, st.passes);
+            unsigned long long hi = ((unsigned long long)c->k * (unsigned long long)(st.variant == 'A' ? c->n : c->m) +
+                                     (unsigned long long)(P * Q) * (unsigned long long)(mrows * ncols)) * es;
+            if (st.bytes_received > hi)
+                failf("stats: stationary %c received %llu bytes, at most %llu expected", st.variant,
+                      (unsigned long long)st.bytes_received, hi);
+        } else {
+            /* stationary C: what a rank receives is what it needs of op(A) and op(B) */
+            if (st.a_local && st.b_local && (st.bytes_sent || st.bytes_received))
+                failf("stats: both operands in place but %llu bytes sent, %llu received",
+                      (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_received);
+            const int owns = mrows > 0 && ncols > 0;
+            if (st.a_local && owns && remA)
+                failf("stats: a_local = 1 but %ld needed elements of op(A) are on other ranks", remA);
+            if (st.b_local && owns && remB)
+                failf("stats: b_local = 1 but %ld needed elements of op(B) are on other ranks", remB);
+            unsigned long long lo = owns ? (unsigned long long)((st.a_local ? 0 : remA) +
+                                                                (st.b_local ? 0 : remB)) * es : 0;
+            unsigned long long hi = (unsigned long long)c->k * (unsigned long long)(mrows + ncols) * es;
+            if (st.bytes_received < lo || st.bytes_received > hi)
+                failf("stats: bytes_received = %llu, expected in [%llu, %llu] (needs from others: "
+                      "A %ld, B %ld elements; my sub(C) rows %ld, cols %ld)",
+                      (unsigned long long)st.bytes_received, lo, hi, remA, remB, mrows, ncols);
+            if (c->aligned && Q == 1 && !st.a_local)
+                failf("stats: P x 1 grid, op(A) = A with C's row map, but a_local = 0");
+            if (c->aligned && P == 1 && !st.b_local)
+                failf("stats: 1 x Q grid, op(B) = B with C's column map, but b_local = 0");
+            if (st.a_local || st.b_local) n_inplace++;
+            if (c->mem && st.passes > 1) n_multipass++;
+            if (c->chunk) n_pipelined++;
+            /* a tiny budget must split k (one k index of both moving panels exceeds it) */
+            long mmax = 0, nmax = 0;
+            for (int r = 0; r < P; r++) {
+                long a, b, mr, nc;
+                needs(c, P, Q, r, 0, &a, &b, &mr, &nc);
+                if (mr > mmax) mmax = mr;
+            }
+            for (int q = 0; q < Q; q++) {
+                long a, b, mr, nc;
+                needs(c, P, Q, 0, q, &a, &b, &mr, &nc);
+                if (nc > nmax) nmax = nc;
+            }
+            long perk = ((st.a_local ? 0 : mmax) + (st.b_local ? 0 : nmax)) * (long)es;
+            if (c->mem && perk > 0 && c->k > 1 && (long)c->k * perk > 2 * c->mem && st.passes < 2)
+                failf("stats: TESSERA_PGEMM_MEM=%ld < k * %ld panel bytes but passes = %d", c->mem,
+                      perk, st.passes);
         }
-        for (int q = 0; q < Q; q++) {
-            long a, b, mr, nc;
-            needs(c, P, Q, 0, q, &a, &b, &mr, &nc);
-            if (nc > nmax) nmax = nc;
-        }
-        long perk = ((st.a_local ? 0 : mmax) + (st.b_local ? 0 : nmax)) * (long)es;
-        if (c->mem && perk > 0 && c->k > 1 && (long)c->k * perk > 2 * c->mem && st.passes < 2)
-            failf("stats: TESSERA_PGEMM_MEM=%ld < k * %ld panel bytes but passes = %d", c->mem,
-                  perk, st.passes);
     } else if (st.passes != 0 || st.bytes_sent || st.bytes_received) {
         failf("stats: no product to compute but passes = %d, %llu bytes sent, %llu received",
               st.passes, (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_received);
@@ -689,6 +729,39 @@ out:
     alarm(0);
     free(A.p), free(c->aliasB ? NULL : B.p), free(Cm.p), free(A0), free(B0), free(Ct), free(Cr), free(Corig),
         free(Crin);
+}
+
+/* ---- the variant by shape: skinny products under the automatic choice ------------------ */
+
+/* A tall A (m, k >> n) must run stationary A, a wide B (n, k >> m) stationary B, a cube
+ * stationary C; each against ScaLAPACK like the random cases. Blocks differ from C's so no
+ * operand is in place. */
+static void run_shapes(struct gctx *G, int id0) {
+    static const struct { int m, n, k; char ta, tb, expect; int dt; } sh[] = {
+        {700, 6, 500, 'N', 'N', 'A', TESS_D}, {650, 5, 480, 'C', 'T', 'A', TESS_Z},
+        {6, 700, 500, 'T', 'N', 'B', TESS_S}, {5, 640, 470, 'N', 'C', 'B', TESS_C},
+        {60, 60, 60, 'N', 'N', 'C', TESS_D},
+    };
+    for (int i = 0; i < (int)(sizeof sh / sizeof sh[0]); i++) {
+        struct pcase c;
+        memset(&c, 0, sizeof c);
+        c.id = id0 + i;
+        c.cs = mix((uint64_t)(id0 + i) * 7919u + seed0);
+        c.dt = sh[i].dt;
+        c.ta = sh[i].ta, c.tb = sh[i].tb;
+        c.m = sh[i].m, c.n = sh[i].n, c.k = sh[i].k;
+        c.al[0] = 0.5, c.al[1] = cplx(c.dt) ? -0.25 : 0;
+        c.be[0] = -0.75, c.be[1] = cplx(c.dt) ? 0.5 : 0;
+        int ar = c.ta == 'N' ? c.m : c.k, ac = c.ta == 'N' ? c.k : c.m;
+        int br = c.tb == 'N' ? c.k : c.n, bc = c.tb == 'N' ? c.n : c.k;
+        c.ia = 3, c.ja = 1, c.AM = ar + 5, c.AN = ac + 2, c.Amb = 7, c.Anb = 5;
+        c.ib = 2, c.jb = 0, c.BM = br + 2, c.BN = bc + 1, c.Bmb = 5, c.Bnb = 3;
+        c.ic = 1, c.jc = 2, c.CM = c.m + 1, c.CN = c.n + 4, c.Cmb = 11, c.Cnb = 4;
+        c.Arsrc = G->P - 1, c.Bcsrc = G->Q - 1;
+        c.expect = G->P * G->Q > 1 ? sh[i].expect : 'C';
+        c.typed = i & 1;
+        run_case(G, &c);
+    }
 }
 
 /* ---- bad input: every rank returns TESS_EINVAL, nothing written, nobody hangs ----------- */
@@ -703,11 +776,14 @@ static void run_bad(struct gctx *G) {
     int gsize = 1, grank = 0;
     if (in) MPI_Comm_size(G->comm, &gsize), MPI_Comm_rank(G->comm, &grank);
     const int badrank = gsize > 1 ? 1 : 0; /* the rank that alone passes something wrong */
-    enum { LLD_SHORT, M_NEG, K_NEG_ONE, IA_RANGE, IC_RANGE, MB_ZERO, RSRC_ONE, ALPHA_ONE, NBAD };
+    enum { LLD_SHORT, M_NEG, K_NEG_ONE, IA_RANGE, IC_RANGE, MB_ZERO, RSRC_ONE, ALPHA_ONE,
+           VAR_BAD, VAR_ONE, NBAD };
     static const char *what[NBAD] = {"LLD of C too small on one rank", "m < 0",
                                      "k < 0 on one rank", "ia + m > M_A", "ic + m > M_C",
                                      "MB_ of B = 0", "RSRC_ of A >= NPROW on one rank",
-                                     "alpha different on one rank"};
+                                     "alpha different on one rank",
+                                     "TESSERA_PGEMM_VARIANT=x",
+                                     "TESSERA_PGEMM_VARIANT=a on one rank only"};
     for (int v = 0; v < NBAD; v++) {
         snprintf(cur_case, sizeof cur_case, "bad input on %dx%d '%c': %s", P, Q, G->order, what[v]);
         fail_budget = 4;
@@ -731,14 +807,17 @@ static void run_bad(struct gctx *G) {
         case MB_ZERO: db.mb = db.imb = 0; break;
         case RSRC_ONE: if (me_bad) da.rsrc = P; break;
         case ALPHA_ONE: if (me_bad) alpha = 1.25; break;
+        case VAR_BAD: setenv("TESSERA_PGEMM_VARIANT", "x", 1); break;
+        case VAR_ONE: if (me_bad) setenv("TESSERA_PGEMM_VARIANT", "a", 1); break;
         }
         int rc = tess_pdgemm(G->g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, alpha,
                              (const double *)A.p, ia, 0, &da, (const double *)B.p, 0, 0, &db,
                              beta, (double *)Cm.p, ic, 0, &dc);
+        unsetenv("TESSERA_PGEMM_VARIANT");
         if (in) {
             n_cases_bad++;
-            /* alpha differing cannot be seen on one rank: it is a valid call there */
-            int expect = (v == ALPHA_ONE && gsize == 1) ? TESS_OK : TESS_EINVAL;
+            /* alpha or the variant differing cannot be seen on one rank: a valid call there */
+            int expect = ((v == ALPHA_ONE || v == VAR_ONE) && gsize == 1) ? TESS_OK : TESS_EINVAL;
             char msg[512];
             snprintf(msg, sizeof msg, "%s", tess_last_error());
             if (rc != expect) failf("returned %d, expected %d (%s)", rc, expect, msg);
@@ -750,6 +829,8 @@ static void run_bad(struct gctx *G) {
                 if (lo != hi) failf("the ranks report different messages ('%s' here)", msg);
                 if (v == LLD_SHORT && !strstr(msg, "LLD"))
                     failf("message '%s' does not name LLD_", msg);
+                if ((v == VAR_BAD || v == VAR_ONE) && !strstr(msg, "TESSERA_PGEMM_VARIANT"))
+                    failf("message '%s' does not name TESSERA_PGEMM_VARIANT", msg);
                 if (!*msg) failf("no message");
             }
             if (memcmp(A.p, A0, A.nel * 8) || memcmp(B.p, B0, B.nel * 8)) failf("A or B written");
@@ -939,6 +1020,7 @@ int main(int argc, char **argv) {
     setenv("TESSERA_EMULATE_MEM", "16M", 0);
     unsetenv("TESSERA_PGEMM_CHUNK"); /* cases set these themselves */
     unsetenv("TESSERA_PGEMM_MEM");
+    unsetenv("TESSERA_PGEMM_VARIANT");
     int prov;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &prov);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
@@ -985,6 +1067,7 @@ int main(int argc, char **argv) {
             make_case(next_id, G.P, G.Q, 0, &c);
             run_case(&G, &c);
         }
+        if (only < 0) run_shapes(&G, 900000 + s * 8);
         if (only < 0) run_bad(&G);
         grid_close(&G);
     }
@@ -1002,6 +1085,7 @@ int main(int argc, char **argv) {
         if (n_multipass == 0 && wsize > 1) failf("no case ran k in several passes");
         if (n_pipelined == 0) failf("no case ran with a small TESSERA_PGEMM_CHUNK");
         if (n_inplace == 0) failf("no case used an operand in place");
+        if (!n_split[0] || !n_split[1]) failf("no case ran stationary A (%ld) or B (%ld)", n_split[0], n_split[1]);
     }
     loc[0] = n_fail;
     MPI_Allreduce(loc, sum, 9, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -1012,10 +1096,11 @@ int main(int argc, char **argv) {
     if (wrank == 0)
         printf("test_pgemm_mpi np=%d: %s | %ld case-ranks vs ScaLAPACK, %ld one-rank vs "
                "tess_?gemm (%ld bit-identical), %ld bad-input case-ranks, %ld sub(C) elements "
-               "compared, %ld multi-pass, %ld small-chunk, %ld in-place (rank 0) | %ld failures | "
+               "compared, %ld multi-pass, %ld small-chunk, %ld in-place, %ld/%ld stationary A/B (rank 0) | "
+               "%ld failures | "
                "%.1f s\n",
                wsize, gridlist, sum[1], sum[2], sum[7], sum[3], sum[8], n_multipass, n_pipelined,
-               n_inplace, sum[0], MPI_Wtime() - t0);
+               n_inplace, n_split[0], n_split[1], sum[0], MPI_Wtime() - t0);
     fflush(stdout);
     MPI_Finalize();
     return fmax ? 1 : 0;

@@ -94,6 +94,8 @@ typedef struct tess_pgemm_stats {
     int passes;               /* node-runtime jobs (k split when the panels exceed the budget) */
     int a_local, b_local;     /* operand used in place (no gather needed on any rank) */
     int nccl;                 /* panels moved GPU to GPU with NCCL (else MPI, host memory) */
+    char variant;             /* 'C' stationary C, 'A' / 'B' stationary A / B (k split, partial
+                                 products summed into C); 0 when nothing was multiplied */
 } tess_pgemm_stats_t;
 TESS_API int tess_pgemm_last_stats(const tess_grid_t *grid, tess_pgemm_stats_t *out);
 

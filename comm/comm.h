@@ -10,11 +10,15 @@
  *               sub-communicators), the MPI error wrapper, and tess__comm_agree (every rank
  *               returns the same status and message).
  *   xport_mpi.c the MPI transport: non-blocking broadcast of a block of a local array
- *               along a process row or column, host memory only.
+ *               along a process row or column, host memory only; the backing-off wait.
+ *   xport_nccl.c panels GPU to GPU among the ranks of one node (NCCL).
+ *   redist.c    which pieces of op(A)/op(B) each rank needs, as MPI datatypes or block
+ *               lists, and the exchange that moves them.
+ *   pgemm.c     the distributed GEMM, stationary C, and the public grid calls.
+ *   pgemm_split.c stationary A / B for skinny shapes, and the choice of the variant.
  *
- * It does not own: the node runtime (node/, cache/: the local updates), the distributed
- * algorithms (SUMMA GEMM: not built yet), NCCL (comm/xport_nccl.c: not built yet), the
- * ScaLAPACK entry points (scalapack_glue/). No locks: a grid and its requests are used by
+ * It does not own: the node runtime (node/, cache/: the local updates), the ScaLAPACK
+ * entry points (scalapack_glue/). No locks: a grid and its requests are used by
  * one thread at a time.
  *
  * Indices are 0-based everywhere in this header (ScaLAPACK's are 1-based); messages print
@@ -312,7 +316,7 @@ struct tess__xport_req {
 
 /* A transport: the const table of how blocks move between the ranks of a grid. The MPI
  * transport (tess__xport_mpi) takes host memory only (Open MPI here is not CUDA-aware);
- * an NCCL transport (comm/xport_nccl.c, not built yet) will take device memory. */
+ * the NCCL transport (comm/xport_nccl.c) moves panels in device memory. */
 struct tess__xport_ops {
     const char *name;
     /* Start broadcasting a block from the process at position root of my row (axis ROW:

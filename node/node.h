@@ -278,6 +278,14 @@ int tess__rt_wait(struct tess__rt *rt, struct tess__job *job);
 /* Fail a submitted job from outside (its operands will never arrive): tasks not yet
  * finished are cancelled, tess__rt_wait returns status. */
 void tess__rt_job_fail(struct tess__rt *rt, struct tess__job *job, int status);
+/* What the tile rules need to know of the devices: GPUs, emulated devices, the live ones
+ * (not failed) that are not the CPU worker, whether the CPU worker is among them, streams
+ * per device (the last live one's) and the smallest heap of the devices with own memory. */
+struct tess__rt_devsum {
+    int gpus, emulated, live, cpu, streams;
+    size_t min_heap;
+};
+void tess__rt_devsum(const struct tess__rt *rt, struct tess__rt_devsum *out);
 /* Tile edge for a job of precision dt and shape m x n x k: TESSERA_TILE, or with `tuned`
  * (plain GEMMs) the tuned model when the devices have rates, else the fixed rule. */
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,

@@ -24,19 +24,10 @@ static int g_refs;
 #define QUEUE_CAP (1u << 16)
 
 /* "dev:k,dev:k": the fault point of device index dev, 0 if none. */
-static int64_t fault_for(const char *spec, int dev) {
-    const char *p = spec;
-    while (p && *p) {
-        char *end;
-        long d = strtol(p, &end, 10);
-        if (*end == ':') {
-            long long k = strtoll(end + 1, &end, 10);
-            if (d == dev) return k;
-        }
-        p = strchr(end, ',');
-        if (p) p++;
-    }
-    return 0;
+static int64_t fault_for_dev(const char *spec, int dev) {
+    char key[16];
+    snprintf(key, sizeof key, "%d", dev);
+    return tess__fault_at(spec, key);
 }
 
 static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int ordinal,
@@ -55,7 +46,7 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
         .mem_cap = mem,
         .link_gbs = rt->cfg.emu_link_gbs,
         .gflops = tess__list_double(rt->cfg.emu_gflops, ordinal, 0.0),
-        .fault_at = fault_for(rt->cfg.emu_fault, id),
+        .fault_at = fault_for_dev(rt->cfg.emu_fault, id),
         .jitter_us = rt->cfg.emu_jitter_us,
         .timing = rt->trace.on,
     };
@@ -436,19 +427,33 @@ int tess__rt_wait(struct tess__rt *rt, struct tess__job *job) {
     return st;
 }
 
+void tess__rt_devsum(const struct tess__rt *rt, struct tess__rt_devsum *out) {
+    memset(out, 0, sizeof *out);
+    out->min_heap = SIZE_MAX;
+    for (int i = 0; i < rt->ndev; i++) {
+        const struct tess__dev *d = rt->dev[i];
+        if (d->desc.kind == TESS_DEV_CUDA) out->gpus++;
+        else if (d->desc.kind == TESS_DEV_EMULATED) out->emulated++;
+        if (d->desc.caps & TESS__CAP_UNIFIED) {
+            out->cpu = 1;
+            continue;
+        }
+        if (d->heap_bytes < out->min_heap) out->min_heap = d->heap_bytes;
+        if (atomic_load(&d->failed)) continue;
+        out->live++;
+        out->streams = d->nstreams;
+    }
+}
+
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
                       int64_t k, int tuned) {
     if (rt->cfg.tile > 0) return rt->cfg.tile;
     int64_t tt = tuned ? tess__tune_tile(rt, dt, m, n, k) : 0;
     if (tt > 0) return tt;
-    int gpus = 0, others = 0;
-    size_t min_heap = SIZE_MAX;
-    for (int i = 0; i < rt->ndev; i++) {
-        const struct tess__dev *d = rt->dev[i];
-        if (d->desc.kind == TESS_DEV_CUDA) gpus++;
-        else if (d->desc.kind == TESS_DEV_EMULATED) others++;
-        if (!(d->desc.caps & TESS__CAP_UNIFIED) && d->heap_bytes < min_heap) min_heap = d->heap_bytes;
-    }
+    struct tess__rt_devsum ds;
+    tess__rt_devsum(rt, &ds);
+    const int gpus = ds.gpus, others = ds.emulated;
+    const size_t min_heap = ds.min_heap;
     int64_t t = gpus ? 4096 : 256;
     /* Enough tasks to keep every device's streams busy, but never tiny GPU tiles. */
     int64_t ndev = gpus + others > 0 ? gpus + others : 1;

@@ -332,17 +332,11 @@ int64_t tess__tune_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, i
                         int64_t k) {
     const struct tess__tune *tu = &rt->tune;
     if (!tu->have[dt]) return 0;
-    int nd = 0, streams = 0;
-    size_t heap = SIZE_MAX;
-    for (int i = 0; i < rt->ndev; i++) {
-        const struct tess__dev *d = rt->dev[i];
-        if (d->desc.caps & TESS__CAP_UNIFIED) return 0; /* the CPU worker: the fixed rule */
-        if (atomic_load(&d->failed)) continue;
-        nd++;
-        streams = d->nstreams;
-        if (d->heap_bytes < heap) heap = d->heap_bytes;
-    }
-    if (!nd) return 0;
+    struct tess__rt_devsum ds;
+    tess__rt_devsum(rt, &ds);
+    if (ds.cpu || !ds.live) return 0; /* the CPU worker runs: the fixed rule */
+    const int nd = ds.live, streams = ds.streams;
+    const size_t heap = ds.min_heap;
     struct tess__tile_in in = {.m = m, .n = n, .k = k, .es = tess__dtypes[dt].size,
                                .flop_mul = tess__dtypes[dt].flop_mul, .ndev = nd,
                                .nstreams = streams, .heap = heap, .link = tu->link[dt],

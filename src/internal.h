@@ -152,6 +152,9 @@ struct tess__config {
 int tess__config_load(struct tess__config *cfg);
 /* Value of a "a,b,c" list entry i as double (def when absent). */
 double tess__list_double(const char *list, int i, double def);
+/* TESSERA_FAULT's entries "key:N" separated by commas (key a device index such as "1", or
+ * "pin"): N for that key, 0 when it has none. */
+long long tess__fault_at(const char *spec, const char *key);
 
 /* ---- per-device counters (updated with relaxed atomics by workers and the cache) ---- */
 

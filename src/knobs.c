@@ -189,6 +189,17 @@ int tess__config_load(struct tess__config *cfg) {
     return TESS_OK;
 }
 
+long long tess__fault_at(const char *spec, const char *key) {
+    size_t kl = strlen(key);
+    for (const char *p = spec; p && *p;) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!strncmp(p, key, kl) && p[kl] == ':') return strtoll(p + kl + 1, NULL, 10);
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    return 0;
+}
+
 double tess__list_double(const char *list, int i, double def) {
     const char *p = list;
     if (!p || !*p) return def;

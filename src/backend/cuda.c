@@ -298,11 +298,10 @@ static void stage_setup(struct cuda_dev *d) {
     }
     if (cfg.staging <= 0) return;
     /* TESSERA_FAULT's "pin:N" entry (issue 8: a failed pinned allocation) */
-    const char *pin = strstr(cfg.emu_fault, "pin:");
     struct tess__stage_params sp = {
         .ord = d->ord, .budget = cfg.staging, .threads = cfg.staging_threads,
         .summary = cfg.summary, .probe = d->stream[0], .fail = stage_fail, .ctx = d,
-        .fail_slab = pin ? atoi(pin + 4) : 0,
+        .fail_slab = (int)tess__fault_at(cfg.emu_fault, "pin"),
     };
     if (tess__stage_open(&sp, &d->stage) != TESS_OK) d->stage = NULL;
 }

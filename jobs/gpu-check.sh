@@ -13,7 +13,8 @@
 #   GPU_CHECK_FAULT   1 adds the injected-fault run (issue 8; below)
 # Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
 # (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
-# (distributed GEMM against in-core), GPU_CHECK_PERF (issue 3's GEMM targets), each described
+# (distributed GEMM against in-core), GPU_CHECK_SKINNY (the variant by shape), GPU_CHECK_PERF
+# (issue 3's GEMM targets), each described
 # where it runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -260,6 +261,26 @@ if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
   done
   run "pdgemm 1 rank x $ng GPUs"     pgemm_np1.log ./build-gpu/tessera-gemm -m "$pn" --nb 4096 -r 3 --pinned
   grep -E "median|verified" "$OUT/pgemm_np1.log" | sed 's/^/    /'
+fi
+# ---- skinny distributed GEMM, issue 6 (GPU_CHECK_SKINNY="M N K", e.g. "65536 1024 32768") --
+# Two ranks (one per GPU; on one GPU both share it, each with a 30 GiB heap, MPI transport):
+# a tall A (M x K) on a 1 x 2 grid, so that stationary C must ship op(A) to the other
+# process column, and a wide B (K x M, C N x M) on 2 x 1; each with the variant chosen by
+# shape (TESSERA_PGEMM_VARIANT=auto: stationary A / B) and forced to stationary C. Verified;
+# the "stationary" column of tessera-gemm's per-rank table names the variant that ran.
+if [ -n "${GPU_CHECK_SKINNY:-}" ]; then
+  read -r sm sn sk <<<"$GPU_CHECK_SKINNY"
+  ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$ng" -gt 0 ] || ng=1
+  senv=(NP=2 BUILD=build-gpu)
+  [ "$ng" -lt 2 ] && senv+=(TESSERA_DEVICES=0 TESSERA_DEVICE_MEM=30G TESSERA_PGEMM_NCCL=0)
+  for v in auto c; do
+    run "skinny tall A 1x2, $v" "skinny_a_$v.log" env "${senv[@]}" TESSERA_PGEMM_VARIANT=$v \
+        bash jobs/mpirun-gemm.sh -m "$sm" -n "$sn" -k "$sk" -P 1 -Q 2 --nb 1024 -r 3
+    grep -E "median|verified|^  [01] +[0-9.]+ +[0-9.]+ " "$OUT/skinny_a_$v.log" | sed 's/^/    /'
+    run "skinny wide B 2x1, $v" "skinny_b_$v.log" env "${senv[@]}" TESSERA_PGEMM_VARIANT=$v \
+        bash jobs/mpirun-gemm.sh -m "$sn" -n "$sm" -k "$sk" -P 2 -Q 1 --nb 1024 -r 3
+    grep -E "median|verified|^  [01] +[0-9.]+ +[0-9.]+ " "$OUT/skinny_b_$v.log" | sed 's/^/    /'
+  done
 fi
 # ---- ScaLAPACK glue, issue 7 (GPU_CHECK_GLUE="n nb [np]", e.g. "32768 512 2") ------------
 # tests/glue_solve (a ScaLAPACK LU solve, pdgetrf + pdgetrs, linked against the devkit's

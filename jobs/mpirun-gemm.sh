@@ -45,7 +45,8 @@ else
   # robust over fast: no CMA single copy (containers often forbid process_vm_readv)
   export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 fi
-# With several ranks on a node each pins its worker of device 0 to core 0: pin nothing.
+# Several ranks on a node: no pinning (TESSERA_PIN would spread the ranks' workers by
+# node-local rank, but their OpenBLAS and MPI threads share the same cores).
 [ "$NP" -gt 1 ] && export TESSERA_PIN=${TESSERA_PIN:-0}
 
 launch=("$MPIRUN" -np "$NP")

@@ -285,10 +285,11 @@ int tess__comm_agree_on(MPI_Comm comm, int status);
  * naming file:line, the call and MPI's error string. */
 int tess__comm_mpi_status(int rc, const char *call, const char *file, int line);
 #define TESS__MPI(call) tess__comm_mpi_status((call), #call, __FILE__, __LINE__)
-/* MPI_Wait that backs off: MPI_Test, and after about 100 us of failed tests short sleeps
- * (up to 100 us). Open MPI's MPI_Wait spins (sched_yield), which on a node with more ranks
- * and threads than cores starves the rank the others wait for; a wait in this layer lasts
- * a unit of a GEMM (milliseconds), so the sleep costs nothing measurable. */
+/* MPI_Wait that backs off where cores are scarce: MPI_Test, and after about 100 us of failed
+ * tests short sleeps (up to 100 us). Open MPI's MPI_Wait spins (sched_yield), which on a
+ * node with more ranks and threads than cores starves the rank the others wait for. Where
+ * the rank's CPU set has two cores per rank of the node it spins on MPI_Test instead (a
+ * sleeping waiter slows large copy-in/copy-out messages: each test moves one fragment). */
 int tess__mpi_wait(MPI_Request *req);
 
 /* ---- transports ------------------------------------------------------------------------ */

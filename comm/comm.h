@@ -353,8 +353,9 @@ void tess__nccl_close(struct tess__nccl *n);
 /* The runtime device whose memory holds the panels, and its heap size. */
 int tess__nccl_device(const struct tess__nccl *n);
 size_t tess__nccl_heap_bytes(const struct tess__nccl *n);
-/* How many units may be queued before waiting for the oldest. */
-int tess__nccl_units_in_flight(void);
+/* How many units may be queued before waiting for the oldest (2 when ranks of other nodes
+ * take part: each unit in flight holds a pinned receive buffer). */
+int tess__nccl_units_in_flight(const struct tess__nccl *n);
 /* Device memory from the runtime's heap on that device (freed after the stream drains). */
 int tess__nccl_alloc(struct tess__nccl *n, size_t bytes, void **ptr, void **handle);
 void tess__nccl_free(struct tess__nccl *n, void *handle);

@@ -285,7 +285,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         if (moving) {
             double tc = now_s();
             /* W units in flight: unit u is queued once unit u - W landed */
-            int W = nc ? tess__nccl_units_in_flight() : 2;
+            int W = nc ? tess__nccl_units_in_flight(nc) : 2;
             for (int64_t u = 0; u < nunits + W && !cst; u++) {
                 if (u >= W) { /* unit u - W landed: its tasks may go */
                     cst = nc ? tess__nccl_wait(nc, (int)(u - W))

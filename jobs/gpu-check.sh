@@ -13,7 +13,8 @@
 #   GPU_CHECK_FAULT   1 adds the injected-fault run (issue 8; below)
 # Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
 # (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
-# (distributed GEMM against in-core), GPU_CHECK_SKINNY (the variant by shape), GPU_CHECK_PERF
+# (distributed GEMM against in-core), GPU_CHECK_SKINNY (the variant by shape), GPU_CHECK_MIXED
+# (the GPU transport across nodes), GPU_CHECK_PERF
 # (issue 3's GEMM targets), each described
 # where it runs.
 set -uo pipefail
@@ -280,6 +281,27 @@ if [ -n "${GPU_CHECK_SKINNY:-}" ]; then
     run "skinny wide B 2x1, $v" "skinny_b_$v.log" env "${senv[@]}" TESSERA_PGEMM_VARIANT=$v \
         bash jobs/mpirun-gemm.sh -m "$sn" -n "$sm" -k "$sk" -P 2 -Q 1 --nb 1024 -r 3
     grep -E "median|verified|^  [01] +[0-9.]+ +[0-9.]+ " "$OUT/skinny_b_$v.log" | sed 's/^/    /'
+  done
+fi
+# ---- the GPU transport across nodes, issue 6 (GPU_CHECK_MIXED="N", e.g. "32768") ----------
+# Two ranks, each its own "node" (TESSERA_PGEMM_NODE_RANKS=1): the GPU transport (panels in
+# device memory) receives every piece from the other rank over MPI into pinned host memory
+# and copies it H2D, as between nodes; against the MPI transport (TESSERA_PGEMM_NCCL=0,
+# panels in host memory). d NN on 1 x 2 and z TC on 2 x 1, each verified; on one GPU both
+# ranks share it (30 GiB heaps).
+if [ -n "${GPU_CHECK_MIXED:-}" ]; then
+  mn=$GPU_CHECK_MIXED
+  ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$ng" -gt 0 ] || ng=1
+  menv=(NP=2 BUILD=build-gpu)
+  [ "$ng" -lt 2 ] && menv+=(TESSERA_DEVICES=0 TESSERA_DEVICE_MEM=30G)
+  for tr in "gpu:TESSERA_PGEMM_NODE_RANKS=1" "mpi:TESSERA_PGEMM_NCCL=0"; do
+    nm=${tr%%:*}; kv=${tr#*:}
+    run "pdgemm 1x2 d NN, $nm transport" "mixed_d_$nm.log" env "${menv[@]}" "$kv" \
+        bash jobs/mpirun-gemm.sh -m "$mn" -P 1 -Q 2 --nb 2048 -r 3
+    grep -E "median|verified|^  [01] +[0-9.]+ +[0-9.]+ " "$OUT/mixed_d_$nm.log" | sed 's/^/    /'
+    run "pzgemm 2x1 z TC, $nm transport" "mixed_z_$nm.log" env "${menv[@]}" "$kv" \
+        bash jobs/mpirun-gemm.sh -m $((mn / 2)) -p z --ta T --tb C -P 2 -Q 1 --nb 1000 -r 3
+    grep -E "median|verified|^  [01] +[0-9.]+ +[0-9.]+ " "$OUT/mixed_z_$nm.log" | sed 's/^/    /'
   done
 fi
 # ---- ScaLAPACK glue, issue 7 (GPU_CHECK_GLUE="n nb [np]", e.g. "32768 512 2") ------------

@@ -103,6 +103,8 @@ static const struct knob knobs[] = {
      "distributed GEMM: 1 = panels GPU to GPU over NCCL when all ranks share a node and have GPUs"},
     {"TESSERA_PGEMM_NCCL_STREAMS", K_INT, "1", OFF(pgemm_nccl_streams), 0,
      "distributed GEMM, NCCL: 2 = pack (H2D) on a second stream, overlapping the previous unit's transfer"},
+    {"TESSERA_PGEMM_NODE_RANKS", K_INT, "0", OFF(pgemm_node_ranks), 0,
+     "distributed GEMM, GPU transport: NCCL among every r consecutive ranks, MPI between such groups (testing the multi-node path on one node); 0 = NCCL within each real node"},
     {"TESSERA_PGEMM_VARIANT", K_STR, "auto", OFF(pgemm_variant),
      sizeof(((struct tess__config *)0)->pgemm_variant),
      "distributed GEMM: auto (by shape), c (stationary C), a / b (stationary A / B: k split, partial products summed into C)"},

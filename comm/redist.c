@@ -297,6 +297,70 @@ int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, i
     return TESS_OK;
 }
 
+/* The blocks of tess__redist_blocks as one datatype on the owner's side, in their order:
+ * block by block, each column-major. A receiver that lands them packed (the GPU
+ * transport's pinned buffer) unpacks them with the same block list. */
+struct btype_acc {
+    const struct tess__redist_op *ops;
+    MPI_Datatype elem;
+    MPI_Aint base[2];
+    int *bl;
+    MPI_Aint *dp;
+    MPI_Datatype *ty;
+    size_t n, cap;
+    int st;
+};
+
+static void btype_add(void *arg, int op, int64_t sr, int64_t sc, int64_t tr, int64_t tc,
+                      int64_t rows, int64_t cols) {
+    struct btype_acc *a = arg;
+    (void)tr, (void)tc;
+    if (a->st) return;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 64;
+        int *bl = realloc(a->bl, cap * sizeof *bl);
+        if (bl) a->bl = bl;
+        MPI_Aint *dp = realloc(a->dp, cap * sizeof *dp);
+        if (dp) a->dp = dp;
+        MPI_Datatype *ty = realloc(a->ty, cap * sizeof *ty);
+        if (ty) a->ty = ty;
+        if (!bl || !dp || !ty) {
+            a->st = tess__fail(TESS_ENOMEM, "pgemm: datatypes: out of host memory");
+            return;
+        }
+        a->cap = cap;
+    }
+    const struct tess__redist_op *o = &a->ops[op];
+    if (rows > INT32_MAX || cols > INT32_MAX) {
+        a->st = tess__fail(TESS_ENOSYS, "pgemm: a block over MPI's int counts");
+        return;
+    }
+    a->st = TESS__MPI(MPI_Type_create_hvector((int)cols, (int)rows, (MPI_Aint)(o->ldx * (int64_t)o->es),
+                                              a->elem, &a->ty[a->n]));
+    if (a->st) return;
+    a->bl[a->n] = 1;
+    a->dp[a->n] = a->base[op] + (MPI_Aint)((sr + sc * o->ldx) * (int64_t)o->es);
+    a->n++;
+}
+
+int tess__redist_block_type(const struct tess__redist_op *ops, int nops, int orow, int ocol,
+                            int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
+                            int64_t s1, MPI_Datatype elem, MPI_Datatype *type) {
+    *type = MPI_DATATYPE_NULL;
+    struct btype_acc a = {.ops = ops, .elem = elem};
+    for (int i = 0; i < nops && i < 2 && !a.st; i++)
+        a.st = TESS__MPI(MPI_Get_address(ops[i].X, &a.base[i]));
+    if (!a.st) a.st = tess__redist_blocks(ops, nops, orow, ocol, drow, dcol, k0, k1, kbase, s0, s1,
+                                          btype_add, &a);
+    if (!a.st && a.n > INT32_MAX) a.st = tess__fail(TESS_ENOSYS, "pgemm: too many blocks");
+    if (!a.st && a.n > 0) a.st = TESS__MPI(MPI_Type_create_struct((int)a.n, a.bl, a.dp, a.ty, type));
+    if (!a.st && a.n > 0) a.st = TESS__MPI(MPI_Type_commit(type));
+    for (size_t i = 0; i < a.n; i++) MPI_Type_free(&a.ty[i]);
+    free(a.bl), free(a.dp), free(a.ty);
+    if (a.st && *type != MPI_DATATYPE_NULL) MPI_Type_free(type);
+    return a.st;
+}
+
 /* ---- the exchange: one MPI_Ialltoallw per unit, two units in flight ------------------- */
 
 

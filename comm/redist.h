@@ -81,6 +81,16 @@ int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, i
                         int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1,
                         tess__redist_block_fn fn, void *arg);
 
+/* The same blocks as one committed datatype on the owner's side (absolute addresses, for
+ * MPI_BOTTOM), in tess__redist_blocks' order, each block column-major: what a receiver
+ * gets when it lands the elements packed and unpacks them with the block list (the GPU
+ * transport's pieces from other nodes). tess__redist_types orders elements column by
+ * column instead, so the two agree only on each side with its own kind. MPI_DATATYPE_NULL
+ * when there is nothing. */
+int tess__redist_block_type(const struct tess__redist_op *ops, int nops, int orow, int ocol,
+                            int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
+                            int64_t s1, MPI_Datatype elem, MPI_Datatype *type);
+
 /* The exchange of the gathered panels: one MPI_Ialltoallw per unit over g->comm (two
  * slots, so two units may be in flight), the elements of every (owner, destination) pair
  * described by tess__redist_types at their place on both sides. */

@@ -11,7 +11,8 @@
  *               returns the same status and message).
  *   xport_mpi.c the MPI transport: non-blocking broadcast of a block of a local array
  *               along a process row or column, host memory only; the backing-off wait.
- *   xport_nccl.c panels GPU to GPU among the ranks of one node (NCCL).
+ *   xport_nccl.c the GPU transport: panels into device memory, NCCL among the ranks of one
+ *               node, MPI through pinned host memory with ranks of other nodes.
  *   redist.c    which pieces of op(A)/op(B) each rank needs, as MPI datatypes or block
  *               lists, and the exchange that moves them.
  *   pgemm.c     the distributed GEMM, stationary C, and the public grid calls.
@@ -317,7 +318,7 @@ struct tess__xport_req {
 
 /* A transport: the const table of how blocks move between the ranks of a grid. The MPI
  * transport (tess__xport_mpi) takes host memory only (Open MPI here is not CUDA-aware);
- * the NCCL transport (comm/xport_nccl.c) moves panels in device memory. */
+ * the GPU transport (comm/xport_nccl.c) lands panels in device memory. */
 struct tess__xport_ops {
     const char *name;
     /* Start broadcasting a block from the process at position root of my row (axis ROW:
@@ -340,14 +341,14 @@ struct tess__xport_ops {
 
 extern const struct tess__xport_ops tess__xport_mpi;
 
-/* ---- xport_nccl.c: panels GPU to GPU inside a node (see the file) -------------------- */
+/* ---- xport_nccl.c: panels into device memory, NCCL within a node (see the file) ------- */
 
 struct tess__nccl;
 struct tess__redist_op;
-/* The grid's NCCL transport, opened on first use (collective over g->comm): TESS_ENOSYS
+/* The grid's GPU transport, opened on first use (collective over g->comm): TESS_ENOSYS
  * on every rank when any rank cannot use it (no NCCL or CUDA in the build,
- * TESSERA_PGEMM_NCCL=0, ranks on several nodes, a rank whose runtime has no GPU as device
- * 0); other errors are agreed. Closed by tess_grid_free. */
+ * TESSERA_PGEMM_NCCL=0, a rank whose runtime has no GPU as device 0); other errors are
+ * agreed. Closed by tess_grid_free. */
 int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out);
 void tess__nccl_close(struct tess__nccl *n);
 /* The runtime device whose memory holds the panels, and its heap size. */

@@ -187,8 +187,8 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     for (int c = 0; c < Q; c++) nmax = TESS__MAX(nmax, tess__redist_sel_count(&ops[1], c));
     int64_t per_k = ((ops[0].in_place ? 0 : mmax) + (ops[1].in_place ? 0 : nmax)) * (int64_t)es;
     bool moving = !ops[0].in_place || !ops[1].in_place, xok = false;
-    /* the transport: NCCL (panels in device memory) when the whole grid shares a node and
-     * every rank drives a GPU, MPI through host memory otherwise */
+    /* the transport: the GPU one (panels in device memory; NCCL within a node, MPI then H2D
+     * across nodes) when every rank drives a GPU, MPI through host memory otherwise */
     struct tess__nccl *nc = NULL;
     if (moving) {
         st = tess__nccl_get(g, &nc);

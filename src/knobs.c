@@ -100,7 +100,7 @@ static const struct knob knobs[] = {
     {"TESSERA_PGEMM_CHUNK", K_BYTES, "128M", OFF(pgemm_chunk), 0,
      "distributed GEMM: bytes a rank receives per pipelined exchange step (look-ahead unit)"},
     {"TESSERA_PGEMM_NCCL", K_INT, "1", OFF(pgemm_nccl), 0,
-     "distributed GEMM: 1 = panels GPU to GPU over NCCL when all ranks share a node and have GPUs"},
+     "distributed GEMM: 1 = panels into device memory when every rank has a GPU (NCCL within a node, MPI then H2D across nodes)"},
     {"TESSERA_PGEMM_NCCL_STREAMS", K_INT, "1", OFF(pgemm_nccl_streams), 0,
      "distributed GEMM, NCCL: 2 = pack (H2D) on a second stream, overlapping the previous unit's transfer"},
     {"TESSERA_PGEMM_NODE_RANKS", K_INT, "0", OFF(pgemm_node_ranks), 0,

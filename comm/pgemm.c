@@ -126,10 +126,13 @@ int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t *out) {
     return st ? st : st2;
 }
 
-static int64_t chunk_bytes(void) {
+int tess__pgemm_chunk(const struct tess__comm_grid *g, int64_t *out) {
     struct tess__config cfg;
-    if (tess__config_load(&cfg) || cfg.pgemm_chunk <= 0) return 128 << 20;
-    return cfg.pgemm_chunk;
+    long long v = tess__config_load(&cfg) || cfg.pgemm_chunk <= 0 ? 128 << 20 : (long long)cfg.pgemm_chunk;
+    long long mn = v;
+    int st = TESS__MPI(MPI_Allreduce(&v, &mn, 1, MPI_LONG_LONG, MPI_MIN, g->comm));
+    *out = (int64_t)mn;
+    return st;
 }
 
 int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
@@ -203,7 +206,10 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         st = tess__pgemm_budget(g, &budget);
     }
     if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
-    int64_t cbytes = nc ? TESS__MAX(chunk_bytes(), (int64_t)512 << 20) : chunk_bytes();
+    int64_t cbytes = 128 << 20;
+    int cst0 = tess__pgemm_chunk(g, &cbytes); /* collective: every rank gets here */
+    if (!st) st = cst0;
+    if (nc) cbytes = TESS__MAX(cbytes, (int64_t)512 << 20);
     int64_t kc = per_k > 0 ? TESS__MAX(1, TESS__MIN(kpass, cbytes / per_k)) : kpass;
 
     /* panel buffers for one pass: device memory from the runtime's heap (NCCL), or host
@@ -236,7 +242,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     ops[1].buf = (char *)panel + abytes;
 
     double tcomm = 0;
-    int passes = 0;
+    int passes = 0, units = 0;
     for (int64_t p0 = 0; p0 < k && !st; p0 += kpass) {
         int64_t p1 = TESS__MIN(k, p0 + kpass), kp = p1 - p0;
         passes++;
@@ -286,6 +292,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
             double tc = now_s();
             /* W units in flight: unit u is queued once unit u - W landed */
             int W = nc ? tess__nccl_units_in_flight(nc) : 2;
+            units += (int)nunits;
             for (int64_t u = 0; u < nunits + W && !cst; u++) {
                 if (u >= W) { /* unit u - W landed: its tasks may go */
                     cst = nc ? tess__nccl_wait(nc, (int)(u - W))
@@ -321,6 +328,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     g->last.seconds = now_s() - t0;
     g->last.comm_seconds = tcomm;
     g->last.passes = passes;
+    g->last.units = units;
     g->last.a_local = ops[0].in_place;
     g->last.b_local = ops[1].in_place;
     g->last.variant = 'C';

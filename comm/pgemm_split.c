@@ -15,9 +15,13 @@
  *        A(0,0) A(0,1)     op(B)[K(0), :]      C rows of process row r = W(r,0) + W(r,1),
  *        A(1,0) A(1,1)     op(B)[K(1), :]      each element sent straight to its owner
  *
- * The three steps run in sequence (gather, multiply, reduce); no pipeline: the variant is
- * chosen only where what moves is small. The reduction is one MPI_Ialltoallv of packed W
- * pieces; a receiver adds the pieces in rank order (the same result on every run).
+ * Pipelined over units: ranges of Y's free dimension (W's whole one: n for A, m for B)
+ * whose part of Y and of W fit TESSERA_PGEMM_CHUNK. While unit u's job runs, unit u + 1's
+ * part of Y is gathered (MPI_Ialltoallw, redist.c) and unit u - 1's partials travel to C's
+ * owners (one MPI_Ialltoallv of packed W pieces per unit); the calling thread drives MPI in
+ * its waits while the runtime's workers compute. A receiver keeps every unit's pieces and
+ * adds them to beta sub(C) only once all units landed and every job succeeded, unit by
+ * unit and in grid order within one (the same result on every run).
  *
  * The choice (the same on every rank: global sizes, the agreed budget and knob only), in
  * elements moved over the grid: stationary C moves m k Q (op(A), unless in place) + k n P
@@ -166,6 +170,7 @@ struct wdim {
     int dist;                   /* 1: a source holds the indices of its coordinate on `axis` */
     int axis;
     int64_t base;               /* my first local index (dist), 0 otherwise */
+    int64_t lo, hi;             /* the indices walked: W's whole dimension one unit at a time */
 };
 
 struct run {
@@ -194,7 +199,11 @@ static int filter(const struct wdim *w, int sr, int sc, int dco, struct tess__re
         const struct tess__redist_seg *x = &w->d.seg[i];
         if (x->to != dco) continue;
         if (w->dist && x->so != (w->axis == 0 ? sr : sc)) continue;
-        out[n++] = *x;
+        int64_t lo = TESS__MAX(x->a, w->lo), hi = TESS__MIN(x->a + x->len, w->hi);
+        if (lo >= hi) continue;
+        out[n] = *x;
+        out[n].a = lo, out[n].sl += lo - x->a, out[n].tl += lo - x->a, out[n].len = hi - lo;
+        n++;
     }
     return n;
 }
@@ -249,6 +258,7 @@ static void wdim_init(struct wdim *w, bool dist, const struct side *s, const str
     w->d.tgt = *cmap;
     w->d.toff = coff;
     w->d.taxis = caxis;
+    w->hi = INT64_MAX;
     if (dist) {
         int f = 1 - s->xk;
         w->axis = f;
@@ -268,6 +278,7 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
                       const struct tess__comm_desc *db, void *C, int64_t ic, int64_t jc,
                       const struct tess__comm_desc *dc) {
     double t0 = tess__now(), tcomm = 0;
+    g->last.units = 0;
     const int P = g->at.nprow, Q = g->at.npcol, myrow = g->at.myrow, mycol = g->at.mycol;
     struct run R;
     memset(&R, 0, sizeof R);
@@ -314,6 +325,17 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
     const int64_t yrows = yk == 0 ? kloc : yfree;
     size_t ybytes = y.in_place ? 0 : (((size_t)kloc * (size_t)yfree * es + 255) & ~(size_t)255);
     size_t wbytes = (size_t)wr * (size_t)wc * es;
+    /* the pipeline's unit: a range [f0, f1) of Y's free indices, W's whole dimension (the
+     * same on every rank: global maps only): Y's part and W's part of a unit fit the chunk */
+    const int64_t kmax = max_count(&s->xmap[s->xk], s->xoff[s->xk], k);
+    const int64_t fmax = max_count(&s->xmap[1 - s->xk], s->xoff[1 - s->xk], var == 'A' ? m : n);
+    const int64_t per_f = ((y.in_place ? 0 : kmax) + fmax) * (int64_t)es;
+    int64_t chunk = 128 << 20;
+    st = tess__pgemm_chunk(g, &chunk); /* collective; st is 0 on every rank here */
+    const int64_t fu = TESS__MAX(1, TESS__MIN(yfree, chunk / TESS__MAX(1, per_f)));
+    const int64_t nu = TESS__CEILDIV(yfree, fu);
+    struct wdim *whole = &R.w[var == 'A' ? 1 : 0];
+
     int nranks = P * Q;
     int *cnt = calloc((size_t)nranks * 4, sizeof(int));
     struct tess__redist_seg *scratch =
@@ -335,84 +357,132 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
         y.ldbuf = TESS__MAX(1, yrows);
         xok = !(st = tess__redist_exch_init(&x, g, &y, 1, es));
     }
-    uint64_t sent = 0, recvd = 0;
-    /* 1. gather Y's panel */
-    if ((st = tess__comm_agree(g, st))) goto out;
-    if (!y.in_place) {
-        double tc = tess__now();
-        st = tess__redist_exch_post(&x, 0, 0, yfree, 0, 0, INT64_MAX);
-        if (!st) st = tess__mpi_wait(&x.req[0]);
-        tcomm += tess__now() - tc;
-        sent += x.sent, recvd += x.recvd;
-        if ((st = tess__comm_agree(g, st))) goto out;
-    }
-    const void *Yp = y.in_place ? tess__redist_in_place_ptr(&y, myrow, mycol, 0) : y.buf;
-    const int64_t ldy = y.in_place ? y.ldx : y.ldbuf;
-
-    /* 2. W = alpha op(X)... with one node-runtime job */
-    char *W = (char *)g->ws + ybytes;
-    if (wr > 0 && wc > 0) {
-        if (kloc == 0) {
-            tess__host_scale(dt, wr, wc, tess__scalar_zero(), W, R.ldw);
-        } else {
-            struct tess__gemm_async *job = NULL;
-            st = var == 'A'
-                     ? tess__gemm_start(dt, ta, tb, wr, wc, kloc, al, Xl, ldx, Yp, ldy,
-                                        tess__scalar_zero(), W, R.ldw, NULL, &job)
-                     : tess__gemm_start(dt, ta, tb, wr, wc, kloc, al, Yp, ldy, Xl, ldx,
-                                        tess__scalar_zero(), W, R.ldw, NULL, &job);
-            if (!st) st = tess__gemm_finish(job);
-        }
-    }
-    if ((st = tess__comm_agree(g, st))) goto out;
-
-    /* 3. the partials to C's owners, summed there in rank order */
-    double tc = tess__now();
-    int *sc = cnt, *sd = cnt + nranks, *rc = cnt + 2 * nranks, *rd = cnt + 3 * nranks;
+    /* the partials: everything this rank sends and receives, unit after unit (a unit's
+     * pieces rank by rank in grid order); received ones are added once all units landed */
     const bool me_src = contributes(&R, myrow, mycol);
     int64_t stot = 0, rtot = 0;
-    for (int r = 0; r < P; r++)
-        for (int c = 0; c < Q; c++) {
-            int j = tess__comm_grid_rank(g, r, c);
-            int64_t ns = me_src ? walk(&R, myrow, mycol, r, c, NULL, NULL, NULL, 0, scratch) : 0;
-            int64_t nr = contributes(&R, r, c) ? walk(&R, r, c, myrow, mycol, NULL, NULL, NULL, 0, scratch) : 0;
-            sc[j] = (int)ns, sd[j] = (int)stot;
-            rc[j] = (int)nr, rd[j] = (int)rtot;
-            stot += ns, rtot += nr;
-            if (j != g->rank) sent += (uint64_t)ns * es, recvd += (uint64_t)nr * es;
-        }
-    char *sbuf = malloc((size_t)TESS__MAX(1, stot) * es), *rbuf = malloc((size_t)TESS__MAX(1, rtot) * es);
-    MPI_Datatype elem = MPI_DATATYPE_NULL;
-    if (!sbuf || !rbuf) st = tess__fail(TESS_ENOMEM, "pgemm: reduction buffers: out of host memory");
-    else if (stot > INT_MAX || rtot > INT_MAX)
-        st = tess__fail(TESS_ENOSYS, "pgemm: a partial product over MPI's int counts");
-    if (!st) st = TESS__MPI(MPI_Type_contiguous((int)es, MPI_BYTE, &elem));
-    if (!st) st = TESS__MPI(MPI_Type_commit(&elem));
-    if (!(st = tess__comm_agree(g, st))) {
-        for (int r = 0; r < P && me_src; r++)
-            for (int c = 0; c < Q; c++) {
-                int j = tess__comm_grid_rank(g, r, c);
-                if (sc[j]) walk(&R, myrow, mycol, r, c, sbuf + (size_t)sd[j] * es, W, NULL, 0, scratch);
-            }
-        MPI_Request req = MPI_REQUEST_NULL;
-        st = TESS__MPI(MPI_Ialltoallv(sbuf, sc, sd, elem, rbuf, rc, rd, elem, g->comm, &req));
-        if (!st) st = tess__mpi_wait(&req);
-        st = tess__comm_agree(g, st);
-    }
-    if (!st) {
-        /* C = beta C (beta = 0: zeros, C not read), then every partial, in grid order */
-        if (cn[0] > 0 && cn[1] > 0) tess__host_scale(dt, cn[0], cn[1], be, Cl, dc->lld);
+    uint64_t sent = 0, recvd = 0;
+    for (int64_t u = 0; u < nu && !st; u++) {
+        whole->lo = u * fu, whole->hi = TESS__MIN(yfree, (u + 1) * fu);
         for (int r = 0; r < P; r++)
             for (int c = 0; c < Q; c++) {
                 int j = tess__comm_grid_rank(g, r, c);
-                if (rc[j]) walk(&R, r, c, myrow, mycol, rbuf + (size_t)rd[j] * es, NULL, Cl, dc->lld, scratch);
+                int64_t ns = me_src ? walk(&R, myrow, mycol, r, c, NULL, NULL, NULL, 0, scratch) : 0;
+                int64_t nr = contributes(&R, r, c) ? walk(&R, r, c, myrow, mycol, NULL, NULL, NULL, 0, scratch) : 0;
+                stot += ns, rtot += nr;
+                if (j != g->rank) sent += (uint64_t)ns * es, recvd += (uint64_t)nr * es;
             }
     }
+    char *sbuf = NULL, *rbuf = NULL;
+    MPI_Datatype elem = MPI_DATATYPE_NULL;
+    if (!st) {
+        sbuf = malloc((size_t)TESS__MAX(1, stot) * es), rbuf = malloc((size_t)TESS__MAX(1, rtot) * es);
+        if (!sbuf || !rbuf) st = tess__fail(TESS_ENOMEM, "pgemm: reduction buffers: out of host memory");
+    }
+    if (!st) st = TESS__MPI(MPI_Type_contiguous((int)es, MPI_BYTE, &elem));
+    if (!st) st = TESS__MPI(MPI_Type_commit(&elem));
+    if ((st = tess__comm_agree(g, st))) goto out;
+
+    /* the pipeline: while unit u's job runs, unit u + 1's part of Y is gathered and unit
+     * u - 1's partials travel to C's owners; the caller drives MPI in its waits */
+    const void *Yp = y.in_place ? tess__redist_in_place_ptr(&y, myrow, mycol, 0) : y.buf;
+    const int64_t ldy = y.in_place ? y.ldx : y.ldbuf;
+    char *W = (char *)g->ws + ybytes;
+    if (wr > 0 && wc > 0 && kloc == 0) tess__host_scale(dt, wr, wc, tess__scalar_zero(), W, R.ldw);
+    int *sc = cnt, *sd = cnt + nranks, *rc = cnt + 2 * nranks, *rd = cnt + 3 * nranks;
+    MPI_Request red = MPI_REQUEST_NULL;
+    int64_t soff = 0, roff = 0;
+    double tc = tess__now();
+    if (!y.in_place) {
+        st = tess__redist_exch_post(&x, 0, 0, TESS__MIN(yfree, fu), 0, 0, INT64_MAX);
+        if (!st) st = tess__mpi_wait(&x.req[0]);
+    }
+    tcomm += tess__now() - tc;
+    st = tess__comm_agree(g, st);
+    int64_t units = 0;
+    for (int64_t u = 0; u < nu && !st; u++) {
+        const int64_t f0 = u * fu, f1 = TESS__MIN(yfree, f0 + fu), fc = f1 - f0;
+        units++;
+        int cst = TESS_OK, jst = TESS_OK;
+        tc = tess__now();
+        if (!y.in_place && u + 1 < nu)
+            cst = tess__redist_exch_post(&x, (int)((u + 1) % 2), f1, TESS__MIN(yfree, f1 + fu), 0,
+                                         0, INT64_MAX);
+        tcomm += tess__now() - tc;
+        struct tess__gemm_async *job = NULL;
+        if (wr > 0 && wc > 0 && kloc > 0) {
+            const char *Yu = (const char *)Yp + (size_t)(y.kdim == 0 ? f0 : f0 * ldy) * es;
+            jst = var == 'A'
+                      ? tess__gemm_start(dt, ta, tb, wr, fc, kloc, al, Xl, ldx, Yu, ldy,
+                                         tess__scalar_zero(), W + (size_t)(f0 * R.ldw) * es,
+                                         R.ldw, NULL, &job)
+                      : tess__gemm_start(dt, ta, tb, fc, wc, kloc, al, Yu, ldy, Xl, ldx,
+                                         tess__scalar_zero(), W + (size_t)f0 * es, R.ldw, NULL,
+                                         &job);
+            if (jst) job = NULL;
+        }
+        tc = tess__now();
+        if (red != MPI_REQUEST_NULL) {
+            int s2 = tess__mpi_wait(&red);
+            if (!cst) cst = s2;
+        }
+        if (!y.in_place && u + 1 < nu) {
+            int s2 = tess__mpi_wait(&x.req[(u + 1) % 2]);
+            if (!cst) cst = s2;
+        }
+        tcomm += tess__now() - tc;
+        if (job) jst = tess__gemm_finish(job);
+        if ((st = tess__comm_agree(g, cst ? cst : jst))) break;
+        /* unit u's partials: pack, then one MPI_Ialltoallv */
+        tc = tess__now();
+        whole->lo = f0, whole->hi = f1;
+        int64_t s0 = soff, r0 = roff;
+        for (int r = 0; r < P; r++)
+            for (int c = 0; c < Q; c++) {
+                int j = tess__comm_grid_rank(g, r, c);
+                int64_t ns = me_src ? walk(&R, myrow, mycol, r, c, sbuf + (size_t)soff * es, W, NULL, 0, scratch) : 0;
+                int64_t nr = contributes(&R, r, c) ? walk(&R, r, c, myrow, mycol, NULL, NULL, NULL, 0, scratch) : 0;
+                sc[j] = (int)ns, sd[j] = (int)(soff - s0);
+                rc[j] = (int)nr, rd[j] = (int)(roff - r0);
+                soff += ns, roff += nr;
+            }
+        if (soff - s0 > INT_MAX || roff - r0 > INT_MAX)
+            st = tess__fail(TESS_ENOSYS, "pgemm: a partial product over MPI's int counts");
+        if (!st)
+            st = TESS__MPI(MPI_Ialltoallv(sbuf + (size_t)s0 * es, sc, sd, elem, rbuf + (size_t)r0 * es,
+                                          rc, rd, elem, g->comm, &red));
+        tcomm += tess__now() - tc;
+        if ((st = tess__comm_agree(g, st))) break;
+    }
+    tc = tess__now();
+    if (red != MPI_REQUEST_NULL) {
+        int s2 = tess__mpi_wait(&red);
+        if (!st) st = s2;
+    }
+    st = tess__comm_agree(g, st);
+    if (!st) {
+        /* C = beta C (beta = 0: zeros, C not read), then every partial: unit by unit, in
+         * grid order within a unit (each element gets its partials in grid order) */
+        if (cn[0] > 0 && cn[1] > 0) tess__host_scale(dt, cn[0], cn[1], be, Cl, dc->lld);
+        roff = 0;
+        for (int64_t u = 0; u < nu; u++) {
+            whole->lo = u * fu, whole->hi = TESS__MIN(yfree, (u + 1) * fu);
+            for (int r = 0; r < P; r++)
+                for (int c = 0; c < Q; c++)
+                    if (contributes(&R, r, c))
+                        roff += walk(&R, r, c, myrow, mycol, rbuf + (size_t)roff * es, NULL, Cl,
+                                     dc->lld, scratch);
+        }
+    }
+    tcomm += tess__now() - tc;
+    g->last.units = (int)units;
+out:
     if (elem != MPI_DATATYPE_NULL) MPI_Type_free(&elem);
     free(sbuf), free(rbuf);
-    tcomm += tess__now() - tc;
-out:
-    if (xok) tess__redist_exch_free(&x);
+    if (xok) {
+        sent += x.sent, recvd += x.recvd;
+        tess__redist_exch_free(&x);
+    }
     tess__redist_free(&y);
     free(R.w[0].d.seg), free(R.w[1].d.seg);
     free(cnt), free(scratch);

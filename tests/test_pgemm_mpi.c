@@ -92,6 +92,7 @@ static int wrank, wsize;
 static long n_fail;          /* failures seen by this rank */
 static long n_cases_ref, n_cases_one, n_cases_bad, n_multipass, n_pipelined, n_inplace;
 static long n_split[2];      /* cases that ran stationary A, B (this rank) */
+static long n_split_units;   /* of those, pipelined over several units */
 static long long n_compared; /* elements of sub(C) compared on this rank */
 static long n_bitwise_one;   /* one-rank cases where tess_p?gemm == tess_?gemm bit for bit */
 static int verbose;
@@ -680,7 +681,20 @@ static void run_case(struct gctx *G, const struct pcase *c) {
             if (st.bytes_received > hi)
                 failf("stats: stationary %c received %llu bytes, at most %llu expected", st.variant,
                       (unsigned long long)st.bytes_received, hi);
+            /* units: ranges of the free dimension (n for A, m for B); a chunk of c elements
+             * holds at most c free indices, the default chunk all of a test's */
+            long yfree = st.variant == 'A' ? c->n : c->m;
+            long per = c->chunk ? (long)(c->chunk / (long)es) : yfree;
+            long umin = (yfree + (per > 0 ? per : 1) - 1) / (per > 0 ? per : 1);
+            if (st.units < umin || st.units > yfree || (!c->chunk && st.units != 1))
+                failf("stats: stationary %c in %d units, expected %ld to %ld (chunk %ld bytes)",
+                      st.variant, st.units, c->chunk ? umin : 1, c->chunk ? yfree : 1, c->chunk);
+            if (st.units > 1) n_split_units++;
         } else {
+            /* stationary C: one exchange unit at least per pass when an operand moves */
+            if (st.a_local && st.b_local ? st.units != 0 : st.units < st.passes)
+                failf("stats: stationary C with %d units in %d passes (in place: A %d, B %d)",
+                      st.units, st.passes, st.a_local, st.b_local);
             /* stationary C: what a rank receives is what it needs of op(A) and op(B) */
             if (st.a_local && st.b_local && (st.bytes_sent || st.bytes_received))
                 failf("stats: both operands in place but %llu bytes sent, %llu received",
@@ -1086,6 +1100,7 @@ int main(int argc, char **argv) {
         if (n_pipelined == 0) failf("no case ran with a small TESSERA_PGEMM_CHUNK");
         if (n_inplace == 0) failf("no case used an operand in place");
         if (!n_split[0] || !n_split[1]) failf("no case ran stationary A (%ld) or B (%ld)", n_split[0], n_split[1]);
+        if (!n_split_units) failf("no stationary A / B case ran in several units");
     }
     loc[0] = n_fail;
     MPI_Allreduce(loc, sum, 9, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -1096,11 +1111,12 @@ int main(int argc, char **argv) {
     if (wrank == 0)
         printf("test_pgemm_mpi np=%d: %s | %ld case-ranks vs ScaLAPACK, %ld one-rank vs "
                "tess_?gemm (%ld bit-identical), %ld bad-input case-ranks, %ld sub(C) elements "
-               "compared, %ld multi-pass, %ld small-chunk, %ld in-place, %ld/%ld stationary A/B (rank 0) | "
+               "compared, %ld multi-pass, %ld small-chunk, %ld in-place, %ld/%ld stationary A/B (%ld in "
+               "several units) (rank 0) | "
                "%ld failures | "
                "%.1f s\n",
                wsize, gridlist, sum[1], sum[2], sum[7], sum[3], sum[8], n_multipass, n_pipelined,
-               n_inplace, n_split[0], n_split[1], sum[0], MPI_Wtime() - t0);
+               n_inplace, n_split[0], n_split[1], n_split_units, sum[0], MPI_Wtime() - t0);
     fflush(stdout);
     MPI_Finalize();
     return fmax ? 1 : 0;

@@ -96,6 +96,9 @@ typedef struct tess_pgemm_stats {
     int nccl;                 /* panels moved GPU to GPU with NCCL (else MPI, host memory) */
     char variant;             /* 'C' stationary C, 'A' / 'B' stationary A / B (k split, partial
                                  products summed into C); 0 when nothing was multiplied */
+    int units;                /* pipeline units: operand exchanges over all passes (stationary
+                                 C; 0 when nothing moves), or ranges of the partial product
+                                 multiplied and reduced one after another (A / B) */
 } tess_pgemm_stats_t;
 TESS_API int tess_pgemm_last_stats(const tess_grid_t *grid, tess_pgemm_stats_t *out);
 

@@ -15,13 +15,14 @@
  *        A(0,0) A(0,1)     op(B)[K(0), :]      C rows of process row r = W(r,0) + W(r,1),
  *        A(1,0) A(1,1)     op(B)[K(1), :]      each element sent straight to its owner
  *
- * Pipelined over units: ranges of Y's free dimension (W's whole one: n for A, m for B)
- * whose part of Y and of W fit TESSERA_PGEMM_CHUNK. While unit u's job runs, unit u + 1's
- * part of Y is gathered (MPI_Ialltoallw, redist.c) and unit u - 1's partials travel to C's
- * owners (one MPI_Ialltoallv of packed W pieces per unit); the calling thread drives MPI in
- * its waits while the runtime's workers compute. A receiver keeps every unit's pieces and
- * adds them to beta sub(C) only once all units landed and every job succeeded, unit by
- * unit and in grid order within one (the same result on every run).
+ * Pipelined over units: ranges of W's distributed dimension (the rows of X's free one a
+ * rank holds: m for A, n for B), so each unit reads its own part of the big operand X once;
+ * Y, small by the choice, is gathered whole first (MPI_Ialltoallw, redist.c). While unit
+ * u's job runs, unit u - 1's partials travel to C's owners (one MPI_Ialltoallv of packed W
+ * pieces per unit); the calling thread drives MPI in its waits while the runtime's workers
+ * compute. A receiver keeps every unit's pieces and adds them to beta sub(C) only once all
+ * units landed and every job succeeded, unit by unit and in grid order within one (the
+ * same result on every run).
  *
  * The choice (the same on every rank: global sizes, the agreed budget and knob only), in
  * elements moved over the grid: stationary C moves m k Q (op(A), unless in place) + k n P
@@ -170,7 +171,7 @@ struct wdim {
     int dist;                   /* 1: a source holds the indices of its coordinate on `axis` */
     int axis;
     int64_t base;               /* my first local index (dist), 0 otherwise */
-    int64_t lo, hi;             /* the indices walked: W's whole dimension one unit at a time */
+    int64_t lo, hi;             /* dist: the unit walked, W indices [lo, hi) of each source */
 };
 
 struct run {
@@ -198,11 +199,17 @@ static int filter(const struct wdim *w, int sr, int sc, int dco, struct tess__re
     for (int i = 0; i < w->d.nseg; i++) {
         const struct tess__redist_seg *x = &w->d.seg[i];
         if (x->to != dco) continue;
-        if (w->dist && x->so != (w->axis == 0 ? sr : sc)) continue;
-        int64_t lo = TESS__MAX(x->a, w->lo), hi = TESS__MIN(x->a + x->len, w->hi);
+        if (!w->dist) {
+            out[n++] = *x;
+            continue;
+        }
+        if (x->so != (w->axis == 0 ? sr : sc)) continue;
+        /* the unit: W indices [lo, hi) of that source, W index = local index - its base */
+        int64_t base = tess__comm_bc_count(&w->d.src, w->d.off, x->so);
+        int64_t lo = TESS__MAX(x->sl, base + w->lo), hi = TESS__MIN(x->sl + x->len, base + w->hi);
         if (lo >= hi) continue;
         out[n] = *x;
-        out[n].a = lo, out[n].sl += lo - x->a, out[n].tl += lo - x->a, out[n].len = hi - lo;
+        out[n].a += lo - x->sl, out[n].tl += lo - x->sl, out[n].sl = lo, out[n].len = hi - lo;
         n++;
     }
     return n;
@@ -325,16 +332,14 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
     const int64_t yrows = yk == 0 ? kloc : yfree;
     size_t ybytes = y.in_place ? 0 : (((size_t)kloc * (size_t)yfree * es + 255) & ~(size_t)255);
     size_t wbytes = (size_t)wr * (size_t)wc * es;
-    /* the pipeline's unit: a range [f0, f1) of Y's free indices, W's whole dimension (the
-     * same on every rank: global maps only): Y's part and W's part of a unit fit the chunk */
-    const int64_t kmax = max_count(&s->xmap[s->xk], s->xoff[s->xk], k);
+    /* the pipeline's unit: fu of each rank's indices along W's distributed dimension (the
+     * same on every rank: global maps and the agreed chunk), a unit's partials about a chunk */
     const int64_t fmax = max_count(&s->xmap[1 - s->xk], s->xoff[1 - s->xk], var == 'A' ? m : n);
-    const int64_t per_f = ((y.in_place ? 0 : kmax) + fmax) * (int64_t)es;
     int64_t chunk = 128 << 20;
     st = tess__pgemm_chunk(g, &chunk); /* collective; st is 0 on every rank here */
-    const int64_t fu = TESS__MAX(1, TESS__MIN(yfree, chunk / TESS__MAX(1, per_f)));
-    const int64_t nu = TESS__CEILDIV(yfree, fu);
-    struct wdim *whole = &R.w[var == 'A' ? 1 : 0];
+    const int64_t fu = TESS__MAX(1, TESS__MIN(fmax, chunk / TESS__MAX(1, yfree * (int64_t)es)));
+    const int64_t nu = TESS__MAX(1, TESS__CEILDIV(fmax, fu));
+    struct wdim *part = &R.w[var == 'A' ? 0 : 1];
 
     int nranks = P * Q;
     int *cnt = calloc((size_t)nranks * 4, sizeof(int));
@@ -363,7 +368,7 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
     int64_t stot = 0, rtot = 0;
     uint64_t sent = 0, recvd = 0;
     for (int64_t u = 0; u < nu && !st; u++) {
-        whole->lo = u * fu, whole->hi = TESS__MIN(yfree, (u + 1) * fu);
+        part->lo = u * fu, part->hi = (u + 1) * fu;
         for (int r = 0; r < P; r++)
             for (int c = 0; c < Q; c++) {
                 int j = tess__comm_grid_rank(g, r, c);
@@ -383,8 +388,8 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
     if (!st) st = TESS__MPI(MPI_Type_commit(&elem));
     if ((st = tess__comm_agree(g, st))) goto out;
 
-    /* the pipeline: while unit u's job runs, unit u + 1's part of Y is gathered and unit
-     * u - 1's partials travel to C's owners; the caller drives MPI in its waits */
+    /* Y, whole; then the pipeline: while unit u's job runs, unit u - 1's partials travel to
+     * C's owners; the caller drives MPI in its waits */
     const void *Yp = y.in_place ? tess__redist_in_place_ptr(&y, myrow, mycol, 0) : y.buf;
     const int64_t ldy = y.in_place ? y.ldx : y.ldbuf;
     char *W = (char *)g->ws + ybytes;
@@ -394,48 +399,38 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
     int64_t soff = 0, roff = 0;
     double tc = tess__now();
     if (!y.in_place) {
-        st = tess__redist_exch_post(&x, 0, 0, TESS__MIN(yfree, fu), 0, 0, INT64_MAX);
+        st = tess__redist_exch_post(&x, 0, 0, yfree, 0, 0, INT64_MAX);
         if (!st) st = tess__mpi_wait(&x.req[0]);
     }
     tcomm += tess__now() - tc;
     st = tess__comm_agree(g, st);
     int64_t units = 0;
+    const int xf = 1 - s->xk; /* X's free dimension: 0 rows, 1 columns */
     for (int64_t u = 0; u < nu && !st; u++) {
-        const int64_t f0 = u * fu, f1 = TESS__MIN(yfree, f0 + fu), fc = f1 - f0;
+        /* my part of the unit: W rows (A) or columns (B) [f0, f1) */
+        const int64_t f0 = TESS__MIN(floc, u * fu), f1 = TESS__MIN(floc, f0 + fu), fc = f1 - f0;
         units++;
         int cst = TESS_OK, jst = TESS_OK;
-        tc = tess__now();
-        if (!y.in_place && u + 1 < nu)
-            cst = tess__redist_exch_post(&x, (int)((u + 1) % 2), f1, TESS__MIN(yfree, f1 + fu), 0,
-                                         0, INT64_MAX);
-        tcomm += tess__now() - tc;
         struct tess__gemm_async *job = NULL;
-        if (wr > 0 && wc > 0 && kloc > 0) {
-            const char *Yu = (const char *)Yp + (size_t)(y.kdim == 0 ? f0 : f0 * ldy) * es;
+        if (fc > 0 && yfree > 0 && kloc > 0) {
+            const char *Xu = Xl + (size_t)(xf == 0 ? f0 : f0 * ldx) * es;
             jst = var == 'A'
-                      ? tess__gemm_start(dt, ta, tb, wr, fc, kloc, al, Xl, ldx, Yu, ldy,
-                                         tess__scalar_zero(), W + (size_t)(f0 * R.ldw) * es,
-                                         R.ldw, NULL, &job)
-                      : tess__gemm_start(dt, ta, tb, fc, wc, kloc, al, Yu, ldy, Xl, ldx,
+                      ? tess__gemm_start(dt, ta, tb, fc, wc, kloc, al, Xu, ldx, Yp, ldy,
                                          tess__scalar_zero(), W + (size_t)f0 * es, R.ldw, NULL,
-                                         &job);
+                                         &job)
+                      : tess__gemm_start(dt, ta, tb, wr, fc, kloc, al, Yp, ldy, Xu, ldx,
+                                         tess__scalar_zero(), W + (size_t)(f0 * R.ldw) * es,
+                                         R.ldw, NULL, &job);
             if (jst) job = NULL;
         }
         tc = tess__now();
-        if (red != MPI_REQUEST_NULL) {
-            int s2 = tess__mpi_wait(&red);
-            if (!cst) cst = s2;
-        }
-        if (!y.in_place && u + 1 < nu) {
-            int s2 = tess__mpi_wait(&x.req[(u + 1) % 2]);
-            if (!cst) cst = s2;
-        }
+        if (red != MPI_REQUEST_NULL) cst = tess__mpi_wait(&red);
         tcomm += tess__now() - tc;
         if (job) jst = tess__gemm_finish(job);
         if ((st = tess__comm_agree(g, cst ? cst : jst))) break;
         /* unit u's partials: pack, then one MPI_Ialltoallv */
         tc = tess__now();
-        whole->lo = f0, whole->hi = f1;
+        part->lo = u * fu, part->hi = (u + 1) * fu;
         int64_t s0 = soff, r0 = roff;
         for (int r = 0; r < P; r++)
             for (int c = 0; c < Q; c++) {
@@ -466,7 +461,7 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
         if (cn[0] > 0 && cn[1] > 0) tess__host_scale(dt, cn[0], cn[1], be, Cl, dc->lld);
         roff = 0;
         for (int64_t u = 0; u < nu; u++) {
-            whole->lo = u * fu, whole->hi = TESS__MIN(yfree, (u + 1) * fu);
+            part->lo = u * fu, part->hi = (u + 1) * fu;
             for (int r = 0; r < P; r++)
                 for (int c = 0; c < Q; c++)
                     if (contributes(&R, r, c))

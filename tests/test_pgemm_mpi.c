@@ -681,14 +681,12 @@ static void run_case(struct gctx *G, const struct pcase *c) {
             if (st.bytes_received > hi)
                 failf("stats: stationary %c received %llu bytes, at most %llu expected", st.variant,
                       (unsigned long long)st.bytes_received, hi);
-            /* units: ranges of the free dimension (n for A, m for B); a chunk of c elements
-             * holds at most c free indices, the default chunk all of a test's */
-            long yfree = st.variant == 'A' ? c->n : c->m;
-            long per = c->chunk ? (long)(c->chunk / (long)es) : yfree;
-            long umin = (yfree + (per > 0 ? per : 1) - 1) / (per > 0 ? per : 1);
-            if (st.units < umin || st.units > yfree || (!c->chunk && st.units != 1))
-                failf("stats: stationary %c in %d units, expected %ld to %ld (chunk %ld bytes)",
-                      st.variant, st.units, c->chunk ? umin : 1, c->chunk ? yfree : 1, c->chunk);
+            /* units: ranges of the rows (A) or columns (B) of the partial product a rank
+             * holds, each about a chunk of it: never more than those, one by default */
+            long wfree = st.variant == 'A' ? c->m : c->n;
+            if (st.units < 1 || st.units > wfree || (!c->chunk && st.units != 1))
+                failf("stats: stationary %c in %d units, expected 1%s%ld (chunk %ld bytes)",
+                      st.variant, st.units, c->chunk ? " to " : ", not ", wfree, c->chunk);
             if (st.units > 1) n_split_units++;
         } else {
             /* stationary C: one exchange unit at least per pass when an operand moves */

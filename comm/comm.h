@@ -386,6 +386,9 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
 /* Host bytes per rank the gathered panels may take (TESSERA_PGEMM_MEM, or 40% of RAM shared
  * by the ranks of a node), the minimum over the grid. Collective. */
 int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t *out);
+/* The grid's host work buffer (g->ws; pinned where a GPU is used), grown to at least bytes
+ * (TESS_ENOMEM with a message when it cannot be). */
+int tess__pgemm_ws(struct tess__comm_grid *g, size_t bytes);
 /* Bytes a rank receives per pipelined exchange (TESSERA_PGEMM_CHUNK, default 128 MiB),
  * the minimum over the grid, so every rank cuts the same units. Collective. */
 int tess__pgemm_chunk(const struct tess__comm_grid *g, int64_t *out);

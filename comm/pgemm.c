@@ -126,6 +126,18 @@ int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t *out) {
     return st ? st : st2;
 }
 
+int tess__pgemm_ws(struct tess__comm_grid *g, size_t bytes) {
+    if (bytes <= g->ws_bytes) return TESS_OK;
+    tess_free_host(g->ws);
+    g->ws_bytes = 0;
+    g->ws = tess_malloc_host(bytes);
+    if (!g->ws)
+        return tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of panel buffers: out of host memory "
+                          "(lower TESSERA_PGEMM_MEM)", bytes);
+    g->ws_bytes = bytes;
+    return TESS_OK;
+}
+
 int tess__pgemm_chunk(const struct tess__comm_grid *g, int64_t *out) {
     struct tess__config cfg;
     long long v = tess__config_load(&cfg) || cfg.pgemm_chunk <= 0 ? 128 << 20 : (long long)cfg.pgemm_chunk;
@@ -219,13 +231,8 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     void *panel = NULL, *panel_h = NULL;
     if (!st && nc && abytes + bbytes > 0) {
         st = tess__nccl_alloc(nc, abytes + bbytes, &panel, &panel_h);
-    } else if (!st && abytes + bbytes > g->ws_bytes) {
-        tess_free_host(g->ws);
-        g->ws_bytes = 0;
-        g->ws = tess_malloc_host(abytes + bbytes);
-        if (g->ws) g->ws_bytes = abytes + bbytes;
-        else st = tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of panel buffers: out of host memory "
-                             "(lower TESSERA_PGEMM_MEM)", abytes + bbytes);
+    } else if (!st) {
+        st = tess__pgemm_ws(g, abytes + bbytes);
     }
     if (!nc) panel = g->ws;
     struct tess__redist_exch x;

@@ -347,14 +347,7 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
         malloc(sizeof *scratch * (size_t)(R.w[0].d.nseg + R.w[1].d.nseg + 1));
     if (!cnt || !scratch)
         st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-    if (!st && ybytes + wbytes > g->ws_bytes) {
-        tess_free_host(g->ws);
-        g->ws_bytes = 0;
-        g->ws = tess_malloc_host(ybytes + wbytes);
-        if (g->ws) g->ws_bytes = ybytes + wbytes;
-        else st = tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of panel buffers: out of host memory "
-                             "(lower TESSERA_PGEMM_MEM)", ybytes + wbytes);
-    }
+    if (!st) st = tess__pgemm_ws(g, ybytes + wbytes);
     struct tess__redist_exch x;
     bool xok = false;
     if (!st && !y.in_place) {

@@ -31,7 +31,7 @@ static const struct knob knobs[] = {
      "automatic GEMM tile on GPUs: 1 = model from tile-kernel rates measured once per machine (kept in TESSERA_TUNE_FILE), 2 = measure again (emulated devices too), 0 = fixed rule"},
     {"TESSERA_TUNE_FILE", K_STR, "", OFF(tune_file), sizeof(((struct tess__config *)0)->tune_file),
      "file of the measured rates; empty = $XDG_CACHE_HOME/tessera/tune or ~/.cache/tessera/tune"},
-    {"TESSERA_STREAMS", K_INT, "4", OFF(streams), 0,
+    {"TESSERA_STREAMS", K_INT, "8", OFF(streams), 0,
      "streams per GPU, each running one task (1..8)"},
     {"TESSERA_DEVICE_MEM", K_BYTES, "0", OFF(dev_mem), 0,
      "heap bytes per GPU (suffix K, M, G); 0 = all free memory but a margin"},

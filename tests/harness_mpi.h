@@ -20,4 +20,21 @@ static int wrank, wsize;
         MPI_Abort(MPI_COMM_WORLD, 1);                                                \
     } while (0)
 
+/* main for a test run under mpirun: MPI initialised (MPI_THREAD_FUNNELED), wrank and wsize
+ * set, the tests run when lo <= wsize <= hi; otherwise every rank exits 77 (skipped). */
+#define TEST_MPI_MAIN(lo_, hi_)                                                         \
+    int main(int argc, char **argv) {                                                \
+        int prov_, rc_ = 77;                                                         \
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &prov_);                  \
+        MPI_Comm_rank(MPI_COMM_WORLD, &wrank);                                       \
+        MPI_Comm_size(MPI_COMM_WORLD, &wsize);                                       \
+        if (wsize < (lo_) || wsize > (hi_)) {                                        \
+            if (wrank == 0) fprintf(stderr, "SKIP: needs %d to %d ranks\n", (lo_), (hi_)); \
+        } else {                                                                     \
+            rc_ = test_main_(argc, argv);                                            \
+        }                                                                            \
+        MPI_Finalize();                                                              \
+        return rc_;                                                                  \
+    }
+
 #endif /* TESS_TESTS_HARNESS_MPI_H */

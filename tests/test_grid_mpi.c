@@ -387,18 +387,6 @@ TEST(agree_picks_smallest_status) {
     tess__comm_grid_destroy(&g);
 }
 
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    if (wsize > 64) {
-        if (wrank == 0) fprintf(stderr, "SKIP: at most 64 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
-    int rc = test_main_(argc, argv);
-    MPI_Finalize();
-    return rc;
-}
+TEST_MPI_MAIN(1, 64)
 
 #endif

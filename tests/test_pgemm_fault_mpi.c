@@ -143,19 +143,6 @@ TEST(pgemm_device_fault_on_one_rank) {
     unsetenv("TESSERA_FAULT");
 }
 
-int main(int argc, char **argv) {
-    int prov;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &prov);
-    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    if (wsize != 2) {
-        if (wrank == 0) fprintf(stderr, "SKIP: needs 2 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
-    int rc = test_main_(argc, argv);
-    MPI_Finalize();
-    return rc;
-}
+TEST_MPI_MAIN(2, 2)
 
 #endif

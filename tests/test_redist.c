@@ -209,13 +209,6 @@ TEST(block_type_matches_alltoallw_types) {
     ASSERT_GT(multi, 100);
 }
 
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    int rc = test_main_(argc, argv);
-    MPI_Finalize();
-    return rc;
-}
+TEST_MPI_MAIN(1, 1)
 
 #endif

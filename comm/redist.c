@@ -12,10 +12,11 @@
  * The exchange of one chunk (a k range [k0, k1) of both operands; or, when only one
  * operand moves, a range [s0, s1) of each destination's selected buffer indices with all
  * k) is one MPI_Ialltoallw: for every pair (owner,
- * destination) an MPI datatype lists, in the same order on both sides (columns, then
- * rows, segment by segment), the elements the owner holds and the destination needs: on
- * the owner at their place in its local array, on the destination at their place in its
- * panel buffer. MPI moves them directly (no packing by us); A's and B's pieces share the
+ * destination) an MPI datatype lists, in the same order on both sides (the blocks of
+ * tess__redist_blocks: operand, column segment, row segment, each block column-major),
+ * the elements the owner holds and the destination needs: on the owner at their place in
+ * its local array, on the destination at their place in its panel buffer. The GPU
+ * transport packs and unpacks by the same block list, so every exchange has one order. MPI moves them directly (no packing by us); A's and B's pieces share the
  * one call through absolute addresses (MPI_BOTTOM).
  *
  * An operand whose selected dimension follows C's map exactly and whose k dimension is
@@ -191,88 +192,6 @@ static int pick(const struct tess__redist_op *op, int d, int so, int dc, int64_t
     return n;
 }
 
-/* The elements of op that owner (orow, ocol) holds and destination (drow, dcol) needs, k
- * in [k0, k1) (pass-relative buffer index k - kbase): send side (addresses in the owner's
- * local array) or receive side (addresses in the destination's buffer). *type is
- * MPI_DATATYPE_NULL when there is nothing. */
-static int pair_type(const struct tess__redist_op *op, int orow, int ocol, int drow, int dcol,
-                     int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, bool send,
-                     MPI_Datatype elem,
-                     struct tess__redist_seg *scratch, MPI_Datatype *type) {
-    *type = MPI_DATATYPE_NULL;
-    int sd = 1 - op->kdim;
-    int dcoord = op->dim[sd].taxis == 0 ? drow : dcol;
-    struct tess__redist_seg *rs = scratch, *cs = scratch + op->dim[0].nseg;
-    int nr = pick(op, 0, orow, dcoord, k0, k1, kbase, s0, s1, rs);
-    int nc = pick(op, 1, ocol, dcoord, k0, k1, kbase, s0, s1, cs);
-    if (nr == 0 || nc == 0) return TESS_OK;
-    /* rows: one hindexed type of the row segments within a column (byte offsets) */
-    int *bl = malloc(sizeof *bl * (size_t)(nr > nc ? nr : nc));
-    MPI_Aint *dp = malloc(sizeof *dp * (size_t)(nr > nc ? nr : nc));
-    MPI_Datatype *ct = malloc(sizeof *ct * (size_t)nc);
-    if (!bl || !dp || !ct) {
-        free(bl), free(dp), free(ct);
-        return tess__fail(TESS_ENOMEM, "pgemm: datatypes: out of host memory");
-    }
-    const char *base = send ? (const char *)op->X : (const char *)op->buf;
-    int64_t ld = send ? op->ldx : op->ldbuf;
-    MPI_Aint addr;
-    int st = TESS__MPI(MPI_Get_address(base, &addr));
-    for (int i = 0; i < nr && !st; i++) {
-        int64_t r = send ? rs[i].sl : rs[i].tl;
-        bl[i] = (int)rs[i].len;
-        dp[i] = (MPI_Aint)(r * (int64_t)op->es);
-    }
-    MPI_Datatype rowt = MPI_DATATYPE_NULL;
-    if (!st) st = TESS__MPI(MPI_Type_create_hindexed(nr, bl, dp, elem, &rowt));
-    int made = 0;
-    for (int j = 0; j < nc && !st; j++) {
-        int64_t c = send ? cs[j].sl : cs[j].tl;
-        st = TESS__MPI(MPI_Type_create_hvector((int)cs[j].len, 1, (MPI_Aint)(ld * (int64_t)op->es),
-                                               rowt, &ct[j]));
-        if (st) break;
-        made++;
-        bl[j] = 1;
-        dp[j] = addr + (MPI_Aint)(c * ld * (int64_t)op->es);
-    }
-    if (!st) st = TESS__MPI(MPI_Type_create_struct(nc, bl, dp, ct, type));
-    for (int j = 0; j < made; j++) MPI_Type_free(&ct[j]);
-    if (rowt != MPI_DATATYPE_NULL) MPI_Type_free(&rowt);
-    free(bl), free(dp), free(ct);
-    return st;
-}
-
-int tess__redist_types(const struct tess__redist_op *ops, int nops, const struct tess__comm_grid *g,
-                       int orow, int ocol, int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase,
-                       int64_t s0, int64_t s1, bool send, MPI_Datatype elem, MPI_Datatype *type) {
-    *type = MPI_DATATYPE_NULL;
-    MPI_Datatype parts[2];
-    int np = 0, st = TESS_OK;
-    (void)g;
-    for (int i = 0; i < nops && !st; i++) {
-        const struct tess__redist_op *op = &ops[i];
-        if (op->in_place) continue;
-        struct tess__redist_seg *scratch =
-            malloc(sizeof *scratch * (size_t)(op->dim[0].nseg + op->dim[1].nseg + 1));
-        if (!scratch) return tess__fail(TESS_ENOMEM, "pgemm: datatypes: out of host memory");
-        MPI_Datatype t;
-        st = pair_type(op, orow, ocol, drow, dcol, k0, k1, kbase, s0, s1, send, elem, scratch, &t);
-        free(scratch);
-        if (!st && t != MPI_DATATYPE_NULL) parts[np++] = t;
-    }
-    if (!st && np == 1) {
-        *type = parts[0];
-        np = 0;
-    } else if (!st && np == 2) {
-        int bl[2] = {1, 1};
-        MPI_Aint dp[2] = {0, 0};
-        st = TESS__MPI(MPI_Type_create_struct(2, bl, dp, parts, type));
-    }
-    for (int i = 0; i < np; i++) MPI_Type_free(&parts[i]);
-    if (!st && *type != MPI_DATATYPE_NULL) st = TESS__MPI(MPI_Type_commit(type));
-    return st;
-}
-
 /* ---- the same pieces as a list of 2D blocks (the NCCL transport packs them itself) ------ */
 
 int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, int ocol, int drow,
@@ -297,24 +216,47 @@ int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, i
     return TESS_OK;
 }
 
-/* The blocks of tess__redist_blocks as one datatype on the owner's side, in their order:
- * block by block, each column-major. A receiver that lands them packed (the GPU
- * transport's pinned buffer) unpacks them with the same block list. */
+/* ---- the same blocks as one MPI datatype, on either side ------------------------------- */
+
+/* Accumulates the blocks of tess__redist_blocks into a struct datatype: one hvector per
+ * block shape (block-cyclic blocks mostly share one), placed at the block's address. */
 struct btype_acc {
     const struct tess__redist_op *ops;
+    bool send;
     MPI_Datatype elem;
     MPI_Aint base[2];
     int *bl;
     MPI_Aint *dp;
-    MPI_Datatype *ty;
+    MPI_Datatype *ty;           /* per block: its shape's type */
+    MPI_Datatype *own;          /* per block: its own type when shape[] was full, else null */
     size_t n, cap;
+    struct { int64_t rows, cols, ld; MPI_Datatype t; } shape[8];
+    int nshape;
     int st;
 };
+
+/* The type of a rows x cols block with leading dimension ld: shared with the blocks of
+ * the same shape among the first 8 shapes met, else the block's own (*own, freed by the
+ * caller). */
+static MPI_Datatype btype_shape(struct btype_acc *a, int64_t rows, int64_t cols, int64_t ld,
+                                size_t es, MPI_Datatype *own) {
+    *own = MPI_DATATYPE_NULL;
+    for (int i = 0; i < a->nshape; i++)
+        if (a->shape[i].rows == rows && a->shape[i].cols == cols && a->shape[i].ld == ld)
+            return a->shape[i].t;
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    a->st = TESS__MPI(MPI_Type_create_hvector((int)cols, (int)rows, (MPI_Aint)(ld * (int64_t)es),
+                                              a->elem, &t));
+    if (a->st) return MPI_DATATYPE_NULL;
+    if (a->nshape == 8) return *own = t;
+    a->shape[a->nshape].rows = rows, a->shape[a->nshape].cols = cols, a->shape[a->nshape].ld = ld;
+    a->shape[a->nshape++].t = t;
+    return t;
+}
 
 static void btype_add(void *arg, int op, int64_t sr, int64_t sc, int64_t tr, int64_t tc,
                       int64_t rows, int64_t cols) {
     struct btype_acc *a = arg;
-    (void)tr, (void)tc;
     if (a->st) return;
     if (a->n == a->cap) {
         size_t cap = a->cap ? 2 * a->cap : 64;
@@ -324,39 +266,44 @@ static void btype_add(void *arg, int op, int64_t sr, int64_t sc, int64_t tr, int
         if (dp) a->dp = dp;
         MPI_Datatype *ty = realloc(a->ty, cap * sizeof *ty);
         if (ty) a->ty = ty;
-        if (!bl || !dp || !ty) {
+        MPI_Datatype *own = realloc(a->own, cap * sizeof *own);
+        if (own) a->own = own;
+        if (!bl || !dp || !ty || !own) {
             a->st = tess__fail(TESS_ENOMEM, "pgemm: datatypes: out of host memory");
             return;
         }
         a->cap = cap;
     }
-    const struct tess__redist_op *o = &a->ops[op];
     if (rows > INT32_MAX || cols > INT32_MAX) {
         a->st = tess__fail(TESS_ENOSYS, "pgemm: a block over MPI's int counts");
         return;
     }
-    a->st = TESS__MPI(MPI_Type_create_hvector((int)cols, (int)rows, (MPI_Aint)(o->ldx * (int64_t)o->es),
-                                              a->elem, &a->ty[a->n]));
+    const struct tess__redist_op *o = &a->ops[op];
+    int64_t r = a->send ? sr : tr, c = a->send ? sc : tc, ld = a->send ? o->ldx : o->ldbuf;
+    MPI_Datatype t = btype_shape(a, rows, cols, ld, o->es, &a->own[a->n]);
     if (a->st) return;
     a->bl[a->n] = 1;
-    a->dp[a->n] = a->base[op] + (MPI_Aint)((sr + sc * o->ldx) * (int64_t)o->es);
-    a->n++;
+    a->ty[a->n] = t;
+    a->dp[a->n++] = a->base[op] + (MPI_Aint)((r + c * ld) * (int64_t)o->es);
 }
 
-int tess__redist_block_type(const struct tess__redist_op *ops, int nops, int orow, int ocol,
-                            int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
-                            int64_t s1, MPI_Datatype elem, MPI_Datatype *type) {
+int tess__redist_types(const struct tess__redist_op *ops, int nops, int orow, int ocol, int drow,
+                       int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1,
+                       bool send, MPI_Datatype elem, MPI_Datatype *type) {
     *type = MPI_DATATYPE_NULL;
-    struct btype_acc a = {.ops = ops, .elem = elem};
-    for (int i = 0; i < nops && i < 2 && !a.st; i++)
-        a.st = TESS__MPI(MPI_Get_address(ops[i].X, &a.base[i]));
+    if (nops > 2) return tess__fail(TESS_ENOSYS, "pgemm: datatypes of more than two operands");
+    struct btype_acc a = {.ops = ops, .send = send, .elem = elem};
+    for (int i = 0; i < nops && !a.st; i++)
+        a.st = TESS__MPI(MPI_Get_address(send ? ops[i].X : ops[i].buf, &a.base[i]));
     if (!a.st) a.st = tess__redist_blocks(ops, nops, orow, ocol, drow, dcol, k0, k1, kbase, s0, s1,
                                           btype_add, &a);
     if (!a.st && a.n > INT32_MAX) a.st = tess__fail(TESS_ENOSYS, "pgemm: too many blocks");
     if (!a.st && a.n > 0) a.st = TESS__MPI(MPI_Type_create_struct((int)a.n, a.bl, a.dp, a.ty, type));
     if (!a.st && a.n > 0) a.st = TESS__MPI(MPI_Type_commit(type));
-    for (size_t i = 0; i < a.n; i++) MPI_Type_free(&a.ty[i]);
-    free(a.bl), free(a.dp), free(a.ty);
+    for (int i = 0; i < a.nshape; i++) MPI_Type_free(&a.shape[i].t);
+    for (size_t i = 0; i < a.n; i++)
+        if (a.own[i] != MPI_DATATYPE_NULL) MPI_Type_free(&a.own[i]);
+    free(a.bl), free(a.dp), free(a.ty), free(a.own);
     if (a.st && *type != MPI_DATATYPE_NULL) MPI_Type_free(type);
     return a.st;
 }
@@ -370,10 +317,10 @@ int tess__redist_exch_post(struct tess__redist_exch *x, int slot, int64_t k0, in
     int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK;
     for (int j = 0; j < x->size && !st; j++) {
         MPI_Datatype ts = MPI_DATATYPE_NULL, tr = MPI_DATATYPE_NULL;
-        st = tess__redist_types(x->ops, x->nops, g, me_r, me_c, x->prow[j], x->pcol[j], k0, k1, kbase,
+        st = tess__redist_types(x->ops, x->nops, me_r, me_c, x->prow[j], x->pcol[j], k0, k1, kbase,
                                 s0, s1, true, x->elem, &ts);
         if (!st)
-            st = tess__redist_types(x->ops, x->nops, g, x->prow[j], x->pcol[j], me_r, me_c, k0, k1,
+            st = tess__redist_types(x->ops, x->nops, x->prow[j], x->pcol[j], me_r, me_c, k0, k1,
                                     kbase, s0, s1, false, x->elem, &tr);
         x->ty_s[slot][j] = ts != MPI_DATATYPE_NULL ? ts : x->elem;
         x->ty_r[slot][j] = tr != MPI_DATATYPE_NULL ? tr : x->elem;

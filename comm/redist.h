@@ -62,16 +62,9 @@ int64_t tess__redist_sel_count(const struct tess__redist_op *op, int coord);
 /* In place: the address of this rank's first needed element at k index k0 (ld = ldx). */
 const void *tess__redist_in_place_ptr(const struct tess__redist_op *op, int myrow, int mycol,
                                       int64_t k0);
-/* The committed datatype (absolute addresses, for MPI_BOTTOM) of every element of the
- * nops operands that owner (orow, ocol) holds and destination (drow, dcol) needs with k in
- * [k0, k1) and selected index at buffer positions [s0, s1): send side (in the owner's
- * local arrays) or receive side (in the destination's buffers, k at buffer index
- * k - kbase). MPI_DATATYPE_NULL when there is nothing. */
-int tess__redist_types(const struct tess__redist_op *ops, int nops, const struct tess__comm_grid *g,
-                       int orow, int ocol, int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase,
-                       int64_t s0, int64_t s1, bool send, MPI_Datatype elem, MPI_Datatype *type);
-
-/* The same elements as tess__redist_types, as a list of blocks in a fixed order (operand,
+/* The elements of the nops operands that owner (orow, ocol) holds and destination (drow,
+ * dcol) needs, k in [k0, k1) (buffer index k - kbase) and selected buffer positions in
+ * [s0, s1), as a list of blocks in a fixed order (operand,
  * column segment, row segment): fn gets the operand index, the block's first row and
  * column in the owner's local array (sr, sc), in the destination's buffer (tr, tc), and
  * its shape. Both sides enumerate the same blocks in the same order. */
@@ -81,15 +74,14 @@ int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, i
                         int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1,
                         tess__redist_block_fn fn, void *arg);
 
-/* The same blocks as one committed datatype on the owner's side (absolute addresses, for
- * MPI_BOTTOM), in tess__redist_blocks' order, each block column-major: what a receiver
- * gets when it lands the elements packed and unpacks them with the block list (the GPU
- * transport's pieces from other nodes). tess__redist_types orders elements column by
- * column instead, so the two agree only on each side with its own kind. MPI_DATATYPE_NULL
- * when there is nothing. */
-int tess__redist_block_type(const struct tess__redist_op *ops, int nops, int orow, int ocol,
-                            int drow, int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
-                            int64_t s1, MPI_Datatype elem, MPI_Datatype *type);
+/* The same blocks as one committed datatype (absolute addresses, for MPI_BOTTOM), in that
+ * order, each block column-major: send side (in the owner's local arrays) or receive side
+ * (in the destination's buffers). Every exchange uses it: the MPI transport on both sides;
+ * the GPU transport's pieces from other nodes on the send side, landed packed and unpacked
+ * with the block list. MPI_DATATYPE_NULL when there is nothing; nops <= 2. */
+int tess__redist_types(const struct tess__redist_op *ops, int nops, int orow, int ocol, int drow,
+                       int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1,
+                       bool send, MPI_Datatype elem, MPI_Datatype *type);
 
 /* The exchange of the gathered panels: one MPI_Ialltoallw per unit over g->comm (two
  * slots, so two units may be in flight), the elements of every (owner, destination) pair

@@ -274,7 +274,7 @@ static int grow(struct tess__nccl *n, struct tess__blk **b, size_t *cap, size_t 
 
 /* Post the MPI half of a unit: receives into the unit's pinned buffer, packed in
  * tess__redist_blocks' order; sends straight from the local arrays through a datatype that
- * lists the same blocks in the same order (tess__redist_block_type). */
+ * lists the same blocks in the same order (tess__redist_types). */
 static int remote_post(struct tess__nccl *n, struct nunit *u, uint64_t *sent, uint64_t *recvd) {
     const struct tess__comm_grid *g = u->g;
     int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK, size = n->size;
@@ -311,8 +311,8 @@ static int remote_post(struct tess__nccl *n, struct nunit *u, uint64_t *sent, ui
         }
         MPI_Datatype t = MPI_DATATYPE_NULL;
         if (!st)
-            st = tess__redist_block_type(u->ops, 2, me_r, me_c, u->prow[j], u->pcol[j], u->k0,
-                                         u->k1, u->kbase, u->s0, u->s1, n->elem, &t);
+            st = tess__redist_types(u->ops, 2, me_r, me_c, u->prow[j], u->pcol[j], u->k0, u->k1,
+                                    u->kbase, u->s0, u->s1, true, n->elem, &t);
         if (!st && t != MPI_DATATYPE_NULL) {
             MPI_Count sz = 0;
             MPI_Type_size_x(t, &sz);

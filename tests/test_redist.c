@@ -1,13 +1,16 @@
-/* tests/test_redist.c: the two descriptions of one panel exchange in comm/redist.c, on one
- * rank (singleton MPI, no communication but with itself): for random grids, descriptors,
- * transposes, element sizes and units, and every (owner, destination) pair,
- *   - the MPI transport's datatypes (tess__redist_types, send side from the owner's local
- *     arrays, receive side into the destination's panels, one MPI_Sendrecv), and
- *   - the GPU transport's pieces from other nodes (tess__redist_block_type on the owner,
- *     the elements landed packed, unpacked with tess__redist_blocks' list)
+/* tests/test_redist.c: the datatypes of one panel exchange in comm/redist.c against its
+ * block list, on one rank (singleton MPI, no communication but with itself): for random
+ * grids, descriptors, transposes, element sizes and units, and every (owner, destination)
+ * pair,
+ *   - the MPI transport's way (tess__redist_types, send side from the owner's local arrays,
+ *     receive side into the destination's panels, one MPI_Sendrecv), and
+ *   - the GPU transport's way with pieces from other nodes (the send-side type packed, the
+ *     bytes unpacked with tess__redist_blocks' list)
  * must leave the same bytes in the panels, and the packed bytes must be the blocks copied
  * one after another. The cases must include blocks that are neither whole columns nor
- * whole rows (several row and column segments for one pair), where the two orders differ.
+ * whole rows (several row and column segments for one pair), where block order differs
+ * from plain column order (the order the send type once had: the GPU transport then
+ * scrambled such units).
  * Exits 77 when built without MPI.
  */
 #include <stdio.h>
@@ -83,9 +86,10 @@ static void fill(char *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = (char)rnd(0, 255);
 }
 
-/* The block datatype and the MPI datatypes put the same bytes in the same panel places,
- * with units of both kinds (a k range; a range of selected positions), for every pair. */
-TEST(block_type_matches_alltoallw_types) {
+/* The send and receive datatypes and the block list put the same bytes in the same panel
+ * places, with units of both kinds (a k range; a range of selected positions), for every
+ * pair; the send type lists the blocks in the block list's order. */
+TEST(types_match_block_list) {
     int64_t cases = 0, moved = 0, multi = 0;
     for (int it = 0; it < 400; it++) {
         int P = (int)rnd(1, 3), Q = (int)rnd(1, 3);
@@ -145,33 +149,25 @@ TEST(block_type_matches_alltoallw_types) {
                         }
                         /* the MPI transport's way */
                         ops[0].buf = p1, ops[1].buf = p1 + pb[0];
-                        MPI_Datatype ts, tr, tb2;
-                        ASSERT_EQ(tess__redist_types(ops, 2, &g, orow, ocol, drow, dcol, k0, k1, 0,
-                                                     s0, s1, true, elem, &ts), TESS_OK);
-                        ASSERT_EQ(tess__redist_types(ops, 2, &g, orow, ocol, drow, dcol, k0, k1, 0,
-                                                     s0, s1, false, elem, &tr), TESS_OK);
+                        MPI_Datatype ts, tr;
+                        ASSERT_EQ(tess__redist_types(ops, 2, orow, ocol, drow, dcol, k0, k1, 0, s0,
+                                                     s1, true, elem, &ts), TESS_OK);
+                        ASSERT_EQ(tess__redist_types(ops, 2, orow, ocol, drow, dcol, k0, k1, 0, s0,
+                                                     s1, false, elem, &tr), TESS_OK);
                         ASSERT_EQ(ts == MPI_DATATYPE_NULL, tr == MPI_DATATYPE_NULL);
-                        int sz = 0;
                         if (ts != MPI_DATATYPE_NULL) {
                             MPI_Sendrecv(MPI_BOTTOM, 1, ts, 0, 3, MPI_BOTTOM, 1, tr, 0, 3,
                                          MPI_COMM_SELF, MPI_STATUS_IGNORE);
-                            MPI_Type_size(ts, &sz);
-                            MPI_Type_free(&ts);
                             MPI_Type_free(&tr);
-                        }
-                        /* the GPU transport's pieces from another node */
-                        ops[0].buf = p2, ops[1].buf = p2 + pb[0];
-                        ASSERT_EQ(tess__redist_block_type(ops, 2, orow, ocol, drow, dcol, k0, k1, 0,
-                                                          s0, s1, elem, &tb2), TESS_OK);
-                        ASSERT_EQ(ts == MPI_DATATYPE_NULL && sz == 0, tb2 == MPI_DATATYPE_NULL);
-                        if (tb2 != MPI_DATATYPE_NULL) {
+                            /* the GPU transport's pieces from another node: packed in the
+                             * send type's order, unpacked by the block list */
+                            ops[0].buf = p2, ops[1].buf = p2 + pb[0];
                             int bsz = 0, pos = 0;
-                            MPI_Type_size(tb2, &bsz);
-                            ASSERT_EQ(bsz, sz);
+                            MPI_Type_size(ts, &bsz);
                             char *packed = malloc((size_t)bsz), *want = malloc((size_t)bsz);
-                            MPI_Pack(MPI_BOTTOM, 1, tb2, packed, bsz, &pos, MPI_COMM_SELF);
+                            MPI_Pack(MPI_BOTTOM, 1, ts, packed, bsz, &pos, MPI_COMM_SELF);
                             ASSERT_EQ(pos, bsz);
-                            MPI_Type_free(&tb2);
+                            MPI_Type_free(&ts);
                             struct pack pk = {ops, want, 0, {{-1, -1}, {-1, -1}}, {{-1, -1}, {-1, -1}}, 0};
                             tess__redist_blocks(ops, 2, orow, ocol, drow, dcol, k0, k1, 0, s0, s1,
                                                 pack_block, &pk);
@@ -183,8 +179,8 @@ TEST(block_type_matches_alltoallw_types) {
                                                 unpack_block, &up);
                             moved++;
                             /* one operand's blocks start at several rows and columns
-                             * and some are wider than a column: the block order differs
-                             * from tess__redist_types' column order */
+                             * and some are wider than a column: block order differs from
+                             * plain column order */
                             for (int i = 0; i < 2; i++)
                                 if (pk.wide && pk.r[i][1] >= 0 && pk.r[i][1] != pk.r[i][0] &&
                                     pk.c[i][1] >= 0 && pk.c[i][1] != pk.c[i][0]) {

@@ -343,9 +343,10 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
 
     int nranks = P * Q;
     int *cnt = calloc((size_t)nranks * 4, sizeof(int));
+    int64_t *ucnt = malloc(sizeof *ucnt * (size_t)nu * (size_t)nranks * 2); /* per unit, rank: out, in */
     struct tess__redist_seg *scratch =
         malloc(sizeof *scratch * (size_t)(R.w[0].d.nseg + R.w[1].d.nseg + 1));
-    if (!cnt || !scratch)
+    if (!cnt || !ucnt || !scratch)
         st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
     if (!st) st = tess__pgemm_ws(g, ybytes + wbytes);
     struct tess__redist_exch x;
@@ -367,6 +368,7 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
                 int j = tess__comm_grid_rank(g, r, c);
                 int64_t ns = me_src ? walk(&R, myrow, mycol, r, c, NULL, NULL, NULL, 0, scratch) : 0;
                 int64_t nr = contributes(&R, r, c) ? walk(&R, r, c, myrow, mycol, NULL, NULL, NULL, 0, scratch) : 0;
+                ucnt[2 * (u * nranks + j)] = ns, ucnt[2 * (u * nranks + j) + 1] = nr;
                 stot += ns, rtot += nr;
                 if (j != g->rank) sent += (uint64_t)ns * es, recvd += (uint64_t)nr * es;
             }
@@ -428,8 +430,8 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
         for (int r = 0; r < P; r++)
             for (int c = 0; c < Q; c++) {
                 int j = tess__comm_grid_rank(g, r, c);
-                int64_t ns = me_src ? walk(&R, myrow, mycol, r, c, sbuf + (size_t)soff * es, W, NULL, 0, scratch) : 0;
-                int64_t nr = contributes(&R, r, c) ? walk(&R, r, c, myrow, mycol, NULL, NULL, NULL, 0, scratch) : 0;
+                int64_t ns = ucnt[2 * (u * nranks + j)], nr = ucnt[2 * (u * nranks + j) + 1];
+                if (ns) walk(&R, myrow, mycol, r, c, sbuf + (size_t)soff * es, W, NULL, 0, scratch);
                 sc[j] = (int)ns, sd[j] = (int)(soff - s0);
                 rc[j] = (int)nr, rd[j] = (int)(roff - r0);
                 soff += ns, roff += nr;
@@ -457,7 +459,7 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
             part->lo = u * fu, part->hi = (u + 1) * fu;
             for (int r = 0; r < P; r++)
                 for (int c = 0; c < Q; c++)
-                    if (contributes(&R, r, c))
+                    if (ucnt[2 * (u * nranks + tess__comm_grid_rank(g, r, c)) + 1])
                         roff += walk(&R, r, c, myrow, mycol, rbuf + (size_t)roff * es, NULL, Cl,
                                      dc->lld, scratch);
         }
@@ -473,7 +475,7 @@ out:
     }
     tess__redist_free(&y);
     free(R.w[0].d.seg), free(R.w[1].d.seg);
-    free(cnt), free(scratch);
+    free(cnt), free(ucnt), free(scratch);
     g->last.seconds = tess__now() - t0;
     g->last.comm_seconds = tcomm;
     g->last.bytes_sent = sent, g->last.bytes_received = recvd;

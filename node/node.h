@@ -165,6 +165,7 @@ struct tess__slot {
     tess__event *done[2];      /* per in-flight step, ring by step parity */
     tess__event *wb;           /* after the write-back */
     int writing_back;          /* write-back queued */
+    double t_wb;               /* when it was queued (the worker waits in queue order) */
     int bounced;               /* ... into bounce, copied into C when it completes */
     _Atomic int commit;        /* that copy: 0 not begun, 1 on the commit thread, 2 done */
     void *bounce;              /* TESSERA_RECOVER: host buffer of one C block (lazy) */
@@ -175,7 +176,7 @@ struct tess__slot {
     /* trace (TESSERA_TRACE) */
     double t_act;              /* when the task was put on the slot */
     double last_t;             /* when the stream's last traced operation ended */
-    double t_issue[2];         /* issue time per in-flight step */
+    double t_issue[2];         /* issue time per in-flight step (also the wait order) */
     int8_t fill[4];            /* enum tess__fill of each held copy */
     tess__event *cl;           /* recorded after the C load (trace only) */
     int cl_rec;                /* cl was recorded for the running task */

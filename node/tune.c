@@ -15,8 +15,17 @@
  *             kernels; compute + X when it has fewer
  *   fill      the first A and B tiles in, the last C tile out: es (2 t^2 + t^2) / L
  *   tail      (ceil(tasks / ndev) - tasks / ndev) x one task's time: the last round
- * and the edge with the least time wins (a larger one only when it saves more than 1%),
- * among those whose three-tile working set fits twelve times in the smallest heap.
+ * and the edge with the least time wins (a smaller one only when it saves more than 2%:
+ * the model leaves out each step's own costs, which favour large edges; H100 DGEMM at
+ * n = 32768: edge 6144 and 8192 ran at 0.98-0.99 of in-core, 4096 at 0.93-0.95, where the
+ * model put all three within 1%), among those whose three-tile working set fits twelve
+ * times in the smallest heap.
+ * Slow edges: an edge whose kernels run below 80% of the fastest candidate's rate is not
+ * taken while a faster, larger edge still gives every device two tasks. A slot's copies
+ * and kernels share its stream, so at small sizes the slots run in rounds that load, then
+ * compute, and the kernels' time is not hidden as "body" assumes (H100 DGEMM, 2026-11-25:
+ * edge 1024 took 11 and 60 ms at n = 4096 and 8192, where the model said 5 and 36; edge
+ * 2048 took 9.7 and 50; docs/benchmarks.md).
  *
  * Measurements (tess__tune_start, before the workers start): on the first device that is
  * not unified, for each precision not in the file: three tiles of the largest candidate are
@@ -72,9 +81,22 @@ int64_t tess__tile_model(const struct tess__tile_in *in, double *pred) {
     double m = (double)in->m, n = (double)in->n, k = (double)in->k, es = (double)in->es;
     double nd = in->ndev > 0 ? in->ndev : 1, L = in->link > 0 ? in->link : 1e9;
     if (in->m <= 0 || in->n <= 0 || in->k <= 0) return 0;
+    double rmax = 0;
     for (int i = 0; i < TESS__TUNE_NCAND; i++) {
         double t = (double)in->edges[i];
+        if (in->rate[i] > rmax && 12.0 * t * t * es <= (double)in->heap) rmax = in->rate[i];
+    }
+    for (int i = TESS__TUNE_NCAND - 1; i >= 0; i--) { /* largest first */
+        double t = (double)in->edges[i];
         if (!(in->rate[i] > 0) || 12.0 * t * t * es > (double)in->heap) continue;
+        int slow = in->rate[i] < 0.8 * rmax;
+        for (int j = i + 1; slow && j < TESS__TUNE_NCAND; j++) {
+            double u = (double)in->edges[j];
+            if (in->rate[j] >= 0.8 * rmax && 12.0 * u * u * es <= (double)in->heap &&
+                ceil(m / u) * ceil(n / u) >= 2 * nd)
+                slow = 2; /* a faster edge still keeps every device busy */
+        }
+        if (slow == 2) continue;
         double em = fmin(t, m), en = fmin(t, n), ek = fmin(t, k);
         double R = rate_at(in, cbrt(em * en * ek));
         if (!(R > 0)) continue;
@@ -89,7 +111,7 @@ int64_t tess__tile_model(const struct tess__tile_in *in, double *pred) {
         double fill = es * (em * ek + ek * en + em * en) / L;
         double tail = (ceil(tasks / nd) - tasks / nd) * W / tasks / R;
         double T = fill + body + tail;
-        if (T < bt * 0.99) bt = T, best = in->edges[i];
+        if (T < bt * 0.98) bt = T, best = in->edges[i];
     }
     if (pred) *pred = best ? bt : 0;
     return best;

@@ -607,6 +607,7 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->wb);
         if (rc) return rc;
         sl->writing_back = 1;
+        sl->t_wb = sl->t_issue[s % 2];
         TESS__COUNT(&d->ctr, bytes_d2h, (uint64_t)(t->m * t->n) * es);
     }
     return TESS_OK;
@@ -674,18 +675,32 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
 
 /* Nothing moved: block on the oldest pending event, or nap until work arrives. */
 static void wait_for_something(struct tess__dev *d, int stalled, int waiting, int deferred) {
+    /* Block on the event queued first among each slot's oldest step and pending write-back:
+     * the device drains its copies and kernels roughly in the order they were queued, so
+     * that one is reached first, and reap() then collects every other slot's progress.
+     * (Blocking on the lowest slot's event instead could leave the streams that finished
+     * before it idle.) */
+    tess__event *ev = NULL;
+    double first = 0;
     for (int i = 0; i < d->nstreams; i++) {
         struct tess__slot *sl = &d->slot[i];
         if (!sl->t) continue;
-        tess__event *ev = NULL;
-        if (sl->inflight > 0) ev = sl->done[(sl->next - sl->inflight) % 2];
-        else if (sl->writing_back && atomic_load(&sl->commit) == 1) waiting = 1; /* landing */
-        else if (sl->writing_back) ev = sl->wb;
-        if (ev) {
-            d->stall_since = 0;
-            if (d->ops->event_sync(d->bd, ev)) tess__worker_fail(d, TESS_EDEVICE, "a tile step");
-            return;
+        tess__event *e = NULL;
+        double t = 0;
+        if (sl->inflight > 0) {
+            int s = sl->next - sl->inflight;
+            e = sl->done[s % 2], t = sl->t_issue[s % 2];
+        } else if (sl->writing_back && atomic_load(&sl->commit) == 1) {
+            waiting = 1; /* landing */
+        } else if (sl->writing_back) {
+            e = sl->wb, t = sl->t_wb;
         }
+        if (e && (!ev || t < first)) ev = e, first = t;
+    }
+    if (ev) {
+        d->stall_since = 0;
+        if (d->ops->event_sync(d->bd, ev)) tess__worker_fail(d, TESS_EDEVICE, "a tile step");
+        return;
     }
     if (waiting) {
         usleep(100); /* operands arriving (streamed panels): look again soon */

@@ -50,6 +50,28 @@ TEST(model_sizes_and_devices) {
     ASSERT(pick(32768, 32768, 32768, 1, heap, flat) < 8192);
 }
 
+/* The H100's DGEMM rates as the tuner measured them on 2026-11-25 (docs/benchmarks.md):
+ * edge 1024 runs at 68% of the best rate, 2048 to 8192 within 10% of each other. Small
+ * problems skip the slow edge while a faster one still gives the device two tasks (n =
+ * 4096 and 8192 took 2048: 1.19x and 1.15x in-core cuBLAS plus its copies; 1024 was
+ * slower); n = 2048 keeps 1024 (2048 would leave one task). At n = 32768 the model puts
+ * 3072 to 8192 within 1%: the largest is taken (8192: 0.982 of in-core; the smaller
+ * choice, 3072 or 4096, ran at 0.93). */
+TEST(model_measured_h100) {
+    const double r[TESS__TUNE_NCAND] = {38.182e12, 50.399e12, 54.978e12,
+                                        55.288e12, 55.984e12, 56.262e12};
+    struct tess__tile_in in = {.es = 8, .flop_mul = 2, .ndev = 1, .nstreams = 8,
+                               .heap = (size_t)76 << 30, .link = 44.9e9,
+                               .edges = tess__tune_gpu_edges, .rate = r};
+    const int64_t want[][2] = {{2048, 1024}, {4096, 2048}, {8192, 2048}, {32768, 8192}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        in.m = in.n = in.k = want[i][0];
+        int64_t t = tess__tile_model(&in, NULL);
+        ASSERT_MSG(t == want[i][1], "n = %lld took edge %lld, want %lld", (long long)want[i][0],
+                   (long long)t, (long long)want[i][1]);
+    }
+}
+
 /* The heap bounds the edge (twelve tiles must fit), unmeasured edges are never chosen, and
  * no rate at all gives 0 (the caller falls back to the fixed rule). */
 TEST(model_bounds) {

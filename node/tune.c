@@ -21,11 +21,12 @@
  * model put all three within 1%), among those whose three-tile working set fits twelve
  * times in the smallest heap.
  * Slow edges: an edge whose kernels run below 80% of the fastest candidate's rate is not
- * taken while a faster, larger edge still gives every device two tasks. A slot's copies
- * and kernels share its stream, so at small sizes the slots run in rounds that load, then
- * compute, and the kernels' time is not hidden as "body" assumes (H100 DGEMM, 2026-11-25:
- * edge 1024 took 11 and 60 ms at n = 4096 and 8192, where the model said 5 and 36; edge
- * 2048 took 9.7 and 50; docs/benchmarks.md).
+ * taken while a faster, larger edge still gives every stream of every device a task. A
+ * slot's copies and kernels share its stream, so at small sizes the slots run in rounds
+ * that load, then compute, and the kernels' time is not hidden as "body" assumes (H100
+ * DGEMM, 2026-11-25: edge 1024 took 60 ms at n = 8192 where the model said 36, edge 2048
+ * 50 ms; with fewer tasks than streams, n = 4096, edge 2048 was faster on pinned operands
+ * but 2.3x slower on pageable ones, whose staging then ran out of pages; docs/benchmarks.md).
  *
  * Measurements (tess__tune_start, before the workers start): on the first device that is
  * not unified, for each precision not in the file: three tiles of the largest candidate are
@@ -93,8 +94,8 @@ int64_t tess__tile_model(const struct tess__tile_in *in, double *pred) {
         for (int j = i + 1; slow && j < TESS__TUNE_NCAND; j++) {
             double u = (double)in->edges[j];
             if (in->rate[j] >= 0.8 * rmax && 12.0 * u * u * es <= (double)in->heap &&
-                ceil(m / u) * ceil(n / u) >= 2 * nd)
-                slow = 2; /* a faster edge still keeps every device busy */
+                ceil(m / u) * ceil(n / u) >= nd * (in->nstreams > 0 ? in->nstreams : 1))
+                slow = 2; /* a faster edge still keeps every stream busy */
         }
         if (slow == 2) continue;
         double em = fmin(t, m), en = fmin(t, n), ek = fmin(t, k);

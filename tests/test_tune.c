@@ -52,9 +52,10 @@ TEST(model_sizes_and_devices) {
 
 /* The H100's DGEMM rates as the tuner measured them on 2026-11-25 (docs/benchmarks.md):
  * edge 1024 runs at 68% of the best rate, 2048 to 8192 within 10% of each other. Small
- * problems skip the slow edge while a faster one still gives the device two tasks (n =
- * 4096 and 8192 took 2048: 1.19x and 1.15x in-core cuBLAS plus its copies; 1024 was
- * slower); n = 2048 keeps 1024 (2048 would leave one task). At n = 32768 the model puts
+ * problems skip the slow edge while a faster one still gives each of the 8 streams a task
+ * (n = 8192 took 2048: 1.15x in-core cuBLAS plus its copies; 1024 was slower); n = 2048
+ * and 4096 keep 1024 (2048 would leave streams idle; at 4096 it was faster on pinned
+ * operands, 2.3x slower on pageable ones). At n = 32768 the model puts
  * 3072 to 8192 within 1%: the largest is taken (8192: 0.982 of in-core; the smaller
  * choice, 3072 or 4096, ran at 0.93). */
 TEST(model_measured_h100) {
@@ -63,7 +64,7 @@ TEST(model_measured_h100) {
     struct tess__tile_in in = {.es = 8, .flop_mul = 2, .ndev = 1, .nstreams = 8,
                                .heap = (size_t)76 << 30, .link = 44.9e9,
                                .edges = tess__tune_gpu_edges, .rate = r};
-    const int64_t want[][2] = {{2048, 1024}, {4096, 2048}, {8192, 2048}, {32768, 8192}};
+    const int64_t want[][2] = {{2048, 1024}, {4096, 1024}, {8192, 2048}, {32768, 8192}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         in.m = in.n = in.k = want[i][0];
         int64_t t = tess__tile_model(&in, NULL);

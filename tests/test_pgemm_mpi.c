@@ -1,9 +1,9 @@
 /* tests/test_pgemm_mpi.c: the distributed GEMM (tess_p?gemm) against Debian's ScaLAPACK
  * (PBLAS p?gemm_ on a BLACS grid of the same shape and rank order) under mpirun; registered
- * with 1, 2, 4 and 6 ranks. Exits 77 when built without MPI or without ScaLAPACK.
+ * with 1, 2, 4, 6 and 8 ranks. Exits 77 when built without MPI or without ScaLAPACK.
  *
  * What it checks, on every grid shape that fits the ranks it got (1x1, 1x2, 2x1, 2x2, 1x4,
- * 4x1, 2x3, 3x2, 1x6, in 'R' and 'C' order, plus one grid that leaves ranks outside):
+ * 4x1, 2x3, 3x2, 1x6, 2x4, 4x2, in 'R' and 'C' order, plus one grid that leaves ranks outside):
  *   - random cases (seeded, the same on every rank; case i runs alone with TEST_PGEMM_CASE=i
  *     and the same rank count, seed and case count): s, d, c, z; transa/transb in N, T, C; MB/NB from 1 to more than
  *     the matrix; nonzero RSRC/CSRC; submatrices off block boundaries and smaller than the
@@ -972,6 +972,10 @@ static int shapes_for(int np, struct shape *out) {
         out[n++] = (struct shape){2, 3, 'R'}, out[n++] = (struct shape){3, 2, 'C'};
         out[n++] = (struct shape){2, 3, 'C'}, out[n++] = (struct shape){3, 2, 'R'};
         out[n++] = (struct shape){1, 6, 'C'}, out[n++] = (struct shape){2, 2, 'R'}; /* 4, 5 out */
+        break;
+    case 8: /* issue 9's eight ranks (one per GPU of a node) */
+        out[n++] = (struct shape){2, 4, 'R'}, out[n++] = (struct shape){4, 2, 'C'};
+        out[n++] = (struct shape){1, 4, 'R'}; /* ranks 4..7 outside; B in place */
         break;
     default:
         for (int p = 1; p <= np && n < 30; p++)

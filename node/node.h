@@ -312,7 +312,12 @@ void tess__task_done(struct tess__rt *rt, struct tess__task *t);
 /* api.c: the public counters of one device. */
 void tess__dev_stats(const struct tess__dev *d, tess_dev_stats_t *out);
 
+/* The rank an MPI or Slurm launch gave this process, among all its ranks or (local) among
+ * those of its node, read from the launcher's variables; 0 without a launcher. */
+long tess__launch_rank(int local);
 void tess__trace_start(struct tess__rt *rt);
+/* TESSERA_TRACE's file name with "%r" replaced by the launcher's rank, "%%" by "%". */
+void tess__trace_path(const char *spec, char *out, size_t len);
 /* Add an interval [t0, t1] (tess__now() clock) on track tid (0 worker, 1 + s stream s) of
  * device dev. No-op unless TESSERA_TRACE is set. */
 void tess__trace_add(struct tess__rt *rt, int dev, int tid, double t0, double t1,

@@ -3,7 +3,9 @@
  * one track per device worker (the tasks it ran) and one per stream (host-to-device,
  * peer and device-to-host copies, kernels, each named after its tile), with times taken
  * from the backend's event timestamps; the file is written in the Chrome trace-event
- * format (chrome://tracing, ui.perfetto.dev) when the runtime stops. */
+ * format (chrome://tracing, ui.perfetto.dev) when the runtime stops. "%r" in the file
+ * name stands for the launcher's rank (mpirun, Slurm; 0 without one), so that the ranks
+ * of a distributed job write one file each; "%%" is a "%". */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,11 +55,29 @@ void tess__trace_start(struct tess__rt *rt) {
     tr->origin = tess__now();
 }
 
+/* TESSERA_TRACE with "%r" replaced by the rank and "%%" by "%". */
+void tess__trace_path(const char *spec, char *out, size_t len) {
+    size_t o = 0;
+    for (const char *p = spec; *p && o + 1 < len; p++) {
+        if (p[0] == '%' && p[1] == 'r') {
+            int w = snprintf(out + o, len - o, "%ld", tess__launch_rank(0));
+            o = w < 0 ? o : TESS__MIN(len - 1, o + (size_t)w);
+            p++;
+        } else {
+            if (p[0] == '%' && p[1] == '%') p++;
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+}
+
 static void write_trace(struct tess__rt *rt) {
     struct tess__trace *tr = &rt->trace;
-    FILE *f = fopen(rt->cfg.trace, "w");
+    char path[sizeof rt->cfg.trace + 32];
+    tess__trace_path(rt->cfg.trace, path, sizeof path);
+    FILE *f = fopen(path, "w");
     if (!f) {
-        tess__log(TESS__LOG_WARN, "TESSERA_TRACE: cannot write %s", rt->cfg.trace);
+        tess__log(TESS__LOG_WARN, "TESSERA_TRACE: cannot write %s", path);
         return;
     }
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");

@@ -744,19 +744,6 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting, in
     pthread_mutex_unlock(&rt->mu);
 }
 
-/* The node-local rank of an MPI or Slurm launch (0 when there is none): ranks sharing a
- * node and its cores put their workers on different cores. */
-static long local_rank(void) {
-    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK",
-                                 "SLURM_LOCALID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        long r = v && *v ? strtol(v, NULL, 10) : -1;
-        if (r >= 0) return r;
-    }
-    return 0;
-}
-
 /* TESSERA_PIN: the worker takes one core of the cores it was started with (the process's
  * binding, inherited), the (local rank x devices + device index)-th, so it never leaves a
  * binding that mpirun or Slurm set, and ranks of one node left unbound spread out. */
@@ -765,7 +752,7 @@ static void pin_self(const struct tess__dev *d) {
     if (pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed)) return;
     int n = CPU_COUNT(&allowed);
     if (n < 2) return;
-    int idx = (int)((local_rank() * d->rt->ndev + d->id) % n);
+    int idx = (int)((tess__launch_rank(1) * d->rt->ndev + d->id) % n);
     for (int c = 0, seen = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &allowed) && seen++ == idx) {
             CPU_ZERO(&set);

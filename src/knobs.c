@@ -68,7 +68,7 @@ static const struct knob knobs[] = {
     {"TESSERA_VERBOSE", K_INT, "0", OFF(verbose), 0,
      "0 silent, 1 warnings (device failures), 2 info, 3 debug"},
     {"TESSERA_TRACE", K_STR, "", OFF(trace), sizeof(((struct tess__config *)0)->trace),
-     "write a Chrome/Perfetto trace (one track per device stream and worker) to this file"},
+     "write a Chrome/Perfetto trace (one track per device stream and worker) to this file; %r in the name: the launcher's rank"},
     {"TESSERA_SUMMARY", K_INT, "0", OFF(summary), 0,
      "1: print each device's counters (bytes, hits, steals, busy %) when the runtime stops"},
     {"TESSERA_CPU_BLAS", K_STR, "libopenblas.so.0", OFF(cpu_blas),

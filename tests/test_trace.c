@@ -58,4 +58,41 @@ TEST(trace_file_has_tracks_and_intervals) {
     free(A), free(B), free(C);
 }
 
+/* "%r" in TESSERA_TRACE is the launcher's rank (one file per rank of an mpirun job), "%%" a
+ * "%": rank 3 of an Open MPI launch writes <dir>/trace_r3_%.json, nothing at the literal
+ * name. */
+TEST(trace_file_per_rank) {
+    const char *path = getenv("TESSERA_TRACE");
+    if (!path || !*path) SKIP("TESSERA_TRACE is not set");
+    char dir[400], spec[512], want[512], literal[512];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    snprintf(spec, sizeof spec, "%s/trace_r%%r_%%%%.json", dir);
+    snprintf(want, sizeof want, "%s/trace_r3_%%.json", dir);
+    snprintf(literal, sizeof literal, "%s/trace_r%%r_%%%%.json", dir);
+    remove(want);
+    remove(literal);
+    char *saved = strdup(path);
+    setenv("TESSERA_TRACE", spec, 1);
+    setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+    int n = 2 * 16;
+    double *A = calloc((size_t)n * n, sizeof *A), *C = calloc((size_t)n * n, sizeof *C);
+    ASSERT_OK(tess_init());
+    ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n, A, n,
+                         0.0, C, n));
+    ASSERT_OK(tess_finalize());
+    setenv("TESSERA_TRACE", saved, 1);
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    free(saved);
+    char *s = slurp(want);
+    ASSERT_MSG(s, "no trace file at %s", want);
+    ASSERT_EQ(count(s, "\"name\": \"gemm C("), 8); /* 4 tasks x 2 k steps */
+    free(s);
+    FILE *f = fopen(literal, "r");
+    ASSERT_MSG(!f, "a trace at the unexpanded name %s", literal);
+    free(A), free(C);
+}
+
 TEST_MAIN()

@@ -25,12 +25,24 @@ enum { TILE = 64 };
 #define GFLOPS "0.25"     /* per kernel of an emulated device (2 streams each) */
 #define LINK "4"          /* GB/s per copy */
 /* Least speedup of 8 devices over one (the GPUs' target is 0.95 x 8; here two cores
- * emulate all eight, beside other tests): 5 in a plain build (6.7-7.0 measured alone),
- * 3 under the sanitizers, whose bookkeeping slows the runtime's own threads. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+ * emulate all eight, beside other tests): 4 in a plain build (5.9-7.0 measured, also
+ * while CI ran beside it), 3 under AddressSanitizer (6.0), 2 under ThreadSanitizer
+ * (3.2-4.9), whose bookkeeping slows the runtime's own threads. One device doing all the
+ * work gives 1; the spread is also asserted on its own. */
+#if defined(__has_feature) /* clang names them so; gcc defines __SANITIZE_*__ */
+#if __has_feature(thread_sanitizer)
+#define __SANITIZE_THREAD__ 1
+#endif
+#if __has_feature(address_sanitizer)
+#define __SANITIZE_ADDRESS__ 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define SPEEDUP_MIN 2.0
+#elif defined(__SANITIZE_ADDRESS__)
 #define SPEEDUP_MIN 3.0
 #else
-#define SPEEDUP_MIN 5.0
+#define SPEEDUP_MIN 4.0
 #endif
 
 static double now_s(void) {

@@ -29,17 +29,20 @@ enum { TILE = 64 };
  * while CI ran beside it), 3 under AddressSanitizer (6.0), 2 under ThreadSanitizer
  * (3.2-4.9), whose bookkeeping slows the runtime's own threads. One device doing all the
  * work gives 1; the spread is also asserted on its own. */
-#if defined(__has_feature) /* clang names them so; gcc defines __SANITIZE_*__ */
-#if __has_feature(thread_sanitizer)
-#define __SANITIZE_THREAD__ 1
-#endif
-#if __has_feature(address_sanitizer)
-#define __SANITIZE_ADDRESS__ 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define SPEEDUP_MIN 2.0
+#if defined(__SANITIZE_THREAD__) /* gcc */
+#define UNDER_TSAN 1
 #elif defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature) /* clang */
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#elif __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#if defined(UNDER_TSAN)
+#define SPEEDUP_MIN 2.0
+#elif defined(UNDER_ASAN)
 #define SPEEDUP_MIN 3.0
 #else
 #define SPEEDUP_MIN 4.0

@@ -19,9 +19,9 @@
  *             followed by the write-back of C on the same stream. C stays on the device
  *             across all k steps. A step whose streamed operands have not arrived
  *             (job_ops.ready) waits: its slot issues nothing this round.
- * When a pass made no progress the worker blocks on its oldest event, naps 100 us when a
- * slot waits for operands, or sleeps briefly on the runtime's condition variable when it
- * has nothing in flight.
+ * When a pass made no progress the worker blocks on the event queued first (by issue
+ * time), naps 100 us when a slot waits for operands, or sleeps briefly on the runtime's
+ * condition variable when it has nothing in flight.
  *
  * Tight heaps (B7): a step that finds no room stalls its slot; the stalled slot is tried
  * first from then on and no slot issues after it in a pass, so the device drains; once

@@ -165,7 +165,6 @@ struct tess__slot {
     tess__event *done[2];      /* per in-flight step, ring by step parity */
     tess__event *wb;           /* after the write-back */
     int writing_back;          /* write-back queued */
-    double t_wb;               /* when it was queued (the worker waits in queue order) */
     int bounced;               /* ... into bounce, copied into C when it completes */
     _Atomic int commit;        /* that copy: 0 not begun, 1 on the commit thread, 2 done */
     void *bounce;              /* TESSERA_RECOVER: host buffer of one C block (lazy) */

@@ -76,6 +76,26 @@ static double rate_at(const struct tess__tile_in *in, double edge) {
     return in->rate[lo] * edge / (double)in->edges[lo];
 }
 
+/* Candidate i is measured and twelve of its tiles fit in the smallest heap. */
+static int usable(const struct tess__tile_in *in, int i) {
+    double t = (double)in->edges[i];
+    return in->rate[i] > 0 && 12.0 * t * t * (double)in->es <= (double)in->heap;
+}
+
+/* Candidate i's kernels run below 80% of the best usable rate while a faster, larger edge
+ * still gives every stream of every device a task (the "slow edges" rule above). */
+static int slow_edge(const struct tess__tile_in *in, int i, double rmax) {
+    if (!(in->rate[i] < 0.8 * rmax)) return 0;
+    double m = (double)in->m, n = (double)in->n, nd = in->ndev > 0 ? in->ndev : 1;
+    double slots = nd * (in->nstreams > 0 ? in->nstreams : 1);
+    for (int j = i + 1; j < TESS__TUNE_NCAND; j++) {
+        double u = (double)in->edges[j];
+        if (usable(in, j) && in->rate[j] >= 0.8 * rmax && ceil(m / u) * ceil(n / u) >= slots)
+            return 1;
+    }
+    return 0;
+}
+
 int64_t tess__tile_model(const struct tess__tile_in *in, double *pred) {
     int64_t best = 0;
     double bt = INFINITY;
@@ -83,21 +103,11 @@ int64_t tess__tile_model(const struct tess__tile_in *in, double *pred) {
     double nd = in->ndev > 0 ? in->ndev : 1, L = in->link > 0 ? in->link : 1e9;
     if (in->m <= 0 || in->n <= 0 || in->k <= 0) return 0;
     double rmax = 0;
-    for (int i = 0; i < TESS__TUNE_NCAND; i++) {
-        double t = (double)in->edges[i];
-        if (in->rate[i] > rmax && 12.0 * t * t * es <= (double)in->heap) rmax = in->rate[i];
-    }
+    for (int i = 0; i < TESS__TUNE_NCAND; i++)
+        if (usable(in, i)) rmax = fmax(rmax, in->rate[i]);
     for (int i = TESS__TUNE_NCAND - 1; i >= 0; i--) { /* largest first */
+        if (!usable(in, i) || slow_edge(in, i, rmax)) continue;
         double t = (double)in->edges[i];
-        if (!(in->rate[i] > 0) || 12.0 * t * t * es > (double)in->heap) continue;
-        int slow = in->rate[i] < 0.8 * rmax;
-        for (int j = i + 1; slow && j < TESS__TUNE_NCAND; j++) {
-            double u = (double)in->edges[j];
-            if (in->rate[j] >= 0.8 * rmax && 12.0 * u * u * es <= (double)in->heap &&
-                ceil(m / u) * ceil(n / u) >= nd * (in->nstreams > 0 ? in->nstreams : 1))
-                slow = 2; /* a faster edge still keeps every stream busy */
-        }
-        if (slow == 2) continue;
         double em = fmin(t, m), en = fmin(t, n), ek = fmin(t, k);
         double R = rate_at(in, cbrt(em * en * ek));
         if (!(R > 0)) continue;

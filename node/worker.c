@@ -607,7 +607,6 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->wb);
         if (rc) return rc;
         sl->writing_back = 1;
-        sl->t_wb = sl->t_issue[s % 2];
         TESS__COUNT(&d->ctr, bytes_d2h, (uint64_t)(t->m * t->n) * es);
     }
     return TESS_OK;
@@ -693,7 +692,7 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting, in
         } else if (sl->writing_back && atomic_load(&sl->commit) == 1) {
             waiting = 1; /* landing */
         } else if (sl->writing_back) {
-            e = sl->wb, t = sl->t_wb;
+            e = sl->wb, t = sl->t_issue[(sl->next - 1) % 2]; /* queued with the last step */
         }
         if (e && (!ev || t < first)) ev = e, first = t;
     }

@@ -19,7 +19,9 @@
  *        before the DMA of segment j >= P a wait on piece j-P; at the end a wait on every
  *        piece not yet waited for.
  * then an event; the group's pages are free again once that event is reached (checked by
- * the worker before its next staged copy). Every later operation of the stream (the
+ * the worker before its next staged copy). A copy that finds no free page waits for the
+ * oldest pending group's event and takes the pages back (wait_oldest); it goes direct only
+ * when no group is pending (no pool: its first slab failed). Every later operation of the stream (the
  * runtime's events among them) comes after these waits: a D2H copy is complete in the
  * user's memory, and an H2D copy read the user's memory, before any event recorded behind
  * it reports completion. The stream wait is cuStreamWaitValue32 on the flag (the driver
@@ -124,7 +126,7 @@ struct tess__stage {
 
     /* statistics */
     _Atomic uint64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies, ring_copies, direct_copies,
-        direct_bytes;
+        direct_bytes, page_waits;
 };
 
 /* ---- process state: driver entry points, totals, the thread pool ---------------------- */
@@ -134,7 +136,7 @@ static wait32_fn p_wait32;
 static errname_fn p_errname;
 
 static _Atomic uint64_t tot_h2d_bytes, tot_d2h_bytes, tot_h2d_copies, tot_d2h_copies,
-    tot_ring_copies, tot_direct_copies, tot_direct_bytes, tot_pool_bytes;
+    tot_ring_copies, tot_direct_copies, tot_direct_bytes, tot_pool_bytes, tot_page_waits;
 static _Atomic int last_memops;
 
 static struct {
@@ -577,12 +579,12 @@ static void print_stats(const struct tess__stage *st) {
     snprintf(line, sizeof line,
              "cuda:%d pageable staging: H2D %.2f GB in %llu copies, D2H %.2f GB in %llu, "
              "%llu with fewer pages than segments, %llu direct (%.2f GB, no free page), "
-             "pool %d MiB, waits by %s",
+             "%llu waits for pages, pool %d MiB, waits by %s",
              st->ord, 1e-9 * (double)hb, (unsigned long long)atomic_load(&st->h2d_copies),
              1e-9 * (double)db, (unsigned long long)atomic_load(&st->d2h_copies),
              (unsigned long long)atomic_load(&st->ring_copies), (unsigned long long)dc,
              1e-9 * (double)atomic_load(&st->direct_bytes),
-             (int)(((size_t)st->allocated * PAGE) >> 20),
+             (unsigned long long)atomic_load(&st->page_waits), (int)(((size_t)st->allocated * PAGE) >> 20),
              st->memops ? "cuStreamWaitValue32" : "host functions");
     if (st->summary) fprintf(stderr, "  %s\n", line);
     else tess__log(TESS__LOG_INFO, "%s", line);
@@ -681,6 +683,25 @@ static int reclaim(struct tess__stage *st) {
     return TESS_OK;
 }
 
+/* No page was free: wait for the oldest queued group to release its pages (its event; the
+ * pending list holds the newest first) and take back every finished group's. *waited is 0
+ * when nothing was pending. Worker only. The event needs no action of the worker's: its
+ * pieces are posted already or by host functions, and the stream waits only on events
+ * already recorded. */
+static int wait_oldest(struct tess__stage *st, int *waited) {
+    struct stage_group *old = NULL;
+    for (struct stage_group *g = st->pending; g; g = g->next)
+        if (g->recorded) old = g;
+    *waited = 0;
+    if (!old) return TESS_OK;
+    cudaError_t e = cudaEventSynchronize(old->rel);
+    if (e != cudaSuccess) return SCU(st, e);
+    *waited = 1;
+    atomic_fetch_add(&st->page_waits, 1);
+    atomic_fetch_add(&tot_page_waits, 1);
+    return reclaim(st);
+}
+
 static int wait_op(struct tess__stage *st, cudaStream_t s, struct stage_piece *pc) {
     if (st->memops)
         return SDRV(st, p_wait32((CUstream)s, pc->pg->flag_dev, pc->gen, CU_STREAM_WAIT_VALUE_GEQ));
@@ -718,8 +739,15 @@ int tess__stage_copy2d(struct tess__stage *st, cudaStream_t s, int h2d, void *ds
                       (size_t)n * sizeof(struct stage_page *));
     if (!g) return TESS_OK; /* out of host memory: the direct copy needs none */
     g->pages = (struct stage_page **)((char *)g + sizeof *g + (size_t)n * sizeof(struct stage_piece));
-    int p = pages_take(st, n, g->pages);
+    int p = pages_take(st, n, g->pages), waited = 1;
     if (p < n) want_more(st, n - p);
+    while (p == 0 && waited) {
+        if ((rc = wait_oldest(st, &waited))) {
+            free(g);
+            return rc;
+        }
+        p = pages_take(st, n, g->pages);
+    }
     if (p == 0) {
         free(g);
         atomic_fetch_add(&st->direct_copies, 1);
@@ -825,5 +853,6 @@ void tess__cuda_staging_stats(struct tess__cuda_staging *out) {
     out->direct_copies = atomic_load(&tot_direct_copies);
     out->direct_bytes = atomic_load(&tot_direct_bytes);
     out->pool_bytes = atomic_load(&tot_pool_bytes);
+    out->page_waits = atomic_load(&tot_page_waits);
     out->memops = atomic_load(&last_memops);
 }

@@ -55,7 +55,8 @@ struct tess__cuda_staging {
     uint64_t h2d_bytes, d2h_bytes;       /* bytes copied through the staging pages */
     uint64_t h2d_copies, d2h_copies;     /* staged copies */
     uint64_t ring_copies;                /* of these: with fewer pages than segments (pool short) */
-    uint64_t direct_copies, direct_bytes;/* pageable copies sent direct: no free page */
+    uint64_t direct_copies, direct_bytes;/* pageable copies sent direct: no page, none pending */
+    uint64_t page_waits;                 /* times the worker waited for a pending copy's pages */
     uint64_t pool_bytes;                 /* pinned staging bytes allocated now, all devices */
     int memops;                          /* last device set up: 1 cuStreamWaitValue32, 0 host fns */
 };

@@ -26,7 +26,8 @@
  * that load, then compute, and the kernels' time is not hidden as "body" assumes (H100
  * DGEMM, 2026-11-25: edge 1024 took 60 ms at n = 8192 where the model said 36, edge 2048
  * 50 ms; with fewer tasks than streams, n = 4096, edge 2048 was faster on pinned operands
- * but 2.3x slower on pageable ones, whose staging then ran out of pages; docs/benchmarks.md).
+ * but 1.9-2.3x slower on pageable ones, whose few 32 MB copies the staging cannot overlap;
+ * docs/benchmarks.md).
  *
  * Measurements (tess__tune_start, before the workers start): on the first device that is
  * not unified, for each precision not in the file: three tiles of the largest candidate are

@@ -75,7 +75,7 @@ for n in $sizes; do
   done
 done
 # --- pageable staging (issue 3; src/backend/stage.c): the same DGEMM on malloc'd operands,
-# no --pinned; TESSERA_SUMMARY=1 adds the staging line (bytes staged, direct fallbacks, pool).
+# no --pinned; TESSERA_SUMMARY=1 adds the staging line (bytes staged, direct fallbacks, waits for pages, pool).
 run "tessera-gemm d n=16384 pageable" gemm_d_16384_pageable.log env TESSERA_SUMMARY=1 ./build-gpu/tessera-gemm -m 16384 -p d -r "${GPU_CHECK_REPS:-2}"
 grep -E "median|^  [0-9]|staging" "$OUT/gemm_d_16384_pageable.log" | sed 's/^/    /'
 # --- end pageable staging

@@ -247,6 +247,7 @@ static void cblas_call(const struct args *a) {
 /* ---- elements ------------------------------------------------------------------------ */
 
 static void get_el(tess_dtype_t dt, const void *X, size_t i, long double *re, long double *im) {
+    *re = *im = 0; /* every precision is a case below; this only tells the compiler */
     switch (dt) {
     case TESS_S: *re = ((const float *)X)[i]; *im = 0; break;
     case TESS_D: *re = ((const double *)X)[i]; *im = 0; break;

@@ -347,8 +347,9 @@ struct tess__nccl;
 struct tess__redist_op;
 /* The grid's GPU transport, opened on first use (collective over g->comm): TESS_ENOSYS
  * on every rank when any rank cannot use it (no NCCL or CUDA in the build,
- * TESSERA_PGEMM_NCCL=0, a rank whose runtime has no GPU as device 0); other errors are
- * agreed. Closed by tess_grid_free. */
+ * TESSERA_PGEMM_NCCL=0, a rank whose runtime has no GPU as device 0; with
+ * TESSERA_PGEMM_NCCL=2 emulated devices do: MPI then stands in for NCCL) or the ranks
+ * differ in that; other errors are agreed. Closed by tess_grid_free. */
 int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out);
 void tess__nccl_close(struct tess__nccl *n);
 /* The runtime device whose memory holds the panels, and its heap size. */
@@ -362,13 +363,17 @@ int tess__nccl_alloc(struct tess__nccl *n, size_t bytes, void **ptr, void **hand
 void tess__nccl_free(struct tess__nccl *n, void *handle);
 /* Queue one exchange unit (k in [k0, k1), selected buffer positions in [s0, s1)) of the
  * two operands ops (their buf: device panels) among the size ranks with coordinates
- * prow/pcol; its completion is event slot (mod the units in flight). Adds the bytes sent
- * to and received from other ranks to *sent, *recvd. */
+ * prow/pcol; its completion is event slot (mod the units in flight; slot 0 starts a pass).
+ * Collective over the grid: returns the status agreed by every rank over `prior` (the
+ * caller's last wait), the errors of earlier units and this unit's preparation; when it is
+ * not TESS_OK nothing of the unit was queued anywhere. Adds the bytes sent to and received
+ * from other ranks to *sent, *recvd. */
 int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
                     const struct tess__redist_op *ops, const int *prow, const int *pcol, int size,
                     int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, int slot,
-                    uint64_t *sent, uint64_t *recvd);
-/* Wait for unit slot: TESS_OK, TESS_EDEVICE or TESS_ECOMM. */
+                    int prior, uint64_t *sent, uint64_t *recvd);
+/* Wait for unit slot: TESS_OK, TESS_EDEVICE or TESS_ECOMM (also for an error of an
+ * earlier unit of the pass that happened after its agreement). */
 int tess__nccl_wait(struct tess__nccl *n, int slot);
 
 /* ---- pgemm.c: the distributed GEMM ------------------------------------------------------ */

@@ -211,7 +211,10 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     }
     int64_t budget = 0, kpass = k;
     if (!st && nc) {
+        /* half the device heap, or TESSERA_PGEMM_MEM where that is less */
+        struct tess__config cfg;
         long long v = (long long)(tess__nccl_heap_bytes(nc) / 2), mn = 0;
+        if (!tess__config_load(&cfg) && cfg.pgemm_mem > 0 && cfg.pgemm_mem < v) v = cfg.pgemm_mem;
         st = TESS__MPI(MPI_Allreduce(&v, &mn, 1, MPI_LONG_LONG, MPI_MIN, g->comm));
         budget = (int64_t)mn;
     } else if (!st) {
@@ -301,20 +304,25 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
             int W = nc ? tess__nccl_units_in_flight(nc) : 2;
             units += (int)nunits;
             for (int64_t u = 0; u < nunits + W && !cst; u++) {
+                int wst = TESS_OK;
                 if (u >= W) { /* unit u - W landed: its tasks may go */
-                    cst = nc ? tess__nccl_wait(nc, (int)(u - W))
-                             : tess__mpi_wait(&x.req[u % 2]);
-                    if (cst) break;
+                    wst = nc ? tess__nccl_wait(nc, (int)(u - W)) : tess__mpi_wait(&x.req[u % 2]);
                     int64_t done = (u - W + 1) * unit;
-                    atomic_store_explicit(&ready, TESS__MIN(mode == 'k' ? kp : lmine, done),
-                                          memory_order_release);
+                    if (!wst)
+                        atomic_store_explicit(&ready, TESS__MIN(mode == 'k' ? kp : lmine, done),
+                                              memory_order_release);
                 }
-                if (u >= nunits) continue;
+                if (u >= nunits || (wst && !nc)) {
+                    cst = wst;
+                    continue;
+                }
                 int64_t k0 = p0, k1 = p1, s0 = 0, s1 = INT64_MAX;
                 if (mode == 'k') k0 = p0 + u * unit, k1 = TESS__MIN(p1, p0 + (u + 1) * unit);
                 else s0 = u * unit, s1 = (u + 1) * unit;
+                /* the GPU transport agrees on every unit (a wait that failed here included),
+                 * so that all ranks stop at the same one */
                 cst = nc ? tess__nccl_unit(nc, g, ops, x.prow, x.pcol, x.size, k0, k1, p0, s0, s1,
-                                           (int)u, &x.sent, &x.recvd)
+                                           (int)u, wst, &x.sent, &x.recvd)
                          : tess__redist_exch_post(&x, (int)(u % 2), k0, k1, p0, s0, s1);
             }
             tcomm += now_s() - tc;

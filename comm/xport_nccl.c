@@ -17,50 +17,75 @@
  *   remote   MPI_Isend/MPI_Irecv with the ranks of other nodes, posted with the unit;
  * then an event: when it completes, the unit is in the panel (pgemm.c raises the job's
  * ready count). A unit with remote pieces records its event in tess__nccl_wait, after the
- * MPI requests completed and the H2D copies of the received pieces were queued. With TESSERA_PGEMM_NCCL_STREAMS=2 the H2D copies (self, pack) run on a
- * second stream into one of two send buffers (by unit parity), so unit u+1 is packed while
- * unit u travels: the transfer stream waits for the unit's pack (event `packed`), the pack
- * stream for the end of the send that last read its buffer (event `sent`). Buffers (panel, send, receive) come from the runtime's heap on the rank's
- * first GPU (tess__cache_alloc_work), so they count against the same memory as tiles.
+ * MPI requests completed and the H2D copies of the received pieces were queued. With
+ * TESSERA_PGEMM_NCCL_STREAMS=2 the H2D copies (self, pack) run on a second stream into one
+ * of two send buffers (by unit parity), so unit u+1 is packed while unit u travels: the
+ * transfer stream waits for the unit's pack (event `packed`), the pack stream for the end
+ * of the send that last read its buffer (event `sent`). Buffers (panel, send, receive) come
+ * from the runtime's heap on the rank's first GPU (tess__cache_alloc_work), so they count
+ * against the same memory as tiles.
  *
- * Owns the NCCL communicator (one per grid and node, created on first use), its stream,
- * events and the pinned receive buffers of remote pieces (one per unit in flight).
- * Stream ownership: only the calling thread of tess_p?gemm queues work on this stream.
+ * Emulated devices (TESSERA_PGEMM_NCCL=2, every rank's first device emulated: the tests).
+ * The same units through the same code, but the copies and events go through the backend
+ * (host.c: asynchronous stream threads, device pointers checked against the arena) on the
+ * device's TESS_COMM_STREAMS streams, and MPI stands in for NCCL: the calling thread waits
+ * for the unit's pack, exchanges the packed pieces with MPI_Isend/MPI_Irecv between the
+ * arenas (host memory there), then queues the unpack. Only the device primitives below
+ * (x_*) tell the two apart; what they share is the block lists, offsets and order of
+ * every copy, which is what the tests check against ScaLAPACK.
+ *
+ * Owns the NCCL communicator (one per grid and node, created on first use), its streams
+ * (GPU; the emulated device's comm streams otherwise), events and the pinned receive
+ * buffers of remote pieces (one per unit in flight). Stream ownership: only the calling
+ * thread of tess_p?gemm queues work on these streams.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "redist.h"
-
-#if defined(TESS_HAVE_NCCL) && defined(TESS_HAVE_CUDA)
-#include <cuda_runtime_api.h>
-#include <nccl.h>
-
 #include "../node/node.h"
 
+#if defined(TESS_HAVE_NCCL) && defined(TESS_HAVE_CUDA)
+#define XP_GPU 1
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#else
+#define XP_GPU 0
+#endif
+
 #define NEV 8 /* units in flight at most */
+enum { EV_PACKED = NEV, EV_SENT0, EV_SENT1, EV_DRAIN0, EV_DRAIN1, NXEV }; /* event ids */
+enum { MODE_NONE = 0, MODE_GPU = 1, MODE_EMU = 2 };
+enum { X_H2D, X_D2D };
+#define TAG_REMOTE 7 /* MPI pieces from ranks of other nodes */
+#define TAG_NODE 8   /* emulated devices: the pieces NCCL would carry */
 
 struct tess__nccl {
-    ncclComm_t comm;
+    int mode;                /* MODE_GPU or MODE_EMU */
     struct tess__rt *rt;
     int dev;                 /* runtime device index of the GPU used */
-    int ordinal;             /* its CUDA ordinal */
-    cudaStream_t stream;
-    cudaEvent_t ev[NEV];
-    struct tess__blk *sbuf, *rbuf;
-    size_t scap, rcap;
-    /* TESSERA_PGEMM_NCCL_STREAMS=2: the pack stream, the second send buffer, the events */
-    int two;
-    cudaStream_t hstream;
-    struct tess__blk *sbuf2;
-    size_t scap2;
-    cudaEvent_t packed, sent[2];
+    int two;                 /* TESSERA_PGEMM_NCCL_STREAMS=2: a pack stream */
+#if XP_GPU
+    ncclComm_t comm;
+    int ordinal;             /* its CUDA ordinal, -1 before it is known */
+    cudaStream_t cs[2];      /* [0] transfer, [1] pack (two only) */
+    cudaEvent_t cev[NXEV];
+#endif
+    /* MODE_EMU: the backend device and its first comm stream */
+    const struct tess__dev_ops *ops;
+    void *bd;
+    int es0;
+    tess__event *eev[NXEV];
+    struct tess__blk *sbuf, *rbuf, *sbuf2;
+    size_t scap, rcap, scap2;
     /* scratch: block lists */
     struct nblk { int op; int64_t sr, sc, tr, tc, rows, cols; } *b;
     size_t nb, capb;
-    /* ranks of the grid: NCCL rank on this node, -1 on another node (MPI) */
+    /* ranks of the grid: rank in this node's group, -1 on another node (MPI) */
     int *nrank;
     int size, remote;        /* grid size; whether any rank is on another node */
+    int err;                 /* the first local error of this pass after its unit's agreement */
     MPI_Datatype elem;       /* one element (es bytes), for the MPI pieces */
     size_t es;
     /* per unit in flight with remote pieces: what to unpack once its requests are done */
@@ -78,6 +103,9 @@ struct tess__nccl {
     } unit[NEV];
 };
 
+/* ---- device primitives: CUDA + NCCL, or the backend of an emulated device + MPI ---------- */
+
+#if XP_GPU
 static int cuda_st(cudaError_t e, const char *what) {
     if (e == cudaSuccess) return TESS_OK;
     return tess__fail(TESS_EDEVICE, "pgemm (NCCL transport): %s: %s", what, cudaGetErrorString(e));
@@ -86,13 +114,185 @@ static int nccl_st(ncclResult_t r, const char *what) {
     if (r == ncclSuccess) return TESS_OK;
     return tess__fail(TESS_ECOMM, "pgemm (NCCL transport): %s: %s", what, ncclGetErrorString(r));
 }
+#endif
 
-/* Whether this rank can take part: knob, a CUDA device as runtime device 0. */
-static int local_ok(struct tess__rt **rt) {
+/* Stream `which` (0 transfer, 1 pack; 1 is 0 without a pack stream). */
+static int x_stream(const struct tess__nccl *n, int which) { return n->two ? which : 0; }
+
+static int x_setdev(struct tess__nccl *n) {
+#if XP_GPU
+    if (n->mode == MODE_GPU) return cuda_st(cudaSetDevice(n->ordinal), "cudaSetDevice");
+#endif
+    (void)n;
+    return TESS_OK;
+}
+
+/* A 2D copy (host -> device or device -> device) queued on stream `which`. */
+static int x_copy(struct tess__nccl *n, int which, int kind, void *dst, size_t dpitch,
+                  const void *src, size_t spitch, size_t width, size_t height, const char *what) {
+    int s = x_stream(n, which);
+#if XP_GPU
+    if (n->mode == MODE_GPU)
+        return cuda_st(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height,
+                                         kind == X_H2D ? cudaMemcpyHostToDevice
+                                                       : cudaMemcpyDeviceToDevice,
+                                         n->cs[s]),
+                       what);
+#endif
+    (void)what;
+    return n->ops->copy2d(n->bd, n->es0 + s, kind == X_H2D ? TESS__H2D : TESS__D2D, dst, dpitch,
+                          src, spitch, width, height, NULL);
+}
+
+static int x_record(struct tess__nccl *n, int which, int ev) {
+    int s = x_stream(n, which);
+#if XP_GPU
+    if (n->mode == MODE_GPU) return cuda_st(cudaEventRecord(n->cev[ev], n->cs[s]), "cudaEventRecord");
+#endif
+    return n->ops->event_record(n->bd, n->es0 + s, n->eev[ev]);
+}
+
+/* Stream `which` waits for event ev. */
+static int x_wait(struct tess__nccl *n, int which, int ev) {
+    int s = x_stream(n, which);
+#if XP_GPU
+    if (n->mode == MODE_GPU)
+        return cuda_st(cudaStreamWaitEvent(n->cs[s], n->cev[ev], 0), "cudaStreamWaitEvent");
+#endif
+    return n->ops->stream_wait(n->bd, n->es0 + s, n->eev[ev]);
+}
+
+/* The calling thread waits for event ev. */
+static int x_sync(struct tess__nccl *n, int ev) {
+#if XP_GPU
+    if (n->mode == MODE_GPU) return cuda_st(cudaEventSynchronize(n->cev[ev]), "cudaEventSynchronize");
+#endif
+    return n->ops->event_sync(n->bd, n->eev[ev]);
+}
+
+/* Everything queued on the transport's streams is done. */
+static int x_drain(struct tess__nccl *n) {
+    int st = TESS_OK;
+    for (int w = 0; w <= n->two && !st; w++) {
+#if XP_GPU
+        if (n->mode == MODE_GPU) {
+            st = cuda_st(cudaStreamSynchronize(n->cs[w]), "cudaStreamSynchronize");
+            continue;
+        }
+#endif
+        st = x_record(n, w, EV_DRAIN0 + w);
+        if (!st) st = x_sync(n, EV_DRAIN0 + w);
+    }
+    return st;
+}
+
+/* The exchange among the ranks of this node, on the transfer stream after everything
+ * queued there: soff/roff give each grid rank's part of sbuf/rbuf (empty for itself and
+ * for ranks of other nodes). */
+static int x_exchange(struct tess__nccl *n, const struct tess__comm_grid *g, int size,
+                      char *sbuf, const size_t *soff, char *rbuf, const size_t *roff) {
+    int st = TESS_OK;
+#if XP_GPU
+    if (n->mode == MODE_GPU) {
+        st = nccl_st(ncclGroupStart(), "ncclGroupStart");
+        for (int j = 0; j < size && !st; j++) {
+            if (j == g->rank || n->nrank[j] < 0) continue;
+            size_t sb = soff[j + 1] - soff[j], rb = roff[j + 1] - roff[j];
+            if (sb) st = nccl_st(ncclSend(sbuf + soff[j], sb, ncclChar, n->nrank[j], n->comm, n->cs[0]), "ncclSend");
+            if (!st && rb) st = nccl_st(ncclRecv(rbuf + roff[j], rb, ncclChar, n->nrank[j], n->comm, n->cs[0]), "ncclRecv");
+        }
+        /* ends the group whatever happened, so that NCCL's group state stays balanced */
+        int st2 = nccl_st(ncclGroupEnd(), "ncclGroupEnd");
+        return st ? st : st2;
+    }
+#endif
+    /* emulated: the packed pieces must be in sbuf before MPI reads them; every rank of the
+     * node posts all its receives and sends, then waits for them */
+    st = x_record(n, 0, EV_DRAIN0);
+    if (!st) st = x_sync(n, EV_DRAIN0);
+    MPI_Request *req = malloc(sizeof *req * (size_t)size * 2);
+    if (!req) return st ? st : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    int nreq = 0;
+    for (int j = 0; j < size; j++) {
+        if (j == g->rank || n->nrank[j] < 0) continue;
+        size_t sb = soff[j + 1] - soff[j], rb = roff[j + 1] - roff[j];
+        if (sb > INT_MAX || rb > INT_MAX) {
+            if (!st) st = tess__fail(TESS_ENOSYS, "pgemm: a unit over MPI's int counts");
+            continue;
+        }
+        /* a rank whose pack failed still sends (unused bytes) so that no peer hangs */
+        int s2 = TESS_OK;
+        if (rb) s2 = TESS__MPI(MPI_Irecv(rbuf + roff[j], (int)rb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
+        if (!s2 && rb) nreq++;
+        if (!s2 && sb) s2 = TESS__MPI(MPI_Isend(sbuf + soff[j], (int)sb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
+        if (!s2 && sb) nreq++;
+        if (!st) st = s2;
+    }
+    for (int i = 0; i < nreq; i++) {
+        int s2 = tess__mpi_wait(&req[i]);
+        if (!st) st = s2;
+    }
+    free(req);
+    return st;
+}
+
+/* An error NCCL reported asynchronously. */
+static int x_async_error(struct tess__nccl *n) {
+#if XP_GPU
+    if (n->mode == MODE_GPU) {
+        ncclResult_t ar = ncclSuccess;
+        if (ncclCommGetAsyncError(n->comm, &ar) == ncclSuccess && ar != ncclSuccess)
+            return nccl_st(ar, "asynchronous NCCL error");
+    }
+#endif
+    (void)n;
+    return TESS_OK;
+}
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+/* What this rank can take part with: MODE_GPU (knob, a CUDA device as runtime device 0,
+ * NCCL in the build), MODE_EMU (TESSERA_PGEMM_NCCL=2, an emulated device 0) or MODE_NONE. */
+static int local_mode(struct tess__rt **rt) {
     struct tess__config cfg;
-    if (tess__config_load(&cfg) || !cfg.pgemm_nccl) return 0;
-    if (tess__rt_get(rt)) return 0;
-    return (*rt)->ndev > 0 && (*rt)->dev[0]->desc.kind == TESS_DEV_CUDA;
+    if (tess__config_load(&cfg) || !cfg.pgemm_nccl) return MODE_NONE;
+    if (tess__rt_get(rt) || (*rt)->ndev == 0) return MODE_NONE;
+    const struct tess__dev *d = (*rt)->dev[0];
+    if (XP_GPU && d->desc.kind == TESS_DEV_CUDA) return MODE_GPU;
+    if (cfg.pgemm_nccl == 2 && d->desc.kind == TESS_DEV_EMULATED && d->comm_stream >= 0)
+        return MODE_EMU;
+    return MODE_NONE;
+}
+
+/* Streams, events and the NCCL communicator (GPU; the node's group, lsize ranks, id from
+ * its rank 0) or the backend's events (emulated). */
+static int open_device(struct tess__nccl *n, MPI_Comm node, int lrank, int lsize,
+                       struct tess__comm_grid *g) {
+    int st = TESS_OK;
+#if XP_GPU
+    if (n->mode == MODE_GPU) {
+        ncclUniqueId id;
+        memset(&id, 0, sizeof id);
+        n->ordinal = tess__cuda_ordinal(&n->rt->cfg, 0);
+        st = cuda_st(cudaSetDevice(n->ordinal), "cudaSetDevice");
+        for (int w = 0; w <= n->two && !st; w++)
+            st = cuda_st(cudaStreamCreateWithFlags(&n->cs[w], cudaStreamNonBlocking), "cudaStreamCreate");
+        for (int i = 0; i < NXEV && !st; i++)
+            st = cuda_st(cudaEventCreateWithFlags(&n->cev[i], cudaEventDisableTiming), "cudaEventCreate");
+        if (!st && lrank == 0) st = nccl_st(ncclGetUniqueId(&id), "ncclGetUniqueId");
+        st = tess__comm_agree(g, st);
+        if (!st) st = TESS__MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, node));
+        if (!st) st = nccl_st(ncclCommInitRank(&n->comm, lsize, id, lrank), "ncclCommInitRank");
+        return st;
+    }
+#endif
+    (void)node, (void)lrank, (void)lsize, (void)g;
+    const struct tess__dev *d = n->rt->dev[n->dev];
+    n->ops = d->ops;
+    n->bd = d->bd;
+    n->es0 = d->comm_stream;
+    for (int i = 0; i < NXEV && !st; i++) st = n->ops->event_create(n->bd, &n->eev[i]);
+    return st;
 }
 
 int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
@@ -102,11 +302,12 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
         *out = g->nccl;
         return TESS_OK;
     }
-    /* eligible only if every rank has a GPU (the same answer everywhere) */
+    /* eligible only if every rank can, in the same mode (the same answer everywhere) */
     struct tess__rt *rt = NULL;
-    int ok = local_ok(&rt), size = 0, all = 0;
+    int mode = local_mode(&rt), size = 0, mm[2] = {mode, -mode}, all[2] = {0, 0};
     MPI_Comm_size(g->comm, &size);
-    if (TESS__MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, g->comm)) || !all) {
+    if (TESS__MPI(MPI_Allreduce(mm, all, 2, MPI_INT, MPI_MIN, g->comm)) || all[0] == MODE_NONE ||
+        all[0] != -all[1]) {
         g->nccl_state = 2;
         return TESS_ENOSYS;
     }
@@ -125,10 +326,12 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
     }
     struct tess__nccl *n = calloc(1, sizeof *n);
     int *who = calloc((size_t)size * 2, sizeof(int)); /* (leader, lrank) of every rank */
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
     if (!st && (!n || !who)) st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
     if (!st) {
+        n->mode = mode;
+#if XP_GPU
+        n->ordinal = -1;
+#endif
         n->nrank = calloc((size_t)size, sizeof(int));
         n->elem = MPI_DATATYPE_NULL;
         if (!n->nrank) st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
@@ -145,24 +348,11 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
         }
         n->rt = rt;
         n->dev = 0;
-        n->ordinal = tess__cuda_ordinal(&rt->cfg, 0);
-        st = cuda_st(cudaSetDevice(n->ordinal), "cudaSetDevice");
+        n->two = rt->cfg.pgemm_nccl_streams == 2;
     }
     free(who);
-    if (!st) st = cuda_st(cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    for (int i = 0; i < NEV && !st; i++)
-        st = cuda_st(cudaEventCreateWithFlags(&n->ev[i], cudaEventDisableTiming), "cudaEventCreate");
-    if (!st && rt->cfg.pgemm_nccl_streams == 2) {
-        n->two = 1;
-        st = cuda_st(cudaStreamCreateWithFlags(&n->hstream, cudaStreamNonBlocking), "cudaStreamCreate");
-        if (!st) st = cuda_st(cudaEventCreateWithFlags(&n->packed, cudaEventDisableTiming), "cudaEventCreate");
-        for (int i = 0; i < 2 && !st; i++)
-            st = cuda_st(cudaEventCreateWithFlags(&n->sent[i], cudaEventDisableTiming), "cudaEventCreate");
-    }
-    if (!st && lrank == 0) st = nccl_st(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    st = tess__comm_agree(g, st);
-    if (!st) st = TESS__MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, node));
-    if (!st) st = nccl_st(ncclCommInitRank(&n->comm, lsize, id, lrank), "ncclCommInitRank");
+    if (!st) st = open_device(n, node, lrank, lsize, g);
+    else st = tess__comm_agree(g, st); /* open_device agrees once inside (GPU) */
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     st = tess__comm_agree(g, st);
     if (st) {
@@ -178,20 +368,21 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
 
 void tess__nccl_close(struct tess__nccl *n) {
     if (!n) return;
-    if (n->ordinal >= 0) cudaSetDevice(n->ordinal);
-    if (n->stream) cudaStreamSynchronize(n->stream);
-    if (n->hstream) cudaStreamSynchronize(n->hstream);
-    if (n->sbuf2) tess__cache_free_work(&n->rt->cache, n->sbuf2);
-    if (n->packed) cudaEventDestroy(n->packed);
-    for (int i = 0; i < 2; i++)
-        if (n->sent[i]) cudaEventDestroy(n->sent[i]);
-    if (n->hstream) cudaStreamDestroy(n->hstream);
-    if (n->sbuf) tess__cache_free_work(&n->rt->cache, n->sbuf);
-    if (n->rbuf) tess__cache_free_work(&n->rt->cache, n->rbuf);
+    if (n->rt) {
+        if (n->mode == MODE_GPU || n->bd) (void)x_setdev(n), (void)x_drain(n);
+        if (n->sbuf2) tess__cache_free_work(&n->rt->cache, n->sbuf2);
+        if (n->sbuf) tess__cache_free_work(&n->rt->cache, n->sbuf);
+        if (n->rbuf) tess__cache_free_work(&n->rt->cache, n->rbuf);
+    }
+#if XP_GPU
     if (n->comm) ncclCommDestroy(n->comm);
-    for (int i = 0; i < NEV; i++)
-        if (n->ev[i]) cudaEventDestroy(n->ev[i]);
-    if (n->stream) cudaStreamDestroy(n->stream);
+    for (int i = 0; i < NXEV; i++)
+        if (n->cev[i]) cudaEventDestroy(n->cev[i]);
+    for (int w = 0; w < 2; w++)
+        if (n->cs[w]) cudaStreamDestroy(n->cs[w]);
+#endif
+    for (int i = 0; i < NXEV; i++)
+        if (n->eev[i]) n->ops->event_destroy(n->bd, n->eev[i]);
     for (int i = 0; i < NEV; i++) {
         free(n->unit[i].req);
         free(n->unit[i].hoff);
@@ -226,11 +417,12 @@ void tess__nccl_free(struct tess__nccl *n, void *handle) {
         n->unit[i].pending = 0;
     }
     if (!handle) return;
-    cudaSetDevice(n->ordinal);
-    cudaStreamSynchronize(n->stream);
-    if (n->hstream) cudaStreamSynchronize(n->hstream);
+    (void)x_setdev(n);
+    (void)x_drain(n);
     tess__cache_free_work(&n->rt->cache, handle);
 }
+
+/* ---- one unit ------------------------------------------------------------------------------ */
 
 static void collect(void *arg, int op, int64_t sr, int64_t sc, int64_t tr, int64_t tc,
                     int64_t rows, int64_t cols) {
@@ -258,10 +450,31 @@ static int64_t blocks(struct tess__nccl *n, const struct tess__redist_op *ops, i
     return bytes;
 }
 
+/* Copy the blocks in n->b on stream `which`: from the local arrays (H2D) or from a packed
+ * buffer `packed` (D2D), into the panels or, with `pack`, packed into pack. */
+static int copy_blocks(struct tess__nccl *n, const struct tess__redist_op *ops, int which,
+                       const char *packed, char *pack, const char *what) {
+    int st = TESS_OK;
+    size_t o = 0;
+    for (size_t i = 0; i < n->nb && !st; i++) {
+        const struct nblk *b = &n->b[i];
+        const struct tess__redist_op *op = &ops[b->op];
+        size_t es = op->es, w = (size_t)b->rows * es;
+        char *dst = pack ? pack + o : (char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es;
+        size_t dpitch = pack ? w : (size_t)op->ldbuf * es;
+        const char *src = packed ? packed + o
+                                 : (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es;
+        size_t spitch = packed ? w : (size_t)op->ldx * es;
+        st = x_copy(n, which, packed ? X_D2D : X_H2D, dst, dpitch, src, spitch, w, (size_t)b->cols,
+                    what);
+        o += w * (size_t)b->cols;
+    }
+    return st;
+}
+
 static int grow(struct tess__nccl *n, struct tess__blk **b, size_t *cap, size_t need) {
     if (need <= *cap) return TESS_OK;
-    int st = cuda_st(cudaStreamSynchronize(n->stream), "cudaStreamSynchronize");
-    if (!st && n->hstream) st = cuda_st(cudaStreamSynchronize(n->hstream), "cudaStreamSynchronize");
+    int st = x_drain(n);
     if (st) return st;
     if (*b) tess__cache_free_work(&n->rt->cache, *b);
     *b = NULL;
@@ -305,8 +518,8 @@ static int remote_post(struct tess__nccl *n, struct nunit *u, uint64_t *sent, ui
         if (n->nrank[j] >= 0) continue;
         size_t rb = u->hoff[j + 1] - u->hoff[j];
         if (rb) {
-            st = TESS__MPI(MPI_Irecv(u->hbuf + u->hoff[j], (int)(rb / n->es), n->elem, j, 7, g->comm,
-                                     &u->req[u->nreq]));
+            st = TESS__MPI(MPI_Irecv(u->hbuf + u->hoff[j], (int)(rb / n->es), n->elem, j, TAG_REMOTE,
+                                     g->comm, &u->req[u->nreq]));
             if (!st) u->nreq++, *recvd += rb;
         }
         MPI_Datatype t = MPI_DATATYPE_NULL;
@@ -316,7 +529,7 @@ static int remote_post(struct tess__nccl *n, struct nunit *u, uint64_t *sent, ui
         if (!st && t != MPI_DATATYPE_NULL) {
             MPI_Count sz = 0;
             MPI_Type_size_x(t, &sz);
-            st = TESS__MPI(MPI_Isend(MPI_BOTTOM, 1, t, j, 7, g->comm, &u->req[u->nreq]));
+            st = TESS__MPI(MPI_Isend(MPI_BOTTOM, 1, t, j, TAG_REMOTE, g->comm, &u->req[u->nreq]));
             if (!st) u->nreq++, *sent += (uint64_t)sz;
             MPI_Type_free(&t);
         }
@@ -327,24 +540,42 @@ static int remote_post(struct tess__nccl *n, struct nunit *u, uint64_t *sent, ui
 int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
                     const struct tess__redist_op *ops, const int *prow, const int *pcol, int size,
                     int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, int slot,
-                    uint64_t *sent, uint64_t *recvd) {
-    int me_r = g->at.myrow, me_c = g->at.mycol, st;
-    if ((st = cuda_st(cudaSetDevice(n->ordinal), "cudaSetDevice"))) return st;
-    if (n->remote && n->es != ops[0].es) { /* the element of this call's precision */
+                    int prior, uint64_t *sent, uint64_t *recvd) {
+    int me_r = g->at.myrow, me_c = g->at.mycol, st = x_setdev(n);
+    if (slot == 0) n->err = TESS_OK; /* a new pass */
+    if (!st && n->remote && n->es != ops[0].es) { /* the element of this call's precision */
         if (n->elem != MPI_DATATYPE_NULL) MPI_Type_free(&n->elem);
         n->es = ops[0].es;
         st = TESS__MPI(MPI_Type_contiguous((int)n->es, MPI_BYTE, &n->elem));
         if (!st) st = TESS__MPI(MPI_Type_commit(&n->elem));
-        if (st) return st;
     }
-    /* sizes of everything sent and received over NCCL (ranks of this node) */
+    /* what goes to and comes from every rank of this node: offsets into the packed buffers */
+    size_t *soff = calloc((size_t)size * 2 + 2, sizeof *soff), *roff = soff ? soff + size + 1 : NULL;
     size_t stot = 0, rtot = 0;
-    for (int j = 0; j < size; j++) {
+    if (!st && !soff) st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    for (int j = 0; j < size && !st; j++) {
+        soff[j] = stot, roff[j] = rtot;
         if (j == g->rank || n->nrank[j] < 0) continue;
         int64_t sb = blocks(n, ops, me_r, me_c, prow[j], pcol[j], k0, k1, kbase, s0, s1);
         int64_t rb = blocks(n, ops, prow[j], pcol[j], me_r, me_c, k0, k1, kbase, s0, s1);
-        if (sb < 0 || rb < 0) return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+        if (sb < 0 || rb < 0) st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
         stot += (size_t)sb, rtot += (size_t)rb;
+    }
+    if (!st) soff[size] = stot, roff[size] = rtot;
+    /* the send buffer of this unit (two alternate with a pack stream) */
+    int bi = n->two ? slot % 2 : 0;
+    struct tess__blk **sbp = bi ? &n->sbuf2 : &n->sbuf;
+    size_t *scap = bi ? &n->scap2 : &n->scap;
+    if (!st) st = grow(n, sbp, scap, stot);
+    if (!st) st = grow(n, &n->rbuf, &n->rcap, rtot);
+    /* Every rank goes on with this unit or none does: the last wait's status, an error of
+     * the units before (n->err) and this unit's preparation, agreed. From here on a local
+     * error does not stop this rank's part of the exchange (its peers count on it); it is
+     * kept in n->err and agreed at the next unit or returned by tess__nccl_wait. */
+    st = tess__comm_agree(g, st ? st : prior ? prior : n->err);
+    if (st) {
+        free(soff);
+        return st;
     }
     /* ranks of other nodes: MPI, posted now, unpacked in tess__nccl_wait */
     struct nunit *u = &n->unit[slot % NEV];
@@ -353,103 +584,46 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         *u = (struct nunit){.ops = ops, .g = g, .prow = prow, .pcol = pcol, .k0 = k0, .k1 = k1,
                             .kbase = kbase, .s0 = s0, .s1 = s1, .req = u->req, .hbuf = u->hbuf,
                             .hcap = u->hcap, .hoff = u->hoff, .pending = 1};
-        if ((st = remote_post(n, u, sent, recvd))) return st;
+        st = remote_post(n, u, sent, recvd);
     }
-    /* the send buffer of this unit (two alternate with a pack stream), the H2D stream */
-    int bi = n->two ? slot % 2 : 0;
-    struct tess__blk **sbp = bi ? &n->sbuf2 : &n->sbuf;
-    size_t *scap = bi ? &n->scap2 : &n->scap;
-    cudaStream_t hs = n->two ? n->hstream : n->stream;
-    if ((st = grow(n, sbp, scap, stot)) || (st = grow(n, &n->rbuf, &n->rcap, rtot)))
-        return st;
-    struct tess__blk *sbuf = *sbp;
+    char *sbuf = stot ? (*sbp)->ptr : NULL, *rbuf = rtot ? n->rbuf->ptr : NULL;
     /* two streams: nothing is packed into this buffer before its last send has ended */
-    if (n->two) st = cuda_st(cudaStreamWaitEvent(hs, n->sent[bi], 0), "cudaStreamWaitEvent");
+    if (!st && n->two) st = x_wait(n, 1, EV_SENT0 + bi);
     *sent += stot;
     *recvd += rtot;
     /* self: straight into the panel */
-    if (blocks(n, ops, me_r, me_c, me_r, me_c, k0, k1, kbase, s0, s1) < 0)
-        return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-    for (size_t i = 0; i < n->nb && !st; i++) {
-        const struct nblk *b = &n->b[i];
-        const struct tess__redist_op *op = &ops[b->op];
-        size_t es = op->es;
-        st = cuda_st(cudaMemcpy2DAsync((char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es,
-                                       (size_t)op->ldbuf * es,
-                                       (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es,
-                                       (size_t)op->ldx * es, (size_t)b->rows * es, (size_t)b->cols,
-                                       cudaMemcpyHostToDevice, hs),
-                     "H2D into the panel");
-    }
+    if (!st && blocks(n, ops, me_r, me_c, me_r, me_c, k0, k1, kbase, s0, s1) < 0)
+        st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    if (!st) st = copy_blocks(n, ops, 1, NULL, NULL, "H2D into the panel");
     /* pack what the peers of this node need */
-    size_t off = 0;
-    size_t *soff = calloc((size_t)size * 2 + 2, sizeof *soff);
-    if (!soff) return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-    size_t *roff = soff + size + 1;
     for (int j = 0; j < size && !st; j++) {
-        soff[j] = off;
         if (j == g->rank || n->nrank[j] < 0) continue;
-        if (blocks(n, ops, me_r, me_c, prow[j], pcol[j], k0, k1, kbase, s0, s1) < 0) {
+        if (blocks(n, ops, me_r, me_c, prow[j], pcol[j], k0, k1, kbase, s0, s1) < 0)
             st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-            break;
-        }
-        for (size_t i = 0; i < n->nb && !st; i++) {
-            const struct nblk *b = &n->b[i];
-            const struct tess__redist_op *op = &ops[b->op];
-            size_t es = op->es, w = (size_t)b->rows * es;
-            st = cuda_st(cudaMemcpy2DAsync((char *)sbuf->ptr + off, w,
-                                           (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es,
-                                           (size_t)op->ldx * es, w, (size_t)b->cols,
-                                           cudaMemcpyHostToDevice, hs),
-                         "H2D pack");
-            off += w * (size_t)b->cols;
-        }
+        else
+            st = copy_blocks(n, ops, 1, NULL, sbuf + soff[j], "H2D pack");
     }
-    soff[size] = off;
     /* two streams: the transfer stream takes over once the unit is packed (and in the panel) */
-    if (!st && n->two) st = cuda_st(cudaEventRecord(n->packed, hs), "cudaEventRecord");
-    if (!st && n->two)
-        st = cuda_st(cudaStreamWaitEvent(n->stream, n->packed, 0), "cudaStreamWaitEvent");
-    /* the exchange among the ranks of this node */
-    off = 0;
-    for (int j = 0; j < size && !st; j++) {
-        roff[j] = off;
-        if (j == g->rank || n->nrank[j] < 0) continue;
-        int64_t rb = blocks(n, ops, prow[j], pcol[j], me_r, me_c, k0, k1, kbase, s0, s1);
-        off += (size_t)rb;
+    if (!st && n->two) st = x_record(n, 1, EV_PACKED);
+    if (!st && n->two) st = x_wait(n, 0, EV_PACKED);
+    /* the exchange among the ranks of this node, whatever happened above */
+    if (stot + rtot > 0) {
+        int xst = x_exchange(n, g, size, sbuf, soff, rbuf, roff);
+        if (!st) st = xst;
     }
-    roff[size] = off;
-    if (!st) st = nccl_st(ncclGroupStart(), "ncclGroupStart");
-    for (int j = 0; j < size && !st; j++) {
-        if (j == g->rank || n->nrank[j] < 0) continue;
-        size_t sb = soff[j + 1] - soff[j], rb = roff[j + 1] - roff[j];
-        if (sb) st = nccl_st(ncclSend((char *)sbuf->ptr + soff[j], sb, ncclChar, n->nrank[j], n->comm, n->stream), "ncclSend");
-        if (!st && rb) st = nccl_st(ncclRecv((char *)n->rbuf->ptr + roff[j], rb, ncclChar, n->nrank[j], n->comm, n->stream), "ncclRecv");
-    }
-    if (!st) st = nccl_st(ncclGroupEnd(), "ncclGroupEnd");
-    if (!st && n->two) st = cuda_st(cudaEventRecord(n->sent[bi], n->stream), "cudaEventRecord");
+    if (!st && n->two) st = x_record(n, 0, EV_SENT0 + bi);
     /* unpack into the panel */
     for (int j = 0; j < size && !st; j++) {
         if (j == g->rank || n->nrank[j] < 0) continue;
-        if (blocks(n, ops, prow[j], pcol[j], me_r, me_c, k0, k1, kbase, s0, s1) < 0) {
+        if (blocks(n, ops, prow[j], pcol[j], me_r, me_c, k0, k1, kbase, s0, s1) < 0)
             st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-            break;
-        }
-        size_t o = roff[j];
-        for (size_t i = 0; i < n->nb && !st; i++) {
-            const struct nblk *b = &n->b[i];
-            const struct tess__redist_op *op = &ops[b->op];
-            size_t es = op->es, w = (size_t)b->rows * es;
-            st = cuda_st(cudaMemcpy2DAsync((char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es,
-                                           (size_t)op->ldbuf * es, (const char *)n->rbuf->ptr + o, w,
-                                           w, (size_t)b->cols, cudaMemcpyDeviceToDevice, n->stream),
-                         "D2D unpack");
-            o += w * (size_t)b->cols;
-        }
+        else
+            st = copy_blocks(n, ops, 0, rbuf + roff[j], NULL, "D2D unpack");
     }
     free(soff);
-    if (!st && !u->pending) st = cuda_st(cudaEventRecord(n->ev[slot % NEV], n->stream), "cudaEventRecord");
-    return st;
+    if (!st && !u->pending) st = x_record(n, 0, slot % NEV);
+    if (st && !n->err) n->err = st;
+    return TESS_OK;
 }
 
 /* The remote half of a unit: wait for its MPI requests, then queue the H2D copies of the
@@ -468,61 +642,29 @@ static int remote_finish(struct tess__nccl *n, struct nunit *u, int slot) {
         if (blocks(n, u->ops, u->prow[j], u->pcol[j], me_r, me_c, u->k0, u->k1, u->kbase, u->s0,
                    u->s1) < 0)
             return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+        /* the received pieces are packed in block order in host memory: an H2D "unpack" */
         size_t o = u->hoff[j];
         for (size_t i = 0; i < n->nb && !st; i++) {
             const struct nblk *b = &n->b[i];
             const struct tess__redist_op *op = &u->ops[b->op];
             size_t es = op->es, w = (size_t)b->rows * es;
-            st = cuda_st(cudaMemcpy2DAsync((char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es,
-                                           (size_t)op->ldbuf * es, u->hbuf + o, w, w, (size_t)b->cols,
-                                           cudaMemcpyHostToDevice, n->stream),
-                         "H2D of remote pieces");
+            st = x_copy(n, 0, X_H2D, (char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es,
+                        (size_t)op->ldbuf * es, u->hbuf + o, w, w, (size_t)b->cols,
+                        "H2D of remote pieces");
             o += w * (size_t)b->cols;
         }
     }
     u->pending = 0;
-    if (!st) st = cuda_st(cudaEventRecord(n->ev[slot % NEV], n->stream), "cudaEventRecord");
+    if (!st) st = x_record(n, 0, slot % NEV);
     return st;
 }
 
 int tess__nccl_wait(struct tess__nccl *n, int slot) {
-    cudaSetDevice(n->ordinal);
+    (void)x_setdev(n);
     int st = TESS_OK;
     struct nunit *u = &n->unit[slot % NEV];
     if (u->pending) st = remote_finish(n, u, slot);
-    if (!st) st = cuda_st(cudaEventSynchronize(n->ev[slot % NEV]), "cudaEventSynchronize");
-    if (!st) {
-        ncclResult_t ar = ncclSuccess;
-        if (ncclCommGetAsyncError(n->comm, &ar) == ncclSuccess && ar != ncclSuccess)
-            st = nccl_st(ar, "asynchronous NCCL error");
-    }
-    return st;
+    if (!st) st = x_sync(n, slot % NEV);
+    if (!st) st = x_async_error(n);
+    return st ? st : n->err;
 }
-
-#else /* no NCCL in this build: the MPI transport carries everything */
-
-int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
-    (void)g;
-    *out = NULL;
-    return TESS_ENOSYS;
-}
-void tess__nccl_close(struct tess__nccl *n) { (void)n; }
-int tess__nccl_device(const struct tess__nccl *n) { (void)n; return -1; }
-int tess__nccl_units_in_flight(const struct tess__nccl *n) { (void)n; return 1; }
-size_t tess__nccl_heap_bytes(const struct tess__nccl *n) { (void)n; return 0; }
-int tess__nccl_alloc(struct tess__nccl *n, size_t bytes, void **ptr, void **handle) {
-    (void)n, (void)bytes, (void)ptr, (void)handle;
-    return TESS_ENOSYS;
-}
-void tess__nccl_free(struct tess__nccl *n, void *handle) { (void)n, (void)handle; }
-int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
-                    const struct tess__redist_op *ops, const int *prow, const int *pcol, int size,
-                    int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, int slot,
-                    uint64_t *sent, uint64_t *recvd) {
-    (void)n, (void)g, (void)ops, (void)prow, (void)pcol, (void)size, (void)k0, (void)k1;
-    (void)kbase, (void)s0, (void)s1, (void)slot, (void)sent, (void)recvd;
-    return TESS_ENOSYS;
-}
-int tess__nccl_wait(struct tess__nccl *n, int slot) { (void)n, (void)slot; return TESS_ENOSYS; }
-
-#endif

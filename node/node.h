@@ -188,7 +188,9 @@ struct tess__dev {
     const struct tess__dev_ops *ops;
     void *bd;
     struct tess__dev_desc desc;
-    int nstreams;
+    int nstreams;              /* the worker's streams: 0 .. nstreams - 1 */
+    int comm_stream;           /* emulated devices: the first of TESS_COMM_STREAMS streams the
+                                  distributed layer queues on (xport_nccl.c); -1 elsewhere */
     size_t heap_bytes;
     struct tess__rs rs;
     struct tess__slot slot[TESS_MAX_STREAMS];

@@ -54,9 +54,10 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
     d->rt = rt;
     d->ops = ops;
     d->nstreams = nstreams;
+    d->comm_stream = ops == &tess__emu_ops ? nstreams : -1;
     struct tess__dev_params p = {
         .ordinal = ordinal,
-        .nstreams = nstreams,
+        .nstreams = nstreams + (ops == &tess__emu_ops ? TESS_COMM_STREAMS : 0),
         .mem_cap = mem,
         .link_gbs = rt->cfg.emu_link_gbs,
         .gflops = tess__list_double(rt->cfg.emu_gflops, ordinal, 0.0),

@@ -14,6 +14,7 @@
 
 #define TESS_MAX_DEVICES 32   /* devices of one node runtime (GPUs + CPU worker + emulated) */
 #define TESS_MAX_STREAMS 8    /* streams per device */
+#define TESS_COMM_STREAMS 2   /* more on emulated devices, the distributed layer's (xport_nccl.c) */
 
 /* ---- precisions: one generic path, typed by this table ---------------------------- */
 

@@ -11,6 +11,8 @@
  *   - a failure under stationary A or B: C unchanged byte for byte on BOTH ranks (the
  *     partials are added only after every unit's job succeeded everywhere);
  *   - the fault must have failed some calls of each variant, and the unreached K none.
+ * With TESSERA_PGEMM_NCCL=2 (ctest's :np2_devxport) stationary C runs the GPU transport on
+ * the emulated devices, whose copies the fault then hits as well.
  * Exits 77 when built without MPI or run on other than 2 ranks.
  */
 #include <stdio.h>
@@ -99,6 +101,9 @@ static void one_case(char v, int P, int Q, long K) {
         if (K == 0) n_ok_unreached++;
         ASSERT_EQ(st.variant, v - 'a' + 'A');
         if (v != 'c') ASSERT_GT(st.units, 1);
+        /* stationary C takes the GPU transport where TESSERA_PGEMM_NCCL=2 (emulated) */
+        const char *xk = getenv("TESSERA_PGEMM_NCCL");
+        if (v == 'c') ASSERT_EQ(st.nccl, xk && !strcmp(xk, "2"));
         int Pg, Qg, r, c;
         tess_grid_info(g, &Pg, &Qg, &r, &c);
         for (int64_t j = 0; j < C.cols; j++)

@@ -90,7 +90,7 @@ PGEMM_PROTO(pzgemm_)
 /* ---- state, reporting ------------------------------------------------------------------ */
 static int wrank, wsize;
 static long n_fail;          /* failures seen by this rank */
-static long n_cases_ref, n_cases_one, n_cases_bad, n_multipass, n_pipelined, n_inplace;
+static long n_cases_ref, n_cases_one, n_cases_bad, n_multipass, n_pipelined, n_inplace, n_devxport;
 static long n_split[2];      /* cases that ran stationary A, B (this rank) */
 static long n_split_units;   /* of those, pipelined over several units */
 static long long n_compared; /* elements of sub(C) compared on this rank */
@@ -729,6 +729,14 @@ static void run_case(struct gctx *G, const struct pcase *c) {
                 if (nc > nmax) nmax = nc;
             }
             long perk = ((st.a_local ? 0 : mmax) + (st.b_local ? 0 : nmax)) * (long)es;
+            /* the transport: the GPU one wherever TESSERA_PGEMM_NCCL=2 lets the emulated
+             * devices take it (ctest's test_pgemm_mpi:*_devxport runs), else MPI */
+            const char *xk = getenv("TESSERA_PGEMM_NCCL");
+            int want_dev = xk && !strcmp(xk, "2") && !(st.a_local && st.b_local);
+            if (st.nccl != want_dev)
+                failf("stats: nccl = %d, expected %d (TESSERA_PGEMM_NCCL=%s)", st.nccl, want_dev,
+                      xk ? xk : "(unset)");
+            if (st.nccl) n_devxport++;
             if (c->mem && perk > 0 && c->k > 1 && (long)c->k * perk > 2 * c->mem && st.passes < 2)
                 failf("stats: TESSERA_PGEMM_MEM=%ld < k * %ld panel bytes but passes = %d", c->mem,
                       perk, st.passes);
@@ -1103,6 +1111,9 @@ int main(int argc, char **argv) {
         if (n_inplace == 0) failf("no case used an operand in place");
         if (!n_split[0] || !n_split[1]) failf("no case ran stationary A (%ld) or B (%ld)", n_split[0], n_split[1]);
         if (!n_split_units) failf("no stationary A / B case ran in several units");
+        const char *xk = getenv("TESSERA_PGEMM_NCCL");
+        if (xk && !strcmp(xk, "2") && wsize > 1 && n_devxport == 0)
+            failf("TESSERA_PGEMM_NCCL=2 but no case ran the GPU transport");
     }
     loc[0] = n_fail;
     MPI_Allreduce(loc, sum, 9, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -1114,11 +1125,12 @@ int main(int argc, char **argv) {
         printf("test_pgemm_mpi np=%d: %s | %ld case-ranks vs ScaLAPACK, %ld one-rank vs "
                "tess_?gemm (%ld bit-identical), %ld bad-input case-ranks, %ld sub(C) elements "
                "compared, %ld multi-pass, %ld small-chunk, %ld in-place, %ld/%ld stationary A/B (%ld in "
-               "several units) (rank 0) | "
+               "several units), %ld through the GPU transport (rank 0) | "
                "%ld failures | "
                "%.1f s\n",
                wsize, gridlist, sum[1], sum[2], sum[7], sum[3], sum[8], n_multipass, n_pipelined,
-               n_inplace, n_split[0], n_split[1], n_split_units, sum[0], MPI_Wtime() - t0);
+               n_inplace, n_split[0], n_split[1], n_split_units, n_devxport, sum[0],
+               MPI_Wtime() - t0);
     fflush(stdout);
     MPI_Finalize();
     return fmax ? 1 : 0;

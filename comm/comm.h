@@ -372,6 +372,8 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
                     const struct tess__redist_op *ops, const int *prow, const int *pcol, int size,
                     int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, int slot,
                     int prior, uint64_t *sent, uint64_t *recvd);
+/* Bytes packed for peers from the own panel (D2D) since the transport opened. */
+uint64_t tess__nccl_packed_d2d(const struct tess__nccl *n);
 /* Wait for unit slot: TESS_OK, TESS_EDEVICE or TESS_ECOMM (also for an error of an
  * earlier unit of the pass that happened after its agreement). */
 int tess__nccl_wait(struct tess__nccl *n, int slot);

@@ -209,6 +209,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         st = tess__nccl_get(g, &nc);
         if (st == TESS_ENOSYS) st = TESS_OK;
     }
+    uint64_t d2d0 = nc ? tess__nccl_packed_d2d(nc) : 0;
     int64_t budget = 0, kpass = k;
     if (!st && nc) {
         /* half the device heap, or TESSERA_PGEMM_MEM where that is less */
@@ -338,6 +339,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     }
     if (panel_h) tess__nccl_free(nc, panel_h);
     g->last.nccl = nc != NULL;
+    g->last.bytes_packed_d2d = nc ? tess__nccl_packed_d2d(nc) - d2d0 : 0;
     tess__redist_free(&ops[0]);
     tess__redist_free(&ops[1]);
     g->last.seconds = now_s() - t0;

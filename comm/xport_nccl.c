@@ -66,6 +66,8 @@ struct tess__nccl {
     struct tess__rt *rt;
     int dev;                 /* runtime device index of the GPU used */
     int two;                 /* TESSERA_PGEMM_NCCL_STREAMS=2: a pack stream */
+    int pack_d2d;            /* TESSERA_PGEMM_PACK_D2D */
+    uint64_t packed_d2d;     /* bytes packed from the own panel, since opened */
 #if XP_GPU
     ncclComm_t comm;
     int ordinal;             /* its CUDA ordinal, -1 before it is known */
@@ -80,8 +82,8 @@ struct tess__nccl {
     struct tess__blk *sbuf, *rbuf, *sbuf2;
     size_t scap, rcap, scap2;
     /* scratch: block lists */
-    struct nblk { int op; int64_t sr, sc, tr, tc, rows, cols; } *b;
-    size_t nb, capb;
+    struct nblk { int op; int64_t sr, sc, tr, tc, rows, cols; } *b, *self;
+    size_t nb, capb, nself, capself;
     /* ranks of the grid: rank in this node's group, -1 on another node (MPI) */
     int *nrank;
     int size, remote;        /* grid size; whether any rank is on another node */
@@ -349,6 +351,7 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
         n->rt = rt;
         n->dev = 0;
         n->two = rt->cfg.pgemm_nccl_streams == 2;
+        n->pack_d2d = rt->cfg.pgemm_pack_d2d != 0;
     }
     free(who);
     if (!st) st = open_device(n, node, lrank, lsize, g);
@@ -391,8 +394,11 @@ void tess__nccl_close(struct tess__nccl *n) {
     if (n->elem != MPI_DATATYPE_NULL) MPI_Type_free(&n->elem);
     free(n->nrank);
     free(n->b);
+    free(n->self);
     free(n);
 }
+
+uint64_t tess__nccl_packed_d2d(const struct tess__nccl *n) { return n->packed_d2d; }
 
 int tess__nccl_device(const struct tess__nccl *n) { return n->dev; }
 int tess__nccl_units_in_flight(const struct tess__nccl *n) { return n->remote ? 2 : NEV; }
@@ -469,6 +475,49 @@ static int copy_blocks(struct tess__nccl *n, const struct tess__redist_op *ops, 
                     what);
         o += w * (size_t)b->cols;
     }
+    return st;
+}
+
+/* Keep the self blocks (n->b) as n->self. */
+static int keep_self(struct tess__nccl *n) {
+    if (n->nb > n->capself) {
+        void *p = realloc(n->self, n->nb * sizeof *n->self);
+        if (!p) return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+        n->self = p;
+        n->capself = n->nb;
+    }
+    if (n->nb) memcpy(n->self, n->b, n->nb * sizeof *n->b);
+    n->nself = n->nb;
+    return TESS_OK;
+}
+
+/* Whether the blocks in n->b read the same pieces of the local arrays, in the same order,
+ * as the self blocks kept by keep_self (then they are in the own panel already). */
+static int same_sources(const struct tess__nccl *n) {
+    if (n->nb != n->nself || n->nb == 0) return 0;
+    for (size_t i = 0; i < n->nb; i++) {
+        const struct nblk *a = &n->b[i], *b = &n->self[i];
+        if (a->op != b->op || a->sr != b->sr || a->sc != b->sc || a->rows != b->rows ||
+            a->cols != b->cols)
+            return 0;
+    }
+    return 1;
+}
+
+/* Pack the blocks of n->b into `pack` from where the self copies put them in the panel. */
+static int pack_from_panel(struct tess__nccl *n, const struct tess__redist_op *ops, char *pack) {
+    int st = TESS_OK;
+    size_t o = 0;
+    for (size_t i = 0; i < n->nb && !st; i++) {
+        const struct nblk *b = &n->self[i];
+        const struct tess__redist_op *op = &ops[b->op];
+        size_t es = op->es, w = (size_t)b->rows * es;
+        st = x_copy(n, 1, X_D2D, pack + o, w,
+                    (const char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es,
+                    (size_t)op->ldbuf * es, w, (size_t)b->cols, "D2D pack");
+        o += w * (size_t)b->cols;
+    }
+    if (!st) n->packed_d2d += o;
     return st;
 }
 
@@ -595,11 +644,16 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
     if (!st && blocks(n, ops, me_r, me_c, me_r, me_c, k0, k1, kbase, s0, s1) < 0)
         st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
     if (!st) st = copy_blocks(n, ops, 1, NULL, NULL, "H2D into the panel");
-    /* pack what the peers of this node need */
+    if (!st && n->pack_d2d) st = keep_self(n);
+    /* pack what the peers of this node need: from the own panel (D2D, after the self
+     * copies on the same stream) when they need exactly what this rank took for itself,
+     * from the local arrays (H2D) otherwise */
     for (int j = 0; j < size && !st; j++) {
         if (j == g->rank || n->nrank[j] < 0) continue;
         if (blocks(n, ops, me_r, me_c, prow[j], pcol[j], k0, k1, kbase, s0, s1) < 0)
             st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+        else if (n->pack_d2d && same_sources(n))
+            st = pack_from_panel(n, ops, sbuf + soff[j]);
         else
             st = copy_blocks(n, ops, 1, NULL, sbuf + soff[j], "H2D pack");
     }

@@ -145,6 +145,7 @@ struct tess__config {
     int64_t pgemm_chunk;     /* TESSERA_PGEMM_CHUNK: bytes received per exchange step */
     int pgemm_nccl;          /* TESSERA_PGEMM_NCCL: use NCCL inside a node when possible */
     int pgemm_nccl_streams;  /* TESSERA_PGEMM_NCCL_STREAMS: 2 = pack on its own stream */
+    int pgemm_pack_d2d;      /* TESSERA_PGEMM_PACK_D2D: pack from the own panel when it holds it */
     char pgemm_variant[8];   /* TESSERA_PGEMM_VARIANT: auto, c, a, b */
     int pgemm_node_ranks;    /* TESSERA_PGEMM_NODE_RANKS: ranks per node for the GPU transport, 0 = real nodes */
 };

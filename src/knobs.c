@@ -103,6 +103,8 @@ static const struct knob knobs[] = {
      "distributed GEMM: 1 = panels into device memory when every rank has a GPU (NCCL within a node, MPI then H2D across nodes); 2 = also on emulated devices (MPI in place of NCCL: tests); 0 = MPI through host memory"},
     {"TESSERA_PGEMM_NCCL_STREAMS", K_INT, "1", OFF(pgemm_nccl_streams), 0,
      "distributed GEMM, NCCL: 2 = pack (H2D) on a second stream, overlapping the previous unit's transfer"},
+    {"TESSERA_PGEMM_PACK_D2D", K_INT, "1", OFF(pgemm_pack_d2d), 0,
+     "distributed GEMM, GPU transport: 1 = what a peer needs and this rank holds in its own panel is packed D2D from there, not H2D again; 0 = always H2D"},
     {"TESSERA_PGEMM_NODE_RANKS", K_INT, "0", OFF(pgemm_node_ranks), 0,
      "distributed GEMM, GPU transport: NCCL among every r consecutive ranks, MPI between such groups (testing the multi-node path on one node); 0 = NCCL within each real node"},
     {"TESSERA_PGEMM_VARIANT", K_STR, "auto", OFF(pgemm_variant),

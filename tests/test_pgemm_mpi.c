@@ -90,7 +90,8 @@ PGEMM_PROTO(pzgemm_)
 /* ---- state, reporting ------------------------------------------------------------------ */
 static int wrank, wsize;
 static long n_fail;          /* failures seen by this rank */
-static long n_cases_ref, n_cases_one, n_cases_bad, n_multipass, n_pipelined, n_inplace, n_devxport;
+static long n_cases_ref, n_cases_one, n_cases_bad, n_multipass, n_pipelined, n_inplace, n_devxport,
+    n_d2d_cases;
 static long n_split[2];      /* cases that ran stationary A, B (this rank) */
 static long n_split_units;   /* of those, pipelined over several units */
 static long long n_compared; /* elements of sub(C) compared on this rank */
@@ -737,6 +738,15 @@ static void run_case(struct gctx *G, const struct pcase *c) {
                 failf("stats: nccl = %d, expected %d (TESSERA_PGEMM_NCCL=%s)", st.nccl, want_dev,
                       xk ? xk : "(unset)");
             if (st.nccl) n_devxport++;
+            /* what went to peers of this node from the own panel: part of what was sent,
+             * none without the GPU transport or with TESSERA_PGEMM_PACK_D2D=0 */
+            const char *dk = getenv("TESSERA_PGEMM_PACK_D2D");
+            if (st.bytes_packed_d2d > st.bytes_sent ||
+                (st.bytes_packed_d2d && (!st.nccl || (dk && !strcmp(dk, "0")))))
+                failf("stats: %llu bytes packed D2D of %llu sent (nccl %d, PACK_D2D %s)",
+                      (unsigned long long)st.bytes_packed_d2d,
+                      (unsigned long long)st.bytes_sent, st.nccl, dk ? dk : "(unset)");
+            if (st.bytes_packed_d2d) n_d2d_cases++;
             if (c->mem && perk > 0 && c->k > 1 && (long)c->k * perk > 2 * c->mem && st.passes < 2)
                 failf("stats: TESSERA_PGEMM_MEM=%ld < k * %ld panel bytes but passes = %d", c->mem,
                       perk, st.passes);
@@ -1114,6 +1124,9 @@ int main(int argc, char **argv) {
         const char *xk = getenv("TESSERA_PGEMM_NCCL");
         if (xk && !strcmp(xk, "2") && wsize > 1 && n_devxport == 0)
             failf("TESSERA_PGEMM_NCCL=2 but no case ran the GPU transport");
+        const char *dk = getenv("TESSERA_PGEMM_PACK_D2D");
+        if (n_devxport && !(dk && !strcmp(dk, "0")) && n_d2d_cases == 0)
+            failf("the GPU transport never packed from the own panel");
     }
     loc[0] = n_fail;
     MPI_Allreduce(loc, sum, 9, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -1125,11 +1138,11 @@ int main(int argc, char **argv) {
         printf("test_pgemm_mpi np=%d: %s | %ld case-ranks vs ScaLAPACK, %ld one-rank vs "
                "tess_?gemm (%ld bit-identical), %ld bad-input case-ranks, %ld sub(C) elements "
                "compared, %ld multi-pass, %ld small-chunk, %ld in-place, %ld/%ld stationary A/B (%ld in "
-               "several units), %ld through the GPU transport (rank 0) | "
+               "several units), %ld through the GPU transport (%ld packing D2D) (rank 0) | "
                "%ld failures | "
                "%.1f s\n",
                wsize, gridlist, sum[1], sum[2], sum[7], sum[3], sum[8], n_multipass, n_pipelined,
-               n_inplace, n_split[0], n_split[1], n_split_units, n_devxport, sum[0],
+               n_inplace, n_split[0], n_split[1], n_split_units, n_devxport, n_d2d_cases, sum[0],
                MPI_Wtime() - t0);
     fflush(stdout);
     MPI_Finalize();

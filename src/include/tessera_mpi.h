@@ -99,6 +99,9 @@ typedef struct tess_pgemm_stats {
     int units;                /* pipeline units: operand exchanges over all passes (stationary
                                  C; 0 when nothing moves), or ranges of the partial product
                                  multiplied and reduced one after another (A / B) */
+    uint64_t bytes_packed_d2d;/* GPU transport: of bytes_sent to ranks of this node, those
+                                 packed from this rank's own panel (D2D) instead of being
+                                 copied from host memory a second time */
 } tess_pgemm_stats_t;
 TESS_API int tess_pgemm_last_stats(const tess_grid_t *grid, tess_pgemm_stats_t *out);
 

@@ -492,6 +492,7 @@ static int cmp_double(const void *a, const void *b) {
 /* what each rank reports to rank 0 at the end */
 struct rank_report {
     double pgemm_s, comm_s, sent, recv; /* sums over the timed runs */
+    double d2d;                         /* of sent: packed from the own panel (GPU transport) */
     double passes, units, a_local, b_local; /* of the last run */
     double variant;                     /* of the last run: 'C', 'A', 'B' */
     double ndev;
@@ -548,12 +549,13 @@ static void print_tables(int ndev, const tess_dev_stats_t *devs, const struct ra
                        s->failed ? " FAILED" : "");
 #ifdef TESS_HAVE_MPI
         printf("\nper rank, tess_pgemm_last_stats summed over the timed runs:\n");
-        printf("  %-4s %9s %9s %9s %9s %6s %6s %8s %10s\n", "rank", "pgemm s", "comm s", "sent GB",
-               "recv GB", "passes", "units", "in place", "stationary");
+        printf("  %-4s %9s %9s %9s %9s %9s %6s %6s %8s %10s\n", "rank", "pgemm s", "comm s",
+               "sent GB", "D2D pack", "recv GB", "passes", "units", "in place", "stationary");
         for (int r = 0; r < size; r++) {
             const struct rank_report *q = &reps_all[r];
-            printf("  %-4d %9.3f %9.3f %9.3f %9.3f %6d %6d %8s %10c\n", r, q->pgemm_s, q->comm_s,
-                   q->sent * 1e-9, q->recv * 1e-9, (int)q->passes, (int)q->units,
+            printf("  %-4d %9.3f %9.3f %9.3f %9.3f %9.3f %6d %6d %8s %10c\n", r, q->pgemm_s,
+                   q->comm_s, q->sent * 1e-9, q->d2d * 1e-9, q->recv * 1e-9, (int)q->passes,
+                   (int)q->units,
                    q->a_local && q->b_local ? "A, B" : q->a_local ? "A" : q->b_local ? "B" : "-",
                    q->variant > 0 ? (char)q->variant : '-');
         }
@@ -761,6 +763,7 @@ static int job_main(const struct opts *o) {
         if (r >= 0) {
             rep.pgemm_s += ps.seconds, rep.comm_s += ps.comm_seconds;
             rep.sent += (double)ps.bytes_sent, rep.recv += (double)ps.bytes_received;
+            rep.d2d += (double)ps.bytes_packed_d2d;
             rep.passes = ps.passes, rep.units = ps.units, rep.a_local = ps.a_local, rep.b_local = ps.b_local;
             rep.variant = ps.variant;
         }

@@ -257,8 +257,9 @@ fi
 # ---- distributed GEMM, issue 6 (GPU_CHECK_PGEMM="n", e.g. "65536" on 2 x H200) ------------
 # The baseline: in-core cuBLAS DGEMM on one GPU at n/2 (tessera-bench, its in-core row);
 # then tess_pdgemm on one rank per GPU (grid 1 x G, nb 4096, NCCL) with one and with two
-# transport streams (TESSERA_PGEMM_NCCL_STREAMS), and on one rank driving every GPU. Each
-# verified by tessera-gemm's probe check; compare with G x the in-core rate.
+# transport streams (TESSERA_PGEMM_NCCL_STREAMS), once more with the pack from host memory
+# (TESSERA_PGEMM_PACK_D2D=0, for the D2D pack's gain), and on one rank driving every GPU.
+# Each verified by tessera-gemm's probe check; compare with G x the in-core rate.
 if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
   pn=$GPU_CHECK_PGEMM
   ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$ng" -gt 0 ] || ng=1
@@ -267,11 +268,13 @@ if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
   grep -E "^in-core " "$OUT/pgemm_incore.log" | sed 's/^/    /'
   # each run's timeline, one file per rank (%r), tarred into $OUT/pgemm_traces.tgz
   tdir=$(mktemp -d); mkdir -p "$tdir/pgemm_traces"
-  for s in 1 2; do
-    run "pdgemm $ng ranks, streams $s" "pgemm_np${ng}_s$s.log" env NP="$ng" BUILD=build-gpu \
-        TESSERA_PGEMM_NCCL_STREAMS=$s TESSERA_TRACE="$tdir/pgemm_traces/np${ng}_s${s}_rank%r.json" \
+  for sd in "1 1" "2 1" "1 0"; do
+    read -r s d <<<"$sd"
+    run "pdgemm $ng ranks, streams $s d2d $d" "pgemm_np${ng}_s${s}_d$d.log" env NP="$ng" \
+        BUILD=build-gpu TESSERA_PGEMM_NCCL_STREAMS=$s TESSERA_PGEMM_PACK_D2D=$d \
+        TESSERA_TRACE="$tdir/pgemm_traces/np${ng}_s${s}_d${d}_rank%r.json" \
         bash jobs/mpirun-gemm.sh -m "$pn" -P 1 -Q "$ng" --nb 4096 -r 3
-    grep -E "median|verified" "$OUT/pgemm_np${ng}_s$s.log" | sed 's/^/    /'
+    grep -E "median|verified|D2D|^  [0-9] " "$OUT/pgemm_np${ng}_s${s}_d$d.log" | sed 's/^/    /'
   done
   run "pdgemm 1 rank x $ng GPUs"     pgemm_np1.log env TESSERA_TRACE="$tdir/pgemm_traces/np1.json" \
       ./build-gpu/tessera-gemm -m "$pn" --nb 4096 -r 3 --pinned

@@ -456,25 +456,33 @@ static int64_t blocks(struct tess__nccl *n, const struct tess__redist_op *ops, i
     return bytes;
 }
 
-/* Copy the blocks in n->b on stream `which`: from the local arrays (H2D) or from a packed
- * buffer `packed` (D2D), into the panels or, with `pack`, packed into pack. */
-static int copy_blocks(struct tess__nccl *n, const struct tess__redist_op *ops, int which,
-                       const char *packed, char *pack, const char *what) {
+enum { FROM_LOCAL, FROM_PACKED, FROM_HOST_PACKED, FROM_PANEL }; /* where copy_blocks reads */
+
+/* Copy the nb blocks of list on stream `which`, from the local arrays (FROM_LOCAL: H2D), a
+ * packed buffer `packed` in device memory (FROM_PACKED: D2D) or host memory
+ * (FROM_HOST_PACKED: H2D), or where the blocks lie in the panel (FROM_PANEL: D2D), into
+ * the panel or, with `pack`, packed into pack. */
+static int copy_blocks(struct tess__nccl *n, const struct nblk *list, size_t nb,
+                       const struct tess__redist_op *ops, int which, int from, const char *packed,
+                       char *pack, const char *what) {
     int st = TESS_OK;
     size_t o = 0;
-    for (size_t i = 0; i < n->nb && !st; i++) {
-        const struct nblk *b = &n->b[i];
+    for (size_t i = 0; i < nb && !st; i++) {
+        const struct nblk *b = &list[i];
         const struct tess__redist_op *op = &ops[b->op];
-        size_t es = op->es, w = (size_t)b->rows * es;
-        char *dst = pack ? pack + o : (char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es;
-        size_t dpitch = pack ? w : (size_t)op->ldbuf * es;
-        const char *src = packed ? packed + o
-                                 : (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es;
-        size_t spitch = packed ? w : (size_t)op->ldx * es;
-        st = x_copy(n, which, packed ? X_D2D : X_H2D, dst, dpitch, src, spitch, w, (size_t)b->cols,
-                    what);
+        size_t es = op->es, w = (size_t)b->rows * es, lbuf = (size_t)op->ldbuf * es;
+        char *inpanel = (char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es;
+        int fp = from == FROM_PACKED || from == FROM_HOST_PACKED;
+        const char *src = fp ? packed + o
+                          : from == FROM_PANEL ? inpanel
+                          : (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es;
+        size_t spitch = fp ? w : from == FROM_PANEL ? lbuf : (size_t)op->ldx * es;
+        int h2d = from == FROM_LOCAL || from == FROM_HOST_PACKED;
+        st = x_copy(n, which, h2d ? X_H2D : X_D2D, pack ? pack + o : inpanel,
+                    pack ? w : lbuf, src, spitch, w, (size_t)b->cols, what);
         o += w * (size_t)b->cols;
     }
+    if (!st && from == FROM_PANEL) n->packed_d2d += o;
     return st;
 }
 
@@ -502,23 +510,6 @@ static int same_sources(const struct tess__nccl *n) {
             return 0;
     }
     return 1;
-}
-
-/* Pack the blocks of n->b into `pack` from where the self copies put them in the panel. */
-static int pack_from_panel(struct tess__nccl *n, const struct tess__redist_op *ops, char *pack) {
-    int st = TESS_OK;
-    size_t o = 0;
-    for (size_t i = 0; i < n->nb && !st; i++) {
-        const struct nblk *b = &n->self[i];
-        const struct tess__redist_op *op = &ops[b->op];
-        size_t es = op->es, w = (size_t)b->rows * es;
-        st = x_copy(n, 1, X_D2D, pack + o, w,
-                    (const char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es,
-                    (size_t)op->ldbuf * es, w, (size_t)b->cols, "D2D pack");
-        o += w * (size_t)b->cols;
-    }
-    if (!st) n->packed_d2d += o;
-    return st;
 }
 
 static int grow(struct tess__nccl *n, struct tess__blk **b, size_t *cap, size_t need) {
@@ -643,7 +634,7 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
     /* self: straight into the panel */
     if (!st && blocks(n, ops, me_r, me_c, me_r, me_c, k0, k1, kbase, s0, s1) < 0)
         st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-    if (!st) st = copy_blocks(n, ops, 1, NULL, NULL, "H2D into the panel");
+    if (!st) st = copy_blocks(n, n->b, n->nb, ops, 1, FROM_LOCAL, NULL, NULL, "H2D into the panel");
     if (!st && n->pack_d2d) st = keep_self(n);
     /* pack what the peers of this node need: from the own panel (D2D, after the self
      * copies on the same stream) when they need exactly what this rank took for itself,
@@ -652,10 +643,11 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         if (j == g->rank || n->nrank[j] < 0) continue;
         if (blocks(n, ops, me_r, me_c, prow[j], pcol[j], k0, k1, kbase, s0, s1) < 0)
             st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-        else if (n->pack_d2d && same_sources(n))
-            st = pack_from_panel(n, ops, sbuf + soff[j]);
+        else if (n->pack_d2d && same_sources(n)) /* where the self copies put them */
+            st = copy_blocks(n, n->self, n->nself, ops, 1, FROM_PANEL, NULL, sbuf + soff[j],
+                             "D2D pack");
         else
-            st = copy_blocks(n, ops, 1, NULL, sbuf + soff[j], "H2D pack");
+            st = copy_blocks(n, n->b, n->nb, ops, 1, FROM_LOCAL, NULL, sbuf + soff[j], "H2D pack");
     }
     /* two streams: the transfer stream takes over once the unit is packed (and in the panel) */
     if (!st && n->two) st = x_record(n, 1, EV_PACKED);
@@ -672,7 +664,7 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         if (blocks(n, ops, prow[j], pcol[j], me_r, me_c, k0, k1, kbase, s0, s1) < 0)
             st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
         else
-            st = copy_blocks(n, ops, 0, rbuf + roff[j], NULL, "D2D unpack");
+            st = copy_blocks(n, n->b, n->nb, ops, 0, FROM_PACKED, rbuf + roff[j], NULL, "D2D unpack");
     }
     free(soff);
     if (!st && !u->pending) st = x_record(n, 0, slot % NEV);
@@ -697,16 +689,8 @@ static int remote_finish(struct tess__nccl *n, struct nunit *u, int slot) {
                    u->s1) < 0)
             return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
         /* the received pieces are packed in block order in host memory: an H2D "unpack" */
-        size_t o = u->hoff[j];
-        for (size_t i = 0; i < n->nb && !st; i++) {
-            const struct nblk *b = &n->b[i];
-            const struct tess__redist_op *op = &u->ops[b->op];
-            size_t es = op->es, w = (size_t)b->rows * es;
-            st = x_copy(n, 0, X_H2D, (char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es,
-                        (size_t)op->ldbuf * es, u->hbuf + o, w, w, (size_t)b->cols,
-                        "H2D of remote pieces");
-            o += w * (size_t)b->cols;
-        }
+        st = copy_blocks(n, n->b, n->nb, u->ops, 0, FROM_HOST_PACKED, u->hbuf + u->hoff[j], NULL,
+                         "H2D of remote pieces");
     }
     u->pending = 0;
     if (!st) st = x_record(n, 0, slot % NEV);

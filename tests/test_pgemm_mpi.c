@@ -1124,8 +1124,10 @@ int main(int argc, char **argv) {
         const char *xk = getenv("TESSERA_PGEMM_NCCL");
         if (xk && !strcmp(xk, "2") && wsize > 1 && n_devxport == 0)
             failf("TESSERA_PGEMM_NCCL=2 but no case ran the GPU transport");
-        const char *dk = getenv("TESSERA_PGEMM_PACK_D2D");
-        if (n_devxport && !(dk && !strcmp(dk, "0")) && n_d2d_cases == 0)
+        /* with peers on the node (not TESSERA_PGEMM_NODE_RANKS=1) something is packed */
+        const char *dk = getenv("TESSERA_PGEMM_PACK_D2D"), *nk = getenv("TESSERA_PGEMM_NODE_RANKS");
+        if (n_devxport && !(dk && !strcmp(dk, "0")) && !(nk && !strcmp(nk, "1")) &&
+            n_d2d_cases == 0)
             failf("the GPU transport never packed from the own panel");
     }
     loc[0] = n_fail;

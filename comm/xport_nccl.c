@@ -267,7 +267,8 @@ static int local_mode(struct tess__rt **rt) {
 }
 
 /* Streams, events and the NCCL communicator (GPU; the node's group, lsize ranks, id from
- * its rank 0) or the backend's events (emulated). */
+ * its rank 0) or the backend's events (emulated). Agrees over the grid once, in both
+ * modes (a rank that failed before calls tess__comm_agree instead). */
 static int open_device(struct tess__nccl *n, MPI_Comm node, int lrank, int lsize,
                        struct tess__comm_grid *g) {
     int st = TESS_OK;
@@ -288,13 +289,21 @@ static int open_device(struct tess__nccl *n, MPI_Comm node, int lrank, int lsize
         return st;
     }
 #endif
-    (void)node, (void)lrank, (void)lsize, (void)g;
+    (void)node, (void)lrank, (void)lsize;
     const struct tess__dev *d = n->rt->dev[n->dev];
     n->ops = d->ops;
     n->bd = d->bd;
     n->es0 = d->comm_stream;
     for (int i = 0; i < NXEV && !st; i++) st = n->ops->event_create(n->bd, &n->eev[i]);
-    return st;
+    return tess__comm_agree(g, st); /* one agreement in both modes: the caller counts on it */
+}
+
+/* Whether the streams and events exist (open_device got that far). */
+static int x_opened(const struct tess__nccl *n) {
+#if XP_GPU
+    if (n->mode == MODE_GPU) return n->cs[0] && n->cev[NXEV - 1] && (!n->two || n->cs[1]);
+#endif
+    return n->eev[NXEV - 1] != NULL;
 }
 
 int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
@@ -355,7 +364,7 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
     }
     free(who);
     if (!st) st = open_device(n, node, lrank, lsize, g);
-    else st = tess__comm_agree(g, st); /* open_device agrees once inside (GPU) */
+    else st = tess__comm_agree(g, st); /* open_device agrees once inside */
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     st = tess__comm_agree(g, st);
     if (st) {
@@ -372,7 +381,7 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
 void tess__nccl_close(struct tess__nccl *n) {
     if (!n) return;
     if (n->rt) {
-        if (n->mode == MODE_GPU || n->bd) (void)x_setdev(n), (void)x_drain(n);
+        if (x_opened(n)) (void)x_setdev(n), (void)x_drain(n);
         if (n->sbuf2) tess__cache_free_work(&n->rt->cache, n->sbuf2);
         if (n->sbuf) tess__cache_free_work(&n->rt->cache, n->sbuf);
         if (n->rbuf) tess__cache_free_work(&n->rt->cache, n->rbuf);
@@ -386,6 +395,7 @@ void tess__nccl_close(struct tess__nccl *n) {
 #endif
     for (int i = 0; i < NXEV; i++)
         if (n->eev[i]) n->ops->event_destroy(n->bd, n->eev[i]);
+    /* (the emulated device's comm streams are the backend's: closed with the device) */
     for (int i = 0; i < NEV; i++) {
         free(n->unit[i].req);
         free(n->unit[i].hoff);

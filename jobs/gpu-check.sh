@@ -15,7 +15,8 @@
 # Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
 # (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
 # (distributed GEMM against in-core), GPU_CHECK_SKINNY (the variant by shape), GPU_CHECK_MIXED
-# (the GPU transport across nodes), GPU_CHECK_PERF
+# (the GPU transport across nodes), GPU_CHECK_DEVXPORT (the GPU transport against
+# ScaLAPACK), GPU_CHECK_PERF
 # (issue 3's GEMM targets), each described
 # where it runs.
 set -uo pipefail
@@ -31,7 +32,8 @@ fi
 summary=()
 note() { summary+=("$1"); echo "$1"; }
 t0=$(date +%s)
-tests=ON; [ "${GPU_CHECK_TESTS:-1}" = 0 ] && [ -z "${GPU_CHECK_GLUE:-}${GPU_CHECK_UNIT:-}" ] && tests=OFF
+tests=ON; [ "${GPU_CHECK_TESTS:-1}" = 0 ] && [ -z "${GPU_CHECK_GLUE:-}${GPU_CHECK_UNIT:-}" ] &&
+  [ "${GPU_CHECK_DEVXPORT:-0}" != 1 ] && tests=OFF
 if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTESS_BUILD_TESTS=$tests >"$OUT/build.log" 2>&1 &&
    cmake --build build-gpu -j"$(nproc)" >>"$OUT/build.log" 2>&1; then
   note "build                         ok   ($(( $(date +%s) - t0 )) s)"
@@ -320,6 +322,27 @@ if [ -n "${GPU_CHECK_MIXED:-}" ]; then
     run "pzgemm 2x1 z TC, $nm transport" "mixed_z_$nm.log" env "${menv[@]}" "$kv" \
         bash jobs/mpirun-gemm.sh -m $((mn / 2)) -p z --ta T --tb C -P 2 -Q 1 --nb 1000 -r 3
     grep -E "median|verified|^  [01] +[0-9.]+ +[0-9.]+ " "$OUT/mixed_z_$nm.log" | sed 's/^/    /'
+  done
+fi
+# ---- the GPU transport against ScaLAPACK, issue 6 (GPU_CHECK_DEVXPORT=1) -------------------
+# tests/test_pgemm_mpi (random cases in every precision, transpose, grid and block size
+# against the devkit's ScaLAPACK pdgemm) on 2 ranks through the GPU transport
+# (TESSERA_PGEMM_NCCL=2 makes its stats check that the transport ran): with two GPUs or
+# more one per rank, the node's ranks exchanging over NCCL; on one GPU both ranks share it
+# as nodes of one rank (TESSERA_PGEMM_NODE_RANKS=1: MPI then H2D, no NCCL). With one and
+# with two transport streams (the test programs are built for it).
+if [ "${GPU_CHECK_DEVXPORT:-0}" = 1 ] && [ -x build-gpu/tests/test_pgemm_mpi ]; then
+  ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$ng" -gt 0 ] || ng=1
+  denv=(-x TESSERA_PGEMM_NCCL=2 -x TESSERA_EMULATE=0 -x TESSERA_TILE=32 -x TESSERA_CPU_WORKER=0
+        -x TESSERA_DEVICE_MEM=8G -x NCCL_NVLS_ENABLE=0)
+  if [ "$ng" -ge 2 ]; then denv+=(-x TESSERA_PGEMM_NODE_RANKS=0); dgpu="rank r on GPU r"
+  else denv+=(-x TESSERA_PGEMM_NODE_RANKS=1 -x TESSERA_DEVICES=0); dgpu="both on GPU 0"; fi
+  for s in 1 2; do
+    # GPU r for rank r (OMPI_COMM_WORLD_LOCAL_RANK) where there are two
+    run "test_pgemm_mpi GPU transport s$s" "devxport_s$s.log" timeout 400 mpirun \
+        --oversubscribe --allow-run-as-root -np 2 "${denv[@]}" -x TESSERA_PGEMM_NCCL_STREAMS=$s \
+        bash -c 'if [ "${TESSERA_DEVICES:-}" != 0 ]; then export TESSERA_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; fi; exec ./build-gpu/tests/test_pgemm_mpi'
+    grep -E "test_pgemm_mpi np|FAIL" "$OUT/devxport_s$s.log" | head -5 | sed "s/^/    ($dgpu) /"
   done
 fi
 # ---- ScaLAPACK glue, issue 7 (GPU_CHECK_GLUE="n nb [np]", e.g. "32768 512 2") ------------

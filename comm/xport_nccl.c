@@ -535,12 +535,12 @@ static int grow(struct tess__nccl *n, struct tess__blk **b, size_t *cap, size_t 
     return TESS_OK;
 }
 
-/* Post the MPI half of a unit: receives into the unit's pinned buffer, packed in
- * tess__redist_blocks' order; sends straight from the local arrays through a datatype that
- * lists the same blocks in the same order (tess__redist_types). */
-static int remote_post(struct tess__nccl *n, struct nunit *u, uint64_t *sent, uint64_t *recvd) {
+/* Prepare the MPI half of a unit (before its agreement: what can fail for want of memory
+ * fails here, where every rank can still drop the unit): the request array, where each
+ * remote rank's pieces land in the unit's pinned receive buffer, the buffer. */
+static int remote_prepare(struct tess__nccl *n, struct nunit *u) {
     const struct tess__comm_grid *g = u->g;
-    int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK, size = n->size;
+    int me_r = g->at.myrow, me_c = g->at.mycol, size = n->size;
     if (!u->req) u->req = malloc(sizeof *u->req * (size_t)size * 2);
     if (!u->hoff) u->hoff = malloc(sizeof *u->hoff * ((size_t)size + 1));
     if (!u->req || !u->hoff) return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
@@ -563,6 +563,15 @@ static int remote_post(struct tess__nccl *n, struct nunit *u, uint64_t *sent, ui
     }
     if ((off / n->es) > INT32_MAX)
         return tess__fail(TESS_ENOSYS, "pgemm: a unit over MPI's int counts (lower TESSERA_PGEMM_CHUNK)");
+    return TESS_OK;
+}
+
+/* Post the MPI half of a unit: receives into the unit's pinned buffer, packed in
+ * tess__redist_blocks' order; sends straight from the local arrays through a datatype that
+ * lists the same blocks in the same order (tess__redist_types). */
+static int remote_post(struct tess__nccl *n, struct nunit *u, uint64_t *sent, uint64_t *recvd) {
+    const struct tess__comm_grid *g = u->g;
+    int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK, size = n->size;
     u->nreq = 0;
     for (int j = 0; j < size && !st; j++) {
         if (n->nrank[j] >= 0) continue;
@@ -612,6 +621,16 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         stot += (size_t)sb, rtot += (size_t)rb;
     }
     if (!st) soff[size] = stot, roff[size] = rtot;
+    /* ranks of other nodes: MPI, prepared now, posted once the unit is agreed, unpacked in
+     * tess__nccl_wait */
+    struct nunit *u = &n->unit[slot % NEV];
+    u->pending = 0;
+    if (!st && n->remote) {
+        *u = (struct nunit){.ops = ops, .g = g, .prow = prow, .pcol = pcol, .k0 = k0, .k1 = k1,
+                            .kbase = kbase, .s0 = s0, .s1 = s1, .req = u->req, .hbuf = u->hbuf,
+                            .hcap = u->hcap, .hoff = u->hoff};
+        st = remote_prepare(n, u);
+    }
     /* the send buffer of this unit (two alternate with a pack stream) */
     int bi = n->two ? slot % 2 : 0;
     struct tess__blk **sbp = bi ? &n->sbuf2 : &n->sbuf;
@@ -627,13 +646,8 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         free(soff);
         return st;
     }
-    /* ranks of other nodes: MPI, posted now, unpacked in tess__nccl_wait */
-    struct nunit *u = &n->unit[slot % NEV];
-    u->pending = 0;
     if (n->remote) {
-        *u = (struct nunit){.ops = ops, .g = g, .prow = prow, .pcol = pcol, .k0 = k0, .k1 = k1,
-                            .kbase = kbase, .s0 = s0, .s1 = s1, .req = u->req, .hbuf = u->hbuf,
-                            .hcap = u->hcap, .hoff = u->hoff, .pending = 1};
+        u->pending = 1;
         st = remote_post(n, u, sent, recvd);
     }
     char *sbuf = stot ? (*sbp)->ptr : NULL, *rbuf = rtot ? n->rbuf->ptr : NULL;

@@ -55,7 +55,10 @@
 #endif
 
 #define NEV 8 /* units in flight at most */
-enum { EV_PACKED = NEV, EV_SENT0, EV_SENT1, EV_DRAIN0, EV_DRAIN1, NXEV }; /* event ids */
+/* event ids: a unit's own (its slot), the pack and send hand-over, draining, and with
+ * TESSERA_TRACE per slot the start, packed and exchanged points and the time reference */
+enum { EV_PACKED = NEV, EV_SENT0, EV_SENT1, EV_DRAIN0, EV_DRAIN1, EV_REF, EV_TS0,
+       EV_TP0 = EV_TS0 + NEV, EV_TX0 = EV_TP0 + NEV, NXEV = EV_TX0 + NEV };
 enum { MODE_NONE = 0, MODE_GPU = 1, MODE_EMU = 2 };
 enum { X_H2D, X_D2D };
 #define TAG_REMOTE 7 /* MPI pieces from ranks of other nodes */
@@ -67,6 +70,9 @@ struct tess__nccl {
     int dev;                 /* runtime device index of the GPU used */
     int two;                 /* TESSERA_PGEMM_NCCL_STREAMS=2: a pack stream */
     int pack_d2d;            /* TESSERA_PGEMM_PACK_D2D */
+    int timed;               /* TESSERA_TRACE: the units' phases go to the timeline */
+    double t_ref;            /* GPU, timed: host time (tess__now) of EV_REF */
+    double t_q0[NEV], t_q1[NEV]; /* timed: when each slot's unit was queued (caller) */
     uint64_t packed_d2d;     /* bytes packed from the own panel, since opened */
 #if XP_GPU
     ncclComm_t comm;
@@ -251,6 +257,38 @@ static int x_async_error(struct tess__nccl *n) {
     return TESS_OK;
 }
 
+/* When event ev (recorded, complete) was reached, in tess__now()'s clock. */
+static int x_time(struct tess__nccl *n, int ev, double *t) {
+#if XP_GPU
+    if (n->mode == MODE_GPU) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, n->cev[EV_REF], n->cev[ev]) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return TESS_EAGAIN;
+        }
+        *t = n->t_ref + 1e-3 * ms;
+        return TESS_OK;
+    }
+#endif
+    return n->ops->event_time(n->bd, n->eev[ev], t);
+}
+
+/* The timeline of unit `unit` (complete), on the device's comm tracks: the pack stream's
+ * copies into the panel and the send buffer, the exchange, the unpack (and the H2D of
+ * remote pieces), and the caller's queueing of the unit and its wait [w0, w1]. */
+static void trace_unit(struct tess__nccl *n, int unit, double w0, double w1) {
+    int s = unit % NEV, base = TESS__TRACE_COMM_TID(n->rt->dev[n->dev], 0);
+    double ts, tp, tx, te;
+    if (x_time(n, EV_TS0 + s, &ts) || x_time(n, EV_TP0 + s, &tp) || x_time(n, EV_TX0 + s, &tx) ||
+        x_time(n, s, &te))
+        return;
+    tess__trace_add(n->rt, n->dev, base + (n->two ? 1 : 0), ts, tp, "pack %d", unit);
+    tess__trace_add(n->rt, n->dev, base, tp, tx, "exchange %d", unit);
+    tess__trace_add(n->rt, n->dev, base, tx, te, "unpack %d", unit);
+    tess__trace_add(n->rt, n->dev, base + 2, n->t_q0[s], n->t_q1[s], "queue unit %d", unit);
+    tess__trace_add(n->rt, n->dev, base + 2, w0, w1, "wait unit %d", unit);
+}
+
 /* ---- setup ------------------------------------------------------------------------------ */
 
 /* What this rank can take part with: MODE_GPU (knob, a CUDA device as runtime device 0,
@@ -281,7 +319,14 @@ static int open_device(struct tess__nccl *n, MPI_Comm node, int lrank, int lsize
         for (int w = 0; w <= n->two && !st; w++)
             st = cuda_st(cudaStreamCreateWithFlags(&n->cs[w], cudaStreamNonBlocking), "cudaStreamCreate");
         for (int i = 0; i < NXEV && !st; i++)
-            st = cuda_st(cudaEventCreateWithFlags(&n->cev[i], cudaEventDisableTiming), "cudaEventCreate");
+            st = cuda_st(cudaEventCreateWithFlags(&n->cev[i], n->timed ? cudaEventDefault
+                                                                      : cudaEventDisableTiming),
+                         "cudaEventCreate");
+        if (!st && n->timed) { /* the reference: device time 0 is host time t_ref */
+            st = cuda_st(cudaEventRecord(n->cev[EV_REF], n->cs[0]), "cudaEventRecord");
+            if (!st) st = cuda_st(cudaEventSynchronize(n->cev[EV_REF]), "cudaEventSynchronize");
+            n->t_ref = tess__now();
+        }
         if (!st && lrank == 0) st = nccl_st(ncclGetUniqueId(&id), "ncclGetUniqueId");
         st = tess__comm_agree(g, st);
         if (!st) st = TESS__MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, node));
@@ -361,6 +406,7 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
         n->dev = 0;
         n->two = rt->cfg.pgemm_nccl_streams == 2;
         n->pack_d2d = rt->cfg.pgemm_pack_d2d != 0;
+        n->timed = rt->trace.on;
     }
     free(who);
     if (!st) st = open_device(n, node, lrank, lsize, g);
@@ -600,7 +646,8 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
                     const struct tess__redist_op *ops, const int *prow, const int *pcol, int size,
                     int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, int slot,
                     int prior, uint64_t *sent, uint64_t *recvd) {
-    int me_r = g->at.myrow, me_c = g->at.mycol, st = x_setdev(n);
+    int me_r = g->at.myrow, me_c = g->at.mycol, st = x_setdev(n), es = slot % NEV;
+    double tq0 = n->timed ? tess__now() : 0;
     if (slot == 0) n->err = TESS_OK; /* a new pass */
     if (!st && n->remote && n->es != ops[0].es) { /* the element of this call's precision */
         if (n->elem != MPI_DATATYPE_NULL) MPI_Type_free(&n->elem);
@@ -653,6 +700,7 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
     char *sbuf = stot ? (*sbp)->ptr : NULL, *rbuf = rtot ? n->rbuf->ptr : NULL;
     /* two streams: nothing is packed into this buffer before its last send has ended */
     if (!st && n->two) st = x_wait(n, 1, EV_SENT0 + bi);
+    if (!st && n->timed) st = x_record(n, 1, EV_TS0 + es);
     *sent += stot;
     *recvd += rtot;
     /* self: straight into the panel */
@@ -673,6 +721,7 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         else
             st = copy_blocks(n, n->b, n->nb, ops, 1, FROM_LOCAL, NULL, sbuf + soff[j], "H2D pack");
     }
+    if (!st && n->timed) st = x_record(n, 1, EV_TP0 + es);
     /* two streams: the transfer stream takes over once the unit is packed (and in the panel) */
     if (!st && n->two) st = x_record(n, 1, EV_PACKED);
     if (!st && n->two) st = x_wait(n, 0, EV_PACKED);
@@ -681,6 +730,7 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         int xst = x_exchange(n, g, size, sbuf, soff, rbuf, roff);
         if (!st) st = xst;
     }
+    if (!st && n->timed) st = x_record(n, 0, EV_TX0 + es);
     if (!st && n->two) st = x_record(n, 0, EV_SENT0 + bi);
     /* unpack into the panel */
     for (int j = 0; j < size && !st; j++) {
@@ -691,8 +741,9 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
             st = copy_blocks(n, n->b, n->nb, ops, 0, FROM_PACKED, rbuf + roff[j], NULL, "D2D unpack");
     }
     free(soff);
-    if (!st && !u->pending) st = x_record(n, 0, slot % NEV);
+    if (!st && !u->pending) st = x_record(n, 0, es);
     if (st && !n->err) n->err = st;
+    if (n->timed) n->t_q0[es] = tq0, n->t_q1[es] = tess__now();
     return TESS_OK;
 }
 
@@ -724,9 +775,11 @@ static int remote_finish(struct tess__nccl *n, struct nunit *u, int slot) {
 int tess__nccl_wait(struct tess__nccl *n, int slot) {
     (void)x_setdev(n);
     int st = TESS_OK;
+    double w0 = n->timed ? tess__now() : 0;
     struct nunit *u = &n->unit[slot % NEV];
     if (u->pending) st = remote_finish(n, u, slot);
     if (!st) st = x_sync(n, slot % NEV);
     if (!st) st = x_async_error(n);
+    if (!st && !n->err && n->timed) trace_unit(n, slot, w0, tess__now());
     return st ? st : n->err;
 }

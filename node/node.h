@@ -319,8 +319,11 @@ long tess__launch_rank(int local);
 void tess__trace_start(struct tess__rt *rt);
 /* TESSERA_TRACE's file name with "%r" replaced by the launcher's rank, "%%" by "%". */
 void tess__trace_path(const char *spec, char *out, size_t len);
-/* Add an interval [t0, t1] (tess__now() clock) on track tid (0 worker, 1 + s stream s) of
- * device dev. No-op unless TESSERA_TRACE is set. */
+/* Add an interval [t0, t1] (tess__now() clock) on track tid (0 worker, 1 + s stream s,
+ * TESS__TRACE_COMM_TID(d, k) the distributed GEMM's GPU transport on that device: k = 0
+ * its transfer stream, 1 its pack stream, 2 the calling thread) of device dev. No-op
+ * unless TESSERA_TRACE is set. */
+#define TESS__TRACE_COMM_TID(d, k) (1 + (d)->nstreams + (k))
 void tess__trace_add(struct tess__rt *rt, int dev, int tid, double t0, double t1,
                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Print the summary if asked, write the trace file if asked, free the buffer. */

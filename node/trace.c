@@ -5,7 +5,8 @@
  * from the backend's event timestamps; the file is written in the Chrome trace-event
  * format (chrome://tracing, ui.perfetto.dev) when the runtime stops. "%r" in the file
  * name stands for the launcher's rank (mpirun, Slurm; 0 without one), so that the ranks
- * of a distributed job write one file each; "%%" is a "%". */
+ * of a distributed job write one file each; "%%" is a "%". The distributed GEMM's GPU
+ * transport (comm/xport_nccl.c) adds its units' phases on three more tracks of its device. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,9 +82,23 @@ static void write_trace(struct tess__rt *rt) {
         return;
     }
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+    static const char *const comm_track[3] = {"comm: transfer stream", "comm: pack stream",
+                                              "comm: pgemm caller"};
+    int comm_used[TESS_MAX_DEVICES] = {0}; /* the GPU transport's tracks a device has */
+    pthread_mutex_lock(&tr->mu);
+    for (size_t i = 0; i < tr->n; i++) {
+        const struct tess__trace_rec *r = &tr->rec[i];
+        if (r->dev >= 0 && r->dev < rt->ndev && r->tid > rt->dev[r->dev]->nstreams)
+            comm_used[r->dev] = 1;
+    }
+    pthread_mutex_unlock(&tr->mu);
     for (int d = 0; d < rt->ndev; d++) {
         fprintf(f, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": "
                    "\"%d: %s\"}},\n", d, d, rt->dev[d]->desc.name);
+        for (int k = 0; k < 3 && comm_used[d]; k++)
+            fprintf(f, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+                       "\"args\": {\"name\": \"%s\"}},\n", d, TESS__TRACE_COMM_TID(rt->dev[d], k),
+                    comm_track[k]);
         fprintf(f, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 0, "
                    "\"args\": {\"name\": \"worker (tasks)\"}},\n", d);
         for (int s = 0; s < rt->dev[d]->nstreams; s++)

@@ -56,9 +56,11 @@
 
 #define NEV 8 /* units in flight at most */
 /* event ids: a unit's own (its slot), the pack and send hand-over, draining, and with
- * TESSERA_TRACE per slot the start, packed and exchanged points and the time reference */
+ * TESSERA_TRACE per slot the start, packed, exchanged and remote-arrived points and the
+ * time reference */
 enum { EV_PACKED = NEV, EV_SENT0, EV_SENT1, EV_DRAIN0, EV_DRAIN1, EV_REF, EV_TS0,
-       EV_TP0 = EV_TS0 + NEV, EV_TX0 = EV_TP0 + NEV, NXEV = EV_TX0 + NEV };
+       EV_TP0 = EV_TS0 + NEV, EV_TX0 = EV_TP0 + NEV, EV_TR0 = EV_TX0 + NEV,
+       NXEV = EV_TR0 + NEV };
 enum { MODE_NONE = 0, MODE_GPU = 1, MODE_EMU = 2 };
 enum { X_H2D, X_D2D };
 #define TAG_REMOTE 7 /* MPI pieces from ranks of other nodes */
@@ -274,17 +276,19 @@ static int x_time(struct tess__nccl *n, int ev, double *t) {
 }
 
 /* The timeline of unit `unit` (complete), on the device's comm tracks: the pack stream's
- * copies into the panel and the send buffer, the exchange, the unpack (and the H2D of
- * remote pieces), and the caller's queueing of the unit and its wait [w0, w1]. */
+ * copies into the panel and the send buffer, the exchange, the wait for the pieces of
+ * other nodes (MPI), the unpack (D2D, and H2D of remote pieces), and the caller's queueing
+ * of the unit and its wait [w0, w1]. */
 static void trace_unit(struct tess__nccl *n, int unit, double w0, double w1) {
     int s = unit % NEV, base = TESS__TRACE_COMM_TID(n->rt->dev[n->dev], 0);
-    double ts, tp, tx, te;
+    double ts, tp, tx, tr, te;
     if (x_time(n, EV_TS0 + s, &ts) || x_time(n, EV_TP0 + s, &tp) || x_time(n, EV_TX0 + s, &tx) ||
-        x_time(n, s, &te))
+        x_time(n, EV_TR0 + s, &tr) || x_time(n, s, &te))
         return;
     tess__trace_add(n->rt, n->dev, base + (n->two ? 1 : 0), ts, tp, "pack %d", unit);
     tess__trace_add(n->rt, n->dev, base, tp, tx, "exchange %d", unit);
-    tess__trace_add(n->rt, n->dev, base, tx, te, "unpack %d", unit);
+    if (n->remote) tess__trace_add(n->rt, n->dev, base, tx, tr, "remote %d", unit);
+    tess__trace_add(n->rt, n->dev, base, tr, te, "unpack %d", unit);
     tess__trace_add(n->rt, n->dev, base + 2, n->t_q0[s], n->t_q1[s], "queue unit %d", unit);
     tess__trace_add(n->rt, n->dev, base + 2, w0, w1, "wait unit %d", unit);
 }
@@ -731,6 +735,7 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         if (!st) st = xst;
     }
     if (!st && n->timed) st = x_record(n, 0, EV_TX0 + es);
+    if (!st && n->timed && !n->remote) st = x_record(n, 0, EV_TR0 + es); /* nothing to wait for */
     if (!st && n->two) st = x_record(n, 0, EV_SENT0 + bi);
     /* unpack into the panel */
     for (int j = 0; j < size && !st; j++) {
@@ -758,6 +763,7 @@ static int remote_finish(struct tess__nccl *n, struct nunit *u, int slot) {
     u->nreq = 0;
     const struct tess__comm_grid *g = u->g;
     int me_r = g->at.myrow, me_c = g->at.mycol;
+    if (!st && n->timed) st = x_record(n, 0, EV_TR0 + slot % NEV); /* the pieces are here */
     for (int j = 0; j < n->size && !st; j++) {
         if (n->nrank[j] >= 0) continue;
         if (blocks(n, u->ops, u->prow[j], u->pcol[j], me_r, me_c, u->k0, u->k1, u->kbase, u->s0,

@@ -390,9 +390,10 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
                     int64_t jb, const struct tess__comm_desc *db, const void *beta, void *C,
                     int64_t ic, int64_t jc, const struct tess__comm_desc *dc);
 
-/* Host bytes per rank the gathered panels may take (TESSERA_PGEMM_MEM, or 40% of RAM shared
- * by the ranks of a node), the minimum over the grid. Collective. */
-int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t *out);
+/* Bytes per rank the gathered panels may take (TESSERA_PGEMM_MEM, at most `cap` where
+ * cap > 0, e.g. half a device heap; else cap, or 40% of RAM shared by the ranks of a node),
+ * the minimum over the grid. Collective. */
+int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t cap, int64_t *out);
 /* The grid's host work buffer (g->ws; pinned where a GPU is used), grown to at least bytes
  * (TESS_ENOMEM with a message when it cannot be). */
 int tess__pgemm_ws(struct tess__comm_grid *g, size_t bytes);

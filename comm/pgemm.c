@@ -102,12 +102,15 @@ int tess_pgemm_last_stats(const tess_grid_t *g, tess_pgemm_stats_t *out) {
 
 static double now_s(void) { return tess__now(); }
 
-/* Host bytes per rank the panels may take (TESSERA_PGEMM_MEM, or 40% of RAM shared by the
- * ranks of this node); the minimum over the grid, so every rank cuts k the same way. */
-int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t *out) {
+/* Bytes per rank the panels may take (TESSERA_PGEMM_MEM, at most `cap` where cap > 0; else
+ * cap, or 40% of RAM shared by the ranks of this node); the minimum over the grid, so every
+ * rank cuts k the same way. */
+int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t cap, int64_t *out) {
     struct tess__config cfg;
     int st = tess__config_load(&cfg);
     int64_t b = cfg.pgemm_mem;
+    if (b > 0 && cap > 0) b = TESS__MIN(b, cap);
+    else if (b <= 0) b = cap;
     if (!st && b <= 0) {
         MPI_Comm node;
         int local = 1;
@@ -211,16 +214,8 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     }
     uint64_t d2d0 = nc ? tess__nccl_packed_d2d(nc) : 0;
     int64_t budget = 0, kpass = k;
-    if (!st && nc) {
-        /* half the device heap, or TESSERA_PGEMM_MEM where that is less */
-        struct tess__config cfg;
-        long long v = (long long)(tess__nccl_heap_bytes(nc) / 2), mn = 0;
-        if (!tess__config_load(&cfg) && cfg.pgemm_mem > 0 && cfg.pgemm_mem < v) v = cfg.pgemm_mem;
-        st = TESS__MPI(MPI_Allreduce(&v, &mn, 1, MPI_LONG_LONG, MPI_MIN, g->comm));
-        budget = (int64_t)mn;
-    } else if (!st) {
-        st = tess__pgemm_budget(g, &budget);
-    }
+    /* device panels: at most half the heap */
+    if (!st) st = tess__pgemm_budget(g, nc ? (int64_t)(tess__nccl_heap_bytes(nc) / 2) : 0, &budget);
     if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
     int64_t cbytes = 128 << 20;
     int cst0 = tess__pgemm_chunk(g, &cbytes); /* collective: every rank gets here */

@@ -157,7 +157,7 @@ int tess__pgemm_pick(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char t
     int best = vol[1] < vol[0] ? 1 : 0;
     if (!(vol[best] <= 0.5 * moved_c) || !fits_int[best]) return TESS_OK;
     int64_t budget = 0;
-    if ((st = tess__comm_agree(g, tess__pgemm_budget(g, &budget)))) return st;
+    if ((st = tess__comm_agree(g, tess__pgemm_budget(g, 0, &budget)))) return st;
     if (need[best] <= (double)budget) *var = best ? 'B' : 'A';
     return TESS_OK;
 }

@@ -204,7 +204,7 @@ static int x_exchange(struct tess__nccl *n, const struct tess__comm_grid *g, int
     int st = TESS_OK;
 #if XP_GPU
     if (n->mode == MODE_GPU) {
-        st = nccl_st(ncclGroupStart(), "ncclGroupStart");
+        if ((st = nccl_st(ncclGroupStart(), "ncclGroupStart"))) return st;
         for (int j = 0; j < size && !st; j++) {
             if (j == g->rank || n->nrank[j] < 0) continue;
             size_t sb = soff[j + 1] - soff[j], rb = roff[j + 1] - roff[j];
@@ -223,13 +223,9 @@ static int x_exchange(struct tess__nccl *n, const struct tess__comm_grid *g, int
     MPI_Request *req = malloc(sizeof *req * (size_t)size * 2);
     if (!req) return st ? st : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
     int nreq = 0;
-    for (int j = 0; j < size; j++) {
+    for (int j = 0; j < size; j++) { /* counts fit an int: checked before the agreement */
         if (j == g->rank || n->nrank[j] < 0) continue;
         size_t sb = soff[j + 1] - soff[j], rb = roff[j + 1] - roff[j];
-        if (sb > INT_MAX || rb > INT_MAX) {
-            if (!st) st = tess__fail(TESS_ENOSYS, "pgemm: a unit over MPI's int counts");
-            continue;
-        }
         /* a rank whose pack failed still sends (unused bytes) so that no peer hangs */
         int s2 = TESS_OK;
         if (rb) s2 = TESS__MPI(MPI_Irecv(rbuf + roff[j], (int)rb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
@@ -669,6 +665,8 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         int64_t sb = blocks(n, ops, me_r, me_c, prow[j], pcol[j], k0, k1, kbase, s0, s1);
         int64_t rb = blocks(n, ops, prow[j], pcol[j], me_r, me_c, k0, k1, kbase, s0, s1);
         if (sb < 0 || rb < 0) st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+        else if (n->mode == MODE_EMU && (sb > INT_MAX || rb > INT_MAX)) /* MPI's int counts */
+            st = tess__fail(TESS_ENOSYS, "pgemm: a unit over MPI's int counts (lower TESSERA_PGEMM_CHUNK)");
         stot += (size_t)sb, rtot += (size_t)rb;
     }
     if (!st) soff[size] = stot, roff[size] = rtot;

@@ -54,10 +54,11 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
     d->rt = rt;
     d->ops = ops;
     d->nstreams = nstreams;
-    d->comm_stream = ops == &tess__emu_ops ? nstreams : -1;
+    int emu = ops == &tess__emu_ops; /* emulated devices open the comm streams too */
+    d->comm_stream = emu ? nstreams : -1;
     struct tess__dev_params p = {
         .ordinal = ordinal,
-        .nstreams = nstreams + (ops == &tess__emu_ops ? TESS_COMM_STREAMS : 0),
+        .nstreams = nstreams + (emu ? TESS_COMM_STREAMS : 0),
         .mem_cap = mem,
         .link_gbs = rt->cfg.emu_link_gbs,
         .gflops = tess__list_double(rt->cfg.emu_gflops, ordinal, 0.0),
@@ -65,7 +66,7 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
         .jitter_us = rt->cfg.emu_jitter_us,
         .timing = rt->trace.on,
     };
-    if (ops != &tess__emu_ops) p.link_gbs = p.gflops = 0, p.jitter_us = 0;
+    if (!emu) p.link_gbs = p.gflops = 0, p.jitter_us = 0;
     int rc = ops->open(&p, &d->bd, &d->desc);
     if (rc) {
         free(d);

@@ -69,6 +69,8 @@
 
 #include "../hostblas.h"  /* the CPU BLAS table: the CPU worker's name */
 
+#define HOST_STREAMS (TESS_MAX_STREAMS + TESS_COMM_STREAMS) /* the worker's and (emulated) the comm streams */
+
 #define EMU_DEFAULT_MEM ((size_t)256 << 20)
 
 /* ---- objects ----------------------------------------------------------------------- */
@@ -144,7 +146,7 @@ struct dev {
     char fail_msg[160];        /* written once, under ev_mu, before failing becomes 1 */
     tess__event *events;       /* created here and not yet freed; guarded by ev_mu */
     int nstreams;
-    struct stream s[TESS_MAX_STREAMS + TESS_COMM_STREAMS];
+    struct stream s[HOST_STREAMS];
 };
 
 /* All fields guarded by ev_mu. */
@@ -153,7 +155,7 @@ struct tess__event {
     tess__event *prev, *next;  /* owner's list */
     uint64_t recorded;         /* generation of the latest record, 0 = never recorded */
     int rec_stream;            /* stream of the latest record */
-    uint64_t done[TESS_MAX_STREAMS + TESS_COMM_STREAMS]; /* per stream of the owner: highest generation reached */
+    uint64_t done[HOST_STREAMS]; /* per stream of the owner: highest generation reached */
     int failed;                /* the owner failed: the event never reports OK again */
     int refs;                  /* 1 for the handle (until event_destroy) + 1 per queued op */
     double t_done;             /* tess__now() when the latest record was reached */
@@ -493,9 +495,9 @@ static int host_open(int emu, const struct tess__dev_params *p, void **bd,
     const char *tab = emu ? "emulated" : "cpu";
     if (!p || !bd || !desc)
         return tess__fail(TESS_EINVAL, "%s: open: NULL argument", tab);
-    if (p->nstreams < 1 || p->nstreams > TESS_MAX_STREAMS + TESS_COMM_STREAMS)
+    if (p->nstreams < 1 || p->nstreams > HOST_STREAMS)
         return tess__fail(TESS_EINVAL, "%s: open: nstreams = %d must be in 1..%d", tab,
-                          p->nstreams, TESS_MAX_STREAMS + TESS_COMM_STREAMS);
+                          p->nstreams, HOST_STREAMS);
     if (p->ordinal < 0 || p->link_gbs < 0 || p->gflops < 0 || p->jitter_us < 0 || p->fault_at < 0)
         return tess__fail(TESS_EINVAL, "%s: open: negative ordinal or emulation knob", tab);
     struct dev *d = calloc(1, sizeof *d);

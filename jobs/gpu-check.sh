@@ -34,8 +34,11 @@ note() { summary+=("$1"); echo "$1"; }
 t0=$(date +%s)
 tests=ON; [ "${GPU_CHECK_TESTS:-1}" = 0 ] && [ -z "${GPU_CHECK_GLUE:-}${GPU_CHECK_UNIT:-}" ] &&
   [ "${GPU_CHECK_DEVXPORT:-0}" != 1 ] && tests=OFF
+#   GPU_CHECK_TARGETS  build only these targets (e.g. "tessera-bench tessera-gemm tessera-info
+#                      test_pgemm_mpi" for a short lease; default: everything)
+tgt=(); for t in ${GPU_CHECK_TARGETS:-}; do tgt+=(--target "$t"); done
 if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTESS_BUILD_TESTS=$tests >"$OUT/build.log" 2>&1 &&
-   cmake --build build-gpu -j"$(nproc)" >>"$OUT/build.log" 2>&1; then
+   cmake --build build-gpu -j"$(nproc)" "${tgt[@]}" >>"$OUT/build.log" 2>&1; then
   note "build                         ok   ($(( $(date +%s) - t0 )) s)"
 else
   tail -40 "$OUT/build.log"; note "build                         FAILED"; exit 1
@@ -262,6 +265,8 @@ fi
 # transport streams (TESSERA_PGEMM_NCCL_STREAMS), once more with the pack from host memory
 # (TESSERA_PGEMM_PACK_D2D=0, for the D2D pack's gain), and on one rank driving every GPU.
 # Each verified by tessera-gemm's probe check; compare with G x the in-core rate.
+#   GPU_CHECK_PGEMM_SETS  the "streams d2d" pairs of the G-rank runs (default "1 1,2 1,1 0")
+#   GPU_CHECK_PGEMM_NP1   0 skips the one-rank run (default 1)
 if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
   pn=$GPU_CHECK_PGEMM
   ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$ng" -gt 0 ] || ng=1
@@ -270,7 +275,8 @@ if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
   grep -E "^in-core " "$OUT/pgemm_incore.log" | sed 's/^/    /'
   # each run's timeline, one file per rank (%r), tarred into $OUT/pgemm_traces.tgz
   tdir=$(mktemp -d); mkdir -p "$tdir/pgemm_traces"
-  for sd in "1 1" "2 1" "1 0"; do
+  IFS=, read -r -a psets <<<"${GPU_CHECK_PGEMM_SETS:-1 1,2 1,1 0}"
+  for sd in "${psets[@]}"; do
     read -r s d <<<"$sd"
     run "pdgemm $ng ranks, streams $s d2d $d" "pgemm_np${ng}_s${s}_d$d.log" env NP="$ng" \
         BUILD=build-gpu TESSERA_PGEMM_NCCL_STREAMS=$s TESSERA_PGEMM_PACK_D2D=$d \
@@ -278,9 +284,11 @@ if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
         bash jobs/mpirun-gemm.sh -m "$pn" -P 1 -Q "$ng" --nb 4096 -r 3
     grep -E "median|verified|D2D|^  [0-9] " "$OUT/pgemm_np${ng}_s${s}_d$d.log" | sed 's/^/    /'
   done
+  if [ "${GPU_CHECK_PGEMM_NP1:-1}" != 0 ]; then
   run "pdgemm 1 rank x $ng GPUs"     pgemm_np1.log env TESSERA_TRACE="$tdir/pgemm_traces/np1.json" \
       ./build-gpu/tessera-gemm -m "$pn" --nb 4096 -r 3 --pinned
   grep -E "median|verified" "$OUT/pgemm_np1.log" | sed 's/^/    /'
+  fi
   tar czf "$OUT/pgemm_traces.tgz" -C "$tdir" pgemm_traces && rm -rf "$tdir"
 fi
 # ---- skinny distributed GEMM, issue 6 (GPU_CHECK_SKINNY="M N K", e.g. "65536 1024 32768") --

@@ -267,6 +267,7 @@ fi
 # Each verified by tessera-gemm's probe check; compare with G x the in-core rate.
 #   GPU_CHECK_PGEMM_SETS  the "streams d2d" pairs of the G-rank runs (default "1 1,2 1,1 0")
 #   GPU_CHECK_PGEMM_NP1   0 skips the one-rank run (default 1)
+#   GPU_CHECK_PGEMM_NB    block size of these runs (default 4096)
 if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
   pn=$GPU_CHECK_PGEMM
   ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$ng" -gt 0 ] || ng=1
@@ -281,12 +282,12 @@ if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
     run "pdgemm $ng ranks, streams $s d2d $d" "pgemm_np${ng}_s${s}_d$d.log" env NP="$ng" \
         BUILD=build-gpu TESSERA_PGEMM_NCCL_STREAMS=$s TESSERA_PGEMM_PACK_D2D=$d \
         TESSERA_TRACE="$tdir/pgemm_traces/np${ng}_s${s}_d${d}_rank%r.json" \
-        bash jobs/mpirun-gemm.sh -m "$pn" -P 1 -Q "$ng" --nb 4096 -r 3
+        bash jobs/mpirun-gemm.sh -m "$pn" -P 1 -Q "$ng" --nb "${GPU_CHECK_PGEMM_NB:-4096}" -r 3
     grep -E "median|verified|D2D|^  [0-9] " "$OUT/pgemm_np${ng}_s${s}_d$d.log" | sed 's/^/    /'
   done
   if [ "${GPU_CHECK_PGEMM_NP1:-1}" != 0 ]; then
   run "pdgemm 1 rank x $ng GPUs"     pgemm_np1.log env TESSERA_TRACE="$tdir/pgemm_traces/np1.json" \
-      ./build-gpu/tessera-gemm -m "$pn" --nb 4096 -r 3 --pinned
+      ./build-gpu/tessera-gemm -m "$pn" --nb "${GPU_CHECK_PGEMM_NB:-4096}" -r 3 --pinned
   grep -E "median|verified" "$OUT/pgemm_np1.log" | sed 's/^/    /'
   fi
   tar czf "$OUT/pgemm_traces.tgz" -C "$tdir" pgemm_traces && rm -rf "$tdir"

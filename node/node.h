@@ -288,16 +288,19 @@ struct tess__rt_devsum {
     size_t min_heap;
 };
 void tess__rt_devsum(const struct tess__rt *rt, struct tess__rt_devsum *out);
-/* Tile edge for a job of precision dt and shape m x n x k: TESSERA_TILE, or with `tuned`
- * (plain GEMMs) the tuned model when the devices have rates, else the fixed rule. */
+/* Tile edge for a job of precision dt and shape m x n x k: TESSERA_TILE, or, when
+ * heap_share > 0 (GEMM jobs), the tuned model over that share of the smallest heap (the
+ * rest held by the distributed GEMM's device panels) when the devices have rates, else the
+ * fixed rule. */
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                      int64_t k, int tuned);
+                      int64_t k, double heap_share);
 /* tune.c: measure what the file lacks (TESSERA_TUNE); called once the devices are open,
  * before the workers start. Never fails the start. */
 int tess__tune_start(struct tess__rt *rt);
-/* The tuned edge for this call, 0 when there is none (no rates, or the CPU worker runs). */
+/* The tuned edge for this call with heap_share of the smallest heap for its tiles, 0 when
+ * there is none (no rates, or the CPU worker runs). */
 int64_t tess__tune_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                        int64_t k);
+                        int64_t k, double heap_share);
 
 /* The next ready task (queue first, then the overflow list), or NULL. */
 struct tess__task *tess__rt_next_task(struct tess__rt *rt);

@@ -462,9 +462,9 @@ void tess__rt_devsum(const struct tess__rt *rt, struct tess__rt_devsum *out) {
 }
 
 int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                      int64_t k, int tuned) {
+                      int64_t k, double heap_share) {
     if (rt->cfg.tile > 0) return rt->cfg.tile;
-    int64_t tt = tuned ? tess__tune_tile(rt, dt, m, n, k) : 0;
+    int64_t tt = heap_share > 0 ? tess__tune_tile(rt, dt, m, n, k, heap_share) : 0;
     if (tt > 0) return tt;
     struct tess__rt_devsum ds;
     tess__rt_devsum(rt, &ds);

@@ -363,14 +363,15 @@ int tess__tune_start(struct tess__rt *rt) {
 }
 
 int64_t tess__tune_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                        int64_t k) {
+                        int64_t k, double heap_share) {
     const struct tess__tune *tu = &rt->tune;
     if (!tu->have[dt]) return 0;
     struct tess__rt_devsum ds;
     tess__rt_devsum(rt, &ds);
     if (ds.cpu || !ds.live) return 0; /* the CPU worker runs: the fixed rule */
     const int nd = ds.live, streams = ds.streams;
-    const size_t heap = ds.min_heap;
+    const size_t heap =
+        heap_share < 1 ? (size_t)((double)ds.min_heap * heap_share) : ds.min_heap;
     struct tess__tile_in in = {.m = m, .n = n, .k = k, .es = tess__dtypes[dt].size,
                                .flop_mul = tess__dtypes[dt].flop_mul, .ndev = nd,
                                .nstreams = streams, .heap = heap, .link = tu->link[dt],

@@ -73,6 +73,30 @@ TEST(model_measured_h100) {
     }
 }
 
+/* The H200's DGEMM rates as the tuner measured them on nvidia-h200-x2, 2026-11-26
+ * (docs/runs/2026-11-26-h200x2-*). The distributed GEMM's local job on 2 ranks x 1 GPU at
+ * n = 65536 (65536 x 32768 x 65536, one device, device panels in half the heap) takes edge
+ * 8192: with it the run gave 0.912 of 2 x in-core, with the fixed rule's 4096 0.865. A
+ * quarter of that problem keeps 4096; the plain GEMM on both GPUs at n = 49152 takes 8192. */
+TEST(model_measured_h200) {
+    const double r[TESS__TUNE_NCAND] = {39.583e12, 50.653e12, 56.533e12,
+                                        56.243e12, 57.097e12, 56.422e12};
+    const size_t heap = (size_t)134950 << 20;
+    struct tess__tile_in in = {.es = 8, .flop_mul = 2, .ndev = 1, .nstreams = 8,
+                               .heap = heap / 2, .link = 52.5e9,
+                               .edges = tess__tune_gpu_edges, .rate = r};
+    const int64_t want[][4] = {{65536, 32768, 65536, 8192}, {32768, 16384, 32768, 4096}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        in.m = want[i][0], in.n = want[i][1], in.k = want[i][2];
+        int64_t t = tess__tile_model(&in, NULL);
+        ASSERT_MSG(t == want[i][3], "%lld x %lld x %lld took edge %lld, want %lld",
+                   (long long)in.m, (long long)in.n, (long long)in.k, (long long)t,
+                   (long long)want[i][3]);
+    }
+    in.m = in.n = in.k = 49152, in.ndev = 2, in.heap = heap;
+    ASSERT_EQ(tess__tile_model(&in, NULL), 8192);
+}
+
 /* The heap bounds the edge (twelve tiles must fit), unmeasured edges are never chosen, and
  * no rate at all gives 0 (the caller falls back to the fixed rule). */
 TEST(model_bounds) {
@@ -166,7 +190,7 @@ TEST(measure_file_roundtrip) {
             ASSERT(fabs(rt->tune.rate[dt][i] / first.rate[dt][i] - 1) < 1e-5);
     }
     /* the tuned tile is one of the emulated candidates; level 3 keeps the fixed rule */
-    int64_t t = tess__rt_tile(rt, TESS_D, 3000, 3000, 3000, 1);
+    int64_t t = tess__rt_tile(rt, TESS_D, 3000, 3000, 3000, 1.0);
     int ok = 0;
     for (int i = 0; i < TESS__TUNE_NCAND; i++) ok |= t == tess__tune_emu_edges[i];
     ASSERT_MSG(ok, "tuned tile %lld is no candidate", (long long)t);

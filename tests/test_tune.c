@@ -76,8 +76,9 @@ TEST(model_measured_h100) {
 /* The H200's DGEMM rates as the tuner measured them on nvidia-h200-x2, 2026-11-26
  * (docs/runs/2026-11-26-h200x2-*). The distributed GEMM's local job on 2 ranks x 1 GPU at
  * n = 65536 (65536 x 32768 x 65536, one device, device panels in half the heap) takes edge
- * 8192: with it the run gave 0.912 of 2 x in-core, with the fixed rule's 4096 0.865. A
- * quarter of that problem keeps 4096; the plain GEMM on both GPUs at n = 49152 takes 8192. */
+ * 8192: with it the run gave 0.912 of 2 x in-core, with the fixed rule's 4096 0.865. An
+ * eighth of that problem takes 6144; the plain GEMM on both GPUs at n = 49152 takes 8192
+ * (36 tiles, as the run's counters show). */
 TEST(model_measured_h200) {
     const double r[TESS__TUNE_NCAND] = {39.583e12, 50.653e12, 56.533e12,
                                         56.243e12, 57.097e12, 56.422e12};
@@ -85,7 +86,7 @@ TEST(model_measured_h200) {
     struct tess__tile_in in = {.es = 8, .flop_mul = 2, .ndev = 1, .nstreams = 8,
                                .heap = heap / 2, .link = 52.5e9,
                                .edges = tess__tune_gpu_edges, .rate = r};
-    const int64_t want[][4] = {{65536, 32768, 65536, 8192}, {32768, 16384, 32768, 4096}};
+    const int64_t want[][4] = {{65536, 32768, 65536, 8192}, {32768, 16384, 32768, 6144}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         in.m = want[i][0], in.n = want[i][1], in.k = want[i][2];
         int64_t t = tess__tile_model(&in, NULL);
@@ -194,6 +195,18 @@ TEST(measure_file_roundtrip) {
     int ok = 0;
     for (int i = 0; i < TESS__TUNE_NCAND; i++) ok |= t == tess__tune_emu_edges[i];
     ASSERT_MSG(ok, "tuned tile %lld is no candidate", (long long)t);
+    /* a job reading device panels gets a share of the heap (the distributed GEMM: half):
+     * twelve tiles fit in that share, and a small enough share gives a smaller edge */
+    struct tess__rt_devsum ds;
+    tess__rt_devsum(rt, &ds);
+    int64_t whole = tess__rt_tile(rt, TESS_Z, 3000, 3000, 3000, 1.0);
+    for (double share = 1.0; share > 0.01; share /= 5) {
+        int64_t ts = tess__rt_tile(rt, TESS_Z, 3000, 3000, 3000, share);
+        ASSERT_MSG(ts > 0 && 12.0 * ts * ts * 16 <= share * (double)ds.min_heap,
+                   "share %.2f of %zu heap bytes: edge %lld", share, ds.min_heap, (long long)ts);
+        ASSERT(ts <= whole);
+    }
+    ASSERT(tess__rt_tile(rt, TESS_Z, 3000, 3000, 3000, 0.02) < whole);
     tess_finalize();
 
     start_emulated("0");

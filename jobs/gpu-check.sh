@@ -14,7 +14,8 @@
 #   GPU_CHECK_TRACE   n: a traced DGEMM of that size (below the tessera-bench block)
 # Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
 # (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
-# (distributed GEMM against in-core), GPU_CHECK_SKINNY (the variant by shape), GPU_CHECK_MIXED
+# (distributed GEMM against in-core), GPU_CHECK_BALANCE (the end game on several GPUs),
+# GPU_CHECK_SKINNY (the variant by shape), GPU_CHECK_MIXED
 # (the GPU transport across nodes), GPU_CHECK_DEVXPORT (the GPU transport against
 # ScaLAPACK), GPU_CHECK_PERF
 # (issue 3's GEMM targets), each described
@@ -214,6 +215,22 @@ if [ "${GPU_CHECK_PERF:-0}" = 1 ] && [ -x build-gpu/tessera-bench ]; then
            --skip incore,xt-pageable,tess-pageable --verify ends --time-limit 200
        grep -E "^(xt|tess)" "$OUT/perf_xt32768.log" | sed 's/^/    /' ;;
     esac
+  done
+fi
+# ---- the end game on several GPUs (GPU_CHECK_BALANCE="n", e.g. "49152" on 2 x H200) -------
+# node/balance.c: in-core cuBLAS on one GPU, then tessera on every GPU with TESSERA_BALANCE=1
+# (the default) and =0, each tessera-bench verified (warm-up and last run), median of 3, with
+# the per-device tiles in the summary (TESSERA_SUMMARY=1): the split and the ratio to in-core.
+if [ -n "${GPU_CHECK_BALANCE:-}" ] && [ -x build-gpu/tessera-bench ]; then
+  bn=$GPU_CHECK_BALANCE
+  run "in-core d n=$bn" balance_incore.log ./build-gpu/tessera-bench -n "$bn" -p d -r 3 \
+      --skip xt,xt-pageable,tess,tess-pageable,incore-copies,cpu-blas --verify ends
+  grep -E "^in-core " "$OUT/balance_incore.log" | sed 's/^/    /'
+  for b in 1 0; do
+    run "tessera d n=$bn balance $b" "balance_$b.log" env TESSERA_BALANCE=$b TESSERA_SUMMARY=1 \
+        ./build-gpu/tessera-bench -n "$bn" -p d -r 3 \
+        --skip incore,xt,xt-pageable,tess-pageable,incore-copies,cpu-blas --verify ends
+    grep -E "^tess|^  [0-9] " "$OUT/balance_$b.log" | sed 's/^/    /'
   done
 fi
 # ---- end issue 3

@@ -172,6 +172,9 @@ struct tess__slot {
     int cancelled;             /* the job failed: issue nothing more, write nothing back */
     size_t committed;          /* heap bytes this slot counts on (admission) */
     int c_loaded;              /* step 0's C load was queued (the C block: at activation) */
+    /* the end game (balance.c) */
+    double work_k;             /* kflop of the task's steps not yet completed */
+    double step_k[2];          /* kflop of each in-flight step, ring by step parity */
     /* trace (TESSERA_TRACE) */
     double t_act;              /* when the task was put on the slot */
     double last_t;             /* when the stream's last traced operation ended */
@@ -181,6 +184,16 @@ struct tess__slot {
     int cl_rec;                /* cl was recorded for the running task */
 };
 #define TESS__DEPTH 2          /* steps of one slot in flight at once */
+
+/* balance.c: what a device publishes for the end game (TESSERA_BALANCE). Written by the
+ * device's worker only; peers read the atomics. */
+struct tess__bal {
+    double done_k;             /* kflop of steps completed since the runtime started */
+    double busy_s;             /* seconds with steps in flight, over the periods that ended */
+    double left_k;             /* kflop of the running tasks' steps not yet completed */
+    _Atomic uint64_t rate;     /* done_k over busy time: kflop/s, 0 until a step completed */
+    _Atomic uint64_t left;     /* left_k, for peers */
+};
 
 struct tess__dev {
     int id;
@@ -204,6 +217,7 @@ struct tess__dev {
     _Atomic int warned;
     struct tess__counters ctr;
     struct tess__commit *commit; /* TESSERA_RECOVER: the thread copying bounce buffers into C */
+    struct tess__bal bal;
 };
 
 /* trace.c: the timeline (TESSERA_TRACE) and the summary (TESSERA_SUMMARY). */
@@ -348,5 +362,19 @@ TESS_API void tess__worker_pressure(struct tess__pressure *out);
 void tess__worker_fail(struct tess__dev *d, int status, const char *what);
 /* Stop and free the device's commit thread (TESSERA_RECOVER), if it has one. */
 void tess__worker_commit_stop(struct tess__dev *d);
+
+/* balance.c: the end game. Flops of one tile kernel (multiply-add pairs times the
+ * precision's flops per pair); the worker's bookkeeping of its backlog and rate (task put
+ * on slot sl, step s of slot sl completed, slot sl emptied, a busy period of busy_s
+ * seconds ended); and whether device d (running: it runs tasks now) should leave station
+ * task t for a peer that would finish it sooner. */
+double tess__step_flops(const struct tess__step *st, tess_dtype_t dt);
+void tess__bal_start(struct tess__dev *d, struct tess__slot *sl);
+void tess__bal_step_done(struct tess__dev *d, struct tess__slot *sl, int s);
+void tess__bal_end(struct tess__dev *d, struct tess__slot *sl);
+void tess__bal_idle(struct tess__dev *d, double busy_s);
+bool tess__bal_defer(struct tess__dev *d, const struct tess__task *t, bool running);
+/* Process-wide: times a device left a station task for a peer (tests). */
+TESS_API uint64_t tess__bal_deferred(void);
 
 #endif /* TESS_NODE_H */

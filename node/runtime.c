@@ -64,9 +64,10 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
         .gflops = tess__list_double(rt->cfg.emu_gflops, ordinal, 0.0),
         .fault_at = fault_for_dev(rt->cfg.emu_fault, id),
         .jitter_us = rt->cfg.emu_jitter_us,
+        .shared_engine = rt->cfg.emu_shared,
         .timing = rt->trace.on,
     };
-    if (!emu) p.link_gbs = p.gflops = 0, p.jitter_us = 0;
+    if (!emu) p.link_gbs = p.gflops = 0, p.jitter_us = p.shared_engine = 0;
     int rc = ops->open(&p, &d->bd, &d->desc);
     if (rc) {
         free(d);

@@ -10,7 +10,7 @@
  *             until it is full; with the queue empty and a slot idle, steal from the
  *             fullest station of another device.
  *   activate  move the best-ranked station task (Eq. 3) onto each free slot, if the heap
- *             can hold it. Admission (B7): the bytes of C + A + B of every running task fit
+ *             can hold it and no peer would finish it sooner (the end game, balance.c). Admission (B7): the bytes of C + A + B of every running task fit
  *             the heap, and the task's C block (allocated here, fixed until the task ends)
  *             can be placed so that, around the C blocks alone, two operand tiles of each
  *             running task still fit in one piece each (tess__cache_alloc_planned).
@@ -94,8 +94,11 @@ static int task_prio(struct tess__task *t, void *arg) {
 static void inflight_add(struct tess__dev *d, int delta) {
     if (d->inflight == 0 && delta > 0) d->busy_since = tess__now();
     d->inflight += delta;
-    if (d->inflight == 0 && delta < 0)
-        TESS__COUNT(&d->ctr, busy_ns, (uint64_t)((tess__now() - d->busy_since) * 1e9));
+    if (d->inflight == 0 && delta < 0) {
+        double busy = tess__now() - d->busy_since;
+        TESS__COUNT(&d->ctr, busy_ns, (uint64_t)(busy * 1e9));
+        tess__bal_idle(d, busy);
+    }
 }
 
 /* ---- slots ------------------------------------------------------------------------ */
@@ -212,6 +215,7 @@ void tess__worker_commit_stop(struct tess__dev *d) {
 }
 
 static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
+    tess__bal_end(d, sl);
     d->committed -= sl->committed;
     sl->committed = 0;
     sl->t = NULL;
@@ -356,6 +360,7 @@ static int reap(struct tess__dev *d) {
                 if (*b) tess__cache_release(&d->rt->cache, *b);
                 *b = NULL;
             }
+            tess__bal_step_done(d, sl, s);
             sl->inflight--;
             inflight_add(d, -1);
             progress = 1;
@@ -466,6 +471,10 @@ static int activate(struct tess__dev *d, int *deferred) {
             i--;
             continue;
         }
+        if (tess__bal_defer(d, t, has_work(d))) {
+            tess__rs_push(&d->rs, t); /* the end game: a peer finishes it sooner */
+            break;
+        }
         size_t need = unified(d) ? 0 : 3 * t->job->blk_bytes;
         if (need && d->committed + need > d->heap_bytes) {
             tess__rs_push(&d->rs, t); /* no room for another running task now */
@@ -508,23 +517,10 @@ static int activate(struct tess__dev *d, int *deferred) {
         sl->next = sl->inflight = 0;
         sl->committed = need;
         d->committed += need;
+        tess__bal_start(d, sl);
         progress = 1;
     }
     return progress;
-}
-
-/* Flops of one tile kernel: multiply-add pairs times the precision's flops per pair. */
-static double kernel_flops(const struct tess__step *st, tess_dtype_t dt) {
-    double m = (double)st->m, n = (double)st->n, k = (double)st->k, pairs;
-    switch (st->kind) {
-    case TESS__K_SYMM: case TESS__K_HEMM: pairs = st->side == 'L' ? m * m * n : m * n * n; break;
-    case TESS__K_SYRK: case TESS__K_HERK: pairs = 0.5 * n * (n + 1) * k; break;
-    case TESS__K_SYR2K: case TESS__K_HER2K: pairs = n * (n + 1) * k; break;
-    case TESS__K_TRMM: case TESS__K_TRSM:
-        pairs = st->side == 'L' ? 0.5 * m * (m + 1) * n : 0.5 * n * (n + 1) * m; break;
-    default: pairs = m * n * k; break;
-    }
-    return tess__dtypes[dt].flop_mul * pairs;
 }
 
 /* Queue step sl->next of the slot's task. TESS_EAGAIN: no room on the device now. */
@@ -590,7 +586,8 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     sl->inflight++;
     inflight_add(d, 1);
     TESS__COUNT(&d->ctr, steps, 1);
-    TESS__COUNT(&d->ctr, flops_x1k, (uint64_t)(kernel_flops(&st, job->dt) / 1000.0));
+    sl->step_k[s % 2] = tess__step_flops(&st, job->dt) / 1000.0;
+    TESS__COUNT(&d->ctr, flops_x1k, (uint64_t)sl->step_k[s % 2]);
     if (sl->next == t->nsteps && !unified(d)) {
         /* Written back once, after the last k step, on the same stream; with
          * TESSERA_RECOVER a tile whose old values the call needs goes to the slot's
@@ -725,10 +722,11 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting, in
         stall_nap(d);
         return;
     }
-    /* Idle: while another station holds tasks, look again in 1 ms (to steal); otherwise
-     * sleep until a job is queued (broadcast), checking every 100 ms regardless. */
+    /* Idle: while another station holds tasks, look again in 1 ms (to steal), as while our
+     * own holds tasks left for a faster peer (the end game); otherwise sleep until a job is
+     * queued (broadcast), checking every 100 ms regardless. */
     struct tess__rt *rt = d->rt;
-    long wait_ns = 100000000;
+    long wait_ns = tess__rs_count(&d->rs) ? 1000000 : 100000000;
     for (int i = 0; i < rt->ndev; i++)
         if (rt->dev[i] != d && !atomic_load(&rt->dev[i]->failed) && tess__rs_count(&rt->dev[i]->rs))
             wait_ns = 1000000;

@@ -115,6 +115,7 @@ struct tess__config {
     int staging_threads;     /* TESSERA_STAGING_THREADS: staging threads (all GPUs), 0 = min(8, cores/2) */
     int cpu_worker;          /* TESSERA_CPU_WORKER: -1 auto, 0 off, 1 on */
     int rs_size;             /* TESSERA_RS: reservation-station slots per device */
+    int balance;             /* TESSERA_BALANCE: end-game placement by projected finish (node/balance.c) */
     int p2p;                 /* TESSERA_P2P: allow peer-to-peer tile fetches */
     int recover;             /* TESSERA_RECOVER: bounce write-backs, finished peer copies only */
     int pin_threads;         /* TESSERA_PIN: pin each worker thread to a core */
@@ -125,6 +126,7 @@ struct tess__config {
     char emu_fault[128];     /* TESSERA_FAULT: "dev:k[,dev:k]" device index dev fails at its k-th op */
     int emu_jitter_us;       /* TESSERA_EMULATE_JITTER: random delay before each op, microseconds */
     int emu_streams;         /* TESSERA_EMULATE_STREAMS: streams per emulated device */
+    int emu_shared;          /* TESSERA_EMULATE_SHARED: one compute engine per emulated device */
     int verbose;             /* TESSERA_VERBOSE: 0 silent, 1 warnings, 2 info, 3 debug */
     char trace[256];         /* TESSERA_TRACE: write a Chrome/Perfetto trace to this file */
     int summary;             /* TESSERA_SUMMARY: print per-device counters at finalize */

@@ -43,6 +43,8 @@ static const struct knob knobs[] = {
      "CPU cores as a device: auto (only when no other device), 0, 1"},
     {"TESSERA_RS", K_INT, "8", OFF(rs_size), 0,
      "reservation-station slots per device (tasks pulled ahead and ranked)"},
+    {"TESSERA_BALANCE", K_INT, "1", OFF(balance), 0,
+     "end game: with the queue empty a device leaves a station task to a peer that would finish it sooner (measured rates); 0 = every device starts what it holds"},
     {"TESSERA_P2P", K_INT, "1", OFF(p2p), 0,
      "fetch tiles from peer devices (L2 cache hits); 0 = always from the host"},
     {"TESSERA_RECOVER", K_INT, "0", OFF(recover), 0,
@@ -65,6 +67,8 @@ static const struct knob knobs[] = {
      "random delay up to this many microseconds before each emulated op"},
     {"TESSERA_EMULATE_STREAMS", K_INT, "2", OFF(emu_streams), 0,
      "streams per emulated device"},
+    {"TESSERA_EMULATE_SHARED", K_INT, "0", OFF(emu_shared), 0,
+     "1 = an emulated device's streams take turns on one compute engine of TESSERA_EMULATE_GFLOPS (a GPU's model); 0 = each stream computes at that rate"},
     {"TESSERA_VERBOSE", K_INT, "0", OFF(verbose), 0,
      "0 silent, 1 warnings (device failures), 2 info, 3 debug"},
     {"TESSERA_TRACE", K_STR, "", OFF(trace), sizeof(((struct tess__config *)0)->trace),
@@ -186,6 +190,10 @@ int tess__config_load(struct tess__config *cfg) {
     if (cfg->tile < 0) return tess__fail(TESS_EINVAL, "TESSERA_TILE must be >= 0");
     if (cfg->tune < 0 || cfg->tune > 2) return tess__fail(TESS_EINVAL, "TESSERA_TUNE must be 0, 1 or 2");
     if (cfg->rs_size < 1) return tess__fail(TESS_EINVAL, "TESSERA_RS must be >= 1");
+    if (cfg->balance != 0 && cfg->balance != 1)
+        return tess__fail(TESS_EINVAL, "TESSERA_BALANCE must be 0 or 1");
+    if (cfg->emu_shared != 0 && cfg->emu_shared != 1)
+        return tess__fail(TESS_EINVAL, "TESSERA_EMULATE_SHARED must be 0 or 1");
     if (cfg->staging_threads < 0 || cfg->staging_threads > 256)
         return tess__fail(TESS_EINVAL, "TESSERA_STAGING_THREADS must be in 0..256");
     if (cfg->emulate < 0 || cfg->emulate > TESS_MAX_DEVICES - 1)

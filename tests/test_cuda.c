@@ -145,6 +145,7 @@ TEST(cuda_open_desc) {
     ASSERT_GT(g.desc.mem_total, (size_t)1 << 30);
     ASSERT(g.desc.pci_bus >= 0);
     ASSERT_EQ(g.desc.caps & TESS__CAP_UNIFIED, 0);
+    ASSERT(g.desc.caps & TESS__CAP_SHARED); /* the end game (node/balance.c) counts on it */
     fprintf(stderr, "  %s, %zu MiB, bus %d, caps %#x\n", g.desc.name, g.desc.mem_total >> 20,
             g.desc.pci_bus, g.desc.caps);
     ops->close(g.bd);

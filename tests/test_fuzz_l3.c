@@ -73,6 +73,8 @@
 #include "ref.h"
 #include "tessera.h"
 
+uint64_t tess__bal_deferred(void); /* node/balance.c: tasks held back for a faster peer */
+
 #define FZ_FN static __attribute__((unused))
 #define FZ_GUARD 16 /* elements after every matrix that nobody may write */
 
@@ -1043,6 +1045,12 @@ TEST(fuzz_l3_random_calls_from_threads) {
                (unsigned long long)seed, (long long)tile);
     /* TESS_FUZZ_FAILED_DEV=d: the run injected a fault (TESSERA_FAULT) into device d, and
      * every call above was right nonetheless (TESSERA_RECOVER): d must have failed. */
+    /* TESS_FUZZ_EXPECT_HELD=1: the devices share one engine each at unequal rates
+     * (TESSERA_EMULATE_SHARED): the end game must have held tasks back for faster peers */
+    uint64_t held = tess__bal_deferred();
+    fprintf(stderr, "  end game: a task held back for a faster peer %llu times\n",
+            (unsigned long long)held);
+    if (ref_env_long("TESS_FUZZ_EXPECT_HELD", 0)) ASSERT(held > 0);
     long fdev = ref_env_long("TESS_FUZZ_FAILED_DEV", -1);
     if (fdev >= 0) {
         tess_dev_stats_t s;

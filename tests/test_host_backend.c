@@ -452,6 +452,35 @@ TEST(throttles) {
     free(h);
 }
 
+/* Two streams' throttled gemms at once: each on its own time by default (together about
+ * as long as one), on one engine in turn with shared_engine (together at least twice one,
+ * and the device says TESS__CAP_SHARED). */
+TEST(shared_engine_takes_turns) {
+    double el[2];
+    for (int shared = 0; shared < 2; shared++) {
+        struct tess__dev_params p = prm(0, 2);
+        p.gflops = 0.01;           /* 2 * 64^3 flops: 52 ms */
+        p.shared_engine = shared;
+        struct edev a;
+        edev_open(&a, p);
+        ASSERT_EQ(a.desc.caps, TESS__CAP_P2P | (shared ? TESS__CAP_SHARED : 0));
+        double one = 1, zero = 0, *d = (double *)a.base;
+        memset(d, 0, 4 * 64 * 64 * sizeof(double));
+        double t0 = tess__now();
+        for (int s = 0; s < 2; s++)
+            ASSERT_OK(emu->gemm(a.bd, s, TESS_D, 'N', 'N', 64, 64, 64, &one, d, 64, d + 4096, 64,
+                                &zero, d + (2 + s) * 4096, 64));
+        ASSERT_OK(drain(emu, a.bd, 0));
+        ASSERT_OK(drain(emu, a.bd, 1));
+        el[shared] = tess__now() - t0;
+        emu->close(a.bd);
+    }
+    fprintf(stderr, "  two gemms of 52 ms on two streams: %.3f s apart, %.3f s on one engine\n",
+            el[0], el[1]);
+    ASSERT_MSG(el[1] >= 0.104, "one engine: %.4f s, want >= 0.104", el[1]);
+    ASSERT_MSG(el[0] < 0.9 * el[1], "own streams %.4f s, one engine %.4f s", el[0], el[1]);
+}
+
 struct sync_arg {
     void *bd;
     tess__event *ev;
@@ -616,7 +645,7 @@ TEST(cpu_gemm_in_place) {
     struct tess__dev_desc desc;
     ASSERT_OK(cpu->open(&p, &bd, &desc));
     ASSERT_EQ(desc.kind, TESS_DEV_CPU);
-    ASSERT_EQ(desc.caps, TESS__CAP_UNIFIED);
+    ASSERT_EQ(desc.caps, TESS__CAP_UNIFIED | TESS__CAP_SHARED); /* its kernels share the cores */
     ASSERT(strncmp(desc.name, "cpu (OpenBLAS, ", 15) == 0);
     ASSERT(strstr(desc.name, " cores)") != NULL);
     void *base;

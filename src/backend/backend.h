@@ -29,7 +29,11 @@ enum tess__copy_kind { TESS__H2D = 0, TESS__D2H = 1, TESS__D2D = 2, TESS__P2P = 
 /* Capabilities of a device instance. */
 enum {
     TESS__CAP_UNIFIED = 1u << 0,  /* device memory is host memory: operands are used in place */
-    TESS__CAP_P2P = 1u << 1       /* can copy from peers of the same backend (see can_peer) */
+    TESS__CAP_P2P = 1u << 1,      /* can copy from peers of the same backend (see can_peer) */
+    TESS__CAP_SHARED = 1u << 2    /* one compute engine: a kernel alone runs at the device's
+                                     whole rate and concurrent ones share it (GPUs, the CPU
+                                     worker, emulated devices with shared_engine); the end
+                                     game (node/balance.c) relies on it */
 };
 
 typedef struct tess__event tess__event; /* backend-defined */
@@ -76,6 +80,8 @@ struct tess__dev_params {
     double gflops;        /* emulated: kernel rate in GFLOP/s (0 = unthrottled) */
     int64_t fault_at;     /* emulated: the k-th copy/gemm (1-based) fails; 0 = never */
     int jitter_us;        /* emulated: random delay up to this before each op */
+    int shared_engine;    /* emulated: the streams' kernels take turns on one engine (its
+                             gflops in all), as on a GPU; 0: each stream computes at gflops */
     int timing;           /* events carry completion times (event_time), for the trace */
 };
 

@@ -363,7 +363,7 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
     }
     stage_setup(d);
 
-    unsigned caps = 0;
+    unsigned caps = TESS__CAP_SHARED; /* one large tile kernel fills the GPU */
     for (int j = 0; j < ndev; j++) {
         int can = 0;
         if (j == d->ord) continue;

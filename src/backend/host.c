@@ -49,7 +49,8 @@
  * Knobs (struct tess__dev_params, applied to both tables, zero for the CPU worker in
  * practice): link_gbs makes an H2D, D2H or P2P copy last at least bytes / (link_gbs * 1e9)
  * seconds (a D2D copy is on-device and not throttled); gflops makes a gemm last at least
- * flops / (gflops * 1e9) seconds; jitter_us sleeps a random [0, jitter_us) microseconds
+ * flops / (gflops * 1e9) seconds, on its stream's own time or, with shared_engine, on one
+ * engine the device's streams take turns on (FIFO; engine_mu, a leaf); jitter_us sleeps a random [0, jitter_us) microseconds
  * before every op (seeded per stream from ordinal and stream, so runs repeat).
  *
  * Lock order: a stream's queue lock, then ev_mu (event_record and stream_wait hold both so
@@ -147,6 +148,9 @@ struct dev {
     tess__event *events;       /* created here and not yet freed; guarded by ev_mu */
     int nstreams;
     struct stream s[HOST_STREAMS];
+    /* p.shared_engine: when the engine is free of the kernels queued on it so far */
+    pthread_mutex_t engine_mu;  /* a leaf */
+    double engine_free;
 };
 
 /* All fields guarded by ev_mu. */
@@ -183,6 +187,21 @@ static void sleep_s(double sec) {
 /* Sleep what is left of `need` seconds since t0. */
 static void throttle(double t0, double need) {
     sleep_s(need - (tess__now() - t0));
+}
+
+/* A kernel that began at t0 and needs `need` seconds: on its own stream's time, or, with
+ * one engine per device (p.shared_engine), on the engine's, after the kernels that took
+ * it before (the device's streams take turns, as kernels that each fill a GPU do). */
+static void kernel_throttle(struct dev *d, double t0, double need) {
+    if (!d->p.shared_engine) {
+        throttle(t0, need);
+        return;
+    }
+    pthread_mutex_lock(&d->engine_mu);
+    double end = TESS__MAX(t0, d->engine_free) + need;
+    d->engine_free = end;
+    pthread_mutex_unlock(&d->engine_mu);
+    sleep_s(end - tess__now());
 }
 
 static int dead(struct dev *d, const char *hook) {
@@ -357,7 +376,7 @@ static void run_gemm(struct dev *d, const struct op *op) {
     }
     if (d->p.gflops > 0) {
         double flops = tess__dtypes[g->dt].flop_mul * (double)g->m * (double)g->n * (double)g->k;
-        throttle(t0, flops / (d->p.gflops * 1e9));
+        kernel_throttle(d, t0, flops / (d->p.gflops * 1e9));
     }
 }
 
@@ -370,7 +389,7 @@ static void run_kernel(struct dev *d, const struct op *op) {
     if (d->p.gflops > 0) {
         double mx = (double)TESS__MAX(k.m, k.n), flops = tess__dtypes[k.dt].flop_mul * mx * mx *
                     (double)TESS__MAX(TESS__MAX(k.m, k.n), k.k);
-        throttle(t0, 0.5 * flops / (d->p.gflops * 1e9));
+        kernel_throttle(d, t0, 0.5 * flops / (d->p.gflops * 1e9));
     }
 }
 
@@ -512,7 +531,7 @@ static int host_open(int emu, const struct tess__dev_params *p, void **bd,
     if (emu) {
         snprintf(d->name, sizeof d->name, "emulated:%d", p->ordinal);
         desc->kind = TESS_DEV_EMULATED;
-        desc->caps = TESS__CAP_P2P;
+        desc->caps = TESS__CAP_P2P | (p->shared_engine ? TESS__CAP_SHARED : 0);
         desc->mem_total = d->mem_default;
         desc->link_gbs = p->link_gbs;
     } else {
@@ -528,13 +547,14 @@ static int host_open(int emu, const struct tess__dev_params *p, void **bd,
             snprintf(d->name, sizeof d->name, "cpu (%.40s)",
                      strrchr(hb->name, '/') ? strrchr(hb->name, '/') + 1 : hb->name);
         desc->kind = TESS_DEV_CPU;
-        desc->caps = TESS__CAP_UNIFIED;
+        desc->caps = TESS__CAP_UNIFIED | TESS__CAP_SHARED; /* its kernels share the cores */
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         desc->mem_total = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
     }
     snprintf(desc->name, sizeof desc->name, "%s", d->name);
     desc->pci_bus = -1;
 
+    pthread_mutex_init(&d->engine_mu, NULL);
     for (int i = 0; i < p->nstreams; i++) {
         struct stream *s = &d->s[i];
         s->dev = d;
@@ -547,6 +567,7 @@ static int host_open(int emu, const struct tess__dev_params *p, void **bd,
             pthread_mutex_destroy(&s->mu);
             pthread_cond_destroy(&s->cv);
             stop_streams(d);
+            pthread_mutex_destroy(&d->engine_mu);
             free(d);
             return tess__fail(TESS_ENOMEM, "%s: open: cannot start stream thread %d: %s", tab,
                               i, strerror(rc));
@@ -589,6 +610,7 @@ static void host_close(void *bd) {
     d->arena = NULL;
     pthread_mutex_unlock(&arena_mu);
     arena_unref(a);
+    pthread_mutex_destroy(&d->engine_mu);
     tess__log(TESS__LOG_DEBUG, "%s: closed", d->name);
     free(d);
 }

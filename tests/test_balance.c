@@ -1,0 +1,141 @@
+/* tests/test_balance.c: the end game (node/balance.c, TESSERA_BALANCE) on emulated devices
+ * with one compute engine each (TESSERA_EMULATE_SHARED=1: their two streams take turns on
+ * it, so a task alone runs at the device's whole rate, as on a GPU).
+ *   - Two devices, the second 20 times slower; a DGEMM of 4 x 4 tiles (4 k steps each)
+ *     that the two stations (8 places each) swallow at once. A first call measures the
+ *     rates. In the second, without the end game (TESSERA_BALANCE=0) the slow device starts
+ *     a tile on each of its two streams, and the two share its engine: the call lasts as
+ *     long as two slow tiles. With it, the slow device runs one tile (it runs nothing when
+ *     it takes its first) and leaves the rest of its station to the fast device, which
+ *     finishes them sooner, also once the slow one is idle again: the call is clearly
+ *     shorter, and the slow device ran at most one tile.
+ *   - Four equal devices, 25 tiles: they end together (tiles per device differ by at most
+ *     2) and the answer is right.
+ * Results against OpenBLAS, sizes not multiples of the tile. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "ref.h"
+#include "tessera.h"
+#include "../node/node.h"
+
+enum { TILE = 96 };
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void start(int ndev, const char *gflops, const char *balance) {
+    char n[8];
+    snprintf(n, sizeof n, "%d", ndev);
+    setenv("TESSERA_DEVICES", "none", 1);
+    setenv("TESSERA_CPU_WORKER", "0", 1);
+    setenv("TESSERA_EMULATE", n, 1);
+    setenv("TESSERA_EMULATE_MEM", "64M", 1);
+    setenv("TESSERA_EMULATE_STREAMS", "2", 1);
+    setenv("TESSERA_EMULATE_SHARED", "1", 1);
+    setenv("TESSERA_EMULATE_GFLOPS", gflops, 1);
+    setenv("TESSERA_EMULATE_LINK", "0", 1);
+    setenv("TESSERA_TILE", "96", 1);
+    setenv("TESSERA_RS", "8", 1);
+    setenv("TESSERA_BALANCE", balance, 1);
+    unsetenv("TESSERA_FAULT");
+    unsetenv("TESSERA_EMULATE_JITTER");
+}
+
+struct outcome {
+    double seconds;
+    uint64_t tasks[TESS_MAX_DEVICES], stolen, deferred;
+    double err;
+};
+
+/* C = A B + 0.5 C (n x n) twice on ndev devices: the second call's time and spread. */
+static struct outcome run(int ndev, const char *gflops, const char *balance, int64_t n) {
+    struct outcome o = {0};
+    const size_t nn = (size_t)n * (size_t)n;
+    uint64_t seed = 11;
+    double *A = ref_malloc(nn * sizeof *A), *B = ref_malloc(nn * sizeof *B);
+    double *C = ref_malloc(nn * sizeof *C), *R = ref_malloc(nn * sizeof *R);
+    ref_fill_random(TESS_D, A, nn, &seed);
+    ref_fill_random(TESS_D, B, nn, &seed);
+    ref_fill_random(TESS_D, C, nn, &seed);
+    start(ndev, gflops, balance);
+    ASSERT_OK(tess_init());
+    ASSERT_EQ(tess_device_count(), ndev);
+    /* the first call: rates measured (and C changed: the reference follows it) */
+    ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n, B, n,
+                         0.5, C, n));
+    memcpy(R, C, nn * sizeof *R);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A,
+                (int)n, B, (int)n, 0.5, R, (int)n);
+    tess_reset_stats();
+    uint64_t d0 = tess__bal_deferred();
+    double t0 = now_s();
+    ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n, B, n,
+                         0.5, C, n));
+    o.seconds = now_s() - t0;
+    o.deferred = tess__bal_deferred() - d0;
+    for (int i = 0; i < ndev; i++) {
+        tess_dev_stats_t s;
+        ASSERT_OK(tess_device_stats(i, &s));
+        o.tasks[i] = s.tasks;
+        o.stolen += s.stolen;
+    }
+    ASSERT_OK(tess_finalize());
+    double d = 0, m = 0;
+    for (size_t i = 0; i < nn; i++) d = fmax(d, fabs(C[i] - R[i])), m = fmax(m, fabs(R[i]));
+    o.err = d / m;
+    free(A), free(B), free(C), free(R);
+    return o;
+}
+
+TEST(slow_device_leaves_its_station) {
+    const int64_t n = 4 * TILE - 5; /* 16 tiles, 4 k steps */
+    struct outcome off = run(2, "2,0.1", "0", n), on = run(2, "2,0.1", "1", n);
+    fprintf(stderr, "  balance 0: %.3f s, tiles %llu / %llu, stolen %llu\n"
+                    "  balance 1: %.3f s, tiles %llu / %llu, stolen %llu, held back %llu times\n",
+            off.seconds, (unsigned long long)off.tasks[0], (unsigned long long)off.tasks[1],
+            (unsigned long long)off.stolen, on.seconds, (unsigned long long)on.tasks[0],
+            (unsigned long long)on.tasks[1], (unsigned long long)on.stolen,
+            (unsigned long long)on.deferred);
+    ASSERT_MSG(off.err < 1e-12 && on.err < 1e-12, "rel err %.2e / %.2e", off.err, on.err);
+    ASSERT_EQ(off.tasks[0] + off.tasks[1], 16);
+    ASSERT_EQ(on.tasks[0] + on.tasks[1], 16);
+    ASSERT(off.deferred == 0);
+    ASSERT(on.deferred > 0 && on.stolen > 0);
+    /* one tile costs the slow device 20 of the fast one's: with the end game it runs one
+     * (it runs nothing when it starts, so it takes its best tile), without it two at once */
+    ASSERT_MSG(on.tasks[1] <= 1, "the slow device ran %llu tiles", (unsigned long long)on.tasks[1]);
+    ASSERT_MSG(off.tasks[1] >= 2, "without the end game the slow device ran %llu tiles",
+               (unsigned long long)off.tasks[1]);
+    ASSERT_MSG(on.seconds < 0.75 * off.seconds, "balance 1: %.3f s, 0: %.3f s", on.seconds,
+               off.seconds);
+}
+
+TEST(equal_devices_end_together) {
+    const int64_t n = 5 * TILE - 3; /* 25 tiles over 4 devices */
+    struct outcome on = run(4, "1", "1", n);
+    uint64_t lo = on.tasks[0], hi = on.tasks[0], sum = 0;
+    for (int i = 0; i < 4; i++) {
+        lo = on.tasks[i] < lo ? on.tasks[i] : lo;
+        hi = on.tasks[i] > hi ? on.tasks[i] : hi;
+        sum += on.tasks[i];
+    }
+    fprintf(stderr, "  4 equal devices: %.3f s, tiles %llu %llu %llu %llu, held back %llu times\n",
+            on.seconds, (unsigned long long)on.tasks[0], (unsigned long long)on.tasks[1],
+            (unsigned long long)on.tasks[2], (unsigned long long)on.tasks[3],
+            (unsigned long long)on.deferred);
+    ASSERT_MSG(on.err < 1e-12, "rel err %.2e", on.err);
+    ASSERT_EQ(sum, 25);
+    ASSERT_MSG(hi - lo <= 2, "tiles per device from %llu to %llu", (unsigned long long)lo,
+               (unsigned long long)hi);
+}
+
+TEST_MAIN()

@@ -9,8 +9,9 @@
  *   refill    demand-driven: pull tasks from the global queue into the reservation station
  *             until it is full; with the queue empty and a slot idle, steal from the
  *             fullest station of another device.
- *   activate  move the best-ranked station task (Eq. 3) onto each free slot, if the heap
- *             can hold it and no peer would finish it sooner (the end game, balance.c). Admission (B7): the bytes of C + A + B of every running task fit
+ *   activate  move the best-ranked station task (Eq. 3) onto each free slot, unless a
+ *             peer would finish it sooner (the end game, balance.c), if the heap can hold
+ *             it. Admission (B7): the bytes of C + A + B of every running task fit
  *             the heap, and the task's C block (allocated here, fixed until the task ends)
  *             can be placed so that, around the C blocks alone, two operand tiles of each
  *             running task still fit in one piece each (tess__cache_alloc_planned).

@@ -214,8 +214,11 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     }
     uint64_t d2d0 = nc ? tess__nccl_packed_d2d(nc) : 0;
     int64_t budget = 0, kpass = k;
-    /* device panels: at most half the heap */
-    if (!st) st = tess__pgemm_budget(g, nc ? (int64_t)(tess__nccl_heap_bytes(nc) / 2) : 0, &budget);
+    /* device panels: at most their share of the heap */
+    if (!st)
+        st = tess__pgemm_budget(
+            g, nc ? (int64_t)((double)tess__nccl_heap_bytes(nc) * TESS__PANEL_HEAP_SHARE) : 0,
+            &budget);
     if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
     int64_t cbytes = 128 << 20;
     int cst0 = tess__pgemm_chunk(g, &cbytes); /* collective: every rank gets here */

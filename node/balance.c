@@ -60,8 +60,9 @@ double tess__step_flops(const struct tess__step *st, tess_dtype_t dt) {
     return tess__dtypes[dt].flop_mul * pairs;
 }
 
-/* kflop of all of t's steps */
-static double task_k(const struct tess__task *t) {
+/* kflop of all of t's steps, summed once per task (its steps never change) */
+static double task_k(struct tess__task *t) {
+    if (t->work_k > 0) return t->work_k;
     const struct tess__job *job = t->job;
     double w = 0;
     for (int s = 0; s < t->nsteps; s++) {
@@ -69,24 +70,28 @@ static double task_k(const struct tess__task *t) {
         job->ops->step(job, t, s, &st);
         w += tess__step_flops(&st, job->dt);
     }
-    return w / 1000.0;
+    return t->work_k = w / 1000.0;
+}
+
+/* kflop of d's running tasks not yet completed: its slots', published for peers */
+static double own_left(const struct tess__dev *d) {
+    double left = 0;
+    for (int i = 0; i < d->nstreams; i++) left += fmax(0, d->slot[i].work_k);
+    return left;
 }
 
 static void publish_left(struct tess__dev *d) {
-    if (d->bal.left_k < 0.5) d->bal.left_k = 0; /* rounding of the step sums */
-    atomic_store_explicit(&d->bal.left, (uint64_t)d->bal.left_k, memory_order_relaxed);
+    atomic_store_explicit(&d->bal.left, (uint64_t)own_left(d), memory_order_relaxed);
 }
 
 void tess__bal_start(struct tess__dev *d, struct tess__slot *sl) {
     sl->work_k = task_k(sl->t);
-    d->bal.left_k += sl->work_k;
     publish_left(d);
 }
 
 void tess__bal_step_done(struct tess__dev *d, struct tess__slot *sl, int s) {
     double k = sl->step_k[s % 2];
     sl->work_k -= k;
-    d->bal.left_k -= k;
     d->bal.done_k += k;
     publish_left(d);
     /* the step completed while the device was busy: busy_since is the current period */
@@ -97,19 +102,18 @@ void tess__bal_step_done(struct tess__dev *d, struct tess__slot *sl, int s) {
 }
 
 void tess__bal_end(struct tess__dev *d, struct tess__slot *sl) {
-    d->bal.left_k -= sl->work_k; /* steps that will not run (cancelled, device failed) */
-    sl->work_k = 0;
+    sl->work_k = 0; /* also steps that will not run (cancelled, device failed) */
     publish_left(d);
 }
 
 void tess__bal_idle(struct tess__dev *d, double busy_s) { d->bal.busy_s += busy_s; }
 
-bool tess__bal_defer(struct tess__dev *d, const struct tess__task *t, bool running) {
+bool tess__bal_defer(struct tess__dev *d, struct tess__task *t, bool running) {
     struct tess__rt *rt = d->rt;
     if (!rt->cfg.balance || rt->ndev < 2 || !(d->desc.caps & TESS__CAP_SHARED)) return false;
     double rd = (double)atomic_load_explicit(&d->bal.rate, memory_order_relaxed);
     if (!(rd > 0)) return false;
-    double w = task_k(t), here = (d->bal.left_k + w) / rd;
+    double w = task_k(t), here = (own_left(d) + w) / rd;
     double queued = (double)tess__rt_pending(rt); /* a peer takes these before stealing t */
     for (int i = 0; i < rt->ndev; i++) {
         struct tess__dev *e = rt->dev[i];

@@ -77,6 +77,8 @@ struct tess__task {
     struct tess__task *succ;   /* the task waiting for this one (one chain), or NULL */
     _Atomic int state;         /* enum tess__task_state */
     int prio;                  /* Eq. 3 for the device whose station holds it */
+    double work_k;             /* kflop of all its steps (balance.c), 0 until first asked;
+                                  written by the worker holding the task */
 };
 
 /* What a routine provides to the runtime. */
@@ -190,9 +192,8 @@ struct tess__slot {
 struct tess__bal {
     double done_k;             /* kflop of steps completed since the runtime started */
     double busy_s;             /* seconds with steps in flight, over the periods that ended */
-    double left_k;             /* kflop of the running tasks' steps not yet completed */
     _Atomic uint64_t rate;     /* done_k over busy time: kflop/s, 0 until a step completed */
-    _Atomic uint64_t left;     /* left_k, for peers */
+    _Atomic uint64_t left;     /* the slots' work_k summed: kflop not yet completed */
 };
 
 struct tess__dev {
@@ -373,7 +374,7 @@ void tess__bal_start(struct tess__dev *d, struct tess__slot *sl);
 void tess__bal_step_done(struct tess__dev *d, struct tess__slot *sl, int s);
 void tess__bal_end(struct tess__dev *d, struct tess__slot *sl);
 void tess__bal_idle(struct tess__dev *d, double busy_s);
-bool tess__bal_defer(struct tess__dev *d, const struct tess__task *t, bool running);
+bool tess__bal_defer(struct tess__dev *d, struct tess__task *t, bool running);
 /* Process-wide: times a device left a station task for a peer (tests). */
 TESS_API uint64_t tess__bal_deferred(void);
 

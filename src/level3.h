@@ -101,6 +101,10 @@ bool tess__l3_real_is(tess_dtype_t dt, const void *p, double v);
 
 /* ---- gemm.c: the GEMM job, for callers other than tess_?gemm (comm/pgemm.c) ------------ */
 
+/* The share of a device heap the distributed GEMM's device panels may take (comm/pgemm.c);
+ * a job reading them tunes its tile over the rest. */
+#define TESS__PANEL_HEAP_SHARE 0.5
+
 /* Options of a GEMM job started by another layer. */
 struct tess__gemm_opts {
     /* NULL, or how much of the operands is in place, along ready_dim: 'k' (leading k

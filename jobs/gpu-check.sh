@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # jobs/gpu-check.sh: everything tessera checks and times on a GPU machine, in one call.
-# One node, all its GPUs (H100 x1 or H200 x2 here). Environment: the machine has CUDA,
+# One node, all its GPUs (H100 x1, H200 x2 or x4 here). Environment: the machine has CUDA,
 # cuBLAS and NCCL; OpenBLAS, Open MPI and ScaLAPACK come from .devkit (carried, see
 # ../shared/devkit/README.md). Writes logs under $OUT (default ./out) and prints a table.
 #   GPU_CHECK_SIZES   sizes for the verified tessera-gemm runs (default "4096 16384"; "" none)
@@ -15,6 +15,7 @@
 # Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
 # (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
 # (distributed GEMM against in-core), GPU_CHECK_BALANCE (the end game on several GPUs),
+# GPU_CHECK_SCALE (issue 9: every GPU against one, cuBLAS-XT, host-link bytes),
 # GPU_CHECK_SKINNY (the variant by shape), GPU_CHECK_MIXED
 # (the GPU transport across nodes), GPU_CHECK_DEVXPORT (the GPU transport against
 # ScaLAPACK), GPU_CHECK_PERF
@@ -234,6 +235,39 @@ if [ -n "${GPU_CHECK_BALANCE:-}" ] && [ -x build-gpu/tessera-bench ]; then
   done
 fi
 # ---- end issue 3
+# ---- scaling on every GPU of the node, issue 9 (GPU_CHECK_SCALE="n ...", e.g. "65536 98304") --
+# For each n one tessera-bench (GPU_CHECK_SCALE_ARGS; default: DGEMM, in-core on one GPU, which
+# falls back to n = 32768 where the operands do not fit, cuBLAS-XT on every GPU at block
+# 12288, tessera on every GPU; verified at warm-up and last run, median of 3), with the
+# summary, the timeline (TESSERA_TRACE, every tessera call of the run) and the host links
+# measured by the driver (jobs/pcie-meter.py: NVML's PCIe byte counters sampled while the
+# bench runs, split by row from the bench's time-stamped progress; cuBLAS-XT keeps no
+# counters). GPU_CHECK_SCALE_B0=1 adds, at the first n, tessera alone with TESSERA_BALANCE=0.
+if [ -n "${GPU_CHECK_SCALE:-}" ] && [ -x build-gpu/tessera-bench ]; then
+  stamp() { while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done; }
+  sargs=${GPU_CHECK_SCALE_ARGS:-"-p d -r 3 --xt-blocks 12288 --skip xt-pageable,tess-pageable,cpu-blas,incore-copies --verify ends"}
+  scale_run() { # name, env..., -- bench args...
+    local nm=$1; shift; local ev=(); while [ "$1" != -- ]; do ev+=("$1"); shift; done; shift
+    local s=$(date +%s) mp=""
+    python3 jobs/pcie-meter.py record "$OUT/${nm}_pcie.txt" 2>"$OUT/${nm}_pcie.err" & mp=$!
+    env "${ev[@]}" TESSERA_SUMMARY=1 TESSERA_TRACE="$OUT/${nm}_trace.json" ./build-gpu/tessera-bench \
+        "$@" >"$OUT/$nm.log" 2> >(stamp >"$OUT/$nm.err")
+    local rc=$?; sleep 0.5; kill "$mp" 2>/dev/null; wait "$mp" 2>/dev/null
+    gzip -f "$OUT/${nm}_trace.json" 2>/dev/null
+    note "$(printf '%-29s %s (%d s)' "$nm" "$([ $rc = 0 ] && echo ok || echo "FAILED rc=$rc")" $(( $(date +%s) - s )))"
+    grep -E "^(in-core|xt|tess)|^    " "$OUT/$nm.log" | sed 's/^/    /'
+    python3 jobs/pcie-meter.py split "$OUT/${nm}_pcie.txt" "$OUT/$nm.err" 2>&1 | sed 's/^/    /'
+  }
+  first=1
+  for n in $GPU_CHECK_SCALE; do
+    scale_run "scale_d$n" -- -n "$n" $sargs
+    if [ "$first" = 1 ] && [ "${GPU_CHECK_SCALE_B0:-0}" = 1 ]; then
+      scale_run "scale_d${n}_balance0" TESSERA_BALANCE=0 -- -n "$n" -p d -r 3 --verify ends \
+          --skip incore,xt,xt-pageable,tess-pageable,cpu-blas,incore-copies
+    fi
+    first=0
+  done
+fi
 # ---- level 3 on the GPU, issue 4 (tessera-bench --routine) ---------------------------------
 # Correctness: every routine (tessera rows, probe-verified warm-up + 1 run) in d and z at each
 # size of GPU_CHECK_L3CHECK (default 8192; "" skips), twice: the default options with the
@@ -251,8 +285,9 @@ if [ -x build-gpu/tessera-bench ]; then
     grep -E "^\| [dz]" "$OUT/l3check_${n}_RUCU.log" | sed 's/^/    /'
   done
   if [ -n "${GPU_CHECK_L3BENCH:-}" ]; then
-    run "tessera-bench level 3" l3bench.log ./build-gpu/tessera-bench $GPU_CHECK_L3BENCH \
-        --csv "$OUT/l3bench.csv"
+    run "tessera-bench level 3" l3bench.log env TESSERA_SUMMARY=1 TESSERA_TRACE="$OUT/l3bench_trace.json" \
+        ./build-gpu/tessera-bench $GPU_CHECK_L3BENCH --csv "$OUT/l3bench.csv"
+    gzip -f "$OUT/l3bench_trace.json" 2>/dev/null
     cat "$OUT/l3bench.log"
   fi
 fi

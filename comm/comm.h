@@ -358,6 +358,10 @@ size_t tess__nccl_heap_bytes(const struct tess__nccl *n);
 /* How many units may be queued before waiting for the oldest (2 when ranks of other nodes
  * take part: each unit in flight holds a pinned receive buffer). */
 int tess__nccl_units_in_flight(const struct tess__nccl *n);
+/* The device buffers one unit takes beside the panels, each at most the unit's bytes. */
+int tess__nccl_unit_buffers(const struct tess__nccl *n);
+/* The least bytes per unit (TESSERA_PGEMM_CHUNK is raised to it). */
+int64_t tess__nccl_min_unit(const struct tess__nccl *n);
 /* Device memory from the runtime's heap on that device (freed after the stream drains). */
 int tess__nccl_alloc(struct tess__nccl *n, size_t bytes, void **ptr, void **handle);
 void tess__nccl_free(struct tess__nccl *n, void *handle);
@@ -391,9 +395,12 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
                     int64_t ic, int64_t jc, const struct tess__comm_desc *dc);
 
 /* Bytes per rank the gathered panels may take (TESSERA_PGEMM_MEM, at most `cap` where
- * cap > 0, e.g. half a device heap; else cap, or 40% of RAM shared by the ranks of a node),
+ * cap > 0, e.g. the device panels' cap; else cap, or 40% of RAM shared by the ranks of a node),
  * the minimum over the grid. Collective. */
 int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t cap, int64_t *out);
+/* The device panels' cap on a heap of heap bytes beside an in-place operand of inplace bytes
+ * and nbuf exchange buffers of at most unit bytes each (and at most the panels' bytes). */
+int64_t tess__pgemm_panel_cap(int64_t heap, int64_t inplace, int nbuf, int64_t unit);
 /* The grid's host work buffer (g->ws; pinned where a GPU is used), grown to at least bytes
  * (TESS_ENOMEM with a message when it cannot be). */
 int tess__pgemm_ws(struct tess__comm_grid *g, size_t bytes);

@@ -129,6 +129,23 @@ int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t cap, int64_t *ou
     return st ? st : st2;
 }
 
+/* The device panels' cap on a heap of `heap` bytes: what the rank's job and the exchange
+ * leave (level3.h). The job reads an in-place operand of `inplace` bytes from host memory
+ * (cached: each of its tiles serves every tile row or column of C) and keeps
+ * TESS__JOB_HEAP_RESERVE of the heap for its streams' tiles; the exchange holds nbuf
+ * buffers of one unit, each at most `unit` bytes and at most the panels' bytes. The
+ * largest p with p + nbuf min(unit, p) <= the rest; never less than TESS__PANEL_HEAP_SHARE
+ * of the heap (the rule before this one). 4 x H200, 1 x 4 grid, n = 98304: A's panel of
+ * all k is 77.3 GB; half the 141.5 GB heap made it two passes (C twice over the host link,
+ * two ramps: 0.849 of 4 x in-core, docs/benchmarks.md); this rule leaves one. */
+int64_t tess__pgemm_panel_cap(int64_t heap, int64_t inplace, int nbuf, int64_t unit) {
+    const int64_t floor = (int64_t)((double)heap * TESS__PANEL_HEAP_SHARE);
+    const int64_t rest = heap - inplace - (int64_t)((double)heap * TESS__JOB_HEAP_RESERVE);
+    int64_t p = rest - (int64_t)nbuf * unit; /* panels of a unit or more */
+    if (p < unit) p = rest / (1 + nbuf);    /* smaller: the units are the panels' size */
+    return TESS__MAX(floor, p);
+}
+
 int tess__pgemm_ws(struct tess__comm_grid *g, size_t bytes) {
     if (bytes <= g->ws_bytes) return TESS_OK;
     tess_free_host(g->ws);
@@ -214,16 +231,19 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     }
     uint64_t d2d0 = nc ? tess__nccl_packed_d2d(nc) : 0;
     int64_t budget = 0, kpass = k;
-    /* device panels: at most their share of the heap */
-    if (!st)
-        st = tess__pgemm_budget(
-            g, nc ? (int64_t)((double)tess__nccl_heap_bytes(nc) * TESS__PANEL_HEAP_SHARE) : 0,
-            &budget);
-    if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
     int64_t cbytes = 128 << 20;
     int cst0 = tess__pgemm_chunk(g, &cbytes); /* collective: every rank gets here */
+    if (nc) cbytes = TESS__MAX(cbytes, tess__nccl_min_unit(nc));
+    /* device panels: what the job and the exchange leave of the heap (st is agreed here:
+     * every rank or none takes the collective budget) */
+    const int64_t heap = nc ? (int64_t)tess__nccl_heap_bytes(nc) : 0;
+    const int64_t inplace = (ops[0].in_place ? mloc : ops[1].in_place ? nloc : 0) * k * (int64_t)es;
+    if (!st)
+        st = tess__pgemm_budget(
+            g, nc ? tess__pgemm_panel_cap(heap, inplace, tess__nccl_unit_buffers(nc), cbytes) : 0,
+            &budget);
     if (!st) st = cst0;
-    if (nc) cbytes = TESS__MAX(cbytes, (int64_t)512 << 20);
+    if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
     int64_t kc = per_k > 0 ? TESS__MAX(1, TESS__MIN(kpass, cbytes / per_k)) : kpass;
 
     /* panel buffers for one pass: device memory from the runtime's heap (NCCL), or host
@@ -291,7 +311,8 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         int jst = TESS_OK;
         struct tess__gemm_opts jo = {.ready = moving ? &ready : NULL, .ready_dim = mode,
                                      .a_dev = nc && !ops[0].in_place ? tess__nccl_device(nc) : -1,
-                                     .b_dev = nc && !ops[1].in_place ? tess__nccl_device(nc) : -1};
+                                     .b_dev = nc && !ops[1].in_place ? tess__nccl_device(nc) : -1,
+                                     .panel_share = heap > 0 ? (double)(abytes + bbytes) / (double)heap : 0};
         if (mloc > 0 && nloc > 0)
             jst = tess__gemm_start(dt, ta, tb, mloc, nloc, kp, &al, Ap, lda, Bp, ldb,
                                    p0 == 0 ? &be : tess__scalar_one(dt), Cloc, dc->lld, &jo, &job);

@@ -461,6 +461,15 @@ int tess__nccl_units_in_flight(const struct tess__nccl *n) { return n->remote ? 
 
 size_t tess__nccl_heap_bytes(const struct tess__nccl *n) { return n->rt->dev[n->dev]->heap_bytes; }
 
+/* Buffers of one unit beside the panels: send (two with a pack stream) and receive. */
+int tess__nccl_unit_buffers(const struct tess__nccl *n) { return n->two ? 3 : 2; }
+
+/* Units of at least 512 MiB on GPUs (NCCL's rate); emulated devices follow
+ * TESSERA_PGEMM_CHUNK down to 64 KiB, so that the tests run several units. */
+int64_t tess__nccl_min_unit(const struct tess__nccl *n) {
+    return n->mode == MODE_GPU ? (int64_t)512 << 20 : (int64_t)64 << 10;
+}
+
 int tess__nccl_alloc(struct tess__nccl *n, size_t bytes, void **ptr, void **handle) {
     struct tess__blk *b;
     int rc = tess__cache_alloc_work(&n->rt->cache, n->dev, bytes ? bytes : 256, &b);

@@ -45,6 +45,11 @@ if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTESS_BUILD_TESTS=$tests 
 else
   tail -40 "$OUT/build.log"; note "build                         FAILED"; exit 1
 fi
+# a process of an earlier part of the same call may still be exiting (a killed run unpins
+# hundreds of GB of host memory while its GPU memory is still held): wait for the GPUs
+for _ in $(seq 120); do
+  [ -z "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null)" ] && break; sleep 1
+done
 nvidia-smi --query-gpu=name,memory.total,pcie.link.gen.current --format=csv >"$OUT/gpus.txt" 2>&1
 nvidia-smi topo -m >>"$OUT/gpus.txt" 2>&1
 # the first runtime start on a machine measures the tile-kernel rates (node/tune.c) and keeps
@@ -160,8 +165,7 @@ fi
 # median of 3: (1) DGEMM n = 32768: in-core, cuBLAS-XT 8192, tessera pinned and pageable (with
 # TESSERA_SUMMARY: staging counters); (2) the tile sweep GPU_CHECK_PERF_TILES (tessera only);
 # (3) TESSERA_RECOVER=1's cost (tessera with 0 and with 1); (4) a trace of one pageable call; (5) n = 57344
-# (operands larger than the GPU; the in-core row falls back to the largest n that fits, at
-# most 32768); (6) s and c at 32768 against their in-core rates; (7) c alone; (8) tessera
+# (operands larger than the GPU; the in-core row falls back to the largest n that fits); (6) s and c at 32768 against their in-core rates; (7) c alone; (8) tessera
 # against cuBLAS-XT 8192 and 12288 at 32768; (9) z alone; (10) pageable operands with the
 # default staging, then TESSERA_STAGING=4G with 8 and 12 staging threads; (11) the node
 # runtime (tess row) and tess_pdgemm on one rank (issue 6: within 3%). GPU_CHECK_PERF_STEPS picks (default 1-6).
@@ -237,7 +241,7 @@ fi
 # ---- end issue 3
 # ---- scaling on every GPU of the node, issue 9 (GPU_CHECK_SCALE="n ...", e.g. "65536 98304") --
 # For each n one tessera-bench (GPU_CHECK_SCALE_ARGS; default: DGEMM, in-core on one GPU, which
-# falls back to n = 32768 where the operands do not fit, cuBLAS-XT on every GPU at block
+# falls back to the largest n that fits where the operands do not, cuBLAS-XT on every GPU at block
 # 12288, tessera on every GPU; verified at warm-up and last run, median of 3), with the
 # summary, the timeline (TESSERA_TRACE, every tessera call of the run) and the host links
 # measured by the driver (jobs/pcie-meter.py: NVML's PCIe byte counters sampled while the
@@ -327,7 +331,8 @@ if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
       -r 3 --skip xt,xt-pageable,tess,tess-pageable,incore-copies,cpu-blas --verify ends
   grep -E "^in-core " "$OUT/pgemm_incore.log" | sed 's/^/    /'
   # each run's timeline, one file per rank (%r), tarred into $OUT/pgemm_traces.tgz
-  tdir=$(mktemp -d); mkdir -p "$tdir/pgemm_traces"
+  # (under $OUT as they are written: a part stopped by its time limit keeps them)
+  tdir=$OUT; mkdir -p "$tdir/pgemm_traces"
   IFS=, read -r -a psets <<<"${GPU_CHECK_PGEMM_SETS:-1 1,2 1,1 0}"
   for sd in "${psets[@]}"; do
     read -r s d <<<"$sd"
@@ -342,7 +347,7 @@ if [ -n "${GPU_CHECK_PGEMM:-}" ]; then
       ./build-gpu/tessera-gemm -m "$pn" --nb "${GPU_CHECK_PGEMM_NB:-4096}" -r 3 --pinned
   grep -E "median|verified" "$OUT/pgemm_np1.log" | sed 's/^/    /'
   fi
-  tar czf "$OUT/pgemm_traces.tgz" -C "$tdir" pgemm_traces && rm -rf "$tdir"
+  tar czf "$OUT/pgemm_traces.tgz" -C "$tdir" pgemm_traces && rm -rf "$tdir/pgemm_traces"
 fi
 # ---- skinny distributed GEMM, issue 6 (GPU_CHECK_SKINNY="M N K", e.g. "65536 1024 32768") --
 # Two ranks (one per GPU; on one GPU both share it, each with a 30 GiB heap, MPI transport):

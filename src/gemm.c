@@ -188,9 +188,11 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     /* the tuned edge for every GEMM job: plain calls and the distributed GEMM's local jobs
      * (streamed or device panels too: 2 x H200, 2 ranks, n = 65536, edge 8192 ran at 0.912
      * of 2 x in-core where the fixed rule's 4096 gave 0.865, docs/benchmarks.md); device
-     * panels take up to half the heap, so the model sees the other half */
+     * panels take part of the heap, so the model sees the rest */
     const int dev_panels = opts && (opts->a_dev >= 0 || opts->b_dev >= 0);
-    job->tile = tess__rt_tile(rt, dt, m, n, k, dev_panels ? 1.0 - TESS__PANEL_HEAP_SHARE : 1.0);
+    const double pshare = dev_panels && opts->panel_share > 0 ? TESS__MIN(opts->panel_share, 0.95)
+                                                              : TESS__PANEL_HEAP_SHARE;
+    job->tile = tess__rt_tile(rt, dt, m, n, k, dev_panels ? 1.0 - pshare : 1.0);
     int64_t T = job->tile;
     if (T > INT32_MAX) T = job->tile = INT32_MAX;
     /* every copy of this job reserves a full tile, rounded to the heap's alignment: uniform

@@ -101,9 +101,13 @@ bool tess__l3_real_is(tess_dtype_t dt, const void *p, double v);
 
 /* ---- gemm.c: the GEMM job, for callers other than tess_?gemm (comm/pgemm.c) ------------ */
 
-/* The share of a device heap the distributed GEMM's device panels may take (comm/pgemm.c);
- * a job reading them tunes its tile over the rest. */
+/* The distributed GEMM's device panels (comm/pgemm.c, tess__pgemm_panel_cap) take what its
+ * local job leaves of a device heap: the job keeps the in-place operand's local part cached
+ * and TESS__JOB_HEAP_RESERVE of the heap for its streams' tiles; the panels never get less
+ * than TESS__PANEL_HEAP_SHARE of it. A job reading them tunes its tile over the rest
+ * (tess__gemm_opts.panel_share). */
 #define TESS__PANEL_HEAP_SHARE 0.5
+#define TESS__JOB_HEAP_RESERVE 0.2
 
 /* Options of a GEMM job started by another layer. */
 struct tess__gemm_opts {
@@ -117,6 +121,9 @@ struct tess__gemm_opts {
      * (A, B are then device pointers: tiles are fetched D2D or P2P from there, and the
      * job runs on devices only, never on the CPU worker). */
     int a_dev, b_dev;
+    /* with a_dev or b_dev: the share of that device's heap the panels took (0: up to
+     * TESS__PANEL_HEAP_SHARE); the tile model sees the rest */
+    double panel_share;
 };
 
 /* Start C = alpha op(A) op(B) + beta C on column-major arrays (ta, tb 'N', 'T', 'C';

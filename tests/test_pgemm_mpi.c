@@ -26,6 +26,8 @@
  *     passes > 1 when TESSERA_PGEMM_MEM forces it. Stationary A/B: the same variant on
  *     every rank, the stationary operand in place, one pass, at most the other operand and
  *     a partial of the rank's sub(C) from every rank received.
+ *   - the device panels' cap (TESSERA_PGEMM_NCCL=2, 1 x Q grids): A's panel of 0.65 of the
+ *     heap beside a thin in-place B runs in one pass (half the heap would need two).
  *   - one-rank mode: a 1 x 1 grid over MPI_COMM_SELF on every rank, tess_p?gemm against
  *     tess_?gemm (the node runtime) on the same data.
  *   - bad input: an LLD too small on one rank only, m < 0, k < 0 on one rank only, ia out
@@ -794,6 +796,48 @@ static void run_shapes(struct gctx *G, int id0) {
     }
 }
 
+/* ---- the device panels' cap (comm/pgemm.c tess__pgemm_panel_cap) ---------------------- */
+/* On a 1 x Q grid through the GPU transport (TESSERA_PGEMM_NCCL=2) B is used in place and
+ * A's panel of all k goes to device memory. A case whose panel takes 0.65 of the smallest
+ * heap, beside a thin in-place B and small exchange units: more than the half the panels
+ * once had (two passes), less than the heap left by B, the exchange buffers and the job's
+ * reserve, so it must run in one pass (the 4 x H200 case of docs/benchmarks.md, n = 98304,
+ * in miniature). Checked like the random cases. */
+static void run_panel_cap(struct gctx *G, int id) {
+    const char *xk = getenv("TESSERA_PGEMM_NCCL");
+    if (!xk || strcmp(xk, "2") || G->P != 1 || G->Q < 2) return;
+    size_t heap = 0;
+    for (int d = 0; d < tess_device_count(); d++) {
+        tess_dev_stats_t ds;
+        if (tess_device_stats(d, &ds) == TESS_OK && ds.mem_capacity && (!heap || ds.mem_capacity < heap))
+            heap = ds.mem_capacity;
+    }
+    if (!heap) {
+        failf("panel cap: no device heap");
+        return;
+    }
+    struct pcase c;
+    memset(&c, 0, sizeof c);
+    c.id = id, c.cs = mix((uint64_t)id * 7919u + seed0), c.dt = TESS_D, c.ta = c.tb = 'N';
+    c.k = 512, c.n = 8 * G->Q, c.m = (int)(0.65 * (double)heap / (8.0 * c.k));
+    c.al[0] = 0.5, c.be[0] = -0.75, c.variant = 'c', c.expect = 'C', c.aligned = 1, c.typed = 1;
+    c.chunk = 512 << 10; /* units of 128 rows: exchange buffers of 2-3 x 256 KiB */
+    c.ic = 1, c.jc = 2, c.CM = c.m + 3, c.CN = c.n + 5, c.Cmb = 64, c.Cnb = 3;
+    c.ia = c.ic, c.Amb = c.Cmb, c.Arsrc = c.Crsrc, c.AM = c.CM, c.ja = 2, c.AN = c.k + 3, c.Anb = 40;
+    c.jb = c.jc, c.Bnb = c.Cnb, c.Bcsrc = c.Ccsrc, c.BN = c.CN, c.ib = 1, c.BM = c.k + 2, c.Bmb = 24;
+    const double panel = 8.0 * c.m * c.k;
+    run_case(G, &c);
+    tess_pgemm_stats_t st;
+    if (G->myrow < 0 || tess_pgemm_last_stats(G->g, &st)) return; /* outside the grid */
+    if (!(panel > 0.5 * (double)heap)) failf("panel cap: the case's panel (%.0f B) is not above half the heap", panel);
+    if (!st.nccl || !st.b_local || st.a_local)
+        failf("panel cap: nccl %d, a_local %d, b_local %d (expected the GPU transport, B in place)",
+              st.nccl, st.a_local, st.b_local);
+    if (st.passes != 1)
+        failf("panel cap: A's panel of %.0f bytes on a heap of %zu bytes beside B's %d local columns "
+              "ran in %d passes, expected 1", panel, heap, c.n / G->Q, st.passes);
+}
+
 /* ---- bad input: every rank returns TESS_EINVAL, nothing written, nobody hangs ----------- */
 static long long str_hash(const char *s) {
     unsigned long long h = 1469598103934665603ull;
@@ -1102,6 +1146,7 @@ int main(int argc, char **argv) {
             run_case(&G, &c);
         }
         if (only < 0) run_shapes(&G, 900000 + s * 8);
+        if (only < 0) run_panel_cap(&G, 950000 + s);
         if (only < 0) run_bad(&G);
         grid_close(&G);
     }

@@ -602,11 +602,11 @@ static void row_incore(struct group *g) {
     last_err[0] = 0;
     if (CU(cudaSetDevice(ic.dev)) || CU(cudaMemGetInfo(&fr, &tot))) goto fail;
     if (3.0 * (double)g->n * (double)g->n * (double)g->es > 0.9 * (double)fr) {
-        /* the largest multiple of 1024 that fits, at most 32768: a ceiling timed over runs
-         * of a second or more (short runs of n = 16384 finish before the GPU settles into
-         * its sustained clock and read about 10% faster on the H100) */
+        /* the largest multiple of 1024 that fits: the longest runs, timed at the GPU's
+         * sustained clock (4 x H200, 2026-11-26: 52.62 TFLOP/s at n = 32768 in 1.3 s runs,
+         * 51.39 at 65536 in 11 s runs; the cap of 32768 this had made the baseline the
+         * short runs' rate) */
         int64_t s = (int64_t)sqrt(0.9 * (double)fr / (3.0 * (double)g->es)) / 1024 * 1024;
-        if (s > 32768) s = 32768;
         if (s < 1024) {
             fail_msg("fit check", "n = 1024 does not fit in 90% of the free device memory either",
                      __FILE__, __LINE__);

@@ -25,6 +25,16 @@ int probe_begin(struct probe *p, tess_dtype_t dt, int64_t m, int64_t n, const vo
 double probe_check(const struct probe *p, char ta, char tb, int64_t k, const void *alpha,
                    const void *A, int64_t lda, const void *B, int64_t ldb, const void *beta,
                    const void *C, int64_t ldc);
+/* The same with op(B) t given (bt: 2k entries, re/im; btabs: |op(B)| |t|, k entries), for
+ * callers that share it between blocks of C with the same columns. */
+double probe_check_bt(const struct probe *p, char ta, int64_t k, const void *alpha, const void *A,
+                      int64_t lda, const long double *bt, const long double *btabs,
+                      const void *beta, const void *C, int64_t ldc);
+/* y = op(X) v (v, y: re/im pairs), yabs = |op(X)| vabs; X rows x cols (ld); y has rows
+ * entries for trans 'N', cols otherwise. */
+void probe_matvec(tess_dtype_t dt, char trans, int64_t rows, int64_t cols, const void *X,
+                  int64_t ld, const long double *v, const long double *vabs, long double *y,
+                  long double *yabs);
 void probe_end(struct probe *p);
 
 #endif

@@ -158,6 +158,7 @@ if [ -n "${GPU_CHECK_TRACE:-}" ]; then
   run "trace d n=$GPU_CHECK_TRACE" "trace_$GPU_CHECK_TRACE.log" env TESSERA_SUMMARY=1 \
       TESSERA_TRACE="$OUT/trace_$GPU_CHECK_TRACE.json" ./build-gpu/tessera-gemm -m "$GPU_CHECK_TRACE" -r 1 --pinned
   gzip -f "$OUT/trace_$GPU_CHECK_TRACE.json" 2>/dev/null
+  python3 jobs/trace-summary.py "$OUT/trace_$GPU_CHECK_TRACE.json.gz" >"$OUT/trace_$GPU_CHECK_TRACE.txt" 2>&1
   grep -E "median|verified|^  [0-9] " "$OUT/trace_$GPU_CHECK_TRACE.log" | sed 's/^/    /'
 fi
 # ---- issue 3's GEMM targets on one GPU (GPU_CHECK_PERF=1) -----------------------------------
@@ -243,7 +244,8 @@ fi
 # For each n one tessera-bench (GPU_CHECK_SCALE_ARGS; default: DGEMM, in-core on one GPU, which
 # falls back to the largest n that fits where the operands do not, cuBLAS-XT on every GPU at block
 # 12288, tessera on every GPU; verified at warm-up and last run, median of 3), with the
-# summary, the timeline (TESSERA_TRACE, every tessera call of the run) and the host links
+# summary, the timeline (TESSERA_TRACE, every tessera call of the run; jobs/trace-summary.py
+# writes what it says per call and device to <name>_trace.txt) and the host links
 # measured by the driver (jobs/pcie-meter.py: NVML's PCIe byte counters sampled while the
 # bench runs, split by row from the bench's time-stamped progress; cuBLAS-XT keeps no
 # counters). GPU_CHECK_SCALE_B0=1 adds, at the first n, tessera alone with TESSERA_BALANCE=0.
@@ -258,6 +260,7 @@ if [ -n "${GPU_CHECK_SCALE:-}" ] && [ -x build-gpu/tessera-bench ]; then
         "$@" >"$OUT/$nm.log" 2> >(stamp >"$OUT/$nm.err")
     local rc=$?; sleep 0.5; kill "$mp" 2>/dev/null; wait "$mp" 2>/dev/null
     gzip -f "$OUT/${nm}_trace.json" 2>/dev/null
+    python3 jobs/trace-summary.py "$OUT/${nm}_trace.json.gz" >"$OUT/${nm}_trace.txt" 2>&1
     note "$(printf '%-29s %s (%d s)' "$nm" "$([ $rc = 0 ] && echo ok || echo "FAILED rc=$rc")" $(( $(date +%s) - s )))"
     grep -E "^(in-core|xt|tess)|^    " "$OUT/$nm.log" | sed 's/^/    /'
     python3 jobs/pcie-meter.py split "$OUT/${nm}_pcie.txt" "$OUT/$nm.err" 2>&1 | sed 's/^/    /'

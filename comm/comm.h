@@ -352,6 +352,9 @@ struct tess__redist_op;
  * differ in that; other errors are agreed. Closed by tess_grid_free. */
 int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out);
 void tess__nccl_close(struct tess__nccl *n);
+/* After a call that failed (agreed): if a device was lost during an exchange anywhere,
+ * every rank closes its transport; the next call opens a new one. Collective. */
+int tess__nccl_after_failure(struct tess__comm_grid *g);
 /* The runtime device whose memory holds the panels, and its heap size. */
 int tess__nccl_device(const struct tess__nccl *n);
 size_t tess__nccl_heap_bytes(const struct tess__nccl *n);

@@ -182,6 +182,12 @@ int tess__comm_agree_on(MPI_Comm comm, int status) {
     st = TESS__MPI(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, res[1], comm));
     if (st) return st;
     msg[sizeof msg - 1] = '\0';
+    /* a message agreed before (an inner agreement) keeps its one "rank N: " */
+    const char *d = msg + 5;
+    if (!strncmp(msg, "rank ", 5) && *d >= '0' && *d <= '9') {
+        while (*d >= '0' && *d <= '9') d++;
+        if (d[0] == ':' && d[1] == ' ') return tess__fail(res[0], "%s", msg);
+    }
     return tess__fail(res[0], "rank %d: %s", res[1], msg);
 }
 

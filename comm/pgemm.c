@@ -348,7 +348,11 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
             tcomm += now_s() - tc;
             if (cst && job) tess__gemm_abort(job, cst);
         }
+        /* the exchange's error is the call's: its message, not the aborted job's */
+        char cmsg[512] = "";
+        if (cst) snprintf(cmsg, sizeof cmsg, "%s", tess_last_error());
         if (job) jst = tess__gemm_finish(job);
+        if (cst) tess__fail(cst, "%s", cmsg);
         st = tess__comm_agree(g, cst ? cst : jst);
     }
     if (moving) {
@@ -359,6 +363,9 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     if (panel_h) tess__nccl_free(nc, panel_h);
     g->last.nccl = nc != NULL;
     g->last.bytes_packed_d2d = nc ? tess__nccl_packed_d2d(nc) - d2d0 : 0;
+    /* a device lost during an exchange ends the transport on every rank (st is agreed:
+     * every rank gets here); the call's own status stands */
+    if (st && nc) (void)tess__nccl_after_failure(g);
     tess__redist_free(&ops[0]);
     tess__redist_free(&ops[1]);
     g->last.seconds = now_s() - t0;

@@ -34,14 +34,19 @@
  * (x_*) tell the two apart; what they share is the block lists, offsets and order of
  * every copy, which is what the tests check against ScaLAPACK.
  *
- * Owns the NCCL communicator (one per grid and node, created on first use), its streams
- * (GPU; the emulated device's comm streams otherwise), events and the pinned receive
+ * A rank whose device is lost during a unit tells its node's peers, which stop waiting
+ * for it (see "A device lost during a unit" below); the transport is then reopened.
+ *
+ * Owns the NCCL communicator (one per grid and node, created on first use), the copy of
+ * the grid's communicator the lost-device notices travel on, its streams (GPU; the
+ * emulated device's comm streams otherwise), events and the pinned receive
  * buffers of remote pieces (one per unit in flight). Stream ownership: only the calling
  * thread of tess_p?gemm queues work on these streams.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "redist.h"
 #include "../node/node.h"
@@ -65,6 +70,7 @@ enum { MODE_NONE = 0, MODE_GPU = 1, MODE_EMU = 2 };
 enum { X_H2D, X_D2D };
 #define TAG_REMOTE 7 /* MPI pieces from ranks of other nodes */
 #define TAG_NODE 8   /* emulated devices: the pieces NCCL would carry */
+#define TAG_LOST 9   /* on ctl: "my device was lost during pass gen" */
 
 struct tess__nccl {
     int mode;                /* MODE_GPU or MODE_EMU */
@@ -96,6 +102,12 @@ struct tess__nccl {
     int *nrank;
     int size, remote;        /* grid size; whether any rank is on another node */
     int err;                 /* the first local error of this pass after its unit's agreement */
+    /* a device lost mid-exchange (see "A device lost during a unit" below) */
+    MPI_Comm ctl;            /* the grid's ranks, for the notices */
+    int gen;                 /* passes since opened: a notice names the pass it belongs to */
+    int dead;                /* the exchange of this transport is over (own device or a peer's lost) */
+    int fault_unit;          /* TESSERA_FAULT=xport:U: this rank's device is lost at unit U of a pass */
+    const struct tess__comm_grid *g; /* the grid of the pass in progress */
     MPI_Datatype elem;       /* one element (es bytes), for the MPI pieces */
     size_t es;
     /* per unit in flight with remote pieces: what to unpack once its requests are done */
@@ -128,6 +140,52 @@ static int nccl_st(ncclResult_t r, const char *what) {
 
 /* Stream `which` (0 transfer, 1 pack; 1 is 0 without a pack stream). */
 static int x_stream(const struct tess__nccl *n, int which) { return n->two ? which : 0; }
+
+/* ---- A device lost during a unit --------------------------------------------------------
+ * A rank whose device fails after a unit's agreement (a CUDA error while queueing or
+ * waiting, or TESSERA_FAULT=xport:U) may be unable to run its part of the node's exchange
+ * at all: its ncclSend/ncclRecv never run, and its peers would wait forever in theirs. So
+ * it tells every peer of its node (TAG_LOST on ctl, the pass number) and stops its
+ * exchange (GPU: ncclCommAbort). Each peer, while it waits on the transport (polling its
+ * events and streams, or the emulated exchange's MPI requests), takes the notice, aborts
+ * its own communicator (emulated: cancels its receives from the lost rank; its sends to it
+ * are drained there) and returns TESS_EDEVICE. The pass's agreements then carry the error
+ * to every rank, and tess__nccl_after_failure closes the transport everywhere, to be opened
+ * afresh by the next call. Notices of an earlier pass are taken and dropped. */
+static int lost_peer(struct tess__nccl *n) {
+    int who = -1;
+    for (;;) {
+        int flag = 0, gen = -1;
+        MPI_Status s;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_LOST, n->ctl, &flag, &s) != MPI_SUCCESS || !flag) break;
+        if (MPI_Recv(&gen, 1, MPI_INT, s.MPI_SOURCE, TAG_LOST, n->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            break;
+        if (gen == n->gen) who = s.MPI_SOURCE;
+    }
+    return who;
+}
+
+/* The exchange of this transport is over: tell the node's peers if this rank's device was
+ * lost, and abort the communicator (GPU). Returns st. */
+static int x_lose(struct tess__nccl *n, int st, int tell) {
+    if (n->dead) return st;
+    n->dead = 1;
+    for (int j = 0; tell && n->g && j < n->size; j++)
+        if (j != n->g->rank && n->nrank[j] >= 0)
+            (void)MPI_Send(&n->gen, 1, MPI_INT, j, TAG_LOST, n->ctl); /* one int: eager */
+#if XP_GPU
+    if (n->mode == MODE_GPU && n->comm) {
+        ncclCommAbort(n->comm);
+        n->comm = NULL;
+    }
+#endif
+    return st;
+}
+
+static int lost_status(struct tess__nccl *n, int who) {
+    return x_lose(n, tess__fail(TESS_EDEVICE, "pgemm: the device of rank %d was lost during the "
+                                "exchange", who), 0);
+}
 
 static int x_setdev(struct tess__nccl *n) {
 #if XP_GPU
@@ -172,10 +230,35 @@ static int x_wait(struct tess__nccl *n, int which, int ev) {
     return n->ops->stream_wait(n->bd, n->es0 + s, n->eev[ev]);
 }
 
+#if XP_GPU
+/* Poll until q() stops saying cudaErrorNotReady, taking notices of a peer's lost device
+ * meanwhile (its NCCL operations would never end ours). */
+static int gpu_poll(struct tess__nccl *n, cudaError_t (*q)(void *), void *arg, const char *what) {
+    double t0 = 0;
+    for (unsigned spin = 0;; spin++) {
+        cudaError_t e = q(arg);
+        if (e != cudaErrorNotReady) return cuda_st(e, what);
+        if (!n->dead && n->g) {
+            int who = lost_peer(n);
+            if (who >= 0) return lost_status(n, who);
+        }
+        if (n->dead) { /* aborted: NCCL ends what it had running; bounded all the same */
+            if (t0 == 0) t0 = tess__now();
+            else if (tess__now() - t0 > 10)
+                return tess__fail(TESS_EDEVICE, "pgemm: the transport's streams did not drain "
+                                  "within 10 s of the abort");
+        }
+        if (spin > 64) usleep(20);
+    }
+}
+static cudaError_t ev_query(void *e) { return cudaEventQuery((cudaEvent_t)e); }
+static cudaError_t st_query(void *s) { return cudaStreamQuery((cudaStream_t)s); }
+#endif
+
 /* The calling thread waits for event ev. */
 static int x_sync(struct tess__nccl *n, int ev) {
 #if XP_GPU
-    if (n->mode == MODE_GPU) return cuda_st(cudaEventSynchronize(n->cev[ev]), "cudaEventSynchronize");
+    if (n->mode == MODE_GPU) return gpu_poll(n, ev_query, n->cev[ev], "cudaEventQuery");
 #endif
     return n->ops->event_sync(n->bd, n->eev[ev]);
 }
@@ -186,7 +269,7 @@ static int x_drain(struct tess__nccl *n) {
     for (int w = 0; w <= n->two && !st; w++) {
 #if XP_GPU
         if (n->mode == MODE_GPU) {
-            st = cuda_st(cudaStreamSynchronize(n->cs[w]), "cudaStreamSynchronize");
+            st = gpu_poll(n, st_query, n->cs[w], "cudaStreamQuery");
             continue;
         }
 #endif
@@ -216,12 +299,21 @@ static int x_exchange(struct tess__nccl *n, const struct tess__comm_grid *g, int
         return st ? st : st2;
     }
 #endif
+    /* a lost device (GPU): its communicator is aborted, the peers abort theirs */
+    if (n->dead && n->mode == MODE_GPU) return st;
     /* emulated: the packed pieces must be in sbuf before MPI reads them; every rank of the
-     * node posts all its receives and sends, then waits for them */
+     * node posts all its receives and sends, then waits for them. A rank whose device is
+     * lost (n->dead) posts its receives only, as a drain for its peers' sends, and sends
+     * nothing, as NCCL on a lost device would not; its peers cancel their receives from
+     * it once they have its notice. */
     st = x_record(n, 0, EV_DRAIN0);
     if (!st) st = x_sync(n, EV_DRAIN0);
     MPI_Request *req = malloc(sizeof *req * (size_t)size * 2);
-    if (!req) return st ? st : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    int *src = malloc(sizeof *src * (size_t)size * 2); /* a receive's source, -1 for a send */
+    if (!req || !src) {
+        free(req), free(src);
+        return st ? st : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    }
     int nreq = 0;
     for (int j = 0; j < size; j++) { /* counts fit an int: checked before the agreement */
         if (j == g->rank || n->nrank[j] < 0) continue;
@@ -229,16 +321,30 @@ static int x_exchange(struct tess__nccl *n, const struct tess__comm_grid *g, int
         /* a rank whose pack failed still sends (unused bytes) so that no peer hangs */
         int s2 = TESS_OK;
         if (rb) s2 = TESS__MPI(MPI_Irecv(rbuf + roff[j], (int)rb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
-        if (!s2 && rb) nreq++;
-        if (!s2 && sb) s2 = TESS__MPI(MPI_Isend(sbuf + soff[j], (int)sb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
-        if (!s2 && sb) nreq++;
+        if (!s2 && rb) src[nreq++] = j;
+        if (!s2 && sb && !n->dead)
+            s2 = TESS__MPI(MPI_Isend(sbuf + soff[j], (int)sb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
+        if (!s2 && sb && !n->dead) src[nreq++] = -1;
         if (!st) st = s2;
     }
-    for (int i = 0; i < nreq; i++) {
-        int s2 = tess__mpi_wait(&req[i]);
-        if (!st) st = s2;
+    int lost = -1;
+    for (unsigned spin = 0;; spin++) {
+        int done = 0;
+        if (MPI_Testall(nreq, req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+            if (!st) st = tess__fail(TESS_ECOMM, "pgemm: MPI_Testall failed in the node exchange");
+            break;
+        }
+        if (done) break;
+        int who = n->dead ? -1 : lost_peer(n);
+        if (who >= 0) { /* its pieces never come: cancel those receives, wait for the rest */
+            lost = who;
+            for (int i = 0; i < nreq; i++)
+                if (src[i] == who && req[i] != MPI_REQUEST_NULL) MPI_Cancel(&req[i]);
+        }
+        if (spin > 64) usleep(20);
     }
-    free(req);
+    free(req), free(src);
+    if (lost >= 0) st = lost_status(n, lost);
     return st;
 }
 
@@ -411,6 +517,8 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
     free(who);
     if (!st) st = open_device(n, node, lrank, lsize, g);
     else st = tess__comm_agree(g, st); /* open_device agrees once inside */
+    if (n) n->ctl = MPI_COMM_NULL;
+    if (!st) st = TESS__MPI(MPI_Comm_dup(g->comm, &n->ctl)); /* collective: every rank got here */
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     st = tess__comm_agree(g, st);
     if (st) {
@@ -432,8 +540,9 @@ void tess__nccl_close(struct tess__nccl *n) {
         if (n->sbuf) tess__cache_free_work(&n->rt->cache, n->sbuf);
         if (n->rbuf) tess__cache_free_work(&n->rt->cache, n->rbuf);
     }
+    if (n->ctl != MPI_COMM_NULL) MPI_Comm_free(&n->ctl);
 #if XP_GPU
-    if (n->comm) ncclCommDestroy(n->comm);
+    if (n->comm) (n->dead ? ncclCommAbort : ncclCommDestroy)(n->comm);
     for (int i = 0; i < NXEV; i++)
         if (n->cev[i]) cudaEventDestroy(n->cev[i]);
     for (int w = 0; w < 2; w++)
@@ -452,6 +561,22 @@ void tess__nccl_close(struct tess__nccl *n) {
     free(n->b);
     free(n->self);
     free(n);
+}
+
+/* After a failed call (status agreed): if any rank's transport is over (a device lost
+ * during an exchange), every rank closes its own (aborting its communicator) and the next
+ * call opens a new one. Collective over the grid. */
+int tess__nccl_after_failure(struct tess__comm_grid *g) {
+    struct tess__nccl *n = g->nccl_state == 1 ? g->nccl : NULL;
+    int dead = n && n->dead, any = 0;
+    int st = TESS__MPI(MPI_Allreduce(&dead, &any, 1, MPI_INT, MPI_MAX, g->comm));
+    if (!st && any && n) {
+        n->dead = 1;
+        tess__nccl_close(n);
+        g->nccl = NULL;
+        g->nccl_state = 0;
+    }
+    return st;
 }
 
 uint64_t tess__nccl_packed_d2d(const struct tess__nccl *n) { return n->packed_d2d; }
@@ -657,7 +782,14 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
                     int prior, uint64_t *sent, uint64_t *recvd) {
     int me_r = g->at.myrow, me_c = g->at.mycol, st = x_setdev(n), es = slot % NEV;
     double tq0 = n->timed ? tess__now() : 0;
-    if (slot == 0) n->err = TESS_OK; /* a new pass */
+    n->g = g;
+    if (slot == 0) { /* a new pass; TESSERA_FAULT=xport:U read for it */
+        n->err = TESS_OK;
+        n->gen++;
+        struct tess__config cfg;
+        const char *f = tess__config_load(&cfg) ? NULL : strstr(cfg.emu_fault, "xport:");
+        n->fault_unit = f ? atoi(f + 6) : 0;
+    }
     if (!st && n->remote && n->es != ops[0].es) { /* the element of this call's precision */
         if (n->elem != MPI_DATATYPE_NULL) MPI_Type_free(&n->elem);
         n->es = ops[0].es;
@@ -704,9 +836,16 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         free(soff);
         return st;
     }
+    if (n->dead) /* lost in an earlier unit of this pass, whose agreement had not seen it */
+        st = tess__fail(TESS_EDEVICE, "pgemm: the transport's device was lost");
+    if (!st && n->fault_unit > 0 && slot + 1 == n->fault_unit)
+        st = x_lose(n, tess__fail(TESS_EDEVICE, "pgemm: injected: this rank's device lost at "
+                                  "unit %d of the pass (TESSERA_FAULT=xport:%d)", slot + 1,
+                                  n->fault_unit), 1);
     if (n->remote) {
         u->pending = 1;
-        st = remote_post(n, u, sent, recvd);
+        int rst = remote_post(n, u, sent, recvd);
+        if (!st) st = rst;
     }
     char *sbuf = stot ? (*sbp)->ptr : NULL, *rbuf = rtot ? n->rbuf->ptr : NULL;
     /* two streams: nothing is packed into this buffer before its last send has ended */
@@ -736,6 +875,9 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
     /* two streams: the transfer stream takes over once the unit is packed (and in the panel) */
     if (!st && n->two) st = x_record(n, 1, EV_PACKED);
     if (!st && n->two) st = x_wait(n, 0, EV_PACKED);
+    /* a device error queueing this unit: the exchange may not run on this rank (a lost
+     * device): the peers are told and abort theirs */
+    if (st && n->mode == MODE_GPU) st = x_lose(n, st, 1);
     /* the exchange among the ranks of this node, whatever happened above */
     if (stot + rtot > 0) {
         int xst = x_exchange(n, g, size, sbuf, soff, rbuf, roff);
@@ -793,6 +935,8 @@ int tess__nccl_wait(struct tess__nccl *n, int slot) {
     if (u->pending) st = remote_finish(n, u, slot);
     if (!st) st = x_sync(n, slot % NEV);
     if (!st) st = x_async_error(n);
+    /* this rank's device failed while the unit ran: its peers may wait on it */
+    if (st && !n->dead && n->mode == MODE_GPU) st = x_lose(n, st, 1);
     if (!st && !n->err && n->timed) trace_unit(n, slot, w0, tess__now());
     return st ? st : n->err;
 }

@@ -18,7 +18,7 @@
 # GPU_CHECK_SCALE (issue 9: every GPU against one, cuBLAS-XT, host-link bytes),
 # GPU_CHECK_SKINNY (the variant by shape), GPU_CHECK_MIXED
 # (the GPU transport across nodes), GPU_CHECK_DEVXPORT (the GPU transport against
-# ScaLAPACK), GPU_CHECK_PERF
+# ScaLAPACK), GPU_CHECK_LOST (a device lost mid-exchange), GPU_CHECK_PERF
 # (issue 3's GEMM targets), each described
 # where it runs.
 set -uo pipefail
@@ -413,6 +413,30 @@ if [ "${GPU_CHECK_DEVXPORT:-0}" = 1 ] && [ -x build-gpu/tests/test_pgemm_mpi ]; 
         bash -c 'if [ "${TESSERA_DEVICES:-}" != 0 ]; then export TESSERA_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; fi; exec ./build-gpu/tests/test_pgemm_mpi'
     grep -E "test_pgemm_mpi np|FAIL" "$OUT/devxport_s$s.log" | head -5 | sed "s/^/    ($dgpu) /"
   done
+fi
+# ---- a device lost during a GPU-transport unit (GPU_CHECK_LOST=1, two GPUs or more) ------
+# tessera-gemm on 2 ranks, a GPU each, NCCL; rank 1 counts its device as lost at unit 3
+# (TESSERA_FAULT=xport:3: it sends nothing of that unit and tells rank 0, which must abort
+# its NCCL communicator instead of waiting). Passes if both ranks end, with an error naming
+# the lost device, well inside the time limit; then the same run without the fault, verified.
+if [ "${GPU_CHECK_LOST:-0}" = 1 ]; then
+  ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  if [ "$ng" -ge 2 ]; then
+    [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    # shellcheck disable=SC2016
+    lrun=(mpirun -np 2 --bind-to none -x TESSERA_PGEMM_CHUNK=1 bash -c
+      'export TESSERA_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && [ -n "$LOST" ] && export TESSERA_FAULT=$LOST; exec ./build-gpu/tessera-gemm -m 32768 -P 1 -Q 2 --nb 2048 -r 1 --pinned' lost)
+    s0=$(date +%s)
+    LOST=xport:3 timeout 180 "${lrun[@]}" >"$OUT/lost.log" 2>&1; rc=$?
+    v="FAILED rc=$rc"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "lost" "$OUT/lost.log" && v="ok (both ranks ended, rc $rc)"
+    note "$(printf '%-29s %s (%d s)' "pdgemm, device lost at unit 3" "$v" $(( $(date +%s) - s0 )))"
+    grep -iE "lost|error|verified" "$OUT/lost.log" | head -6 | sed 's/^/    /'
+    run "pdgemm after it, no fault"  lost_after.log env LOST= timeout 180 "${lrun[@]}"
+    grep -E "median|verified" "$OUT/lost_after.log" | sed 's/^/    /'
+  else
+    note "pdgemm, device lost            skip (one GPU: NCCL needs one per rank)"
+  fi
 fi
 # ---- ScaLAPACK glue, issue 7 (GPU_CHECK_GLUE="n nb [np]", e.g. "32768 512 2") ------------
 # tests/glue_solve (a ScaLAPACK LU solve, pdgetrf + pdgetrs, linked against the devkit's

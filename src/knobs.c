@@ -62,7 +62,7 @@ static const struct knob knobs[] = {
      "emulated kernel rate in GFLOP/s, one value or a list per device; 0 = unthrottled"},
     {"TESSERA_FAULT", K_STR, "", OFF(emu_fault),
      sizeof(((struct tess__config *)0)->emu_fault),
-     "inject faults: dev:k[,dev:k] makes device index dev fail at its k-th copy or kernel; pin:N fails the N-th staging slab of each GPU (cudaHostAlloc)"},
+     "inject faults: dev:k[,dev:k] makes device index dev fail at its k-th copy or kernel; pin:N fails the N-th staging slab of each GPU (cudaHostAlloc); xport:U loses this rank's device at unit U of each pass of the GPU transport"},
     {"TESSERA_EMULATE_JITTER", K_INT, "0", OFF(emu_jitter_us), 0,
      "random delay up to this many microseconds before each emulated op"},
     {"TESSERA_EMULATE_STREAMS", K_INT, "2", OFF(emu_streams), 0,

@@ -12,7 +12,9 @@
  *     partials are added only after every unit's job succeeded everywhere);
  *   - the fault must have failed some calls of each variant, and the unreached K none.
  * With TESSERA_PGEMM_NCCL=2 (ctest's :np2_devxport) stationary C runs the GPU transport on
- * the emulated devices, whose copies the fault then hits as well.
+ * the emulated devices, whose copies the fault then hits as well; there, too, rank 1's
+ * device is lost in the middle of a unit (TESSERA_FAULT=xport:U): no rank may hang, both
+ * return TESS_EDEVICE, the next call is right.
  * Exits 77 when built without MPI or run on other than 2 ranks.
  */
 #include <stdio.h>
@@ -25,6 +27,8 @@ int main(void) {
 #else
 
 #include <math.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "harness_mpi.h"
 #include "tessera.h"
@@ -146,6 +150,81 @@ TEST(pgemm_device_fault_on_one_rank) {
         printf("  calls failed / succeeded: A %ld / %ld, B %ld / %ld, C %ld / %ld\n", n_failed[0],
                n_ok[0], n_failed[1], n_ok[1], n_failed[2], n_ok[2]);
     unsetenv("TESSERA_FAULT");
+}
+
+/* The GPU transport with a device lost in the middle of a unit (TESSERA_FAULT=xport:U on
+ * rank 1: its device is gone after unit U's agreement, so it sends nothing of that unit,
+ * as NCCL on a lost GPU would not). Without the lost-device notice rank 0 would wait for
+ * those pieces forever (the watchdog and CTest's timeout catch that); with it both ranks
+ * return TESS_EDEVICE, and the next call, on a transport opened afresh, is right. Only
+ * under TESSERA_PGEMM_NCCL=2 (:np2_devxport). */
+TEST(pgemm_transport_device_lost_mid_unit) {
+    const char *xk = getenv("TESSERA_PGEMM_NCCL");
+    if (!xk || strcmp(xk, "2")) {
+        if (wrank == 0) printf("  (the GPU transport is not on: TESSERA_PGEMM_NCCL=2 runs this)\n");
+        return;
+    }
+    setenv("TESSERA_DEVICES", "none", 1);
+    setenv("TESSERA_EMULATE", "1", 1);
+    setenv("TESSERA_CPU_WORKER", "0", 1);
+    setenv("TESSERA_TILE", "16", 1);
+    setenv("TESSERA_EMULATE_MEM", "16M", 1);
+    setenv("TESSERA_PGEMM_CHUNK", "65536", 1); /* units of 27 rows: 23 of them */
+    setenv("TESSERA_PGEMM_VARIANT", "c", 1);
+    unsetenv("TESSERA_FAULT");
+    ASSERT_EQ(tess_init(), TESS_OK);
+    tess_grid_t *g = NULL;
+    ASSERT_EQ(tess_grid_create(MPI_COMM_WORLD, 1, 2, 'R', &g), TESS_OK);
+    const int64_t m = 600, n = 40, k = 300;
+    const double alpha = 0.75, beta = -0.5;
+    struct loc A, B, C;
+    make(&A, g, 1, m, k);
+    make(&B, g, 2, k, n);
+    make(&C, g, 3, m, n);
+    const long Us[] = {1, 3, 8, 0};
+    for (size_t t = 0; t < sizeof Us / sizeof Us[0]; t++) {
+        char kv[32];
+        snprintf(kv, sizeof kv, "xport:%ld", Us[t]);
+        if (wrank == 1 && Us[t] > 0) setenv("TESSERA_FAULT", kv, 1);
+        else unsetenv("TESSERA_FAULT");
+        for (int64_t j = 0; j < C.cols; j++) /* C afresh for the checked call */
+            for (int64_t i = 0; i < C.rows; i++) C.p[i + j * C.d.lld] = val(3, l2g(i, 0, 1), l2g(j, wrank, 2));
+        alarm(60);
+        int rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, alpha, A.p, 0, 0, &A.d, B.p,
+                             0, 0, &B.d, beta, C.p, 0, 0, &C.d);
+        alarm(0);
+        int rcs[2] = {rc, -rc}, rcm[2];
+        MPI_Allreduce(rcs, rcm, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        ASSERT_MSG(rcm[0] == -rcm[1], "U %ld: the ranks returned different statuses (%d here: %s)",
+                   Us[t], rc, tess_last_error());
+        tess_pgemm_stats_t st;
+        ASSERT_EQ(tess_pgemm_last_stats(g, &st), TESS_OK);
+        ASSERT_MSG(st.nccl == 1, "U %ld: the GPU transport did not run", Us[t]);
+        if (Us[t] > 0) {
+            ASSERT_MSG(rc == TESS_EDEVICE, "U %ld: status %d (%s), expected TESS_EDEVICE", Us[t],
+                       rc, tess_last_error());
+            if (wrank == 0)
+                ASSERT_MSG(strstr(tess_last_error(), "rank 1") != NULL,
+                           "U %ld: rank 0's message does not name rank 1: %s", Us[t], tess_last_error());
+            continue;
+        }
+        ASSERT_MSG(rc == TESS_OK, "after the lost device: status %d (%s)", rc, tess_last_error());
+        ASSERT_GT(st.units, 8);
+        for (int64_t j = 0; j < C.cols; j++)
+            for (int64_t i = 0; i < C.rows; i++) {
+                int64_t gi = l2g(i, 0, 1), gj = l2g(j, wrank, 2);
+                double want = beta * val(3, gi, gj);
+                for (int64_t l = 0; l < k; l++) want += alpha * val(1, gi, l) * val(2, l, gj);
+                double got = C.p[i + j * C.d.lld];
+                ASSERT_MSG(fabs(got - want) <= 1e-12 * (1 + fabs(want)) * k,
+                           "after the lost device: C(%ld,%ld) = %.17g, want %.17g", (long)gi,
+                           (long)gj, got, want);
+            }
+    }
+    unsetenv("TESSERA_FAULT");
+    free(A.p), free(B.p), free(C.p);
+    tess_grid_free(g);
+    ASSERT_EQ(tess_finalize(), TESS_OK);
 }
 
 TEST_MPI_MAIN(2, 2)

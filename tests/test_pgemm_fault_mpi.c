@@ -63,6 +63,34 @@ static void make(struct loc *x, tess_grid_t *g, int tag, int64_t m, int64_t n) {
 
 static long n_failed[3], n_ok[3], n_ok_unreached;
 
+/* Start the runtime and a P x Q grid, and deal A (m x k), B (k x n), C (m x n). */
+static tess_grid_t *start(int P, int Q, int64_t m, int64_t n, int64_t k, struct loc *A,
+                          struct loc *B, struct loc *C) {
+    ASSERT_EQ(tess_init(), TESS_OK);
+    tess_grid_t *g = NULL;
+    ASSERT_EQ(tess_grid_create(MPI_COMM_WORLD, P, Q, 'R', &g), TESS_OK);
+    make(A, g, 1, m, k);
+    make(B, g, 2, k, n);
+    make(C, g, 3, m, n);
+    return g;
+}
+
+/* Every local entry of C is alpha A B + beta C0 within a tolerance. */
+static void check_C(tess_grid_t *g, const struct loc *C, int64_t k, double alpha, double beta,
+                    const char *what) {
+    int Pg, Qg, r, c;
+    tess_grid_info(g, &Pg, &Qg, &r, &c);
+    for (int64_t j = 0; j < C->cols; j++)
+        for (int64_t i = 0; i < C->rows; i++) {
+            int64_t gi = l2g(i, r, Pg), gj = l2g(j, c, Qg);
+            double want = beta * val(3, gi, gj);
+            for (int64_t l = 0; l < k; l++) want += alpha * val(1, gi, l) * val(2, l, gj);
+            double got = C->p[i + j * C->d.lld];
+            ASSERT_MSG(fabs(got - want) <= 1e-12 * (1 + fabs(want)) * k,
+                       "%s: C(%ld,%ld) = %.17g, want %.17g", what, (long)gi, (long)gj, got, want);
+        }
+}
+
 /* One call: variant v, rank 1 failing at its K-th operation (0: no fault). */
 static void one_case(char v, int P, int Q, long K) {
     char kv[32];
@@ -77,15 +105,10 @@ static void one_case(char v, int P, int Q, long K) {
     snprintf(kv, sizeof kv, "0:%ld", K);
     if (wrank == 1 && K > 0) setenv("TESSERA_FAULT", kv, 1);
     else unsetenv("TESSERA_FAULT");
-    ASSERT_EQ(tess_init(), TESS_OK);
-    tess_grid_t *g = NULL;
-    ASSERT_EQ(tess_grid_create(MPI_COMM_WORLD, P, Q, 'R', &g), TESS_OK);
     const int64_t m = 90, n = 37, k = 75;
     const double alpha = 0.75, beta = -0.5;
     struct loc A, B, C;
-    make(&A, g, 1, m, k);
-    make(&B, g, 2, k, n);
-    make(&C, g, 3, m, n);
+    tess_grid_t *g = start(P, Q, m, n, k, &A, &B, &C);
     size_t cb = sizeof(double) * (size_t)(C.d.lld * (C.cols > 0 ? C.cols : 1));
     double *C0 = malloc(cb);
     memcpy(C0, C.p, cb);
@@ -108,18 +131,9 @@ static void one_case(char v, int P, int Q, long K) {
         /* stationary C takes the GPU transport where TESSERA_PGEMM_NCCL=2 (emulated) */
         const char *xk = getenv("TESSERA_PGEMM_NCCL");
         if (v == 'c') ASSERT_EQ(st.nccl, xk && !strcmp(xk, "2"));
-        int Pg, Qg, r, c;
-        tess_grid_info(g, &Pg, &Qg, &r, &c);
-        for (int64_t j = 0; j < C.cols; j++)
-            for (int64_t i = 0; i < C.rows; i++) {
-                int64_t gi = l2g(i, r, Pg), gj = l2g(j, c, Qg);
-                double want = beta * val(3, gi, gj);
-                for (int64_t l = 0; l < k; l++) want += alpha * val(1, gi, l) * val(2, l, gj);
-                double got = C.p[i + j * C.d.lld];
-                ASSERT_MSG(fabs(got - want) <= 1e-12 * (1 + fabs(want)) * k,
-                           "variant %c, %dx%d, K %ld: C(%ld,%ld) = %.17g, want %.17g", v, P, Q,
-                           K, (long)gi, (long)gj, got, want);
-            }
+        char what[64];
+        snprintf(what, sizeof what, "variant %c, %dx%d, K %ld", v, P, Q, K);
+        check_C(g, &C, k, alpha, beta, what);
     } else {
         n_failed[vi]++;
         ASSERT_MSG(K > 0, "variant %c: a device failure without a fault (%s)", v, tess_last_error());
@@ -172,15 +186,10 @@ TEST(pgemm_transport_device_lost_mid_unit) {
     setenv("TESSERA_PGEMM_CHUNK", "65536", 1); /* units of 27 rows: 23 of them */
     setenv("TESSERA_PGEMM_VARIANT", "c", 1);
     unsetenv("TESSERA_FAULT");
-    ASSERT_EQ(tess_init(), TESS_OK);
-    tess_grid_t *g = NULL;
-    ASSERT_EQ(tess_grid_create(MPI_COMM_WORLD, 1, 2, 'R', &g), TESS_OK);
     const int64_t m = 600, n = 40, k = 300;
     const double alpha = 0.75, beta = -0.5;
     struct loc A, B, C;
-    make(&A, g, 1, m, k);
-    make(&B, g, 2, k, n);
-    make(&C, g, 3, m, n);
+    tess_grid_t *g = start(1, 2, m, n, k, &A, &B, &C);
     const long Us[] = {1, 3, 8, 0};
     for (size_t t = 0; t < sizeof Us / sizeof Us[0]; t++) {
         char kv[32];
@@ -210,16 +219,7 @@ TEST(pgemm_transport_device_lost_mid_unit) {
         }
         ASSERT_MSG(rc == TESS_OK, "after the lost device: status %d (%s)", rc, tess_last_error());
         ASSERT_GT(st.units, 8);
-        for (int64_t j = 0; j < C.cols; j++)
-            for (int64_t i = 0; i < C.rows; i++) {
-                int64_t gi = l2g(i, 0, 1), gj = l2g(j, wrank, 2);
-                double want = beta * val(3, gi, gj);
-                for (int64_t l = 0; l < k; l++) want += alpha * val(1, gi, l) * val(2, l, gj);
-                double got = C.p[i + j * C.d.lld];
-                ASSERT_MSG(fabs(got - want) <= 1e-12 * (1 + fabs(want)) * k,
-                           "after the lost device: C(%ld,%ld) = %.17g, want %.17g", (long)gi,
-                           (long)gj, got, want);
-            }
+        check_C(g, &C, k, alpha, beta, "after the lost device");
     }
     unsetenv("TESSERA_FAULT");
     free(A.p), free(B.p), free(C.p);

@@ -3,8 +3,8 @@
 
   trace-summary.py TRACE.json[.gz] [--gap-ms 200]
 
-Calls are told apart by gaps of more than --gap-ms with no kernel on any device. For each
-call and device: tasks run (worker intervals), when its first kernel started and its last
+Calls are told apart by gaps of more than --gap-ms with no kernel on any device; every
+other event goes to the call whose kernels it is nearest. For each call and device: tasks run (worker intervals), when its first kernel started and its last
 ended (ms from the call's first event), the time with at least one kernel in flight
 (kernel-busy), the idle time after its last kernel until the call's end (the end-game
 tail), the bytes' intervals (H2D, P2P, D2H copies) and how long N kernels ran at once.
@@ -40,7 +40,7 @@ def union(iv):
 
 
 def concurrency(iv):
-    pts = sorted([(a, 1) for a, b in iv] + [(b, -1) for a, b in iv])
+    pts = sorted([(a, 1) for a, b in iv] + [(b, -1) for a, b in iv], key=lambda p: (p[0], -p[1]))
     prof, cur, last = defaultdict(float), 0, None
     for t, d in pts:
         if last is not None:
@@ -78,10 +78,18 @@ def main(argv):
         else:
             calls[-1].append(e)
         end = max(end, e["ts"] + e["dur"])
+    # every event belongs to the call whose kernels it is nearest: the boundaries are the
+    # midpoints of the gaps between calls
+    spans = [(min(e["ts"] for e in c), max(e["ts"] + e["dur"] for e in c)) for c in calls]
+    cuts = [(spans[i][1] + spans[i + 1][0]) / 2 for i in range(len(spans) - 1)]
+    owned = [[] for _ in calls]
+    for e in X:
+        i = 0
+        while i < len(cuts) and e["ts"] >= cuts[i]:
+            i += 1
+        owned[i].append(e)
     for ci, c in enumerate(calls):
-        k0 = min(e["ts"] for e in c)
-        k1 = max(e["ts"] + e["dur"] for e in c)
-        inside = [e for e in X if k0 - 50e3 <= e["ts"] <= k1 + 50e3]
+        inside = owned[ci]
         s = min(e["ts"] for e in inside)
         t = max(e["ts"] + e["dur"] for e in inside)
         print(f"call {ci}: {(t - s) / 1e3:.0f} ms from first to last event, "

@@ -787,8 +787,7 @@ int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
         n->err = TESS_OK;
         n->gen++;
         struct tess__config cfg;
-        const char *f = tess__config_load(&cfg) ? NULL : strstr(cfg.emu_fault, "xport:");
-        n->fault_unit = f ? atoi(f + 6) : 0;
+        n->fault_unit = tess__config_load(&cfg) ? 0 : (int)tess__fault_at(cfg.emu_fault, "xport");
     }
     if (!st && n->remote && n->es != ops[0].es) { /* the element of this call's precision */
         if (n->elem != MPI_DATATYPE_NULL) MPI_Type_free(&n->elem);

@@ -84,8 +84,13 @@ static void publish_left(struct tess__dev *d) {
     atomic_store_explicit(&d->bal.left, (uint64_t)own_left(d), memory_order_relaxed);
 }
 
+/* The end game applies to d: on, several devices, d of one compute engine. */
+static bool active(const struct tess__dev *d) {
+    return d->rt->cfg.balance && d->rt->ndev >= 2 && (d->desc.caps & TESS__CAP_SHARED);
+}
+
 void tess__bal_start(struct tess__dev *d, struct tess__slot *sl) {
-    sl->work_k = task_k(sl->t);
+    sl->work_k = active(d) ? task_k(sl->t) : 0; /* no backlog to publish otherwise */
     publish_left(d);
 }
 
@@ -110,7 +115,7 @@ void tess__bal_idle(struct tess__dev *d, double busy_s) { d->bal.busy_s += busy_
 
 bool tess__bal_defer(struct tess__dev *d, struct tess__task *t, bool running) {
     struct tess__rt *rt = d->rt;
-    if (!rt->cfg.balance || rt->ndev < 2 || !(d->desc.caps & TESS__CAP_SHARED)) return false;
+    if (!active(d)) return false;
     double rd = (double)atomic_load_explicit(&d->bal.rate, memory_order_relaxed);
     if (!(rd > 0)) return false;
     double w = task_k(t), here = (own_left(d) + w) / rd;

@@ -2,7 +2,8 @@
  * benchmark's "verified" rests on: a right product passes and one entry off by a little
  * more than the rounding bound fails, in every precision and transpose; probe_check_bt with op(B) t
  * computed outside gives the same verdict bit for bit (tessera-bench shares op(B) t between
- * the blocks of a column strip); the real-precision loop of probe_matvec gives the same
+ * the blocks of a column strip); the right products come from OpenBLAS (ref_gemm); the
+ * real-precision loop of probe_matvec gives the same
  * sums as plain loops.
  */
 #include <float.h>
@@ -12,10 +13,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ref.h"
 #include "../src/tools/probe.h"
 
-static const size_t esz[4] = {4, 8, 8, 16};
-static int cplx(int dt) { return dt == TESS_C || dt == TESS_Z; }
 
 static void get(int dt, const void *x, size_t i, long double *re, long double *im) {
     *im = 0;
@@ -36,38 +36,12 @@ static void put(int dt, void *x, size_t i, long double re, long double im) {
     }
 }
 
-/* op(X)(i, l) of X stored with leading dimension ld */
-static void opel(int dt, char t, const void *X, int64_t ld, int64_t i, int64_t l, long double *re,
-                 long double *im) {
-    size_t at = t == 'N' ? (size_t)i + (size_t)l * (size_t)ld : (size_t)l + (size_t)i * (size_t)ld;
-    get(dt, X, at, re, im);
-    if (t == 'C') *im = -*im;
-}
-
-/* C = alpha op(A) op(B) + beta C0 (m x n, ld m) in long double, rounded once */
-static void product(int dt, char ta, char tb, int64_t m, int64_t n, int64_t k, const long double al[2],
-                    const void *A, int64_t lda, const void *B, int64_t ldb, const long double be[2],
-                    const void *C0, void *C) {
-    for (int64_t j = 0; j < n; j++)
-        for (int64_t i = 0; i < m; i++) {
-            long double sr = 0, si = 0;
-            for (int64_t l = 0; l < k; l++) {
-                long double ar, ai, br, bi;
-                opel(dt, ta, A, lda, i, l, &ar, &ai);
-                opel(dt, tb, B, ldb, l, j, &br, &bi);
-                sr += ar * br - ai * bi, si += ar * bi + ai * br;
-            }
-            long double cr, ci;
-            get(dt, C0, (size_t)i + (size_t)j * (size_t)m, &cr, &ci);
-            put(dt, C, (size_t)i + (size_t)j * (size_t)m, al[0] * sr - al[1] * si + be[0] * cr - be[1] * ci,
-                al[0] * si + al[1] * sr + be[0] * ci + be[1] * cr);
-        }
-}
+static tess_trans_t ttr(char t) { return t == 'N' ? TESS_NO_TRANS : t == 'T' ? TESS_TRANS : TESS_CONJ_TRANS; }
 
 /* One case: pass, the same verdict through probe_check_bt, a failure after one entry moves
  * by a few times the row's rounding bound, and a failure for a NaN. */
 static void one_case(int dt, char ta, char tb, int64_t m, int64_t n, int64_t k, uint64_t seed) {
-    const size_t es = esz[dt];
+    const size_t es = ref_esize(dt);
     int64_t lda = (ta == 'N' ? m : k) + 3, ldb = (tb == 'N' ? k : n) + 2;
     void *A = malloc(es * (size_t)lda * (size_t)(ta == 'N' ? k : m));
     void *B = malloc(es * (size_t)ldb * (size_t)(tb == 'N' ? n : k));
@@ -76,11 +50,12 @@ static void one_case(int dt, char ta, char tb, int64_t m, int64_t n, int64_t k, 
     probe_fill(dt, A, lda, ta == 'N' ? k : m, lda, seed);
     probe_fill(dt, B, ldb, tb == 'N' ? n : k, ldb, seed + 1);
     probe_fill(dt, C0, m, n, m, seed + 2);
-    const long double al[2] = {0.75L, cplx(dt) ? -0.5L : 0}, be[2] = {-1.25L, cplx(dt) ? 0.25L : 0};
     unsigned char alpha[16], beta[16];
-    put(dt, alpha, 0, al[0], al[1]);
-    put(dt, beta, 0, be[0], be[1]);
-    product(dt, ta, tb, m, n, k, al, A, lda, B, ldb, be, C0, C);
+    ref_scalar(dt, alpha, 0.75, ref_is_complex(dt) ? -0.5 : 0);
+    ref_scalar(dt, beta, -1.25, ref_is_complex(dt) ? 0.25 : 0);
+    /* the product by OpenBLAS, as every other test's reference */
+    memcpy(C, C0, es * (size_t)m * (size_t)n);
+    ref_gemm(dt, TESS_COL_MAJOR, ttr(ta), ttr(tb), m, n, k, alpha, A, lda, B, ldb, beta, C, m);
     struct probe p;
     ASSERT_EQ(probe_begin(&p, dt, m, n, C0, m), 0);
     double r = probe_check(&p, ta, tb, k, alpha, A, lda, B, ldb, beta, C, m);
@@ -115,15 +90,15 @@ TEST(right_passes_wrong_fails_every_precision_and_transpose) {
     const char ts[3] = {'N', 'T', 'C'};
     uint64_t seed = 11;
     for (int dt = 0; dt < 4; dt++)
-        for (int a = 0; a < (cplx(dt) ? 3 : 2); a++)
-            for (int b = 0; b < (cplx(dt) ? 3 : 2); b++) one_case(dt, ts[a], ts[b], 37, 29, 41, seed++);
+        for (int a = 0; a < (ref_is_complex(dt) ? 3 : 2); a++)
+            for (int b = 0; b < (ref_is_complex(dt) ? 3 : 2); b++) one_case(dt, ts[a], ts[b], 37, 29, 41, seed++);
 }
 
 /* The real loop of probe_matvec ('N' and 'T') against the plain sums in the same order. */
 TEST(real_matvec_matches_plain_sums) {
     for (int dt = TESS_S; dt <= TESS_D; dt++) {
         const int64_t rows = 53, cols = 31, ld = 57;
-        void *X = malloc(esz[dt] * (size_t)ld * (size_t)cols);
+        void *X = malloc(ref_esize(dt) * (size_t)ld * (size_t)cols);
         ASSERT(X);
         probe_fill(dt, X, ld, cols, ld, 99 + (uint64_t)dt);
         long double v[2 * 53], va[53], y[2 * 53], ya[53];

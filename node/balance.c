@@ -29,7 +29,11 @@
  * time (MARGIN_IDLE): a much slower device (the CPU worker beside GPUs) then leaves the
  * last tiles to the fast ones, while among devices of one kind an idle one always starts
  * its best task, so none is starved by a rate measured on other work, and its rate stays
- * measured. Until both rates are known nothing is held back. Holding back cannot
+ * measured. An idle device holds back only until the peer was due to finish the task
+ * (bal.hold_until, from the first hold; cleared when it starts a task): a rate measured
+ * low (early, small or contended work) would otherwise keep an idle device idle for good,
+ * its rate never measured again (test_fuzz_l3:emu3_shared_fault found it: the fastest
+ * device, misjudged, ran nothing more). Until both rates are known nothing is held back. Holding back cannot
  * circle: d defers to e only when d's backlog time (running, station and queue) exceeds
  * e's, so the device of least backlog time never defers, pulls or steals what it lacks,
  * and the tasks drain.
@@ -90,6 +94,7 @@ static bool active(const struct tess__dev *d) {
 }
 
 void tess__bal_start(struct tess__dev *d, struct tess__slot *sl) {
+    d->bal.hold_until = 0;
     sl->work_k = active(d) ? task_k(sl->t) : 0; /* no backlog to publish otherwise */
     publish_left(d);
 }
@@ -130,6 +135,11 @@ bool tess__bal_defer(struct tess__dev *d, struct tess__task *t, bool running) {
         double left = (double)atomic_load_explicit(&e->bal.left, memory_order_relaxed);
         double there = (left + (tess__rs_count(&e->rs) + queued + 1) * w) / re;
         if (here > there * (1 + (running ? MARGIN : MARGIN_IDLE))) {
+            if (!running) { /* patience: at most until the peer was due to finish t */
+                double now = tess__now();
+                if (d->bal.hold_until == 0) d->bal.hold_until = now + there;
+                else if (now > d->bal.hold_until) return false;
+            }
             atomic_fetch_add_explicit(&n_deferred, 1, memory_order_relaxed);
             return true;
         }

@@ -194,6 +194,7 @@ struct tess__bal {
     double busy_s;             /* seconds with steps in flight, over the periods that ended */
     _Atomic uint64_t rate;     /* done_k over busy time: kflop/s, 0 until a step completed */
     _Atomic uint64_t left;     /* the slots' work_k summed: kflop not yet completed */
+    double hold_until;         /* idle and holding back: start anyway after this (0: not) */
 };
 
 struct tess__dev {

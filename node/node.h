@@ -378,5 +378,6 @@ void tess__bal_idle(struct tess__dev *d, double busy_s);
 bool tess__bal_defer(struct tess__dev *d, struct tess__task *t, bool running);
 /* Process-wide: times a device left a station task for a peer (tests). */
 TESS_API uint64_t tess__bal_deferred(void);
+TESS_API int tess__bal_scale_rate(int dev, double factor); /* tests */
 
 #endif /* TESS_NODE_H */

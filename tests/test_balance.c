@@ -11,6 +11,8 @@
  *     shorter, and the slow device ran at most one tile.
  *   - Four equal devices, 25 tiles: they end together (tiles per device differ by at most
  *     2) and the answer is right.
+ *   - Two equal devices, the second's rate misjudged 50 times low: it holds tasks back,
+ *     runs again once its patience is spent, and a later call is shared.
  * Results against OpenBLAS, sizes not multiples of the tile. */
 #include <cblas.h>
 #include <math.h>
@@ -136,6 +138,60 @@ TEST(equal_devices_end_together) {
     ASSERT_EQ(sum, 25);
     ASSERT_MSG(hi - lo <= 2, "tiles per device from %llu to %llu", (unsigned long long)lo,
                (unsigned long long)hi);
+}
+
+/* Device 1's rate is misjudged 50 times low (as if measured on early or contended work):
+ * idle, it holds every task back for device 0, and without patience it would never run
+ * again, its rate never measured again. It holds back at most as long as running a task
+ * itself would take (about 350 ms here, three calls of device 0 alone), then runs one, its
+ * rate is measured again, and a later call is shared. */
+TEST(misjudged_device_runs_again) {
+    const int64_t n = 4 * TILE - 5; /* 16 tiles */
+    const size_t nn = (size_t)n * (size_t)n;
+    uint64_t seed = 5;
+    double *A = ref_malloc(nn * sizeof *A), *B = ref_malloc(nn * sizeof *B);
+    double *C = ref_malloc(nn * sizeof *C), *R = ref_malloc(nn * sizeof *R);
+    ref_fill_random(TESS_D, A, nn, &seed);
+    ref_fill_random(TESS_D, B, nn, &seed);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A,
+                (int)n, B, (int)n, 0.0, R, (int)n);
+    start(2, "1", "1");
+    ASSERT_OK(tess_init());
+    ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n, B, n,
+                         0.0, C, n)); /* rates measured: equal */
+    ASSERT_OK(tess__bal_scale_rate(1, 0.02));
+    ASSERT(tess__bal_scale_rate(2, 0.5) == TESS_EINVAL);
+    tess_reset_stats();
+    uint64_t d0 = tess__bal_deferred();
+    int calls = 0;
+    tess_dev_stats_t s1 = {0};
+    while (s1.tasks == 0 && calls < 40) {
+        memset(C, 0xff, nn * sizeof *C); /* NaN: beta = 0 must not read it */
+        ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n,
+                             B, n, 0.0, C, n));
+        calls++;
+        ASSERT_OK(tess_device_stats(1, &s1));
+    }
+    uint64_t held = tess__bal_deferred() - d0;
+    tess_reset_stats();
+    ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n, B, n,
+                         0.0, C, n));
+    tess_dev_stats_t a, b;
+    ASSERT_OK(tess_device_stats(0, &a));
+    ASSERT_OK(tess_device_stats(1, &b));
+    ASSERT_OK(tess_finalize());
+    double d = 0, m = 0;
+    for (size_t i = 0; i < nn; i++) d = fmax(d, fabs(C[i] - R[i])), m = fmax(m, fabs(R[i]));
+    fprintf(stderr, "  misjudged device: ran after %d calls (held back %llu times); then tiles "
+                    "%llu / %llu\n", calls, (unsigned long long)held,
+            (unsigned long long)a.tasks, (unsigned long long)b.tasks);
+    ASSERT_MSG(d <= 1e-12 * m, "rel err %.2e", d / m);
+    ASSERT_MSG(held > 0 && calls >= 2, "held back %llu times, ran in call %d",
+               (unsigned long long)held, calls);
+    ASSERT_MSG(s1.tasks > 0, "the misjudged device ran nothing in %d calls", calls);
+    ASSERT_MSG(b.tasks >= 4, "measured again, it ran %llu of 16 tiles",
+               (unsigned long long)b.tasks);
+    free(A), free(B), free(C), free(R);
 }
 
 TEST_MAIN()

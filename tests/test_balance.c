@@ -58,16 +58,22 @@ struct outcome {
     double err;
 };
 
+/* A, B, C random and R (n x n each) */
+static void operands(int64_t n, uint64_t seed, double **A, double **B, double **C, double **R) {
+    const size_t nn = (size_t)n * (size_t)n;
+    double **m[4] = {A, B, C, R};
+    for (int i = 0; i < 4; i++) {
+        *m[i] = ref_malloc(nn * sizeof(double));
+        if (i < 3) ref_fill_random(TESS_D, *m[i], nn, &seed);
+    }
+}
+
 /* C = A B + 0.5 C (n x n) twice on ndev devices: the second call's time and spread. */
 static struct outcome run(int ndev, const char *gflops, const char *balance, int64_t n) {
     struct outcome o = {0};
     const size_t nn = (size_t)n * (size_t)n;
-    uint64_t seed = 11;
-    double *A = ref_malloc(nn * sizeof *A), *B = ref_malloc(nn * sizeof *B);
-    double *C = ref_malloc(nn * sizeof *C), *R = ref_malloc(nn * sizeof *R);
-    ref_fill_random(TESS_D, A, nn, &seed);
-    ref_fill_random(TESS_D, B, nn, &seed);
-    ref_fill_random(TESS_D, C, nn, &seed);
+    double *A, *B, *C, *R;
+    operands(n, 11, &A, &B, &C, &R);
     start(ndev, gflops, balance);
     ASSERT_OK(tess_init());
     ASSERT_EQ(tess_device_count(), ndev);
@@ -148,11 +154,8 @@ TEST(equal_devices_end_together) {
 TEST(misjudged_device_runs_again) {
     const int64_t n = 4 * TILE - 5; /* 16 tiles */
     const size_t nn = (size_t)n * (size_t)n;
-    uint64_t seed = 5;
-    double *A = ref_malloc(nn * sizeof *A), *B = ref_malloc(nn * sizeof *B);
-    double *C = ref_malloc(nn * sizeof *C), *R = ref_malloc(nn * sizeof *R);
-    ref_fill_random(TESS_D, A, nn, &seed);
-    ref_fill_random(TESS_D, B, nn, &seed);
+    double *A, *B, *C, *R;
+    operands(n, 5, &A, &B, &C, &R);
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A,
                 (int)n, B, (int)n, 0.0, R, (int)n);
     start(2, "1", "1");

@@ -29,15 +29,18 @@
  * time (MARGIN_IDLE): a much slower device (the CPU worker beside GPUs) then leaves the
  * last tiles to the fast ones, while among devices of one kind an idle one always starts
  * its best task, so none is starved by a rate measured on other work, and its rate stays
- * measured. An idle device holds back at most as long as running the task itself would
- * take (bal.hold_until, from the first hold; cleared when it starts a task): a rate
- * measured low (early, small or contended work) would otherwise keep an idle device idle
- * for good, its rate never measured again (test_fuzz_l3:emu3_shared_fault found it: the
- * fastest device, misjudged, ran nothing more), and a wrong hold costs the call at most
- * what a wrong start would. Waiting only until the peer was due to finish the task was too
- * short: a peer slowed a little (a loaded host) made a 20 times slower device start a
- * tile after all (test_balance under load). Until both rates are known nothing is held
- * back. Holding back cannot
+ * measured. Its patience: it holds back for at most as long as running the task itself
+ * would take, counted over the time it spends idle and holding back (bal.held_s: checks
+ * HOLD_GAP apart or less; across calls, not the time between them; renewed when it starts
+ * a task). A rate measured low (early, small or contended work) would otherwise keep an
+ * idle device idle for good, its rate never measured again (test_fuzz_l3:
+ * emu3_shared_fault found it: the fastest device, misjudged, ran nothing more; test_balance
+ * misjudged_device_runs_again), and a wrong hold costs at most what a wrong start would.
+ * Patience only until the peer was due to finish the task was too short: a peer slowed a
+ * little (a loaded host) made a 20 times slower device start a tile after all; counted in
+ * wall time from the first hold, the time between calls spent it, and a slow device beside
+ * fast ones started a tile at the end of every call after a pause. Until both rates are
+ * known nothing is held back. Holding back cannot
  * circle: d defers to e only when d's backlog time (running, station and queue) exceeds
  * e's, so the device of least backlog time never defers, pulls or steals what it lacks,
  * and the tasks drain.
@@ -50,6 +53,8 @@
 
 #define MARGIN 0.05 /* a peer must finish the task this much sooner ... */
 #define MARGIN_IDLE 1.0 /* ... or, when this device runs nothing, in half the time */
+#define HOLD_GAP 0.02   /* s: held back again within this (an idle worker looks every 1 ms):
+                         * still holding, the time between counts against its patience */
 
 static _Atomic uint64_t n_deferred; /* process-wide, for tests */
 
@@ -111,7 +116,7 @@ static bool active(const struct tess__dev *d) {
 }
 
 void tess__bal_start(struct tess__dev *d, struct tess__slot *sl) {
-    d->bal.hold_until = 0;
+    d->bal.held_s = d->bal.hold_last = 0;
     sl->work_k = active(d) ? task_k(sl->t) : 0; /* no backlog to publish otherwise */
     publish_left(d);
 }
@@ -152,10 +157,11 @@ bool tess__bal_defer(struct tess__dev *d, struct tess__task *t, bool running) {
         double left = (double)atomic_load_explicit(&e->bal.left, memory_order_relaxed);
         double there = (left + (tess__rs_count(&e->rs) + queued + 1) * w) / re;
         if (here > there * (1 + (running ? MARGIN : MARGIN_IDLE))) {
-            if (!running) { /* patience: at most as long as running t here would take */
-                double now = tess__now();
-                if (d->bal.hold_until == 0) d->bal.hold_until = now + here;
-                else if (now > d->bal.hold_until) return false;
+            if (!running) { /* patience: idle, hold at most as long as t would take here */
+                double now = tess__now(), gap = now - d->bal.hold_last;
+                if (d->bal.hold_last > 0 && gap <= HOLD_GAP) d->bal.held_s += gap;
+                d->bal.hold_last = now;
+                if (d->bal.held_s > here) return false;
             }
             atomic_fetch_add_explicit(&n_deferred, 1, memory_order_relaxed);
             return true;

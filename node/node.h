@@ -194,7 +194,8 @@ struct tess__bal {
     double busy_s;             /* seconds with steps in flight, over the periods that ended */
     _Atomic uint64_t rate;     /* done_k over busy time: kflop/s, 0 until a step completed */
     _Atomic uint64_t left;     /* the slots' work_k summed: kflop not yet completed */
-    double hold_until;         /* idle and holding back: start anyway after this (0: not) */
+    double held_s;             /* seconds idle and holding back since it last started a task */
+    double hold_last;          /* when it last held back while idle (0: not since then) */
 };
 
 struct tess__dev {

@@ -13,6 +13,8 @@
  *     2) and the answer is right.
  *   - Two equal devices, the second's rate misjudged 50 times low: it holds tasks back,
  *     runs again once its patience is spent, and a later call is shared.
+ *   - A device 40 times slower holds back through small calls with pauses between them:
+ *     the pauses do not spend its patience.
  * Results against OpenBLAS, sizes not multiples of the tile. */
 #include <cblas.h>
 #include <math.h>
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "ref.h"
@@ -194,6 +197,42 @@ TEST(misjudged_device_runs_again) {
     ASSERT_MSG(s1.tasks > 0, "the misjudged device ran nothing in %d calls", calls);
     ASSERT_MSG(b.tasks >= 4, "measured again, it ran %llu of 16 tiles",
                (unsigned long long)b.tasks);
+    free(A), free(B), free(C), free(R);
+}
+
+/* A device 40 times slower beside a fast one: in calls of 4 tiles it holds every task back
+ * from the start (the fast one finishes them all in 1/10 of the time one takes it), about
+ * 15 ms a call. Its patience (one tile's time here, about 140 ms) counts that holding time
+ * only, not the pauses between calls: after three calls 200 ms apart it still ran nothing. */
+TEST(pauses_do_not_spend_patience) {
+    double *A, *B, *C, *R;
+    const int64_t big = 4 * TILE - 5, n = 2 * TILE - 5; /* 16 tiles to measure, then 4 */
+    operands(big, 7, &A, &B, &C, &R);
+    start(2, "2,0.05", "1");
+    ASSERT_OK(tess_init());
+    ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, big, big, big, 1.0, A,
+                         big, B, big, 0.0, C, big)); /* rates measured */
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A,
+                (int)n, B, (int)n, 0.0, R, (int)n);
+    tess_reset_stats();
+    uint64_t d0 = tess__bal_deferred();
+    double d = 0, m = 0;
+    for (int call = 0; call < 3; call++) {
+        usleep(200000);
+        ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n,
+                             B, n, 0.0, C, n));
+        for (int64_t i = 0; i < n * n; i++) d = fmax(d, fabs(C[i] - R[i])), m = fmax(m, fabs(R[i]));
+    }
+    tess_dev_stats_t a, b;
+    ASSERT_OK(tess_device_stats(0, &a));
+    ASSERT_OK(tess_device_stats(1, &b));
+    uint64_t held = tess__bal_deferred() - d0;
+    ASSERT_OK(tess_finalize());
+    fprintf(stderr, "  pauses: tiles %llu / %llu, held back %llu times\n",
+            (unsigned long long)a.tasks, (unsigned long long)b.tasks, (unsigned long long)held);
+    ASSERT_MSG(d <= 1e-12 * m, "rel err %.2e", d / m);
+    ASSERT(held > 0);
+    ASSERT_MSG(b.tasks == 0, "the slow device ran %llu tiles", (unsigned long long)b.tasks);
     free(A), free(B), free(C), free(R);
 }
 

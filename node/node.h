@@ -126,6 +126,8 @@ struct tess__job {
     int ntasks;
     _Atomic int remaining;     /* tasks not DONE */
     _Atomic int status;        /* first error, TESS_OK otherwise */
+    bool aborted;              /* failed by its submitter (tess__rt_job_fail), whose own
+                                  message stands; written and read on that thread */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct tess__job *next_running;  /* rt->jobs list */
@@ -295,7 +297,8 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job);
 int tess__rt_submit(struct tess__rt *rt, struct tess__job *job);
 int tess__rt_wait(struct tess__rt *rt, struct tess__job *job);
 /* Fail a submitted job from outside (its operands will never arrive): tasks not yet
- * finished are cancelled, tess__rt_wait returns status. */
+ * finished are cancelled, tess__rt_wait returns status (or a worker's earlier one) and
+ * leaves the caller's error message as it is. Call on the thread that waits. */
 void tess__rt_job_fail(struct tess__rt *rt, struct tess__job *job, int status);
 /* What the tile rules need to know of the devices: GPUs, emulated devices, the live ones
  * (not failed) that are not the CPU worker, whether the CPU worker is among them, streams

@@ -355,6 +355,7 @@ int tess__rt_run(struct tess__rt *rt, struct tess__job *job) {
 void tess__rt_job_fail(struct tess__rt *rt, struct tess__job *job, int status) {
     int ok = TESS_OK;
     atomic_compare_exchange_strong(&job->status, &ok, status);
+    job->aborted = true;
     pthread_mutex_lock(&rt->mu);
     pthread_cond_broadcast(&rt->work);
     pthread_mutex_unlock(&rt->mu);
@@ -376,6 +377,7 @@ int tess__rt_submit(struct tess__rt *rt, struct tess__job *job) {
         return tess__fail(TESS_ENODEV, "every device able to run this call has failed");
     atomic_store(&job->remaining, job->ntasks);
     atomic_store(&job->status, TESS_OK);
+    job->aborted = false;
     pthread_mutex_init(&job->mu, NULL);
     pthread_cond_init(&job->cv, NULL);
     pthread_mutex_lock(&rt->jobs_mu);
@@ -429,8 +431,10 @@ int tess__rt_wait(struct tess__rt *rt, struct tess__job *job) {
     unlist_job(rt, job);
     pthread_mutex_destroy(&job->mu);
     pthread_cond_destroy(&job->cv);
-    /* The failure was recorded on a worker's thread: say it again on the caller's. */
+    /* The failure was recorded on a worker's thread: say it again on the caller's (unless
+     * the caller failed the job and has said why). */
     int st = atomic_load(&job->status);
+    if (job->aborted) return st;
     if (st == TESS_EDEVICE)
         tess__fail(st, "a device failed during this call and its part could not be redone "
                        "(a tile was being written back, or a peer copy was unfinished); C is "

@@ -135,7 +135,8 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
                      const tess__scalar_t *alpha, const void *A, int64_t lda, const void *B,
                      int64_t ldb, const tess__scalar_t *beta, void *C, int64_t ldc,
                      const struct tess__gemm_opts *opts, struct tess__gemm_async **h);
-/* The operands will never arrive: fail the job (tasks waiting are cancelled). */
+/* The operands will never arrive: fail the job (tasks waiting are cancelled); the caller
+ * has said why (tess__gemm_finish keeps its message). */
 void tess__gemm_abort(struct tess__gemm_async *h, int status);
 int tess__gemm_finish(struct tess__gemm_async *h);
 

@@ -83,21 +83,19 @@ int probe_begin(struct probe *p, tess_dtype_t dt, int64_t m, int64_t n, const vo
     memset(p, 0, sizeof *p);
     p->dt = dt, p->m = m, p->n = n;
     p->t = malloc(sizeof(long double) * 2 * (size_t)(n + 1));
-    long double *tabs = malloc(sizeof(long double) * (size_t)(n + 1));
+    p->tabs = malloc(sizeof(long double) * (size_t)(n + 1));
     p->c0t = malloc(sizeof(long double) * 2 * (size_t)(m + 1));
     p->c0abs = malloc(sizeof(long double) * (size_t)(m + 1));
-    if (!p->t || !tabs || !p->c0t || !p->c0abs) {
-        free(tabs);
+    if (!p->t || !p->tabs || !p->c0t || !p->c0abs) {
         probe_end(p);
         return -1;
     }
     for (int64_t j = 0; j < n; j++) {
         p->t[2 * j] = 1.0L + (long double)((j * 7919) % 1000) / 1000.0L;
         p->t[2 * j + 1] = 0;
-        tabs[j] = p->t[2 * j];
+        p->tabs[j] = p->t[2 * j];
     }
-    probe_matvec(dt, 'N', m, n, C, ldc, p->t, tabs, p->c0t, p->c0abs);
-    free(tabs);
+    probe_matvec(dt, 'N', m, n, C, ldc, p->t, p->tabs, p->c0t, p->c0abs);
     return 0;
 }
 
@@ -110,17 +108,16 @@ double probe_check(const struct probe *p, char ta, char tb, int64_t k, const voi
                    const void *A, int64_t lda, const void *B, int64_t ldb, const void *beta,
                    const void *C, int64_t ldc) {
     int64_t n = p->n;
-    long double *tabs = malloc(sizeof(long double) * (size_t)(n + 1));
     long double *bt = malloc(sizeof(long double) * 2 * (size_t)(k + 1));
     long double *btabs = malloc(sizeof(long double) * (size_t)(k + 1));
     double worst = INFINITY;
-    if (tabs && bt && btabs) {
-        for (int64_t j = 0; j < n; j++) tabs[j] = p->t[2 * j];
+    if (bt && btabs) {
         /* op(B) t: B stored k x n ('N') or n x k */
-        probe_matvec(p->dt, tb, tb == 'N' ? k : n, tb == 'N' ? n : k, B, ldb, p->t, tabs, bt, btabs);
+        probe_matvec(p->dt, tb, tb == 'N' ? k : n, tb == 'N' ? n : k, B, ldb, p->t, p->tabs, bt,
+                     btabs);
         worst = probe_check_bt(p, ta, k, alpha, A, lda, bt, btabs, beta, C, ldc);
     }
-    free(tabs), free(bt), free(btabs);
+    free(bt), free(btabs);
     return worst;
 }
 
@@ -132,16 +129,14 @@ double probe_check_bt(const struct probe *p, char ta, int64_t k, const void *alp
     long double ar, ai, br, bi;
     ld_el(dt, alpha, 0, &ar, &ai);
     ld_el(dt, beta, 0, &br, &bi);
-    long double *tabs = malloc(sizeof(long double) * (size_t)(n + 1));
     long double *abt = malloc(sizeof(long double) * 2 * (size_t)(m + 1));
     long double *abtabs = malloc(sizeof(long double) * (size_t)(m + 1));
     long double *ct = malloc(sizeof(long double) * 2 * (size_t)(m + 1));
     long double *ctabs = malloc(sizeof(long double) * (size_t)(m + 1));
     double worst = INFINITY;
-    if (tabs && abt && abtabs && ct && ctabs) {
-        for (int64_t j = 0; j < n; j++) tabs[j] = p->t[2 * j];
+    if (abt && abtabs && ct && ctabs) {
         probe_matvec(dt, ta, ta == 'N' ? m : k, ta == 'N' ? k : m, A, lda, bt, btabs, abt, abtabs);
-        probe_matvec(dt, 'N', m, n, C, ldc, p->t, tabs, ct, ctabs);
+        probe_matvec(dt, 'N', m, n, C, ldc, p->t, p->tabs, ct, ctabs);
         long double eps = (dt == TESS_S || dt == TESS_C) ? FLT_EPSILON / 2 : DBL_EPSILON / 2;
         long double gamma = (long double)(k + 4) * eps * ((dt == TESS_C || dt == TESS_Z) ? 4 : 1);
         long double amag = sqrtl(ar * ar + ai * ai), bmag = sqrtl(br * br + bi * bi);
@@ -160,11 +155,11 @@ double probe_check_bt(const struct probe *p, char ta, int64_t k, const void *alp
             if (isnan(r)) { worst = NAN; break; }
         }
     }
-    free(tabs), free(abt), free(abtabs), free(ct), free(ctabs);
+    free(abt), free(abtabs), free(ct), free(ctabs);
     return worst;
 }
 
 void probe_end(struct probe *p) {
-    free(p->t), free(p->c0t), free(p->c0abs);
-    p->t = p->c0t = p->c0abs = NULL;
+    free(p->t), free(p->tabs), free(p->c0t), free(p->c0abs);
+    p->t = p->tabs = p->c0t = p->c0abs = NULL;
 }

@@ -13,6 +13,7 @@ struct probe {
     tess_dtype_t dt;
     int64_t m, n;
     long double *t;      /* n probe entries (real, in [1, 2]) */
+    long double *tabs;   /* n: |t| */
     long double *c0t;    /* 2m: C0 t (re, im) */
     long double *c0abs;  /* m: |C0| |t| */
 };

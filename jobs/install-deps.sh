@@ -17,6 +17,27 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: installing ${missing[*]} (with their dependencies; a few minutes)"
+# apt: waits for the dpkg lock (fresh cloud machines run unattended upgrades at boot), says
+# so, and shows one line per package set up.
+apt_run() { # apt-get arguments...
+  local log rc tries=0
+  log=$(mktemp)
+  while :; do
+    rc=0
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 \
+      -o Dpkg::Use-Pty=0 "$@" 2>"$log" | awk '/^Setting up /{n++; printf "install-deps: [%d] %s\n", n, $0; fflush()}' || rc=$?
+    [ "$rc" -eq 0 ] && break
+    if grep -qiE "could not get lock|unable to lock|is another process using it" "$log" &&
+       [ $((tries += 1)) -le 60 ]; then
+      echo "install-deps: another apt or dpkg run holds the lock; waiting (try $tries of 60)"
+      sleep 10
+      continue
+    fi
+    cat "$log" >&2; rm -f "$log"; return "$rc"
+  done
+  rm -f "$log"
+}
+apt_run update -qq
+apt_run install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -75,4 +75,13 @@ if [ "$bind" = 1 ]; then what="one GPU each"
 elif [ "$gpus" -gt 0 ]; then what="GPUs ${TESSERA_DEVICES:-all} each"
 else what="${TESSERA_EMULATE} emulated devices each"; fi
 echo "mpirun-gemm: $NP ranks, $what: ${launch[0]} -np $NP ... $exe ${defaults[*]} $*" >&2
+# what one rank will use: its devices as tessera-info sees them in the ranks' environment
+# (with one GPU per rank, the first rank's), and the knobs the job sets
+info=$BUILD/tessera-info
+if [ -x "$info" ]; then
+  if [ "$bind" = 1 ]; then TESSERA_DEVICES=0 "$info" 2>&1 | sed -n '/^devices/,/^$/p' >&2
+  else "$info" 2>&1 | sed -n '/^devices/,/^$/p' >&2; fi
+  echo "knobs set for every rank: $(compgen -e | grep -E '^TESSERA_' | sort |
+    while read -r v; do printf '%s=%s ' "$v" "${!v}"; done)" >&2
+fi
 exec "${launch[@]}" "$exe" "${defaults[@]}" "$@"

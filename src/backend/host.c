@@ -9,9 +9,11 @@
  *                  arena). copy2d and gemm check that every device operand lies inside the
  *                  device's arena (the peer's for a P2P source) and every host operand lies
  *                  outside every arena; a violation returns TESS_EINVAL, so code that mixes
- *                  host and device pointers fails here as it would on a GPU. A fresh arena is
- *                  filled with 0xFF bytes (a NaN in every precision), so a kernel that reads
- *                  device memory nobody wrote produces NaN in the tests.
+ *                  host and device pointers fails here as it would on a GPU. A fresh arena reads
+ *                  as 0xFF bytes (a NaN in every precision), so a kernel that reads device
+ *                  memory nobody wrote produces NaN in the tests; it is mapped copy-on-write
+ *                  from one small 0xFF chunk (map_poisoned), so opening costs nothing per
+ *                  byte and only pages written become the device's own.
  *
  * Owns: the devices' stream threads and their FIFO queues, events, arenas, the emulation
  * knobs (link_gbs, gflops, jitter_us, fault_at). Does not own: what lives in the arenas
@@ -625,14 +627,49 @@ static int cpu_arena(void *bd, size_t want, void **base, size_t *got) {
     return TESS_ENOSYS;
 }
 
+/* size bytes that read as 0xFF until written: one chunk of a memfd is filled once and mapped
+ * privately (copy-on-write) at every chunk of the range, so the cost is the chunk, not the
+ * arena (filling 3 default arenas took most of a second per tess_init). Falls back to an
+ * anonymous mapping filled by memset where memfd_create is refused. At most about 256
+ * mappings per arena. MAP_FAILED on failure; munmap(p, size) releases it either way. */
+static void *map_poisoned(size_t size) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), chunk = size / 256;
+    if (chunk < ((size_t)2 << 20)) chunk = (size_t)2 << 20;
+    if (chunk > ((size_t)64 << 20)) chunk = (size_t)64 << 20;
+    chunk = (chunk + pg - 1) / pg * pg;
+    if (size <= SIZE_MAX - pg && chunk > (size + pg - 1) / pg * pg) chunk = (size + pg - 1) / pg * pg;
+    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return mem;
+    int fd = memfd_create("tessera-arena", MFD_CLOEXEC);
+    void *w = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)chunk) == 0)
+        w = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int ok = w != MAP_FAILED;
+    if (ok) {
+        memset(w, 0xFF, chunk);
+        munmap(w, chunk);
+        for (size_t off = 0; ok && off < size; off += chunk) {
+            size_t len = size - off < chunk ? size - off : chunk;
+            ok = mmap((char *)mem + off, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+                      0) != MAP_FAILED;
+        }
+    }
+    if (fd >= 0) close(fd);
+    if (!ok) { /* no memfd (or a mapping refused): the plain way */
+        munmap(mem, size);
+        mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem != MAP_FAILED) memset(mem, 0xFF, size);
+    }
+    return mem;
+}
+
 static int emu_arena(void *bd, size_t want, void **base, size_t *got) {
     struct dev *d = bd;
     if (!live(d)) return dead(d, "arena");
     if (!base || !got) return tess__fail(TESS_EINVAL, "%s: arena: NULL argument", d->name);
     size_t size = want ? want : d->mem_default;
     struct arena *a = calloc(1, sizeof *a);
-    void *mem = a ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                  : MAP_FAILED;
+    void *mem = a ? map_poisoned(size) : MAP_FAILED;
     if (mem == MAP_FAILED) {
         free(a);
         return tess__fail(TESS_ENOMEM, "%s: arena: cannot map %zu bytes", d->name, size);
@@ -653,7 +690,6 @@ static int emu_arena(void *bd, size_t want, void **base, size_t *got) {
         free(a);
         return tess__fail(TESS_EINVAL, "%s: arena: called twice", d->name);
     }
-    memset(mem, 0xFF, size);  /* NaN everywhere: reads of unwritten device memory show */
     *base = mem;
     *got = size;
     tess__log(TESS__LOG_DEBUG, "%s: arena %p, %zu bytes", d->name, mem, size);

@@ -210,6 +210,7 @@ int tess__rt_start(struct tess__rt **out) {
     if (!rc && !(rt->q = tess__queue_create(QUEUE_CAP)))
         rc = tess__fail(TESS_ENOMEM, "task queue: out of host memory");
     if (!rc) rc = open_all(rt);
+    if (!rc) rc = tess__fault_check(rt->cfg.emu_fault, rt->ndev);
     if (!rc) tess__tune_start(rt);
     for (int i = 0; i < rt->ndev && !rc; i++)
         if (pthread_create(&rt->dev[i]->thread, NULL, tess__worker_main, rt->dev[i]))

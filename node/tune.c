@@ -39,15 +39,23 @@
  * faults (TESSERA_FAULT) is never measured: the measurements would spend its fault count.
  *
  * The file (TESSERA_TUNE_FILE, default $XDG_CACHE_HOME/tessera/tune or
- * ~/.cache/tessera/tune): one line per device kind and precision,
+ * ~/.cache/tessera/tune): the version line TUNE_HEADER, then one line per device kind and
+ * precision,
  *   <kind> <s|d|c|z> <link bytes/s> <edge>:<flop/s> ...
  * rewritten whole (temporary file, then rename) after a measurement, keeping other kinds'
- * well-formed lines; malformed lines are ignored and dropped, a file that cannot be written only costs the next process the
- * measurement again. Nothing is printed unless TESSERA_VERBOSE asks.
+ * well-formed lines; malformed lines are ignored and dropped, a file that cannot be written
+ * only costs the next process the measurement again. Reading is bounded and never blocks:
+ * a file that is not a regular one (a device such as /dev/zero, a FIFO, a folder) or cannot
+ * be opened is ignored and never replaced; one over TUNE_MAX_BYTES, holding NUL bytes or
+ * opening with another version line is ignored and replaced after a measurement; lines
+ * past TUNE_MAX_LINES and a last line without its newline (a truncated file) are dropped.
+ * Each of these is a warning (TESSERA_VERBOSE >= 1); nothing is printed otherwise.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,39 +147,123 @@ static void tune_path(const struct tess__config *cfg, char *out, size_t len) {
     else out[0] = 0;
 }
 
-/* Read the lines of `key` into tu; returns how many precisions were found. */
-static int tune_read(struct tess__tune *tu, const char *path) {
-    FILE *f = path[0] ? fopen(path, "r") : NULL;
-    if (!f) return 0;
-    char line[1024], kind[128], p;
-    int found = 0;
-    while (fgets(line, sizeof line, f)) {
-        double link;
-        int used = 0;
-        if (line[0] == '#' || sscanf(line, "%127s %c %lf%n", kind, &p, &link, &used) != 3) continue;
-        const char *q = strchr(prec, p);
-        if (!p || !q || strcmp(kind, tu->key) || !(link > 0)) continue;
-        int dt = (int)(q - prec);
-        double rate[TESS__TUNE_NCAND] = {0};
-        char *s = line + used;
-        for (;;) {
-            char *end;
-            long long e = strtoll(s, &end, 10);
-            if (end == s || *end != ':') break;
-            double r = strtod(end + 1, &s);
-            for (int i = 0; i < TESS__TUNE_NCAND; i++)
-                if (tu->edges[i] == e && r > 0 && isfinite(r)) rate[i] = r;
-        }
-        int any = 0;
-        for (int i = 0; i < TESS__TUNE_NCAND; i++) any |= rate[i] > 0;
-        if (!any) continue;
-        memcpy(tu->rate[dt], rate, sizeof rate);
-        tu->link[dt] = link;
-        if (!tu->have[dt]) found++;
-        tu->have[dt] = 1;
+/* The first line of the file this version writes; a file that opens with another comment
+ * line is another version's. Files without a comment line first (written by hand, tests)
+ * are read line by line. */
+#define TUNE_MAGIC "# tessera tune file, format 2:"
+#define TUNE_HEADER TUNE_MAGIC " <kind> <precision> <link bytes/s> <edge>:<flop/s>...; " \
+                    "delete to measure again\n"
+#define TUNE_MAX_BYTES ((size_t)64 << 10) /* hundreds of kinds' lines */
+#define TUNE_MAX_TEXT "64 KiB"
+#define TUNE_MAX_LINES 2048
+#define TUNE_MAX_LINE 1024
+
+enum tune_scan_rc {
+    TUNE_READ,    /* read (lines past a limit or a truncated last one dropped) */
+    TUNE_ABSENT,  /* no such file: the first start on this machine */
+    TUNE_IGNORED, /* a regular file whose content is refused: replaced after measuring */
+    TUNE_KEEP,    /* not a regular file, or unreadable: ignored and never replaced */
+};
+
+static void tune_warn(int quiet, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void tune_warn(int quiet, const char *path, const char *fmt, ...) {
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (!quiet) tess__log(TESS__LOG_WARN, "tile tuning: tune file %s (TESSERA_TUNE_FILE) %s", path, why);
+}
+
+/* Call each(line, arg) for every complete line of the file (NUL-terminated, newline
+ * removed), within the limits above; quiet: no warnings (the file was read already). */
+static enum tune_scan_rc tune_scan(const char *path, int quiet, void (*each)(char *, void *),
+                                   void *arg) {
+    int fd = path[0] ? open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) : -1;
+    if (fd < 0) {
+        if (!path[0] || errno == ENOENT) return TUNE_ABSENT;
+        tune_warn(quiet, path, "ignored: %s", strerror(errno));
+        return TUNE_KEEP;
     }
-    fclose(f);
-    return found;
+    struct stat st;
+    char *buf = NULL;
+    const char *why = NULL, *big = "larger than " TUNE_MAX_TEXT;
+    enum tune_scan_rc rc = TUNE_IGNORED;
+    size_t n = 0;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) why = "not a regular file", rc = TUNE_KEEP;
+    else if ((size_t)st.st_size > TUNE_MAX_BYTES) why = big;
+    else if (!(buf = malloc(TUNE_MAX_BYTES + 1))) why = "out of memory", rc = TUNE_KEEP;
+    while (!why && n <= TUNE_MAX_BYTES) { /* one byte more: a file that grew */
+        ssize_t got = read(fd, buf + n, TUNE_MAX_BYTES + 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) why = strerror(errno), rc = TUNE_KEEP;
+        if (got <= 0) break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if (!why && n > TUNE_MAX_BYTES) why = big;
+    if (!why && memchr(buf, 0, n)) why = "it holds NUL bytes (not a text file)";
+    if (!why && n && buf[0] == '#' &&
+        (n < strlen(TUNE_MAGIC) || memcmp(buf, TUNE_MAGIC, strlen(TUNE_MAGIC))))
+        why = "written by another version of tessera (its first line is not \"" TUNE_MAGIC "\")";
+    if (why) {
+        tune_warn(quiet, path, "ignored: %s", why);
+        free(buf);
+        return rc;
+    }
+    int lines = 0;
+    for (size_t at = 0; at < n;) {
+        char *nl = memchr(buf + at, '\n', n - at);
+        if (!nl) {
+            tune_warn(quiet, path, "truncated: its last line has no newline and is ignored");
+            break;
+        }
+        if (++lines > TUNE_MAX_LINES) {
+            tune_warn(quiet, path, "too long: lines past the %dth ignored", TUNE_MAX_LINES);
+            break;
+        }
+        *nl = 0;
+        if ((size_t)(nl - (buf + at)) < TUNE_MAX_LINE) each(buf + at, arg);
+        at = (size_t)(nl + 1 - buf);
+    }
+    free(buf);
+    return TUNE_READ;
+}
+
+/* A well-formed line's kind, precision and link: 1, and *used the characters they took. */
+static int line_head(const char *line, char kind[128], int *dt, double *link, int *used) {
+    char p;
+    if (line[0] == '#' || sscanf(line, "%127s %c %lf%n", kind, &p, link, used) != 3) return 0;
+    const char *q = strchr(prec, p);
+    if (!p || !q || !(*link > 0) || !isfinite(*link)) return 0;
+    *dt = (int)(q - prec);
+    return 1;
+}
+
+/* tune_scan: a line of our kind into tu */
+static void read_line(char *line, void *arg) {
+    struct tess__tune *tu = arg;
+    char kind[128];
+    int dt, used = 0;
+    double link;
+    if (!line_head(line, kind, &dt, &link, &used) || strcmp(kind, tu->key)) return;
+    double rate[TESS__TUNE_NCAND] = {0};
+    char *s = line + used;
+    for (;;) {
+        char *end;
+        long long e = strtoll(s, &end, 10);
+        if (end == s || *end != ':') break;
+        double r = strtod(end + 1, &s);
+        for (int i = 0; i < TESS__TUNE_NCAND; i++)
+            if (tu->edges[i] == e && r > 0 && isfinite(r)) rate[i] = r;
+    }
+    int any = 0;
+    for (int i = 0; i < TESS__TUNE_NCAND; i++) any |= rate[i] > 0;
+    if (!any) return;
+    memcpy(tu->rate[dt], rate, sizeof rate);
+    tu->link[dt] = link;
+    tu->have[dt] = 1;
 }
 
 /* mkdir -p of the file's folder */
@@ -186,24 +278,38 @@ static void make_dirs(const char *path) {
         }
 }
 
-/* Keep the other kinds' lines, put ours (every precision we have) after them. */
-static int tune_write(const struct tess__tune *tu, const char *path) {
-    if (!path[0]) return -1;
+/* tune_scan: another kind's well-formed line, copied */
+struct keep_lines {
+    const struct tess__tune *tu;
+    FILE *out;
+};
+static void keep_line(char *line, void *arg) {
+    struct keep_lines *k = arg;
+    char kind[128];
+    int dt, used;
+    double link;
+    if (line_head(line, kind, &dt, &link, &used) && strcmp(kind, k->tu->key))
+        fprintf(k->out, "%s\n", line);
+}
+
+/* Keep the other kinds' lines, put ours (every precision we have) after them: NULL, or why
+ * the file was not written. A path that is not a regular file is never replaced. quiet:
+ * the file was read (and warned about) already. */
+static const char *tune_write(const struct tess__tune *tu, const char *path, int quiet) {
+    struct stat st;
+    if (!path[0]) return "no path";
+    if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+        tune_warn(quiet, path, "ignored: not a regular file (not replaced)");
+        return "not a regular file";
+    }
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     make_dirs(path);
     FILE *out = fopen(tmp, "w");
-    if (!out) return -1;
-    fprintf(out, "# tessera tile-kernel rates (node/tune.c): <kind> <precision> <link bytes/s> "
-                 "<edge>:<flop/s>...; delete to measure again\n");
-    FILE *in = fopen(path, "r");
-    char line[1024], kind[128], p;
-    double link;
-    while (in && fgets(line, sizeof line, in)) /* other kinds' well-formed lines */
-        if (line[0] != '#' && sscanf(line, "%127s %c %lf", kind, &p, &link) == 3 &&
-            strchr(prec, p) && p && strcmp(kind, tu->key))
-            fputs(line, out);
-    if (in) fclose(in);
+    if (!out) return strerror(errno);
+    fputs(TUNE_HEADER, out);
+    struct keep_lines k = {tu, out};
+    int keep = tune_scan(path, quiet, keep_line, &k) == TUNE_KEEP;
     for (int dt = 0; dt < 4; dt++) {
         if (!tu->have[dt]) continue;
         fprintf(out, "%s %c %.6g", tu->key, prec[dt], tu->link[dt]);
@@ -212,11 +318,10 @@ static int tune_write(const struct tess__tune *tu, const char *path) {
         fputc('\n', out);
     }
     int bad = ferror(out);
-    if (fclose(out) || bad || rename(tmp, path)) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    const char *why = fclose(out) || bad ? "write error" : keep ? "unreadable, not replaced"
+                    : rename(tmp, path) ? strerror(errno) : NULL;
+    if (why) unlink(tmp);
+    return why;
 }
 
 /* ---- measuring ------------------------------------------------------------------------ */
@@ -335,7 +440,7 @@ int tess__tune_start(struct tess__rt *rt) {
         if (isspace((unsigned char)*s)) *s = '_';
     char path[512];
     tune_path(&rt->cfg, path, sizeof path);
-    if (rt->cfg.tune == 1) tune_read(tu, path);
+    if (rt->cfg.tune == 1) tune_scan(path, 0, read_line, tu);
     /* measuring would spend an injected fault's count */
     if ((!gpu && rt->cfg.tune != 2) || rt->cfg.emu_fault[0]) return TESS_OK;
     int missing = 0;
@@ -357,8 +462,8 @@ int tess__tune_start(struct tess__rt *rt) {
                       (long long)tu->edges[TESS__TUNE_NCAND - 1], tu->rate[dt][0] * 1e-12,
                       tu->rate[dt][1] * 1e-12, tu->rate[dt][2] * 1e-12, tu->rate[dt][3] * 1e-12,
                       tu->rate[dt][4] * 1e-12, tu->rate[dt][5] * 1e-12, missing);
-    if (missing && tune_write(tu, path))
-        tess__log(TESS__LOG_INFO, "tile tuning: cannot write %s (%s)", path, strerror(errno));
+    const char *why = missing ? tune_write(tu, path, rt->cfg.tune == 1) : NULL;
+    if (why) tess__log(TESS__LOG_INFO, "tile tuning: cannot write %s (%s)", path, why);
     return TESS_OK;
 }
 

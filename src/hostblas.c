@@ -4,18 +4,34 @@
  * TESSERA_CPU_BLAS (default libopenblas.so.0) and opened RTLD_NOW | RTLD_LOCAL: its symbols
  * do not join the global scope, and every pointer is taken from its handle with dlsym, so a
  * preloaded libtessera_blas.so (which exports cblas_dgemm, dgemm_, ...) can never be what
- * tessera's own CPU kernels call. The answer (table or error) is computed under
- * pthread_once and kept for the life of the process; the handle is never closed (the
- * library's threads may outlive every tessera call).
+ * tessera's own CPU kernels call. A library whose routines are tessera's own (it carries
+ * the ELF note below: the drop-in, or anything linked with this file) is refused, as are
+ * one that cannot be opened and one without every routine: the runtime then does not start
+ * (TESS_ENOSYS, a message naming TESSERA_CPU_BLAS); nothing here prints or aborts. The
+ * answer (table or error) is computed under pthread_once and kept for the life of the
+ * process; the handle of a library taken is never closed (its threads may outlive every
+ * tessera call).
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hostblas.h"
 #include "internal.h"
+
+/* The mark of a tessera library: an ELF note (name "tessera") in every object linked with
+ * this file, found through the object's PT_NOTE segments. */
+#define NOTE_NAME "tessera"
+#define NOTE_TYPE 0x7e55u
+__attribute__((section(".note.tessera"), aligned(4), used)) static const struct {
+    uint32_t namesz, descsz, type;
+    char name[sizeof NOTE_NAME];
+} tessera_note = {sizeof NOTE_NAME, 0, NOTE_TYPE, NOTE_NAME};
 
 #define DEFAULT_LIB "libopenblas.so.0"
 
@@ -38,6 +54,51 @@ static const struct {
 };
 #undef HB
 
+/* dl_iterate_phdr: is addr in this object, and does the object carry the note? */
+struct note_probe {
+    uintptr_t addr;
+    int tessera;
+};
+static int probe_object(struct dl_phdr_info *info, size_t size, void *arg) {
+    struct note_probe *pr = arg;
+    int in = 0;
+    for (int i = 0; i < info->dlpi_phnum && !in; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        in = ph->p_type == PT_LOAD && pr->addr >= lo && pr->addr - lo < ph->p_memsz;
+    }
+    if (!in) return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE) continue;
+        size_t al = ph->p_align == 8 ? 8 : 4, at = 0, n = ph->p_memsz;
+        const char *seg = (const char *)(info->dlpi_addr + ph->p_vaddr);
+        while (n - at >= sizeof(ElfW(Nhdr))) {
+            ElfW(Nhdr) nh;
+            memcpy(&nh, seg + at, sizeof nh);
+            at += sizeof nh;
+            size_t name = (nh.n_namesz + al - 1) / al * al, desc = (nh.n_descsz + al - 1) / al * al;
+            if (name > n - at || desc > n - at - name) break;
+            if (nh.n_type == NOTE_TYPE && nh.n_namesz == sizeof NOTE_NAME &&
+                !memcmp(seg + at, NOTE_NAME, sizeof NOTE_NAME))
+                pr->tessera = 1;
+            at += name + desc;
+        }
+    }
+    return 1;
+}
+
+/* Why the library cannot be the CPU BLAS (the knob named first), kept for every call. */
+static void refuse(void *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refuse(void *h, const char *fmt, ...) {
+    va_list ap;
+    int n = snprintf(failure, sizeof failure, "TESSERA_CPU_BLAS=\"%s\": ", table.name);
+    va_start(ap, fmt);
+    vsnprintf(failure + n, sizeof failure - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (h) dlclose(h);
+}
+
 static void load_once(void) {
     const char *name = getenv("TESSERA_CPU_BLAS");
     if (!name || !*name) name = DEFAULT_LIB;
@@ -46,20 +107,21 @@ static void load_once(void) {
     void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
-        snprintf(failure, sizeof failure,
-                 "CPU BLAS \"%s\" cannot be loaded (%s); set TESSERA_CPU_BLAS to a CBLAS "
-                 "library such as libopenblas.so.0",
-                 name, why ? why : "dlopen failed");
+        refuse(NULL, "cannot be loaded (%s); accepted: a CBLAS library (path or soname) such "
+               "as libopenblas.so.0", why ? why : "dlopen failed");
         return;
     }
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
         void *f = dlsym(h, required[i].sym);
-        if (!f) {
-            snprintf(failure, sizeof failure,
-                     "CPU BLAS \"%s\" has no %s; set TESSERA_CPU_BLAS to a library with the "
-                     "CBLAS level-3 routines (e.g. libopenblas.so.0)",
-                     name, required[i].sym);
-            dlclose(h);
+        struct note_probe pr = {(uintptr_t)f, 0};
+        if (f) dl_iterate_phdr(probe_object, &pr);
+        if (!f || pr.tessera) {
+            refuse(h, !f ? "has no %s; accepted: a library with the CBLAS level-3 routines such "
+                           "as libopenblas.so.0"
+                         : "its %s is tessera's own (the drop-in libtessera_blas.so?), which "
+                           "would call back into tessera; accepted: a self-contained CBLAS "
+                           "library such as libopenblas.so.0",
+                   required[i].sym);
             return;
         }
         /* object pointer to function pointer: POSIX guarantees the representation */

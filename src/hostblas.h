@@ -46,8 +46,9 @@ struct tess__hostblas {
 };
 
 /* Resolve the CPU BLAS once (thread-safe; later calls return the first answer): TESS_OK,
- * or TESS_ENOSYS with a message naming the library and the knob when it cannot be loaded
- * or lacks a symbol. The runtime calls it at start and refuses to start without it. */
+ * or TESS_ENOSYS with a message naming TESSERA_CPU_BLAS and its value when the library
+ * cannot be loaded, lacks a symbol or is tessera's own (the drop-in: its routines would
+ * call back into tessera). The runtime calls it at start and refuses to start without it. */
 int tess__hostblas_load(void);
 /* The resolved table; valid (non-NULL) once tess__hostblas_load returned TESS_OK. */
 const struct tess__hostblas *tess__hostblas(void);

@@ -152,14 +152,29 @@ struct tess__config {
     int pgemm_node_ranks;    /* TESSERA_PGEMM_NODE_RANKS: ranks per node for the GPU transport, 0 = real nodes */
 };
 
-/* Fill cfg from the environment (defaults for unset knobs). Returns TESS_EINVAL with a
- * message naming the variable when one cannot be parsed. */
+/* Fill cfg from the environment (defaults for unset or empty knobs). Returns TESS_EINVAL
+ * with a message naming the variable, its value and what it accepts (the table's syntax
+ * and range) when one is refused. */
 int tess__config_load(struct tess__config *cfg);
-/* Value of a "a,b,c" list entry i as double (def when absent). */
+/* The knobs' parser for values outside the table, so that every TESSERA_* variable has one
+ * syntax (docs/knobs.md). tess__parse_int: a decimal integer, the whole string, in lo..hi:
+ * 0 and *out, or < 0 (refused). tess__parse_list: "x[,x...]", 1..nmax decimal numbers,
+ * each finite and in lo..hi (> lo when lo_open), into out: their count, or < 0.
+ * tess__knob_env_int: getenv(name) through tess__parse_int (def when unset or empty):
+ * TESS_OK, or TESS_EINVAL naming the variable, its value and the range (*out = def); for
+ * readers of their own knobs such as the ScaLAPACK glue's TESSERA_SCALAPACK_*. */
+int tess__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
+int tess__parse_list(const char *s, double lo, double hi, bool lo_open, double *out, int nmax);
+int tess__knob_env_int(const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *out);
+/* Value of entry i of a list of numbers (tess__parse_list) such as TESSERA_EMULATE_GFLOPS:
+ * the only value of a one-value list whatever i, def beyond the list or when it is refused. */
 double tess__list_double(const char *list, int i, double def);
-/* TESSERA_FAULT's entries "key:N" separated by commas (key a device index such as "1", or
- * "pin"): N for that key, 0 when it has none. */
+/* TESSERA_FAULT ("dev:k[,dev:k]", "pin:N", "xport:U"; checked by tess__config_load): N for
+ * key (a device index such as "1", "pin" or "xport"), 0 when it has none. */
 long long tess__fault_at(const char *spec, const char *key);
+/* TESSERA_FAULT names no device index at or beyond ndev (the runtime's devices, once
+ * opened): TESS_OK, or TESS_EINVAL naming the knob. */
+int tess__fault_check(const char *spec, int ndev);
 
 /* ---- per-device counters (updated with relaxed atomics by workers and the cache) ---- */
 

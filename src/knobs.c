@@ -1,8 +1,20 @@
-/* src/knobs.c: the one table of TESSERA_* environment knobs: name, type, default, meaning,
- * and where each lands in struct tess__config. docs/knobs.md mirrors this table and
- * tessera-info prints it with the live values. Owns parsing only; nothing is opened here. */
-#include <ctype.h>
+/* src/knobs.c: the one table of TESSERA_* environment knobs and their one parser: per knob
+ * its name, kind, default, accepted range, meaning and where it lands in struct
+ * tess__config. docs/knobs.md mirrors this table; tessera-info prints it with the live
+ * values and what each knob accepts. Owns parsing only; nothing is opened here.
+ *
+ * Invariants: a value is taken whole or refused with TESS_EINVAL and a message naming the
+ * knob, its value and what it accepts. Numbers are decimal (no hex, no blanks anywhere,
+ * nothing before or after them); integers and byte counts are range-checked in 64 bits
+ * before they are narrowed to their field, doubles must be finite and in range. The
+ * defaults go through the same parser. An empty value is an unset knob. TESSERA_FAULT's
+ * syntax is checked here, its device indexes against the opened devices by
+ * tess__fault_check. Code outside the table (the ScaLAPACK glue) reads integer knobs with
+ * the same syntax through tess__knob_env_int.
+ */
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,220 +22,441 @@
 #include "internal.h"
 #include "blas/defaults.h"  /* the drop-in model's defaults */
 
-enum knob_type { K_INT, K_BYTES, K_DOUBLE, K_STR, K_AUTO01 };
+enum knob_type {
+    K_INT,    /* integer in ilo..ihi, into an int or int64_t field */
+    K_BYTES,  /* byte count in ilo..ihi (suffix K, M, G, T), into an int64_t field */
+    K_DOUBLE, /* finite number in dlo..dhi (F_POS: > dlo) */
+    K_LIST,   /* 1..nmax numbers (F_ONE_OR_ALL: 1 or nmax) as K_DOUBLE, kept as text */
+    K_STR,    /* text shorter than the field */
+    K_AUTO01, /* auto, 0/off, 1/on into an int: -1, 0, 1 */
+    K_FAULT,  /* the fault spec (tess__fault_at), kept as text */
+};
+enum { F_POS = 1, F_ONE_OR_ALL = 2 };
 
 struct knob {
     const char *name;
     enum knob_type type;
     const char *def;
-    size_t off;
-    size_t size;  /* K_STR: buffer size */
+    size_t off, size;  /* the field in struct tess__config and its bytes */
+    int64_t ilo, ihi;  /* K_INT, K_BYTES */
+    double dlo, dhi;   /* K_DOUBLE, K_LIST items */
+    int flags, nmax;   /* F_*; K_LIST: most items */
     const char *help;
 };
 
-#define OFF(f) offsetof(struct tess__config, f)
+#define FIELD(f) offsetof(struct tess__config, f), sizeof(((struct tess__config *)0)->f)
+#define INT(n, f, d, lo, hi, h) {n, K_INT, d, FIELD(f), .ilo = lo, .ihi = hi, .help = h}
+#define BYTES(n, f, d, lo, hi, h) {n, K_BYTES, d, FIELD(f), .ilo = lo, .ihi = hi, .help = h}
+#define DBL(n, f, d, lo, hi, fl, h) \
+    {n, K_DOUBLE, d, FIELD(f), .dlo = lo, .dhi = hi, .flags = fl, .help = h}
+#define LIST(n, f, d, lo, hi, fl, nm, h) \
+    {n, K_LIST, d, FIELD(f), .dlo = lo, .dhi = hi, .flags = fl, .nmax = nm, .help = h}
+#define STR(n, f, d, h) {n, K_STR, d, FIELD(f), .help = h}
+#define KIB(x) ((int64_t)(x) << 10)
+#define TIB(x) ((int64_t)(x) << 40)
+#define GFLOPS_MAX 1e9 /* an exaflop per device or per model rate */
+#define GBS_MAX 1e6    /* a petabyte per second */
+
 static const struct knob knobs[] = {
-    {"TESSERA_DEVICES", K_STR, "all", OFF(devices), sizeof(((struct tess__config *)0)->devices),
-     "GPUs to use: all, none, or CUDA ordinals such as 0,1"},
-    {"TESSERA_TILE", K_INT, "0", OFF(tile), 0,
-     "tile edge in elements; 0 = automatic from the devices and the problem"},
-    {"TESSERA_TUNE", K_INT, "1", OFF(tune), 0,
-     "automatic GEMM tile on GPUs: 1 = model from tile-kernel rates measured once per machine (kept in TESSERA_TUNE_FILE), 2 = measure again (emulated devices too), 0 = fixed rule"},
-    {"TESSERA_TUNE_FILE", K_STR, "", OFF(tune_file), sizeof(((struct tess__config *)0)->tune_file),
-     "file of the measured rates; empty = $XDG_CACHE_HOME/tessera/tune or ~/.cache/tessera/tune"},
-    {"TESSERA_STREAMS", K_INT, "8", OFF(streams), 0,
-     "streams per GPU, each running one task (1..8)"},
-    {"TESSERA_DEVICE_MEM", K_BYTES, "0", OFF(dev_mem), 0,
-     "heap bytes per GPU (suffix K, M, G); 0 = all free memory but a margin"},
-    {"TESSERA_STAGING", K_BYTES, "2G", OFF(staging), 0,
-     "pinned staging bytes per GPU for pageable operands, taken on demand; 0 = copy directly"},
-    {"TESSERA_STAGING_THREADS", K_INT, "0", OFF(staging_threads), 0,
-     "threads copying pageable operands to and from staging (all GPUs); 0 = min(8, cores/2)"},
-    {"TESSERA_CPU_WORKER", K_AUTO01, "auto", OFF(cpu_worker), 0,
-     "CPU cores as a device: auto (only when no other device), 0, 1"},
-    {"TESSERA_RS", K_INT, "8", OFF(rs_size), 0,
-     "reservation-station slots per device (tasks pulled ahead and ranked)"},
-    {"TESSERA_BALANCE", K_INT, "1", OFF(balance), 0,
-     "end game: with the queue empty a device leaves a station task to a peer that would finish it sooner (measured rates); 0 = every device starts what it holds"},
-    {"TESSERA_P2P", K_INT, "1", OFF(p2p), 0,
-     "fetch tiles from peer devices (L2 cache hits); 0 = always from the host"},
-    {"TESSERA_RECOVER", K_INT, "0", OFF(recover), 0,
-     "1 = whatever a failing device held can be redone: C tiles the call reads are written back through a host buffer, peers fetch only finished copies"},
-    {"TESSERA_PIN", K_INT, "1", OFF(pin_threads), 0,
-     "pin each device worker thread to its own core, inside the process's binding (spread by node-local rank)"},
-    {"TESSERA_EMULATE", K_INT, "0", OFF(emulate), 0,
-     "emulated host devices to add (separate capped arenas, stream threads)"},
-    {"TESSERA_EMULATE_MEM", K_BYTES, "256M", OFF(emu_mem), 0,
-     "arena bytes per emulated device (its memory cap)"},
-    {"TESSERA_EMULATE_LINK", K_DOUBLE, "0", OFF(emu_link_gbs), 0,
-     "emulated link bandwidth in GB/s per copy; 0 = unthrottled"},
-    {"TESSERA_EMULATE_GFLOPS", K_STR, "", OFF(emu_gflops),
-     sizeof(((struct tess__config *)0)->emu_gflops),
-     "emulated kernel rate in GFLOP/s, one value or a list per device; 0 = unthrottled"},
-    {"TESSERA_FAULT", K_STR, "", OFF(emu_fault),
-     sizeof(((struct tess__config *)0)->emu_fault),
-     "inject faults: dev:k[,dev:k] makes device index dev fail at its k-th copy or kernel; pin:N fails the N-th staging slab of each GPU (cudaHostAlloc); xport:U loses this rank's device at unit U of each pass of the GPU transport"},
-    {"TESSERA_EMULATE_JITTER", K_INT, "0", OFF(emu_jitter_us), 0,
-     "random delay up to this many microseconds before each emulated op"},
-    {"TESSERA_EMULATE_STREAMS", K_INT, "2", OFF(emu_streams), 0,
-     "streams per emulated device"},
-    {"TESSERA_EMULATE_SHARED", K_INT, "0", OFF(emu_shared), 0,
-     "1 = an emulated device's streams take turns on one compute engine of TESSERA_EMULATE_GFLOPS (a GPU's model); 0 = each stream computes at that rate"},
-    {"TESSERA_VERBOSE", K_INT, "0", OFF(verbose), 0,
-     "0 silent, 1 warnings (device failures), 2 info, 3 debug"},
-    {"TESSERA_TRACE", K_STR, "", OFF(trace), sizeof(((struct tess__config *)0)->trace),
-     "write a Chrome/Perfetto trace (one track per device stream and worker) to this file; %r in the name: the launcher's rank"},
-    {"TESSERA_SUMMARY", K_INT, "0", OFF(summary), 0,
-     "1: print each device's counters (bytes, hits, steals, busy %) when the runtime stops"},
-    {"TESSERA_CPU_BLAS", K_STR, "libopenblas.so.0", OFF(cpu_blas),
-     sizeof(((struct tess__config *)0)->cpu_blas),
-     "CPU BLAS library (CBLAS level 3) for host kernels and the drop-in's CPU path"},
-    {"TESSERA_BLAS_FORCE", K_INT, "0", OFF(blas_force), 0,
-     "drop-in: 1 = every level-3 call to the runtime, whatever its shape or devices (testing)"},
+    STR("TESSERA_DEVICES", devices, "all",
+        "GPUs to use: all, none, or CUDA ordinals such as 0,1"),
+    INT("TESSERA_TILE", tile, "0", 0, 65536,
+        "tile edge in elements; 0 = automatic from the devices and the problem"),
+    INT("TESSERA_TUNE", tune, "1", 0, 2,
+        "automatic GEMM tile on GPUs: 1 = model from tile-kernel rates measured once per machine (kept in TESSERA_TUNE_FILE), 2 = measure again (emulated devices too), 0 = fixed rule"),
+    STR("TESSERA_TUNE_FILE", tune_file, "",
+        "file of the measured rates; empty = $XDG_CACHE_HOME/tessera/tune or ~/.cache/tessera/tune"),
+    INT("TESSERA_STREAMS", streams, "8", 1, TESS_MAX_STREAMS,
+        "streams per GPU, each running one task"),
+    BYTES("TESSERA_DEVICE_MEM", dev_mem, "0", 0, TIB(64),
+          "heap bytes per GPU; 0 = all free memory but a margin"),
+    BYTES("TESSERA_STAGING", staging, "2G", 0, TIB(64),
+          "pinned staging bytes per GPU for pageable operands, taken on demand; 0 = copy directly"),
+    INT("TESSERA_STAGING_THREADS", staging_threads, "0", 0, 256,
+        "threads copying pageable operands to and from staging (all GPUs); 0 = min(8, cores/2)"),
+    {"TESSERA_CPU_WORKER", K_AUTO01, "auto", FIELD(cpu_worker),
+     .help = "CPU cores as a device: auto (only when no other device), 0, 1"},
+    INT("TESSERA_RS", rs_size, "8", 1, 4096,
+        "reservation-station slots per device (tasks pulled ahead and ranked)"),
+    INT("TESSERA_BALANCE", balance, "1", 0, 1,
+        "end game: with the queue empty a device leaves a station task to a peer that would finish it sooner (measured rates); 0 = every device starts what it holds"),
+    INT("TESSERA_P2P", p2p, "1", 0, 1,
+        "fetch tiles from peer devices (L2 cache hits); 0 = always from the host"),
+    INT("TESSERA_RECOVER", recover, "0", 0, 1,
+        "1 = whatever a failing device held can be redone: C tiles the call reads are written back through a host buffer, peers fetch only finished copies"),
+    INT("TESSERA_PIN", pin_threads, "1", 0, 1,
+        "pin each device worker thread to its own core, inside the process's binding (spread by node-local rank)"),
+    INT("TESSERA_EMULATE", emulate, "0", 0, TESS_MAX_DEVICES - 1,
+        "emulated host devices to add (separate capped arenas, stream threads)"),
+    BYTES("TESSERA_EMULATE_MEM", emu_mem, "256M", KIB(4), TIB(1),
+          "arena bytes per emulated device (its memory cap)"),
+    DBL("TESSERA_EMULATE_LINK", emu_link_gbs, "0", 0, GBS_MAX, 0,
+        "emulated link bandwidth in GB/s per copy; 0 = unthrottled"),
+    LIST("TESSERA_EMULATE_GFLOPS", emu_gflops, "", 0, GFLOPS_MAX, 0, TESS_MAX_DEVICES,
+         "emulated kernel rate in GFLOP/s, one value or a list per device; 0 = unthrottled"),
+    {"TESSERA_FAULT", K_FAULT, "", FIELD(emu_fault),
+     .help = "inject faults: dev:k[,dev:k] makes device index dev fail at its k-th copy or kernel; pin:N fails the N-th staging slab of each GPU (cudaHostAlloc); xport:U loses this rank's device at unit U of each pass of the GPU transport"},
+    INT("TESSERA_EMULATE_JITTER", emu_jitter_us, "0", 0, 1000000,
+        "random delay up to this many microseconds before each emulated op"),
+    INT("TESSERA_EMULATE_STREAMS", emu_streams, "2", 1, TESS_MAX_STREAMS,
+        "streams per emulated device"),
+    INT("TESSERA_EMULATE_SHARED", emu_shared, "0", 0, 1,
+        "1 = an emulated device's streams take turns on one compute engine of TESSERA_EMULATE_GFLOPS (a GPU's model); 0 = each stream computes at that rate"),
+    INT("TESSERA_VERBOSE", verbose, "0", 0, 3,
+        "0 silent, 1 warnings (device failures, ignored files), 2 info, 3 debug"),
+    STR("TESSERA_TRACE", trace, "",
+        "write a Chrome/Perfetto trace (one track per device stream and worker) to this file; %r in the name: the launcher's rank"),
+    INT("TESSERA_SUMMARY", summary, "0", 0, 1,
+        "1: print each device's counters (bytes, hits, steals, busy %) when the runtime stops"),
+    STR("TESSERA_CPU_BLAS", cpu_blas, "libopenblas.so.0",
+        "CPU BLAS library (CBLAS level 3) for host kernels and the drop-in's CPU path; not a tessera library"),
+    INT("TESSERA_BLAS_FORCE", blas_force, "0", 0, 1,
+        "drop-in: 1 = every level-3 call to the runtime, whatever its shape or devices (testing)"),
     /* the drop-in's crossover model (src/blas/model.h; defaults in src/blas/defaults.h) */
-    {"TESSERA_BLAS_CPU_GFLOPS", K_STR, TESS__BLAS_DEF_CPU_GFLOPS, OFF(blas_cpu_gflops),
-     sizeof(((struct tess__config *)0)->blas_cpu_gflops),
-     "drop-in model: CPU BLAS GFLOP/s, one value or s,d,c,z (tessera-crossover measures it)"},
-    {"TESSERA_BLAS_DEV_GFLOPS", K_STR, TESS__BLAS_DEF_DEV_GFLOPS, OFF(blas_dev_gflops),
-     sizeof(((struct tess__config *)0)->blas_dev_gflops),
-     "drop-in model: all GPUs' GFLOP/s on large operands, one value or s,d,c,z"},
-    {"TESSERA_BLAS_DEV_HALF", K_DOUBLE, TESS__BLAS_DEF_DEV_HALF, OFF(blas_dev_half), 0,
-     "drop-in model: min(m, n, k) at which the GPUs reach half their rate"},
-    {"TESSERA_BLAS_LINK_GBS", K_DOUBLE, TESS__BLAS_DEF_LINK_GBS, OFF(blas_link_gbs), 0,
-     "drop-in model: host <-> GPUs GB/s for pageable operands"},
-    {"TESSERA_BLAS_OVERHEAD_US", K_DOUBLE, TESS__BLAS_DEF_OVERHEAD_US, OFF(blas_overhead_us), 0,
-     "drop-in model: fixed cost of one tessera call, microseconds"},
-    {"TESSERA_BLAS_MARGIN", K_DOUBLE, TESS__BLAS_DEF_MARGIN, OFF(blas_margin), 0,
-     "drop-in model: a call goes to the GPUs when margin * GPU time < CPU time"},
-    {"TESSERA_BLAS_EMULATED", K_INT, "0", OFF(blas_emulated), 0,
-     "drop-in: 1 = emulated devices count as GPUs for the model (testing the routing)"},
-    {"TESSERA_BLAS_VERBOSE", K_INT, "0", OFF(blas_verbose), 0,
-     "drop-in: 1 = one summary line on stderr at exit (calls, flops: runtime vs CPU)"},
-    {"TESSERA_PGEMM_MEM", K_BYTES, "0", OFF(pgemm_mem), 0,
-     "distributed GEMM: bytes per rank for gathered panels (host memory; with the GPU transport at most half the device heap); 0 = 40% of RAM / ranks per node"},
-    {"TESSERA_PGEMM_CHUNK", K_BYTES, "128M", OFF(pgemm_chunk), 0,
-     "distributed GEMM: bytes a rank receives per pipelined exchange step (look-ahead unit)"},
-    {"TESSERA_PGEMM_NCCL", K_INT, "1", OFF(pgemm_nccl), 0,
-     "distributed GEMM: 1 = panels into device memory when every rank has a GPU (NCCL within a node, MPI then H2D across nodes); 2 = also on emulated devices (MPI in place of NCCL: tests); 0 = MPI through host memory"},
-    {"TESSERA_PGEMM_NCCL_STREAMS", K_INT, "1", OFF(pgemm_nccl_streams), 0,
-     "distributed GEMM, NCCL: 2 = pack (H2D) on a second stream, overlapping the previous unit's transfer"},
-    {"TESSERA_PGEMM_PACK_D2D", K_INT, "1", OFF(pgemm_pack_d2d), 0,
-     "distributed GEMM, GPU transport: 1 = what a peer needs and this rank holds in its own panel is packed D2D from there, not H2D again; 0 = always H2D"},
-    {"TESSERA_PGEMM_NODE_RANKS", K_INT, "0", OFF(pgemm_node_ranks), 0,
-     "distributed GEMM, GPU transport: NCCL among every r consecutive ranks, MPI between such groups (testing the multi-node path on one node); 0 = NCCL within each real node"},
-    {"TESSERA_PGEMM_VARIANT", K_STR, "auto", OFF(pgemm_variant),
-     sizeof(((struct tess__config *)0)->pgemm_variant),
-     "distributed GEMM: auto (by shape), c (stationary C), a / b (stationary A / B: k split, partial products summed into C)"},
+    LIST("TESSERA_BLAS_CPU_GFLOPS", blas_cpu_gflops, TESS__BLAS_DEF_CPU_GFLOPS, 0, GFLOPS_MAX,
+         F_POS | F_ONE_OR_ALL, 4,
+         "drop-in model: CPU BLAS GFLOP/s, one value or s,d,c,z (tessera-crossover measures it)"),
+    LIST("TESSERA_BLAS_DEV_GFLOPS", blas_dev_gflops, TESS__BLAS_DEF_DEV_GFLOPS, 0, GFLOPS_MAX,
+         F_POS | F_ONE_OR_ALL, 4,
+         "drop-in model: all GPUs' GFLOP/s on large operands, one value or s,d,c,z"),
+    DBL("TESSERA_BLAS_DEV_HALF", blas_dev_half, TESS__BLAS_DEF_DEV_HALF, 0, 1e9, 0,
+        "drop-in model: min(m, n, k) at which the GPUs reach half their rate"),
+    DBL("TESSERA_BLAS_LINK_GBS", blas_link_gbs, TESS__BLAS_DEF_LINK_GBS, 0, GBS_MAX, F_POS,
+        "drop-in model: host <-> GPUs GB/s for pageable operands"),
+    DBL("TESSERA_BLAS_OVERHEAD_US", blas_overhead_us, TESS__BLAS_DEF_OVERHEAD_US, 0, 1e9, 0,
+        "drop-in model: fixed cost of one tessera call, microseconds"),
+    DBL("TESSERA_BLAS_MARGIN", blas_margin, TESS__BLAS_DEF_MARGIN, 0, 1e6, F_POS,
+        "drop-in model: a call goes to the GPUs when margin * GPU time < CPU time"),
+    INT("TESSERA_BLAS_EMULATED", blas_emulated, "0", 0, 1,
+        "drop-in: 1 = emulated devices count as GPUs for the model (testing the routing)"),
+    INT("TESSERA_BLAS_VERBOSE", blas_verbose, "0", 0, 2,
+        "drop-in: 1 = one summary line on stderr at exit (calls, flops: runtime vs CPU), 2 = and the model and per routine"),
+    BYTES("TESSERA_PGEMM_MEM", pgemm_mem, "0", 0, TIB(64),
+          "distributed GEMM: bytes per rank for gathered panels (host memory; with the GPU transport at most half the device heap); 0 = 40% of RAM / ranks per node"),
+    BYTES("TESSERA_PGEMM_CHUNK", pgemm_chunk, "128M", 1, TIB(64),
+          "distributed GEMM: bytes a rank receives per pipelined exchange step (look-ahead unit)"),
+    INT("TESSERA_PGEMM_NCCL", pgemm_nccl, "1", 0, 2,
+        "distributed GEMM: 1 = panels into device memory when every rank has a GPU (NCCL within a node, MPI then H2D across nodes); 2 = also on emulated devices (MPI in place of NCCL: tests); 0 = MPI through host memory"),
+    INT("TESSERA_PGEMM_NCCL_STREAMS", pgemm_nccl_streams, "1", 1, 2,
+        "distributed GEMM, NCCL: 2 = pack (H2D) on a second stream, overlapping the previous unit's transfer"),
+    INT("TESSERA_PGEMM_PACK_D2D", pgemm_pack_d2d, "1", 0, 1,
+        "distributed GEMM, GPU transport: 1 = what a peer needs and this rank holds in its own panel is packed D2D from there, not H2D again; 0 = always H2D"),
+    INT("TESSERA_PGEMM_NODE_RANKS", pgemm_node_ranks, "0", 0, 65536,
+        "distributed GEMM, GPU transport: NCCL among every r consecutive ranks, MPI between such groups (testing the multi-node path on one node); 0 = NCCL within each real node"),
+    STR("TESSERA_PGEMM_VARIANT", pgemm_variant, "auto",
+        "distributed GEMM: auto (by shape), c (stationary C), a / b (stationary A / B: k split, partial products summed into C)"),
 };
-#undef OFF
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 
-static int parse_bytes(const char *s, int64_t *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || v < 0) return -1;
-    while (isspace((unsigned char)*end)) end++;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': v *= 1024.0; end++; break;
-    case 'M': v *= 1024.0 * 1024.0; end++; break;
-    case 'G': v *= 1024.0 * 1024.0 * 1024.0; end++; break;
-    case 'T': v *= 1024.0 * 1024.0 * 1024.0 * 1024.0; end++; break;
-    default: break;
+/* ---- the number syntax ------------------------------------------------------------------ */
+
+/* Why a value is refused (the parsers return 0 or one of these). */
+enum { BAD_SYNTAX = -1, BAD_RANGE = -2, BAD_COUNT = -3, BAD_LENGTH = -4 };
+static const char *bad_what(int why) {
+    switch (why) {
+    case BAD_RANGE: return "out of range";
+    case BAD_COUNT: return "wrong number of values";
+    case BAD_LENGTH: return "too long";
+    default: return "not a valid value";
     }
-    if (toupper((unsigned char)*end) == 'I') end++;  /* KiB, MiB */
-    if (toupper((unsigned char)*end) == 'B') end++;
-    if (*end) return -1;
-    *out = (int64_t)v;
+}
+
+static int digit(char c) { return c >= '0' && c <= '9'; }
+
+/* [+-]digits, the whole string, as int64 (BAD_RANGE beyond it). */
+static int scan_int(const char *s, int64_t *v) {
+    const char *p = s + (*s == '+' || *s == '-');
+    if (!*p) return BAD_SYNTAX;
+    for (; *p; p++)
+        if (!digit(*p)) return BAD_SYNTAX;
+    errno = 0;
+    long long x = strtoll(s, NULL, 10);
+    if (errno == ERANGE) return BAD_RANGE;
+    *v = x;
     return 0;
 }
 
-static int set_knob(struct tess__config *cfg, const struct knob *k, const char *val) {
-    char *p = (char *)cfg + k->off, *end;
+/* A decimal number (digits, '.', exponent), the whole string, finite. */
+static int scan_double(const char *s, double *v) {
+    int digits = 0;
+    for (const char *p = s; *p; p++) {
+        if (!digit(*p) && !strchr(".eE+-", *p)) return BAD_SYNTAX;
+        digits += digit(*p);
+    }
+    if (!digits) return BAD_SYNTAX;
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (*end) return BAD_SYNTAX;
+    if (errno == ERANGE || !isfinite(x)) return BAD_RANGE;
+    *v = x;
+    return 0;
+}
+
+/* digits[.digits][K|M|G|T[i]][B], letters in either case, powers of 1024; a fraction is
+ * rounded down to a whole byte. */
+static int scan_bytes(const char *s, int64_t *v) {
+    const char *p = s;
+    int digits = 0, frac = 0;
+    while (digit(*p)) p++, digits++;
+    if (*p == '.')
+        for (p++, frac = 1; digit(*p); p++) digits++;
+    if (!digits) return BAD_SYNTAX;
+    size_t len = (size_t)(p - s);
+    int shift = 0;
+    const char *u = strchr("KMGT", *p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+    if (*p && u) {
+        shift = 10 * (int)(u - "KMGT" + 1);
+        p++;
+        if (*p == 'i' || *p == 'I') {
+            p++;
+            if (*p != 'B' && *p != 'b') return BAD_SYNTAX;
+        }
+    }
+    if (*p == 'B' || *p == 'b') p++;
+    if (*p) return BAD_SYNTAX;
+    char num[64];
+    if (len >= sizeof num) return BAD_RANGE;
+    memcpy(num, s, len);
+    num[len] = 0;
+    if (!frac) {
+        errno = 0;
+        long long x = strtoll(num, NULL, 10);
+        if (errno == ERANGE || x > (INT64_MAX >> shift)) return BAD_RANGE;
+        *v = (int64_t)x << shift;
+        return 0;
+    }
+    double x = ldexp(strtod(num, NULL), shift);
+    if (!(x < 0x1p62)) return BAD_RANGE;
+    *v = (int64_t)x;
+    return 0;
+}
+
+static int in_range_double(double x, double lo, double hi, int flags) {
+    return (flags & F_POS ? x > lo : x >= lo) && x <= hi;
+}
+
+/* The next comma-separated item of *p into buf: 1, 0 after the last one, BAD_LENGTH when
+ * it does not fit. Empty items come out as "". */
+static int next_item(const char **p, char *buf, size_t n) {
+    if (!*p) return 0;
+    const char *comma = strchr(*p, ',');
+    size_t len = comma ? (size_t)(comma - *p) : strlen(*p);
+    if (len >= n) return BAD_LENGTH;
+    memcpy(buf, *p, len);
+    buf[len] = 0;
+    *p = comma ? comma + 1 : NULL;
+    return 1;
+}
+
+int tess__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    int64_t v;
+    int rc = scan_int(s, &v);
+    if (!rc && (v < lo || v > hi)) rc = BAD_RANGE;
+    if (!rc) *out = v;
+    return rc;
+}
+
+int tess__parse_list(const char *s, double lo, double hi, bool lo_open, double *out,
+                     int nmax) {
+    const char *p = s && *s ? s : NULL;
+    char item[64];
+    int n = 0, rc;
+    if (!p) return BAD_SYNTAX;
+    while ((rc = next_item(&p, item, sizeof item)) == 1) {
+        double x;
+        if ((rc = scan_double(item, &x))) return rc;
+        if (!in_range_double(x, lo, hi, lo_open ? F_POS : 0)) return BAD_RANGE;
+        if (n == nmax) return BAD_COUNT;
+        out[n++] = x;
+    }
+    return rc ? rc : n;
+}
+
+/* ---- the fault spec ----------------------------------------------------------------------- */
+
+#define FAULT_MAX INT_MAX /* k, N and U land in ints (pin, xport) */
+struct fault {
+    int64_t dev[TESS_MAX_DEVICES], pin, xport; /* 0: none */
+};
+
+/* "key:N[,key:N]" into f; keys: a device index, pin, xport, each at most once. 0 or a
+ * BAD_* reason. */
+static int fault_parse(const char *spec, struct fault *f) {
+    memset(f, 0, sizeof *f);
+    const char *p = spec && *spec ? spec : NULL;
+    char item[64];
+    int rc;
+    while ((rc = next_item(&p, item, sizeof item)) == 1) {
+        char *colon = strchr(item, ':');
+        if (!colon) return BAD_SYNTAX;
+        *colon = 0;
+        int64_t n, dev;
+        if ((rc = scan_int(colon + 1, &n))) return rc;
+        if (n < 1 || n > FAULT_MAX) return BAD_RANGE;
+        int64_t *slot;
+        if (!strcmp(item, "pin")) slot = &f->pin;
+        else if (!strcmp(item, "xport")) slot = &f->xport;
+        else if (!(rc = scan_int(item, &dev)) && item[0] != '+' && item[0] != '-') {
+            if (dev >= TESS_MAX_DEVICES) return BAD_RANGE;
+            slot = &f->dev[dev];
+        } else return BAD_SYNTAX;
+        if (*slot) return BAD_SYNTAX; /* the same key twice */
+        *slot = n;
+    }
+    return rc;
+}
+
+long long tess__fault_at(const char *spec, const char *key) {
+    struct fault f;
+    int64_t dev;
+    if (fault_parse(spec, &f)) return 0;
+    if (!strcmp(key, "pin")) return f.pin;
+    if (!strcmp(key, "xport")) return f.xport;
+    if (scan_int(key, &dev) || dev < 0 || dev >= TESS_MAX_DEVICES) return 0;
+    return f.dev[dev];
+}
+
+int tess__fault_check(const char *spec, int ndev) {
+    struct fault f;
+    if (fault_parse(spec, &f))
+        return tess__fail(TESS_EINVAL, "TESSERA_FAULT=\"%.64s\": not a valid value", spec);
+    for (int d = ndev; d < TESS_MAX_DEVICES; d++)
+        if (f.dev[d])
+            return tess__fail(TESS_EINVAL, "TESSERA_FAULT=\"%.64s\": out of range: no device %d; "
+                              "accepted: device indexes 0..%d (as tessera-info numbers them)",
+                              spec, d, ndev - 1);
+    return TESS_OK;
+}
+
+double tess__list_double(const char *list, int i, double def) {
+    double v[TESS_MAX_DEVICES];
+    int n = tess__parse_list(list, -INFINITY, INFINITY, false, v, TESS_MAX_DEVICES);
+    if (n <= 0) return def;
+    return n == 1 ? v[0] : i >= 0 && i < n ? v[i] : def;
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+/* A byte count in the largest unit that divides it. */
+static void fmt_bytes(int64_t v, char *buf, size_t n) {
+    static const char unit[] = "TGMK";
+    for (int i = 0; i < 4; i++) {
+        int shift = 10 * (4 - i);
+        if (v && v % ((int64_t)1 << shift) == 0) {
+            snprintf(buf, n, "%lld%c", (long long)(v >> shift), unit[i]);
+            return;
+        }
+    }
+    snprintf(buf, n, "%lld", (long long)v);
+}
+
+/* What knob k accepts, in a few words (messages and tessera-info). */
+static void describe(const struct knob *k, char *buf, size_t n) {
+    char lo[32], hi[32], items[48] = "";
     switch (k->type) {
-    case K_INT: {
-        errno = 0;
-        long long v = strtoll(val, &end, 10);
-        if (end == val || *end || errno) return -1;
-        if (k->off == offsetof(struct tess__config, tile)) *(int64_t *)p = v;
-        else *(int *)p = (int)v;
-        return 0;
+    case K_INT:
+        if (k->ihi - k->ilo == 1) snprintf(buf, n, "%lld or %lld", (long long)k->ilo, (long long)k->ihi);
+        else snprintf(buf, n, "integer %lld..%lld", (long long)k->ilo, (long long)k->ihi);
+        return;
+    case K_BYTES:
+        fmt_bytes(k->ilo, lo, sizeof lo);
+        fmt_bytes(k->ihi, hi, sizeof hi);
+        snprintf(buf, n, "bytes %s..%s (suffix K, M, G, T)", lo, hi);
+        return;
+    case K_LIST:
+        if (k->flags & F_ONE_OR_ALL) snprintf(items, sizeof items, "list of 1 or %d ", k->nmax);
+        else snprintf(items, sizeof items, "list of 1..%d ", k->nmax);
+        /* fall through */
+    case K_DOUBLE:
+        if (k->flags & F_POS)
+            snprintf(buf, n, "%snumber%s > %g, <= %g", items, *items ? "s" : "", k->dlo, k->dhi);
+        else snprintf(buf, n, "%snumber%s %g..%g", items, *items ? "s" : "", k->dlo, k->dhi);
+        return;
+    case K_STR: snprintf(buf, n, "text, < %zu bytes", k->size); return;
+    case K_AUTO01: snprintf(buf, n, "auto, 0 or off, 1 or on"); return;
+    case K_FAULT:
+        snprintf(buf, n, "dev:k[,dev:k], pin:N, xport:U (k, N, U in 1..%d)", FAULT_MAX);
+        return;
     }
-    case K_BYTES: return parse_bytes(val, (int64_t *)p);
-    case K_DOUBLE: {
-        errno = 0;
-        double v = strtod(val, &end);
-        if (end == val || *end || errno) return -1;
-        *(double *)p = v;
+}
+
+/* Parse val for knob k into cfg: 0 or a BAD_* reason. */
+static int set_knob(struct tess__config *cfg, const struct knob *k, const char *val) {
+    char *p = (char *)cfg + k->off;
+    int64_t i;
+    double d, list[TESS_MAX_DEVICES];
+    struct fault f;
+    int rc;
+    switch (k->type) {
+    case K_INT:
+    case K_BYTES:
+        rc = k->type == K_INT ? scan_int(val, &i) : scan_bytes(val, &i);
+        if (!rc && (i < k->ilo || i > k->ihi)) rc = BAD_RANGE;
+        if (rc) return rc;
+        if (k->size == sizeof(int64_t)) *(int64_t *)p = i;
+        else *(int *)p = (int)i; /* the table's int ranges fit an int */
         return 0;
-    }
-    case K_STR:
-        if (strlen(val) >= k->size) return -1;
-        strcpy(p, val);
+    case K_DOUBLE:
+        if ((rc = scan_double(val, &d))) return rc;
+        if (!in_range_double(d, k->dlo, k->dhi, k->flags)) return BAD_RANGE;
+        *(double *)p = d;
         return 0;
+    case K_LIST:
+        if (*val) {
+            rc = tess__parse_list(val, k->dlo, k->dhi, k->flags & F_POS, list, k->nmax);
+            if (rc < 0) return rc;
+            if ((k->flags & F_ONE_OR_ALL) && rc != 1 && rc != k->nmax) return BAD_COUNT;
+        }
+        break;
+    case K_FAULT:
+        if (*val && (rc = fault_parse(val, &f))) return rc;
+        break;
+    case K_STR: break;
     case K_AUTO01:
         if (!strcmp(val, "auto")) *(int *)p = -1;
         else if (!strcmp(val, "0") || !strcmp(val, "off")) *(int *)p = 0;
         else if (!strcmp(val, "1") || !strcmp(val, "on")) *(int *)p = 1;
-        else return -1;
+        else return BAD_SYNTAX;
         return 0;
     }
-    return -1;
+    /* the kinds kept as text */
+    if (strlen(val) >= k->size) return BAD_LENGTH;
+    strcpy(p, val);
+    return 0;
+}
+
+static int refuse(const struct knob *k, const char *val, int why) {
+    char acc[128];
+    describe(k, acc, sizeof acc);
+    return tess__fail(TESS_EINVAL, "%s=\"%.64s%s\": %s; accepted: %s", k->name, val,
+                      strlen(val) > 64 ? "..." : "", bad_what(why), acc);
 }
 
 int tess__config_load(struct tess__config *cfg) {
     memset(cfg, 0, sizeof *cfg);
-    for (size_t i = 0; i < NKNOBS; i++) set_knob(cfg, &knobs[i], knobs[i].def);
+    for (size_t i = 0; i < NKNOBS; i++)
+        if (set_knob(cfg, &knobs[i], knobs[i].def))
+            return tess__fail(TESS_EINTERNAL, "%s: built-in default \"%s\" refused",
+                              knobs[i].name, knobs[i].def);
     for (size_t i = 0; i < NKNOBS; i++) {
         const char *v = getenv(knobs[i].name);
-        if (!v || !*v) continue;
-        if (set_knob(cfg, &knobs[i], v))
-            return tess__fail(TESS_EINVAL, "%s=\"%s\" cannot be parsed (%s)", knobs[i].name,
-                              v, knobs[i].help);
+        int why;
+        if (v && *v && (why = set_knob(cfg, &knobs[i], v))) return refuse(&knobs[i], v, why);
     }
-    if (cfg->streams < 1 || cfg->streams > TESS_MAX_STREAMS)
-        return tess__fail(TESS_EINVAL, "TESSERA_STREAMS=%d must be in 1..%d", cfg->streams,
-                          TESS_MAX_STREAMS);
-    if (cfg->emu_streams < 1 || cfg->emu_streams > TESS_MAX_STREAMS)
-        return tess__fail(TESS_EINVAL, "TESSERA_EMULATE_STREAMS=%d must be in 1..%d",
-                          cfg->emu_streams, TESS_MAX_STREAMS);
-    if (cfg->tile < 0) return tess__fail(TESS_EINVAL, "TESSERA_TILE must be >= 0");
-    if (cfg->tune < 0 || cfg->tune > 2) return tess__fail(TESS_EINVAL, "TESSERA_TUNE must be 0, 1 or 2");
-    if (cfg->rs_size < 1) return tess__fail(TESS_EINVAL, "TESSERA_RS must be >= 1");
-    if (cfg->balance != 0 && cfg->balance != 1)
-        return tess__fail(TESS_EINVAL, "TESSERA_BALANCE must be 0 or 1");
-    if (cfg->emu_shared != 0 && cfg->emu_shared != 1)
-        return tess__fail(TESS_EINVAL, "TESSERA_EMULATE_SHARED must be 0 or 1");
-    if (cfg->staging_threads < 0 || cfg->staging_threads > 256)
-        return tess__fail(TESS_EINVAL, "TESSERA_STAGING_THREADS must be in 0..256");
-    if (cfg->emulate < 0 || cfg->emulate > TESS_MAX_DEVICES - 1)
-        return tess__fail(TESS_EINVAL, "TESSERA_EMULATE must be in 0..%d", TESS_MAX_DEVICES - 1);
     return TESS_OK;
 }
 
-long long tess__fault_at(const char *spec, const char *key) {
-    size_t kl = strlen(key);
-    for (const char *p = spec; p && *p;) {
-        while (isspace((unsigned char)*p)) p++;
-        if (!strncmp(p, key, kl) && p[kl] == ':') return strtoll(p + kl + 1, NULL, 10);
-        p = strchr(p, ',');
-        if (p) p++;
-    }
-    return 0;
-}
-
-double tess__list_double(const char *list, int i, double def) {
-    const char *p = list;
-    if (!p || !*p) return def;
-    for (int at = 0; at < i; at++) {
-        p = strchr(p, ',');
-        if (!p) {
-            /* a single value applies to every device */
-            return strchr(list, ',') ? def : strtod(list, NULL);
-        }
-        p++;
-    }
-    return strtod(p, NULL);
+int tess__knob_env_int(const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *out) {
+    const char *v = getenv(name);
+    *out = def;
+    if (!v || !*v) return TESS_OK;
+    int why = tess__parse_int(v, lo, hi, out);
+    if (!why) return TESS_OK;
+    *out = def;
+    return tess__fail(TESS_EINVAL, "%s=\"%.64s%s\": %s; accepted: integer %lld..%lld", name,
+                      v, strlen(v) > 64 ? "..." : "", bad_what(why), (long long)lo,
+                      (long long)hi);
 }
 
 static void knob_value(const struct tess__config *cfg, const struct knob *k, char *buf,
@@ -231,12 +464,13 @@ static void knob_value(const struct tess__config *cfg, const struct knob *k, cha
     const char *p = (const char *)cfg + k->off;
     switch (k->type) {
     case K_INT:
-        if (k->off == offsetof(struct tess__config, tile))
-            snprintf(buf, n, "%lld", (long long)*(const int64_t *)p);
+    case K_BYTES:
+        if (k->size == sizeof(int64_t)) snprintf(buf, n, "%lld", (long long)*(const int64_t *)p);
         else snprintf(buf, n, "%d", *(const int *)p);
         break;
-    case K_BYTES: snprintf(buf, n, "%lld", (long long)*(const int64_t *)p); break;
     case K_DOUBLE: snprintf(buf, n, "%g", *(const double *)p); break;
+    case K_LIST:
+    case K_FAULT:
     case K_STR: snprintf(buf, n, "%s", p); break;
     case K_AUTO01: {
         int v = *(const int *)p;
@@ -249,12 +483,13 @@ static void knob_value(const struct tess__config *cfg, const struct knob *k, cha
 void tess_print_knobs(FILE *f) {
     struct tess__config cfg;
     int st = tess__config_load(&cfg);
-    fprintf(f, "%-24s %-10s %-8s %s\n", "knob", "value", "default", "meaning");
+    fprintf(f, "%-24s %-10s %-8s %-34s %s\n", "knob", "value", "default", "accepts", "meaning");
     for (size_t i = 0; i < NKNOBS; i++) {
-        char val[160];
+        char val[160], acc[128];
         knob_value(&cfg, &knobs[i], val, sizeof val);
-        fprintf(f, "%-24s %-10s %-8s %s\n", knobs[i].name, val[0] ? val : "\"\"",
-                knobs[i].def[0] ? knobs[i].def : "\"\"", knobs[i].help);
+        describe(&knobs[i], acc, sizeof acc);
+        fprintf(f, "%-24s %-10s %-8s %-34s %s\n", knobs[i].name, val[0] ? val : "\"\"",
+                knobs[i].def[0] ? knobs[i].def : "\"\"", acc, knobs[i].help);
     }
     if (st) fprintf(f, "error: %s\n", tess_last_error());
 }

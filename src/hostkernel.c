@@ -23,7 +23,15 @@
  * CPU BLAS call (on the copy, if C is copied; on the first k piece), which then runs with
  * beta = 1 (beta = 0 is passed on: C is not read). OpenBLAS 0.3.21's s/c/z variants take
  * a NaN beta as 0 on the triangle (issue 8, B6), where netlib, dsyrk and the GEMM of the
- * off-diagonal tiles give NaN: one call, two answers. */
+ * off-diagonal tiles give NaN: one call, two answers.
+ * STRSM with side R runs its rows in multiples of 4 in place and the 1 to 3 rows left over
+ * in a copy padded to 4 rows (trsm_right_rows): OpenBLAS 0.3.21's single-precision kernels
+ * for side R on Zen and Haswell (strsm_kernel_RN/RT) solve those left-over rows four
+ * columns at a time against the packed triangle, its structural zeros included, so a NaN
+ * or Inf in one column of B spreads (0 x NaN) into up to three columns netlib keeps
+ * finite, and which rows are left over depends on the call's rows: a tile and the whole
+ * call differ. Rows of a side-R solve are independent, so the split changes nothing
+ * else; dtrsm, ctrsm, ztrsm and side L are exact as they are. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,9 +169,36 @@ static void raw(const struct tess__hostblas *b, const struct tess__kernel *k) {
     }
 }
 
+/* STRSM with side R and m % 4 != 0 (see the top): rows 0 .. m4-1 (m4 = m rounded down to
+ * a multiple of 4) in place, the other 1 to 3 in a 4 x n copy (ld 4) whose padding rows are
+ * zero, their results copied back. TESS_OK, or TESS_ENOMEM (C not written) when the copy
+ * cannot be had. */
+static int trsm_right_rows(const struct tess__hostblas *hb, const struct tess__kernel *k) {
+    int64_t m4 = k->m - k->m % 4, rest = k->m % 4;
+    float *P = calloc((size_t)4 * (size_t)k->n, sizeof *P);
+    if (!P)
+        return tess__fail(TESS_ENOMEM, "host kernel: no memory for a 4 x %lld copy of the last "
+                          "rows of a TRSM", (long long)k->n);
+    struct tess__kernel p = *k;
+    if (m4 > 0) {
+        p.m = m4;
+        raw(hb, &p);
+    }
+    float *C = (float *)k->C + m4;
+    for (int64_t j = 0; j < k->n; j++)
+        memcpy(P + 4 * j, C + j * k->ldc, (size_t)rest * sizeof *P);
+    p.m = 4, p.C = P, p.ldc = 4;
+    raw(hb, &p);
+    for (int64_t j = 0; j < k->n; j++)
+        memcpy(C + j * k->ldc, P + 4 * j, (size_t)rest * sizeof *P);
+    free(P);
+    return TESS_OK;
+}
+
 /* raw, with the SYRK family's beta applied here (see the top): C's triangle scaled by
- * beta (beta != 0, 1), then the CPU BLAS with beta = 1. */
-static void call(const struct tess__hostblas *hb, const struct tess__kernel *k) {
+ * beta (beta != 0, 1), then the CPU BLAS with beta = 1; STRSM with side R through
+ * trsm_right_rows. TESS_OK, or TESS_ENOMEM from trsm_right_rows. */
+static int call(const struct tess__hostblas *hb, const struct tess__kernel *k) {
     /* alpha = 0: netlib reads neither A nor B (C = beta C; TRMM/TRSM: C = 0), and k = 0
      * leaves beta C; some CPU BLAS builds multiply anyway (OpenBLAS 0.3.21's small-matrix
      * kernels on AVX-512), so a NaN in A or an infinite alpha would reach C: the call
@@ -179,7 +214,7 @@ static void call(const struct tess__hostblas *hb, const struct tess__kernel *k) 
                 size_t es = tess__dtypes[k->dt].size;
                 for (int64_t j = 0; j < k->n; j++)
                     memset(at(k->C, 0, j, k->ldc, es), 0, (size_t)k->m * es);
-                return;
+                return TESS_OK;
             }
             p = *k;
             if (k->kind == TESS__K_SYMM || k->kind == TESS__K_HEMM) { /* C m x n: GEMM, k = 0 */
@@ -209,10 +244,13 @@ static void call(const struct tess__hostblas *hb, const struct tess__kernel *k) 
             struct tess__kernel p = *k;
             p.beta = tess__scalar_one(bdt);
             raw(hb, &p);
-            return;
+            return TESS_OK;
         }
     }
+    if (k->kind == TESS__K_TRSM && k->dt == TESS_S && k->side == 'R' && k->m % 4 != 0 && k->n > 0)
+        return trsm_right_rows(hb, k);
     raw(hb, k);
+    return TESS_OK;
 }
 
 static int run_dims(const struct tess__hostblas *hb, const struct tess__kernel *k, int64_t lim);
@@ -272,10 +310,8 @@ static int run_copied(const struct tess__hostblas *hb, const struct tess__kernel
         else if (i == 1) p.B = tmp[i];
         else p.C = tmp[i];
     }
-    if (!rc) {
-        call(hb, &p);
-        if (tmp[2]) copy_block(es, tri, sh[2][0], sh[2][1], tmp[2], sh[2][0], k->C, k->ldc);
-    }
+    if (!rc) rc = call(hb, &p);
+    if (!rc && tmp[2]) copy_block(es, tri, sh[2][0], sh[2][1], tmp[2], sh[2][0], k->C, k->ldc);
     for (int i = 0; i < 3; i++) free(tmp[i]);
     return rc;
 }
@@ -283,10 +319,7 @@ static int run_copied(const struct tess__hostblas *hb, const struct tess__kernel
 /* Dimensions fit an int: the CBLAS call, on copies where a leading dimension does not. */
 static int run_fit(const struct tess__hostblas *hb, const struct tess__kernel *k) {
     bool big = k->lda > HK_INT || (has_b(k->kind) && k->ldb > HK_INT) || k->ldc > HK_INT;
-    if (!big) {
-        call(hb, k);
-        return TESS_OK;
-    }
+    if (!big) return call(hb, k);
     bool cut = false;
     switch (k->kind) {
     case TESS__K_GEMM: cut = k->m > HK_BLK || k->n > HK_BLK || k->k > HK_BLK; break;

@@ -22,7 +22,9 @@
  *     "finite" must match but NaN and Inf may trade places (Inf - Inf depends on the
  *     summation order and on where alpha is applied: per tile here, per call there).
  *     The SYRK family under beta = NaN expects netlib's NaN everywhere (OpenBLAS 0.3.21's
- *     s, c and z variants return finite values there);
+ *     s, c and z variants return finite values there); single-precision TRSM's reference is
+ *     solved in double precision (fz_strsm_netlib: OpenBLAS's strsm spreads a NaN or Inf
+ *     of B through side R's packed triangle where netlib does not);
  *   - every entry finite in both is within the rounding bound
  *       |C - Cref| <= 2 (2K + 10) eps f (|alpha| |op(A)| |op(B)| + |beta| |C0|)
  *     (K the inner dimension, twice k for the rank-2k updates; f = 1 real, 4 complex;
@@ -43,6 +45,11 @@
  * NaN beta (real part, imaginary part) in every precision, layout, uplo and trans, over
  * several tiles (diagonal and off-diagonal tiles), with alpha != 0, alpha = 0 and k = 0,
  * on every run: netlib's C is NaN all over the triangle (bug B6, fixed).
+ *
+ * fuzz_l3_strsm_right_nonfinite runs single-precision TRSM whose column-major view has side
+ * R with a NaN or Inf planted in B, at each column of a diagonal tile, in every uplo,
+ * transa, diag and layout, on every run: non-finite exactly where netlib's X is (bug B12,
+ * fixed: OpenBLAS's strsm spread them within the rows left over below a multiple of 4).
  *
  * Known bugs (issue 8 report): the cases of library bugs found here and not fixed yet are
  * not drawn (each place says which) unless TESS_TEST_KNOWN_BUGS=1; none is left in this
@@ -217,8 +224,36 @@ FZ_FN int fz_call(const struct fz_args *a) {
     return -100;
 }
 
+/* cblas_strsm as netlib computes it. OpenBLAS 0.3.21's single-precision kernels for side R
+ * (its column-major view) on Zen and Haswell solve the rows left over below a multiple of 4
+ * four columns at a time against the packed triangle, zeros included: a NaN or Inf in B
+ * spreads (0 x NaN) into up to three columns that netlib keeps finite, in a pattern that
+ * depends on the call's rows (a whole call and tessera's tiles differ). Its dtrsm is exact,
+ * so the reference solves on double copies of A and B and rounds X back to float. */
+FZ_FN void fz_strsm_netlib(enum CBLAS_ORDER L, enum CBLAS_SIDE sd, enum CBLAS_UPLO ul,
+                           enum CBLAS_TRANSPOSE ta, enum CBLAS_DIAG dg, blasint m, blasint n,
+                           float alpha, const float *A, blasint lda, float *B, blasint ldb) {
+    if (m <= 0 || n <= 0) return;
+    tess_layout_t lay = (tess_layout_t)L;
+    blasint ka = sd == CblasLeft ? m : n;
+    size_t na = ref_index(lay, ka - 1, ka - 1, lda) + 1; /* the spans read */
+    size_t nb = ref_index(lay, m - 1, n - 1, ldb) + 1;
+    double *Ad = ref_malloc(na * sizeof *Ad), *Bd = ref_malloc(nb * sizeof *Bd);
+    for (size_t i = 0; i < na; i++) Ad[i] = A[i];
+    for (size_t i = 0; i < nb; i++) Bd[i] = B[i];
+    cblas_dtrsm(L, sd, ul, ta, dg, m, n, alpha, Ad, lda, Bd, ldb);
+    for (blasint c = 0; c < n; c++)
+        for (blasint r = 0; r < m; r++) {
+            size_t i = ref_index(lay, r, c, ldb);
+            B[i] = (float)Bd[i];
+        }
+    free(Ad);
+    free(Bd);
+}
+
 /* The same call on OpenBLAS's cblas (valid arguments only; CBLAS enum values equal
- * tessera's). Real precisions read TESS_CONJ_TRANS as TESS_TRANS. */
+ * tessera's; single-precision TRSM as netlib computes it: fz_strsm_netlib). Real
+ * precisions read TESS_CONJ_TRANS as TESS_TRANS. */
 FZ_FN void fz_cblas(const struct fz_args *a0) {
     /* netlib's semantics where OpenBLAS builds differ (0.3.21's small-matrix kernels on
      * AVX-512 multiply even when alpha = 0 or k = 0, so a NaN in A or an infinite alpha
@@ -314,7 +349,7 @@ FZ_FN void fz_cblas(const struct fz_args *a0) {
     case FZ_TRSM: {
         bool mm = a->r == FZ_TRMM;
         switch (a->dt) {
-        case TESS_S: (mm ? cblas_strmm : cblas_strsm)(L, sd, ul, ta, dg, m, n, fz_fl(al), A, lda, C, ldc); return;
+        case TESS_S: (mm ? cblas_strmm : fz_strsm_netlib)(L, sd, ul, ta, dg, m, n, fz_fl(al), A, lda, C, ldc); return;
         case TESS_D: (mm ? cblas_dtrmm : cblas_dtrsm)(L, sd, ul, ta, dg, m, n, fz_db(al), A, lda, C, ldc); return;
         case TESS_C: (mm ? cblas_ctrmm : cblas_ctrsm)(L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); return;
         case TESS_Z: (mm ? cblas_ztrmm : cblas_ztrsm)(L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); return;
@@ -1205,6 +1240,82 @@ TEST(fuzz_l3_syrk_family_beta_nan) {
                     }
     fprintf(stderr, "  %d SYRK-family calls under beta = NaN: NaN all over the triangle\n",
             ncases);
+    ASSERT_OK(tess_finalize());
+}
+
+/* Put v at entry (r, col) of matrix w (0 A, 1 B, 2 output) of a case: in what tessera
+ * sees, in the reference's input and in the copy the padding is compared with. */
+static void fz_plant_at(struct fz_data *d, int w, int64_t r, int64_t col, long double v) {
+    size_t idx = ref_index(d->c.layout, r, col, d->ld[w]);
+    fz_set(d->c.dt, d->X[w], idx, v, 0);
+    fz_set(d->c.dt, d->R[w], idx, v, 0);
+    fz_set(d->c.dt, d->X0[w], idx, v, 0);
+    if (isinf(v)) d->inf = true;
+    d->npoison++;
+}
+
+/* Single-precision TRSM whose column-major view has side R (col-major side R, row-major side
+ * L) with a NaN or Inf in B (bug B12): every uplo, transa and diag, both layouts, typed
+ * and generic entries; the view has a tile of rows and 1, 2 or 3 rows more (the rows a
+ * side-R kernel call leaves over below a multiple of 4, in the edge tile's call and in the
+ * whole call) and 2 tiles + 5 columns; one call per column of the middle diagonal tile,
+ * with the value in the last row, NaN or +-Inf by turns. netlib's X is non-finite exactly
+ * where the row depends on that entry (the reference solves in double precision:
+ * fz_strsm_netlib). Before the fix, the host kernel's strsm (OpenBLAS 0.3.21 on Zen) spread
+ * the value into up to three columns netlib keeps finite: deterministic, whatever the
+ * interleaving (on a CPU whose strsm kernel is exact this passes either way). */
+TEST(fuzz_l3_strsm_right_nonfinite) {
+    int64_t tile;
+    fz_seed_and_tile(&tile);
+    ASSERT_OK(tess_init());
+    static const tess_trans_t trs[2] = {TESS_NO_TRANS, TESS_TRANS};
+    int ncalls = 0, nfailed = 0, combo = 0;
+    char first[1536] = "";
+    int64_t step = tile > 32 ? tile / 32 : 1;
+    for (int row = 0; row < 2; row++)
+        for (int u = 0; u < 2; u++)
+            for (int t = 0; t < 2; t++)
+                for (int g = 0; g < 2; g++, combo++) {
+                    int64_t mv = tile + 1 + combo % 3, nv = 2 * tile + 5; /* the view */
+                    for (int64_t cv = tile; cv < 2 * tile; cv += step) {
+                        struct fz_case c;
+                        memset(&c, 0, sizeof c);
+                        c.r = FZ_TRSM, c.dt = TESS_S;
+                        c.layout = row ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
+                        c.side = row ? TESS_LEFT : TESS_RIGHT;
+                        c.m = row ? nv : mv, c.n = row ? mv : nv;
+                        c.uplo = u ? TESS_LOWER : TESS_UPPER;
+                        c.ta = trs[t], c.tb = TESS_NO_TRANS;
+                        c.diag = g ? TESS_UNIT : TESS_NON_UNIT;
+                        c.pad[0] = 1, c.pad[2] = (int64_t)(cv % 3);
+                        c.alpha[0] = cv % 2 ? 0.75 : 1.0;
+                        c.flags = (combo + cv) % 2 ? FZ_TYPED : 0;
+                        c.seed = 7000 + (uint64_t)ncalls;
+                        struct fz_data d;
+                        fz_setup(&c, &d);
+                        long double v = cv % 3 == 0 ? NAN : cv % 3 == 1 ? INFINITY : -INFINITY;
+                        /* view entry (mv - 1, cv): stored (cv, mv - 1) in row-major */
+                        fz_plant_at(&d, 2, row ? cv : mv - 1, row ? mv - 1 : cv, v);
+                        char what[512], why[768] = "";
+                        int st = fz_run_tessera(&d);
+                        if (st != TESS_OK)
+                            snprintf(why, sizeof why, "returned %d (%s): %s", st,
+                                     tess_strerror(st), tess_last_error());
+                        else
+                            fz_verify(&d, why, sizeof why);
+                        if (why[0]) {
+                            fz_describe(&c, what, sizeof what);
+                            if (nfailed++ < 3) fprintf(stderr, "  FAILED %s: %s\n", what, why);
+                            if (!first[0]) snprintf(first, sizeof first, "%s: %s", what, why);
+                        }
+                        fz_release(&d);
+                        ncalls++;
+                    }
+                }
+    fprintf(stderr, "  %d STRSM calls (side R view) with a NaN/Inf in B: %d wrong\n", ncalls,
+            nfailed);
+    ASSERT_MSG(nfailed == 0, "%d of %d calls wrong; first: %s (tile %lld)", nfailed, ncalls,
+               first, (long long)tile);
     ASSERT_OK(tess_finalize());
 }
 

@@ -63,6 +63,7 @@ struct glue_call {
     f_int ia, ja, ib, jb, ic, jc;  /* 0-based */
     const f_int *da, *db, *dc;     /* 11 entries each (db NULL where there is no B) */
     f_int ctxt, nprow, npcol, myrow, mycol;
+    const char *rout;              /* PBLAS's name of the routine ("PDGEMM"), for reports */
 };
 
 /* The order of a routine's triangular or symmetric A (m for SIDE = 'L', else n). */
@@ -81,6 +82,9 @@ void glue_arg_ftoc(f_int i, f_int j, const f_int *in, f_int *ic, f_int *jc, f_in
  * are filled in. Each problem goes to the program's PB_Cwarn with PBLAS's text; returns
  * PBLAS's info code (0: good). rout: "PDSYMM". */
 f_int glue_check(struct glue_call *c, const char *rout);
+/* PBLAS's way out of a bad call, after its PB_Cwarn texts: counted as an argument error,
+ * then the program's PB_Cabort(ctxt, rout, info) (without one, a line on stderr). */
+void glue_report(const struct glue_call *c, const char *rout, f_int info);
 
 /* ---- the program's BLACS and PBLAS symbols (state.c) ----------------------------------
  * Found with dlsym(RTLD_DEFAULT) at the first call: the program's own definition when it
@@ -156,11 +160,20 @@ double glue_call_flops(const struct glue_call *c);
  * grid for the context). Every process of the context gets the same answer; building the
  * grid the first time is collective. */
 tess_grid_t *glue_route_grid(const struct glue_call *c);
-/* Step 2, collective: true on every process when every process can take the call
- * (local_ok: its own preparations, e.g. temporaries allocated; the runtime up; comm/
- * takes the descriptors) and passed the same global arguments; false on every process
- * otherwise (then nothing was computed, and the caller runs the reference). */
-bool glue_route_agree(tess_grid_t *g, const struct glue_call *c, bool local_ok);
+/* Step 2, collective: how the call goes on, the same answer on every process.
+ *   GLUE_TESSERA    every process can take the call (local_ok: its own preparations, e.g.
+ *                   temporaries allocated; the runtime up; comm/ takes the descriptors)
+ *                   and passed the same global arguments;
+ *   GLUE_REFERENCE  the same arguments everywhere, but some process cannot take it: the
+ *                   caller runs the reference routine (nothing was computed);
+ *   GLUE_REPORTED   the processes passed different global arguments (letters, sizes,
+ *                   scalars, offsets, descriptors but CTXT_ and LLD_): reported as PBLAS
+ *                   reports a bad argument, the same PB_Cwarn texts and PB_Cabort code on
+ *                   every process (glue_report); the caller returns at once, computing
+ *                   nothing and not calling the reference (whose processes would wait for
+ *                   each other forever in BLACS). */
+enum glue_way { GLUE_REFERENCE, GLUE_TESSERA, GLUE_REPORTED };
+enum glue_way glue_route_way(tess_grid_t *g, const struct glue_call *c, bool local_ok);
 /* tessera failed with status st (the same on every process). intact: the call's output
  * still holds its input, or is not an input (beta = 0): the failure is reported at
  * TESSERA_SCALAPACK_VERBOSE, counted as a fallback, and this returns (the caller runs the

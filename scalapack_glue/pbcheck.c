@@ -5,9 +5,11 @@
  * with PBLAS's info codes and PB_Cwarn texts. A warning names the source line of the
  * routine's PB_Cwarn call in Debian's ScaLAPACK 2.2.1 ("on line 290 of routine PDSYMM"):
  * the table below, read off that library (a bad letter to each routine, the line its
- * PB_Cwarn received). PB_Cwarn is the program's (found with dlsym, never defined here).
+ * PB_Cwarn received). glue_report is PBLAS's way out after the warnings (PB_Cabort).
+ * PB_Cwarn and PB_Cabort are the program's (found with dlsym, never defined here).
  */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "glue.h"
 
@@ -221,6 +223,14 @@ static int desca_pos(enum glue_kind k) {
     case GLUE_TRMM: case GLUE_TRSM: return 11;
     default: return 9;
     }
+}
+
+void glue_report(const struct glue_call *c, const char *rout, f_int info) {
+    const struct glue_syms *S = glue_syms();
+    glue_count_error(c->kind, c->dt);
+    if (S->cabort) S->cabort(c->ctxt, (char *)rout, info);
+    else fprintf(stderr, "tessera-scalapack: %s: parameter number %d had an illegal value "
+                 "(no PB_Cabort found to report it)\n", rout, -info);
 }
 
 f_int glue_check(struct glue_call *c, const char *rout) {

@@ -17,7 +17,6 @@
  */
 #include <stdatomic.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "glue.h"
@@ -74,12 +73,10 @@ static void l3(struct glue_call *c, const char *rout, const void *alpha, int rea
         reference(arg);
         return;
     }
+    c->rout = rout;
     f_int info = glue_check(c, rout);
     if (info) {
-        glue_count_error(c->kind, c->dt);
-        if (S->cabort) S->cabort(c->ctxt, (char *)rout, info);
-        else fprintf(stderr, "tessera-scalapack: %s: parameter number %d had an illegal value "
-                     "(no PB_Cabort found to report it)\n", rout, -info);
+        glue_report(c, rout, info);
         return;
     }
     load_scalar(c->dt, &c->alpha, alpha, real_alpha);

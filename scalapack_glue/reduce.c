@@ -37,7 +37,8 @@
 static const void *one(const struct glue_call *c) { return tess__scalar_one(c->dt); }
 static const void *zero(void) { return tess__scalar_zero(); }
 
-/* After an agreed "no" or a failure with the input intact: the reference, counted. */
+/* After an agreed "no" (GLUE_REFERENCE; GLUE_REPORTED returns at once) or a failure with
+ * the input intact: the reference, counted. */
 static void to_reference(const struct glue_call *c, void (*reference)(void *), void *arg) {
     glue_count_reference(c->kind, c->dt, glue_call_flops(c));
     reference(arg);
@@ -65,9 +66,10 @@ void glue_symm_route(const struct glue_call *c, void (*reference)(void *), void 
     if (g && !alpha0) /* the runtime first: no temporary for a call that cannot run */
         ok = glue_devices_ready() && glue_aux(c->dt)->tradd &&
              glue_tmp_aligned(&T, c, c->da, c->ia, c->ja, ka, ka);
-    if (!g || !glue_route_agree(g, c, ok)) {
+    enum glue_way way = g ? glue_route_way(g, c, ok) : GLUE_REFERENCE;
+    if (way != GLUE_TESSERA) {
         glue_tmp_free(&T);
-        to_reference(c, reference, arg);
+        if (way == GLUE_REFERENCE) to_reference(c, reference, arg);
         return;
     }
     int st;
@@ -121,9 +123,10 @@ void glue_syrk_route(const struct glue_call *c, void (*reference)(void *), void 
     if (g)
         ok = glue_devices_ready() && glue_aux(c->dt)->tradd &&
              (nowork || glue_tmp_aligned(&W, c, c->dc, c->ic, c->jc, c->n, c->n));
-    if (!g || !glue_route_agree(g, c, ok)) {
+    enum glue_way way = g ? glue_route_way(g, c, ok) : GLUE_REFERENCE;
+    if (way != GLUE_TESSERA) {
         glue_tmp_free(&W);
-        to_reference(c, reference, arg);
+        if (way == GLUE_REFERENCE) to_reference(c, reference, arg);
         return;
     }
     if (!nowork) {
@@ -176,10 +179,11 @@ void glue_trmm_route(const struct glue_call *c, void (*reference)(void *), void 
              glue_tmp_aligned(&T, c, c->da, c->ia, c->ja, ka, ka) &&
              glue_tmp_aligned(&W, c, c->dc, c->ic, c->jc, c->m, c->n);
     }
-    if (!g || !glue_route_agree(g, c, ok)) {
+    enum glue_way way = g ? glue_route_way(g, c, ok) : GLUE_REFERENCE;
+    if (way != GLUE_TESSERA) {
         glue_tmp_free(&T);
         glue_tmp_free(&W);
-        to_reference(c, reference, arg);
+        if (way == GLUE_REFERENCE) to_reference(c, reference, arg);
         return;
     }
     int st;

@@ -16,11 +16,16 @@
  * Before tessera computes, one MPI_Allreduce over the context's processes agrees that every
  * process can take it (its own preparations done, e.g. temporaries allocated; the runtime
  * started and, unforced, with a device other than the CPU worker; comm/ accepts the
- * descriptors) and that every process passed the same global arguments; if not, every
- * process calls the reference routine instead. tessera's own failures come back the same on
- * every process (tess__pgemm_run agrees on them): when the output's input is intact (or not
- * an input: beta = 0) the call runs again on the reference routine; otherwise the process
- * stops with a message (Cblacs_abort) rather than return a wrong result.
+ * descriptors) and that every process passed the same global arguments. Arguments that
+ * differ are a bad call: a second MPI_Allreduce (minimum and maximum of each argument)
+ * tells every process which, and each reports them as PBLAS reports bad arguments (the
+ * same PB_Cwarn texts, then PB_Cabort with the same info code) and returns without
+ * computing or calling the reference (its processes would wait for each other in BLACS).
+ * Otherwise, if some process cannot take the call, every process calls the reference
+ * routine instead. tessera's own failures come back the same on every process
+ * (tess__pgemm_run agrees on them): when the output's input is intact (or not an input:
+ * beta = 0) the call runs again on the reference routine; otherwise the process stops with
+ * a message (Cblacs_abort) rather than return a wrong result.
  *
  * The BLACS context: Cblacs_gridinfo gives its shape and this process's coordinates (as
  * PBLAS reads them), blacs_get(ctxt, 10) its communicator (the one the context's processes
@@ -235,7 +240,186 @@ static int comm_takes(const f_int *d, const char *name, const struct tess__comm_
            tess__comm_desc_check(&out, name, at, i, j, rows, cols, NULL, NULL) == TESS_OK;
 }
 
-bool glue_route_agree(tess_grid_t *g, const struct glue_call *c, bool local_ok) {
+/* ---- global arguments that differ across the processes ---------------------------------- */
+
+/* Where a routine's arguments sit in its list (1-based; 0: not an argument of it): the
+ * letters SIDE, UPLO, TRANS(A), TRANSB, DIAG; M, N, K; ALPHA, BETA; DESCA, DESCB, DESCC
+ * (the output's; IX and JX are the two arguments before each descriptor). */
+struct arg_pos {
+    int letter[5];
+    int m, n, k, alpha, beta;
+    int desc[3];
+};
+
+static struct arg_pos arg_positions(enum glue_kind k) {
+    switch (k) {
+    case GLUE_GEMM: return (struct arg_pos){{0, 0, 1, 2, 0}, 3, 4, 5, 6, 15, {10, 14, 19}};
+    case GLUE_SYMM: case GLUE_HEMM:
+        return (struct arg_pos){{1, 2, 0, 0, 0}, 3, 4, 0, 5, 14, {9, 13, 18}};
+    case GLUE_SYRK: case GLUE_HERK:
+        return (struct arg_pos){{0, 1, 2, 0, 0}, 0, 3, 4, 5, 10, {9, 0, 14}};
+    case GLUE_SYR2K: case GLUE_HER2K:
+        return (struct arg_pos){{0, 1, 2, 0, 0}, 0, 3, 4, 5, 14, {9, 13, 18}};
+    default: /* TRMM, TRSM: the output is B */
+        return (struct arg_pos){{1, 2, 3, 0, 4}, 5, 6, 0, 7, 0, {11, 0, 15}};
+    }
+}
+
+/* The compared values, the same layout on every process whatever the routine: */
+enum {
+    V_KIND, V_DT, V_LETTER, V_M = V_LETTER + 5, V_N, V_K,
+    V_ALPHA, V_BETA = V_ALPHA + 4, /* 16 bytes each, as four 32-bit pieces */
+    V_OFF = V_BETA + 4,            /* ia, ja, ib, jb, ic, jc */
+    V_DESC = V_OFF + 6,            /* 3 x the entries below */
+    NV = V_DESC + 3 * 8
+};
+static const int desc_entry[8] = {GLUE_M_, GLUE_N_, GLUE_IMB_, GLUE_INB_, GLUE_MB_, GLUE_NB_,
+                                  GLUE_RSRC_, GLUE_CSRC_};
+static const char *const desc_entry_name[8] = {"M_", "N_", "IMB_", "INB_", "MB_", "NB_",
+                                               "RSRC_", "CSRC_"};
+
+static void scalar_pieces(const struct glue_call *c, const tess__scalar_t *s, long long *out) {
+    unsigned char b[16] = {0};
+    memcpy(b, s->bytes, tess__dtypes[c->dt].size);
+    for (int i = 0; i < 4; i++) {
+        uint32_t u;
+        memcpy(&u, b + 4 * i, 4);
+        out[i] = u;
+    }
+}
+
+static void arg_values(const struct glue_call *c, long long v[NV]) {
+    memset(v, 0, sizeof(long long) * NV);
+    v[V_KIND] = c->kind, v[V_DT] = c->dt;
+    const char l[5] = {c->side, c->uplo, c->ta, c->tb, c->diag};
+    for (int i = 0; i < 5; i++) v[V_LETTER + i] = (unsigned char)l[i];
+    v[V_M] = c->m, v[V_N] = c->n, v[V_K] = c->k;
+    scalar_pieces(c, &c->alpha, v + V_ALPHA);
+    scalar_pieces(c, &c->beta, v + V_BETA);
+    const f_int off[6] = {c->ia, c->ja, c->ib, c->jb, c->ic, c->jc};
+    const f_int *d[3] = {c->da, c->db, c->dc};
+    for (int x = 0; x < 3; x++) {
+        if (!d[x]) continue;
+        v[V_OFF + 2 * x] = off[2 * x], v[V_OFF + 2 * x + 1] = off[2 * x + 1];
+        for (int e = 0; e < 8; e++) v[V_DESC + 8 * x + e] = d[x][desc_entry[e]];
+    }
+}
+
+/* One argument that differs: PBLAS's scaled code (100 pos, or 100 pos + entry for a
+ * descriptor entry) and the value range over the processes. */
+struct differ {
+    int code;
+    int what;           /* 0 letter, 1 integer, 2 index (printed 1-based), 3 scalar */
+    char name[24];
+    long long lo, hi;
+};
+
+/* The processes passed different global arguments (every process knows, from the same
+ * reduction): find which, the same way on every process (the minimum and maximum of each
+ * over the grid), and report them as PBLAS reports bad arguments: one PB_Cwarn each, in
+ * PBLAS's order, then PB_Cabort with the smallest code. */
+static void report_differ(tess_grid_t *g, const struct glue_call *c) {
+    const struct glue_syms *S = glue_syms();
+    const char *rout = c->rout ? c->rout : "PBLAS";
+    long long in[2 * NV], out[2 * NV];
+    arg_values(c, in);
+    for (int i = 0; i < NV; i++) in[NV + i] = -in[i];
+    if (MPI_Allreduce(in, out, 2 * NV, MPI_LONG_LONG, MPI_MIN, g->comm) != MPI_SUCCESS) {
+        /* cannot tell which: still an error on every process, never the reference */
+        if (S->cwarn)
+            S->cwarn(c->ctxt, -1, (char *)rout, "Illegal call: the processes of the context "
+                     "passed different arguments; they must be the same on every process");
+        glue_report(c, rout, -1);
+        return;
+    }
+    const long long *lo = out, *hi_neg = out + NV;
+#define DIFF(i) (lo[i] != -hi_neg[i])
+    if (DIFF(V_KIND) || DIFF(V_DT)) {
+        if (S->cwarn)
+            S->cwarn(c->ctxt, -1, (char *)rout, "Illegal call: the processes of the context "
+                     "called different PBLAS routines; they must call the same one");
+        glue_report(c, rout, -1);
+        return;
+    }
+    const struct arg_pos P = arg_positions(c->kind);
+    const bool trxm = c->kind == GLUE_TRMM || c->kind == GLUE_TRSM;
+    const char *const letter[5] = {"SIDE", "UPLO",
+                                   c->kind == GLUE_GEMM || trxm ? "TRANSA" : "TRANS", "TRANSB",
+                                   "DIAG"};
+    const char *const mname[3] = {"A", "B", trxm ? "B" : "C"};
+    struct differ d[NV];
+    int nd = 0;
+#define ADD(code_, what_, lo_, hi_, ...)                                         \
+    do {                                                                       \
+        d[nd] = (struct differ){.code = (code_), .what = (what_), .lo = (lo_),  \
+                                .hi = (hi_)};                                  \
+        snprintf(d[nd].name, sizeof d[nd].name, __VA_ARGS__);                  \
+        nd++;                                                                  \
+    } while (0)
+    for (int i = 0; i < 5; i++)
+        if (P.letter[i] && DIFF(V_LETTER + i))
+            ADD(100 * P.letter[i], 0, lo[V_LETTER + i], -hi_neg[V_LETTER + i], "%s", letter[i]);
+    const int size_pos[3] = {P.m, P.n, P.k};
+    static const char *const size_name[3] = {"M", "N", "K"};
+    for (int i = 0; i < 3; i++)
+        if (size_pos[i] && DIFF(V_M + i))
+            ADD(100 * size_pos[i], 1, lo[V_M + i], -hi_neg[V_M + i], "%s", size_name[i]);
+    const int scal_pos[2] = {P.alpha, P.beta};
+    for (int i = 0; i < 2; i++) {
+        bool differs = false;
+        for (int j = 0; j < 4; j++) differs = differs || DIFF(V_ALPHA + 4 * i + j);
+        if (scal_pos[i] && differs) ADD(100 * scal_pos[i], 3, 0, 0, "%s", i ? "BETA" : "ALPHA");
+    }
+    for (int x = 0; x < 3; x++) {
+        const int dp = P.desc[x];
+        if (!dp) continue;
+        for (int j = 0; j < 2; j++)
+            if (DIFF(V_OFF + 2 * x + j))
+                ADD(100 * (dp - 2 + j), 2, lo[V_OFF + 2 * x + j], -hi_neg[V_OFF + 2 * x + j],
+                    "%c%s", j ? 'J' : 'I', mname[x]);
+        for (int e = 0; e < 8; e++)
+            if (DIFF(V_DESC + 8 * x + e))
+                ADD(100 * dp + desc_entry[e] + 1, 1, lo[V_DESC + 8 * x + e],
+                    -hi_neg[V_DESC + 8 * x + e], "DESC%s[%s]", mname[x], desc_entry_name[e]);
+    }
+#undef ADD
+#undef DIFF
+    /* PBLAS's order: by position, a descriptor's entries in order (insertion sort) */
+    for (int i = 1; i < nd; i++)
+        for (int j = i; j > 0 && d[j].code < d[j - 1].code; j--) {
+            struct differ t = d[j];
+            d[j] = d[j - 1], d[j - 1] = t;
+        }
+    if (nd == 0) { /* only what this routine does not take differs: cannot happen */
+        if (S->cwarn)
+            S->cwarn(c->ctxt, -1, (char *)rout, "Illegal call: the processes of the context "
+                     "passed different arguments; they must be the same on every process");
+        glue_report(c, rout, -1);
+        return;
+    }
+    static const char tail[] = "across the processes of the context; it must be the same "
+                               "on every process";
+    for (int i = 0; S->cwarn && i < nd; i++) {
+        switch (d[i].what) {
+        case 0:
+            S->cwarn(c->ctxt, -1, (char *)rout, "Illegal %s: from %c to %c %s", d[i].name,
+                     (char)d[i].lo, (char)d[i].hi, tail);
+            break;
+        case 3:
+            S->cwarn(c->ctxt, -1, (char *)rout, "Illegal %s: it differs %s", d[i].name, tail);
+            break;
+        default: {
+            const long long one = d[i].what == 2 ? 1 : 0;
+            S->cwarn(c->ctxt, -1, (char *)rout, "Illegal %s: from %lld to %lld %s", d[i].name,
+                     d[i].lo + one, d[i].hi + one, tail);
+        }
+        }
+    }
+    const int code = d[0].code;
+    glue_report(c, rout, code % 100 == 0 ? -(code / 100) : -code);
+}
+
+enum glue_way glue_route_way(tess_grid_t *g, const struct glue_call *c, bool local_ok) {
     f_int r[3], q[3];
     operand_shapes(c, r, q);
     int ok = local_ok &&
@@ -246,15 +430,12 @@ bool glue_route_agree(tess_grid_t *g, const struct glue_call *c, bool local_ok) 
     uint64_t h = args_hash(c);
     unsigned long long mine[3] = {!ok, h, ~h}, all[3];
     if (MPI_Allreduce(mine, all, 3, MPI_UNSIGNED_LONG_LONG, MPI_MAX, g->comm) != MPI_SUCCESS)
-        return false;
-    if (all[0] || all[1] != ~all[2]) {
-        if (glue_knobs()->verbose && ok && all[1] != ~all[2])
-            fprintf(stderr, "tessera-scalapack: rank %d: p%c%s_: the processes passed different "
-                    "arguments; the call goes to the reference ScaLAPACK\n", glue_world_rank(),
-                    "sdcz"[c->dt], glue_kind_name[c->kind]);
-        return false;
+        return GLUE_REFERENCE;
+    if (all[1] != ~all[2]) { /* different global arguments: a bad call, whatever else */
+        report_differ(g, c);
+        return GLUE_REPORTED;
     }
-    return true;
+    return all[0] ? GLUE_REFERENCE : GLUE_TESSERA;
 }
 
 void glue_route_failed(const struct glue_call *c, int st, bool intact, const char *where) {
@@ -281,7 +462,9 @@ void glue_route_failed(const struct glue_call *c, int st, bool intact, const cha
 void glue_gemm_route(const struct glue_call *c, void (*reference)(void *arg), void *arg) {
     double flops = glue_call_flops(c);
     tess_grid_t *g = glue_route_grid(c);
-    if (!g || !glue_route_agree(g, c, true)) {
+    enum glue_way way = g ? glue_route_way(g, c, true) : GLUE_REFERENCE;
+    if (way == GLUE_REPORTED) return;
+    if (way == GLUE_REFERENCE) {
         glue_count_reference(c->kind, c->dt, flops);
         reference(arg);
         return;

@@ -185,10 +185,11 @@ void glue_trsm_route(const struct glue_call *c, void (*reference)(void *), void 
         ok = ok && (tbuf = malloc(tcap)) && (wbuf = malloc(wcap)) &&
              (c->diag == 'U' || diag_nonzero(c, p.ka));
     }
-    if (!g || !glue_route_agree(g, c, ok)) {
+    enum glue_way way = g ? glue_route_way(g, c, ok) : GLUE_REFERENCE;
+    if (way != GLUE_TESSERA) {
         free(tbuf);
         free(wbuf);
-        to_reference(c, reference, arg);
+        if (way == GLUE_REFERENCE) to_reference(c, reference, arg);
         return;
     }
     int st = TESS_OK;

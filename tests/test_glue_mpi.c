@@ -15,6 +15,10 @@
  *     is "the program", and the executable exports them) record what they are told; the
  *     glue must report exactly what the reference reports (same routine name, info code,
  *     warnings with their text and line numbers), and write nothing;
+ *   - global arguments that differ on one process (MB_A = 16 on process 1 only, ALPHA, NB_C,
+ *     forced to tessera): every process reports the same PBLAS error (routine, info code,
+ *     PB_Cwarn texts) through the program's handlers and returns, nothing written, no
+ *     reference call (it would deadlock in BLACS), no hang; the next call is right;
  *   - contexts freed and their handles reused with another shape;
  *   - the counters (tess_scalapack_counters): TEST_GLUE_MODE=force (the registration sets
  *     TESSERA_SCALAPACK_FORCE=1) expects every call with work to go to tessera except the
@@ -22,6 +26,8 @@
  * A failed assertion on any rank aborts the whole job (MPI_Abort). The other level-3 routines
  * (p?symm_ ... p?trsm_) are tested by tests/test_glue_l3_mpi.c.
  */
+#include <unistd.h>
+
 #include "glue_test.h"
 
 typedef void pgemm_t(const char *, const char *, const int *, const int *, const int *,
@@ -440,6 +446,158 @@ TEST(glue_gemm_errors) {
                     fprintf(stderr, "    %-40s info %6d %s\n", what, rec.info, rec.rout);
                 free(Cg);
                 free(Cr);
+                free_call(&c);
+            }
+            Cblacs_gridexit(ctxt);
+        }
+        if (gcomm != MPI_COMM_NULL) MPI_Comm_free(&gcomm);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
+/* The recorded warnings without their context handles (a local handle): "line|rout|text\n". */
+static void warn_texts(const char *in, char *out, size_t len) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (const char *p = in; *p && o + 1 < len;) {
+        const char *bar = strchr(p, '|'), *nl = strchr(p, '\n');
+        if (!nl) nl = p + strlen(p);
+        if (bar && bar < nl) p = bar + 1;
+        size_t n = (size_t)(nl - p) + (*nl ? 1 : 0);
+        if (n > len - 1 - o) n = len - 1 - o;
+        memcpy(out + o, p, n);
+        o += n;
+        out[o] = '\0';
+        p = *nl ? nl + 1 : nl;
+    }
+}
+
+/* Global arguments that differ on one process of the context (forced to tessera): the glue
+ * sees it in its agreement and must report it as PBLAS reports a bad argument, on every
+ * process alike (same routine, info code and PB_Cwarn texts), without computing anything
+ * or calling the reference routine (whose processes would wait for each other forever in
+ * BLACS with different block sizes); then the same call with good arguments is right.
+ * Expected codes: PBLAS's, the smallest over the differing arguments: ALPHA is argument 6
+ * (-6), DESCA's MB_ entry 7 of argument 10 (-1007; a 9-entry DESCA reads as the 11-entry
+ * form, as PBLAS reads it, so its MB is IMB_ too: entry 5, -1005, one warning more),
+ * DESCC's NB_ entry 8 of argument 19 (-1908; 9-entry: INB_, -1906). Each call runs under alarm(60), so a hang ends the test. Forced mode, 2 or more
+ * ranks only (unforced, these small calls go to the reference, which hangs as PBLAS does). */
+TEST(glue_gemm_args_differ) {
+    if (strcmp(mode(), "force") || wsize < 2) {
+        if (wrank == 0) fprintf(stderr, "    (forced mode and 2+ ranks only)\n");
+        return;
+    }
+    static const struct {
+        const char *what;
+        int mb_a, alpha, nb_c;  /* which differ on the odd process */
+        int info, nwarn;
+        const char *first;      /* the first warning's text starts so */
+    } kinds[] = {
+        {"MB_A = 16 on one process", 1, 0, 0, -1007, 1, "Illegal DESCA[MB_]"},
+        {"ALPHA on one process", 0, 1, 0, -6, 1, "Illegal ALPHA"},
+        {"NB_C on one process", 0, 0, 1, -1908, 1, "Illegal DESCC[NB_]"},
+        {"MB_A, ALPHA and NB_C", 1, 1, 1, -6, 3, "Illegal ALPHA"},
+    };
+    int ncase = 0;
+    for (int s = 0; s < NSHAPES; s++) {
+        int P = shape_list[s][0], Q = shape_list[s][1];
+        if (P * Q > wsize || P * Q < 2) continue;
+        int ctxt = grid_open(P, Q);
+        MPI_Comm gcomm;
+        MPI_Comm_split(MPI_COMM_WORLD, wrank < P * Q ? 0 : MPI_UNDEFINED, wrank, &gcomm);
+        if (ctxt >= 0) {
+            int nprow, npcol, myrow, mycol;
+            Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
+            const int odd = (s + 1) % (P * Q); /* the process that differs (its grid rank) */
+            for (size_t t = 0; t < sizeof kinds / sizeof kinds[0]; t++, ncase++) {
+                rng_state = 0x5EED5ull + (uint64_t)(s * 100 + t);
+                struct call c;
+                do {
+                    make_call(&c, ctxt, P, Q, myrow, mycol, 7000 + ncase);
+                    if (c.m > 0 && c.n > 0 && c.k > 0 && !c.replicated &&
+                        (c.alpha[0] != 0 || c.alpha[1] != 0))
+                        break;
+                    free_call(&c);
+                } while (1);
+                int saved_a[11], saved_c[11];
+                memcpy(saved_a, c.A.desc, sizeof saved_a);
+                memcpy(saved_c, c.C.desc, sizeof saved_c);
+                double saved_alpha = c.alpha[0];
+                if (wrank == odd) {
+                    if (kinds[t].mb_a) {
+                        /* MB_ = 16 (9-entry form: IMB_ too); LLD_ raised where 16-row blocks
+                         * give this process more rows, so its own checks still pass */
+                        c.A.desc[c.A.dlen == 9 ? 4 : 6] = 16;
+                        struct dim r = c.A.rows;
+                        r.nb = 16;
+                        if (c.A.dlen == 9) r.ib = 16;
+                        int lr = count_on(&r, myrow);
+                        if (lr > c.A.desc[c.A.dlen - 1]) c.A.desc[c.A.dlen - 1] = lr;
+                    }
+                    if (kinds[t].alpha) c.alpha[0] += 1.5; /* never 0: no quick return */
+                    if (kinds[t].nb_c) c.C.desc[c.C.dlen == 9 ? 5 : 7] += 1;
+                }
+                unsigned char *C0 = malloc(c.C.bytes), *Cg = malloc(c.C.bytes);
+                ASSERT(C0 && Cg);
+                memcpy(C0, c.C.buf, c.C.bytes);
+                memcpy(Cg, c.C.buf, c.C.bytes);
+                tess_scalapack_counters_t before, after;
+                ASSERT_OK(tess_scalapack_counters("gemm", &before));
+                rec_reset();
+                alarm(60); /* a process left waiting ends the test */
+                run(glue_fn[c.dt], &c, c.A.buf, c.B.buf, Cg);
+                alarm(0);
+                ASSERT_OK(tess_scalapack_counters("gemm", &after));
+                char what[96];
+                snprintf(what, sizeof what, "%s (%dx%d, process %d)", kinds[t].what, P, Q, odd);
+                ASSERT_MSG(rec.aborts == 1, "%s: %d PB_Cabort calls on rank %d, expected 1", what,
+                           rec.aborts, wrank);
+                /* 9-entry forms: IMB_ (INB_) differs with MB_ (NB_) */
+                int info = kinds[t].info, nwarn = kinds[t].nwarn;
+                const char *first_warn = kinds[t].first;
+                if (kinds[t].mb_a && c.A.dlen == 9) {
+                    nwarn++;
+                    if (info == -1007) info = -1005, first_warn = "Illegal DESCA[IMB_]";
+                }
+                if (kinds[t].nb_c && c.C.dlen == 9) {
+                    nwarn++;
+                    if (info == -1908) info = -1906, first_warn = "Illegal DESCC[INB_]";
+                }
+                ASSERT_MSG(rec.info == info && !strcmp(rec.rout, rout_name[c.dt]) &&
+                           rec.ctxt == ctxt,
+                           "%s: rank %d: info %d in %s (ctxt %d), expected %d in %s (ctxt %d)",
+                           what, wrank, rec.info, rec.rout, rec.ctxt, info, rout_name[c.dt],
+                           ctxt);
+                /* the same warnings, in the same order, on every process */
+                char texts[4096], first[4096];
+                warn_texts(rec.warn, texts, sizeof texts);
+                memcpy(first, texts, sizeof first);
+                MPI_Bcast(first, (int)sizeof first, MPI_CHAR, 0, gcomm);
+                ASSERT_MSG(!strcmp(texts, first), "%s: rank %d warned\n%sprocess 0 warned\n%s",
+                           what, wrank, texts, first);
+                int lines = 0;
+                for (const char *p = texts; *p; p++) lines += *p == '\n';
+                const char *text1 = strchr(texts, '|') ? strchr(strchr(texts, '|') + 1, '|') : NULL;
+                ASSERT_MSG(lines == nwarn && text1 &&
+                           !strncmp(text1 + 1, first_warn, strlen(first_warn)),
+                           "%s: rank %d warned\n%s(expected %d warnings, the first \"%s...\")",
+                           what, wrank, texts, nwarn, first_warn);
+                ASSERT_MSG(!memcmp(Cg, C0, c.C.bytes), "%s: the glue wrote into C on rank %d",
+                           what, wrank);
+                ASSERT_EQ(after.arg_errors - before.arg_errors, 1);
+                ASSERT_EQ(after.tessera_calls + after.reference_calls,
+                          before.tessera_calls + before.reference_calls);
+                if (wrank == 0 && s == 1 && getenv("TEST_GLUE_SHOW"))
+                    fprintf(stderr, "    %s: info %d\n%s", what, rec.info, texts);
+                free(C0);
+                free(Cg);
+                /* the next call, the same on every process, is right */
+                memcpy(c.A.desc, saved_a, sizeof saved_a);
+                memcpy(c.C.desc, saved_c, sizeof saved_c);
+                c.alpha[0] = saved_alpha;
+                alarm(60);
+                check_call(&c, myrow, mycol, 7000 + ncase);
+                alarm(0);
                 free_call(&c);
             }
             Cblacs_gridexit(ctxt);

@@ -1,21 +1,31 @@
 /* tests/test_blas.c: the drop-in library (libtessera_blas.so, linked first, so dgemm_ and
  * cblas_dgemm are its symbols) seen from a C program: results against a plain reference
  * loop, the netlib contract (beta = 0 does not read C, nothing written outside the
- * referenced part, NaN propagation, xerbla_/cblas_xerbla with the right positions, letters
- * in either case), concurrent calls from 8 threads, and fork after the runtime started.
+ * referenced part, NaN propagation, letters in either case), bad arguments reaching the
+ * program's xerbla_/cblas_xerbla exactly as Debian's reference CBLAS (libblas3) passes them
+ * (compared call by call with that library when it is installed), sizes whose span cannot
+ * be addressed refused through those handlers before any memory is touched (every door:
+ * Fortran, CBLAS, numpy's 64-bit scipy_cblas_*64_), concurrent calls from 8 threads, and
+ * fork after the runtime started.
  * Which calls went to tessera is read by tests/test_dropin.sh from the exit summary
  * (TESSERA_BLAS_VERBOSE=2); this program checks the numbers and the contract.
- * This program defines xerbla_ and cblas_xerbla, as a BLAS user may: the library must call
- * them (it finds them in the program) and never define its own.
+ * This program defines xerbla_ and cblas_xerbla, as a BLAS user may, and the reference
+ * CBLAS's globals RowMajorStrg and CBLAS_CallFromC (so its handlers can read what the
+ * library set): the library must call them (it finds them in the program) and never
+ * define its own. Built again with TEST_BLAS_NO_XERBLA (test_blas_cblas_only): the same
+ * program without xerbla_, as a CBLAS program that defines only cblas_xerbla.
  */
 /* <cblas.h> declares cblas_xerbla with char * (OpenBLAS 0.3.21) or const char * (0.3.26)
  * arguments; this test defines its own, so the header's declaration is renamed away. */
 #define cblas_xerbla tess_test_cblas_xerbla_decl
 #include <cblas.h>
 #undef cblas_xerbla
+#include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,27 +43,68 @@ void dsyrk_(const char *uplo, const char *trans, const int *n, const int *k,
 
 /* ---- the program's error handlers ----------------------------------------------------- */
 
+#ifndef TEST_BLAS_NO_XERBLA
 static char last_srname[16];
 static int last_info, xerbla_calls;
+#endif
 static char last_rout[32];
 static int last_pos, cblas_xerbla_calls;
 
 /* exported (the build hides symbols by default): the library finds them with dlsym */
 #define VISIBLE __attribute__((visibility("default")))
 
+/* The reference CBLAS's globals (its cblas_globals.c); a handler reads RowMajorStrg to swap a
+ * row-major call's positions back. */
+VISIBLE int RowMajorStrg, CBLAS_CallFromC;
+
+/* Every handler call since hook_reset, one line each in the order they came: which handler,
+ * its arguments, and the two globals as the handler saw them. */
+static char hook_log[2048];
+
+static void hook_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void hook_add(const char *fmt, ...) {
+    size_t len = strlen(hook_log);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(hook_log + len, sizeof hook_log - len, fmt, ap);
+    va_end(ap);
+    len = strlen(hook_log);
+    snprintf(hook_log + len, sizeof hook_log - len, " RowMajorStrg=%d CBLAS_CallFromC=%d;",
+             RowMajorStrg, CBLAS_CallFromC);
+}
+
+static void hook_reset(void) { hook_log[0] = '\0'; }
+
+#ifndef TEST_BLAS_NO_XERBLA
 VISIBLE void xerbla_(const char *srname, const int *info, size_t len) {
     size_t n = len < sizeof last_srname - 1 ? len : sizeof last_srname - 1;
     memcpy(last_srname, srname, n);
     last_srname[n] = '\0';
     last_info = *info;
     xerbla_calls++;
+    hook_add("xerbla_('%s', %d)", last_srname, *info);
 }
+#endif
 
 VISIBLE void cblas_xerbla(blasint p, const char *rout, const char *form, ...) {
     snprintf(last_rout, sizeof last_rout, "%s", rout);
     last_pos = p;
     cblas_xerbla_calls++;
-    (void)form;
+    int value = 0;
+    if (strchr(form, '%')) {
+        va_list ap;
+        va_start(ap, form);
+        value = va_arg(ap, int);
+        va_end(ap);
+    }
+    char f[64];
+    size_t j = 0;
+    for (const char *c = form; *c && j + 3 < sizeof f; c++) {  /* the newline as \n */
+        if (*c == '\n') f[j++] = '\\', f[j++] = 'n';
+        else f[j++] = *c;
+    }
+    f[j] = '\0';
+    hook_add("cblas_xerbla(%d, '%s', '%s', %d)", (int)p, rout, f, value);
 }
 
 /* ---- reference and data ----------------------------------------------------------------- */
@@ -187,9 +238,13 @@ TEST(gemm_netlib_semantics) {
     }
 }
 
-/* Bad arguments: the program's xerbla_ gets the blank-padded name and the Fortran
- * position, the program's cblas_xerbla the CBLAS name and position (row-major lda of
- * cblas_dgemm is position 9, ldb 11), and C is not touched. */
+/* ---- bad arguments ------------------------------------------------------------------------- */
+
+#ifndef TEST_BLAS_NO_XERBLA
+/* Fortran door: the program's xerbla_ gets the blank-padded name and the Fortran position;
+ * CBLAS door: what the reference's Fortran routine rejects reaches xerbla_ too, with the
+ * position in the folded call (row-major cblas_dgemm: lda is 10, ldb 8), what its C layer
+ * rejects cblas_xerbla with the CBLAS position; C is not touched. */
 TEST(errors_reach_program_handlers) {
     double A[16] = {0}, B[16] = {0}, C[16];
     for (int i = 0; i < 16; i++) C[i] = 7.0;
@@ -211,21 +266,380 @@ TEST(errors_reach_program_handlers) {
     ASSERT_EQ(last_info, 7);
     ASSERT_EQ(xerbla_calls, 5);
 
-    cblas_xerbla_calls = 0;
+    xerbla_calls = cblas_xerbla_calls = 0;
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0, A, 1, B, 2, 0.0, C, 2);
-    ASSERT_EQ(cblas_xerbla_calls, 1);
-    ASSERT(!strcmp(last_rout, "cblas_dgemm"));
-    ASSERT_EQ(last_pos, 9);
+    ASSERT_EQ(xerbla_calls, 1);
+    ASSERT(!strcmp(last_srname, "DGEMM "));
+    ASSERT_EQ(last_info, 10);
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0, A, 2, B, 1, 0.0, C, 2);
-    ASSERT_EQ(last_pos, 11);
+    ASSERT_EQ(last_info, 8);
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0, A, 2, B, 2, 0.0, C, 1);
-    ASSERT_EQ(last_pos, 14);
+    ASSERT_EQ(last_info, 13);
+    ASSERT_EQ(xerbla_calls, 3);
+    ASSERT_EQ(cblas_xerbla_calls, 0);
     cblas_dgemm((enum CBLAS_ORDER)7, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0, A, 2, B, 2, 0.0,
                 C, 2);
+    ASSERT(!strcmp(last_rout, "cblas_dgemm"));
     ASSERT_EQ(last_pos, 1);
-    ASSERT_EQ(cblas_xerbla_calls, 4);
+    ASSERT_EQ(cblas_xerbla_calls, 1);
+    ASSERT_EQ(xerbla_calls, 3);
     for (int i = 0; i < 16; i++) ASSERT_MSG(C[i] == 7.0, "C[%d] written by a bad call", i);
 }
+#endif
+
+/* One level-3 call through the CBLAS prototypes, whatever the routine: fn is its function
+ * (tessera's, or the reference library's), p its precision letter. Operands are zeros of
+ * 8 x 8 (enough for every dimension used here); alpha 1, beta 0.5. */
+enum fam { F_GEMM, F_SYMM, F_SYRK, F_HERK, F_SYR2K, F_HER2K, F_TRMM };
+struct l3args { int layout, e[4], m, n, k, lda, ldb, ldc; };
+
+static void call_l3(void *fn, enum fam f, char p, const struct l3args *a) {
+    static double A[2 * 64], B[2 * 64], C[2 * 64];
+    static const float fone[2] = {1, 0}, fhalf[2] = {0.5f, 0};
+    static const double done[2] = {1, 0}, dhalf[2] = {0.5, 0};
+    int real = p == 's' || p == 'd', sp = p == 's' || p == 'c';
+    memset(A, 0, sizeof A), memset(B, 0, sizeof B), memset(C, 0, sizeof C);
+    const void *al = sp ? (const void *)fone : (const void *)done;
+    const void *be = sp ? (const void *)fhalf : (const void *)dhalf;
+    int o = a->layout, e0 = a->e[0], e1 = a->e[1], e2 = a->e[2], e3 = a->e[3];
+    int m = a->m, n = a->n, k = a->k, lda = a->lda, ldb = a->ldb, ldc = a->ldc;
+#define CALL(sig, ...) ((void(*) sig)fn)(__VA_ARGS__)
+    switch (f) {
+    case F_GEMM:
+        if (p == 's') CALL((int, int, int, int, int, int, float, const void *, int, const void *, int, float, void *, int), o, e0, e1, m, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
+        else if (p == 'd') CALL((int, int, int, int, int, int, double, const void *, int, const void *, int, double, void *, int), o, e0, e1, m, n, k, 1.0, A, lda, B, ldb, 0.5, C, ldc);
+        else CALL((int, int, int, int, int, int, const void *, const void *, int, const void *, int, const void *, void *, int), o, e0, e1, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+        break;
+    case F_SYMM:
+        if (p == 's') CALL((int, int, int, int, int, float, const void *, int, const void *, int, float, void *, int), o, e0, e1, m, n, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
+        else if (p == 'd') CALL((int, int, int, int, int, double, const void *, int, const void *, int, double, void *, int), o, e0, e1, m, n, 1.0, A, lda, B, ldb, 0.5, C, ldc);
+        else CALL((int, int, int, int, int, const void *, const void *, int, const void *, int, const void *, void *, int), o, e0, e1, m, n, al, A, lda, B, ldb, be, C, ldc);
+        break;
+    case F_SYRK:
+        if (p == 's') CALL((int, int, int, int, int, float, const void *, int, float, void *, int), o, e0, e1, n, k, 1.0f, A, lda, 0.5f, C, ldc);
+        else if (p == 'd') CALL((int, int, int, int, int, double, const void *, int, double, void *, int), o, e0, e1, n, k, 1.0, A, lda, 0.5, C, ldc);
+        else CALL((int, int, int, int, int, const void *, const void *, int, const void *, void *, int), o, e0, e1, n, k, al, A, lda, be, C, ldc);
+        break;
+    case F_HERK:  /* real alpha and beta by value */
+        if (sp) CALL((int, int, int, int, int, float, const void *, int, float, void *, int), o, e0, e1, n, k, 1.0f, A, lda, 0.5f, C, ldc);
+        else CALL((int, int, int, int, int, double, const void *, int, double, void *, int), o, e0, e1, n, k, 1.0, A, lda, 0.5, C, ldc);
+        break;
+    case F_SYR2K:
+        if (p == 's') CALL((int, int, int, int, int, float, const void *, int, const void *, int, float, void *, int), o, e0, e1, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
+        else if (p == 'd') CALL((int, int, int, int, int, double, const void *, int, const void *, int, double, void *, int), o, e0, e1, n, k, 1.0, A, lda, B, ldb, 0.5, C, ldc);
+        else CALL((int, int, int, int, int, const void *, const void *, int, const void *, int, const void *, void *, int), o, e0, e1, n, k, al, A, lda, B, ldb, be, C, ldc);
+        break;
+    case F_HER2K:  /* complex alpha by pointer, real beta by value */
+        if (sp) CALL((int, int, int, int, int, const void *, const void *, int, const void *, int, float, void *, int), o, e0, e1, n, k, al, A, lda, B, ldb, 0.5f, C, ldc);
+        else CALL((int, int, int, int, int, const void *, const void *, int, const void *, int, double, void *, int), o, e0, e1, n, k, al, A, lda, B, ldb, 0.5, C, ldc);
+        break;
+    case F_TRMM:
+        if (p == 's') CALL((int, int, int, int, int, int, int, float, const void *, int, void *, int), o, e0, e1, e2, e3, m, n, 1.0f, A, lda, B, ldb);
+        else if (p == 'd') CALL((int, int, int, int, int, int, int, double, const void *, int, void *, int), o, e0, e1, e2, e3, m, n, 1.0, A, lda, B, ldb);
+        else CALL((int, int, int, int, int, int, int, const void *, const void *, int, void *, int), o, e0, e1, e2, e3, m, n, al, A, lda, B, ldb);
+        break;
+    }
+#undef CALL
+    (void)real;
+}
+
+/* The handler calls of one call, as hook_log shows them, and the globals after it. */
+static const char *hooks_of(void *fn, enum fam f, char p, const struct l3args *a) {
+    static char out[sizeof hook_log + 64];
+    hook_reset();
+    RowMajorStrg = CBLAS_CallFromC = 0;
+    call_l3(fn, f, p, a);
+    snprintf(out, sizeof out, "%s%s", hook_log,
+             RowMajorStrg || CBLAS_CallFromC ? " (globals left set)" : "");
+    return out;
+}
+
+static void *tess_fn(const char *name) {
+    void *f = dlsym(RTLD_DEFAULT, name);  /* the library's: linked before any other BLAS */
+    if (!f) TEST_FAIL_("%s not found", name);
+    return f;
+}
+
+enum { COL = CblasColMajor, ROW = CblasRowMajor, NT = CblasNoTrans, TR = CblasTrans,
+       CT = CblasConjTrans, UP = CblasUpper, LO = CblasLower, LE = CblasLeft, RI = CblasRight,
+       UN = CblasUnit, NU = CblasNonUnit };
+
+/* What Debian's reference CBLAS (libblas3, netlib's CBLAS/src of LAPACK 3.11) does with
+ * these calls, read from its source and seen from a program that defines both handlers
+ * (and, for the last column, cblas_xerbla only): which handler, its arguments, and the
+ * globals the handler sees. */
+static const struct pinned {
+    const char *rout;
+    enum fam f;
+    struct l3args a;
+    const char *with_xerbla, *cblas_only;
+} pinned[] = {
+    /* the reference's Fortran routine rejects lda of the folded call (position 10; the
+     * reference's own XERBLA passes cblas_xerbla 11 and a handler swaps it back to 9) */
+    {"cblas_dgemm", F_GEMM, {ROW, {NT, NT}, 2, 2, 2, 1, 2, 2},
+     "xerbla_('DGEMM ', 10) RowMajorStrg=1 CBLAS_CallFromC=1;",
+     "cblas_xerbla(11, 'cblas_dgemm ', '', 0) RowMajorStrg=1 CBLAS_CallFromC=1;"},
+    {"cblas_dgemm", F_GEMM, {ROW, {NT, NT}, 2, 2, 2, 2, 1, 2},
+     "xerbla_('DGEMM ', 8) RowMajorStrg=1 CBLAS_CallFromC=1;",
+     "cblas_xerbla(9, 'cblas_dgemm ', '', 0) RowMajorStrg=1 CBLAS_CallFromC=1;"},
+    {"cblas_dgemm", F_GEMM, {COL, {NT, NT}, 2, 2, 2, 2, 2, 1},
+     "xerbla_('DGEMM ', 13) RowMajorStrg=0 CBLAS_CallFromC=1;",
+     "cblas_xerbla(14, 'cblas_dgemm ', '', 0) RowMajorStrg=0 CBLAS_CallFromC=1;"},
+    /* its C layer: row-major TransB is position 2 */
+    {"cblas_dgemm", F_GEMM, {ROW, {NT, 99}, 2, 2, 2, 2, 2, 2},
+     "cblas_xerbla(2, 'cblas_dgemm', 'Illegal TransB setting, %d\\n', 99) RowMajorStrg=1 CBLAS_CallFromC=1;",
+     NULL},
+    {"cblas_sgemm", F_GEMM, {COL, {NT, 99}, 2, 2, 2, 2, 2, 2},
+     "cblas_xerbla(3, 'cblas_sgemm', 'Illegal TransB setting, %d\\n', 99) RowMajorStrg=0 CBLAS_CallFromC=1;",
+     NULL},
+    {"cblas_zgemm", F_GEMM, {7, {NT, NT}, 2, 2, 2, 2, 2, 2},
+     "cblas_xerbla(1, 'cblas_zgemm', 'Illegal layout setting, %d\\n', 7) RowMajorStrg=0 CBLAS_CallFromC=1;",
+     NULL},
+    /* row-major Uplo: 3 for SYRK, HERK, SYR2K, 2 for HER2K */
+    {"cblas_dsyrk", F_SYRK, {ROW, {99, NT}, 0, 2, 2, 2, 2, 2},
+     "cblas_xerbla(3, 'cblas_dsyrk', 'Illegal Uplo setting, %d\\n', 99) RowMajorStrg=1 CBLAS_CallFromC=1;",
+     NULL},
+    {"cblas_zher2k", F_HER2K, {ROW, {99, NT}, 0, 2, 2, 2, 2, 2},
+     "cblas_xerbla(2, 'cblas_zher2k', 'Illegal Uplo setting, %d\\n', 99) RowMajorStrg=1 CBLAS_CallFromC=1;",
+     NULL},
+    /* column-major complex SYRK takes ConjTrans, HERK Trans, to the Fortran routine, which
+     * rejects it; row-major takes both as the transposing letter: no error */
+    {"cblas_zsyrk", F_SYRK, {COL, {UP, CT}, 0, 2, 2, 2, 2, 2},
+     "xerbla_('ZSYRK ', 2) RowMajorStrg=0 CBLAS_CallFromC=1;",
+     "cblas_xerbla(3, 'cblas_zsyrk ', '', 0) RowMajorStrg=0 CBLAS_CallFromC=1;"},
+    {"cblas_zsyrk", F_SYRK, {ROW, {UP, CT}, 0, 2, 2, 2, 2, 2}, "", ""},
+    {"cblas_cherk", F_HERK, {COL, {LO, TR}, 0, 2, 2, 2, 2, 2},
+     "xerbla_('CHERK ', 2) RowMajorStrg=0 CBLAS_CallFromC=1;",
+     "cblas_xerbla(3, 'cblas_cherk ', '', 0) RowMajorStrg=0 CBLAS_CallFromC=1;"},
+    {"cblas_cherk", F_HERK, {ROW, {LO, TR}, 0, 2, 2, 2, 2, 2}, "", ""},
+    /* row-major TRSM: m < 0 is n of the folded call (6) */
+    {"cblas_dtrsm", F_TRMM, {ROW, {LE, UP, NT, NU}, -1, 2, 0, 2, 2, 0},
+     "xerbla_('DTRSM ', 6) RowMajorStrg=1 CBLAS_CallFromC=1;",
+     "cblas_xerbla(7, 'cblas_dtrsm ', '', 0) RowMajorStrg=1 CBLAS_CallFromC=1;"},
+};
+
+/* Every case above reaches the program's handlers as the reference passes it, and the
+ * library leaves RowMajorStrg and CBLAS_CallFromC at 0 after the call. */
+TEST(cblas_errors_as_reference_pinned) {
+#ifdef TEST_BLAS_NO_XERBLA
+    const int with = 0;
+#else
+    const int with = 1;
+#endif
+    for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
+        const struct pinned *c = &pinned[i];
+        const char *want = with || !c->cblas_only ? c->with_xerbla : c->cblas_only;
+        const char *got = hooks_of(tess_fn(c->rout), c->f, c->rout[6], &c->a);
+        ASSERT_MSG(!strcmp(got, want), "case %zu %s layout %d: got \"%s\", the reference \"%s\"",
+                   i, c->rout, c->a.layout, got, want);
+    }
+}
+
+#ifndef TEST_BLAS_NO_XERBLA
+/* The reference CBLAS when installed (Debian's libblas3; TEST_BLAS_REFERENCE names another
+ * netlib libblas.so.3 with CBLAS), opened RTLD_LOCAL: its symbols do not replace ours, its
+ * own calls find the program's handlers and globals first, as in a program linked to it;
+ * its Fortran routines' calls (dgemm_ ...) reach this library's Fortran door, whose
+ * checks the reference's own tester holds to netlib (blas_tester:xblat3*). NULL if absent. */
+static void *reference_cblas(void) {
+    const char *path = getenv("TEST_BLAS_REFERENCE");
+    if (!path || !*path) path = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3";
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h && !dlsym(h, "cblas_dgemm")) {
+        dlclose(h);
+        h = NULL;
+    }
+    if (!h) fprintf(stderr, "  (no reference CBLAS at %s: compared with the pinned cases only)\n", path);
+    return h;
+}
+
+/* Every CBLAS level-3 routine, both layouts and a bad one, every value of each enumerated
+ * argument (and a bad one), each dimension negative and each leading dimension too small
+ * under every option: the handler calls (which handler, name, position, message, value,
+ * RowMajorStrg and CBLAS_CallFromC as the handler sees them) are the reference's, call by
+ * call. (Left out: column-major ctrmm/ztrmm with a bad Diag, after which the reference
+ * calls its Fortran routine with an unset letter.) */
+TEST(cblas_errors_as_reference_all) {
+    void *ref = reference_cblas();
+    if (!ref) return;
+    static const struct { const char *kind; enum fam f; const char *prec; } routines[] = {
+        {"gemm", F_GEMM, "sdcz"}, {"symm", F_SYMM, "sdcz"}, {"hemm", F_SYMM, "cz"},
+        {"syrk", F_SYRK, "sdcz"}, {"herk", F_HERK, "cz"}, {"syr2k", F_SYR2K, "sdcz"},
+        {"her2k", F_HER2K, "cz"}, {"trmm", F_TRMM, "sdcz"}, {"trsm", F_TRMM, "sdcz"},
+    };
+    static const int tr[3] = {NT, TR, CT}, ul[2] = {UP, LO}, sd[2] = {LE, RI}, dg[2] = {UN, NU};
+    int compared = 0, errors = 0;
+    for (size_t r = 0; r < sizeof routines / sizeof routines[0]; r++)
+        for (const char *p = routines[r].prec; *p; p++) {
+            char name[24];
+            snprintf(name, sizeof name, "cblas_%c%s", *p, routines[r].kind);
+            void *mine = tess_fn(name), *theirs = dlsym(ref, name);
+            ASSERT_MSG(theirs != NULL, "the reference has no %s", name);
+            enum fam f = routines[r].f;
+            int ne = f == F_TRMM ? 4 : 2;
+            /* the option sets: every combination of the enumerated arguments' values */
+            int nopt = f == F_GEMM ? 9 : f == F_SYMM ? 4 : f == F_TRMM ? 24 : 6;
+            for (int layout = 0; layout < 3; layout++)
+                for (int opt = 0; opt < nopt; opt++)
+                    for (int what = -1; what < 4 + 6; what++) {
+                        /* what: -1 valid, 0..3 enumerated argument what bad, 4..6 m, n, k
+                         * negative, 7..9 lda, ldb, ldc too small */
+                        struct l3args a = {layout == 0 ? COL : layout == 1 ? ROW : 7,
+                                           {0}, 3, 4, 5, 8, 8, 8};
+                        int x = opt;
+                        switch (f) {
+                        case F_GEMM: a.e[0] = tr[x % 3], a.e[1] = tr[x / 3]; break;
+                        case F_SYMM: a.e[0] = sd[x % 2], a.e[1] = ul[x / 2]; break;
+                        case F_TRMM:
+                            a.e[0] = sd[x % 2], x /= 2, a.e[1] = ul[x % 2], x /= 2;
+                            a.e[2] = tr[x % 3], a.e[3] = dg[x / 3];
+                            break;
+                        default: a.e[0] = ul[x % 2], a.e[1] = tr[x / 2]; break;
+                        }
+                        if (what >= 0 && what < 4) {
+                            if (what >= ne) continue;
+                            a.e[what] = 99;
+                            if (layout == 0 && f == F_TRMM && what == 3 && (*p == 'c' || *p == 'z'))
+                                continue;  /* the reference goes on with DI unset */
+                        }
+                        if (what == 4) a.m = -1;
+                        if (what == 5) a.n = -1;
+                        if (what == 6) a.k = -1;
+                        if (what == 7) a.lda = 1;
+                        if (what == 8) a.ldb = 1;
+                        if (what == 9) a.ldc = 1;
+                        /* an unused dimension changes nothing; valid calls only where the
+                         * reference's C layer treats the options differently */
+                        int rank = f == F_SYRK || f == F_HERK || f == F_SYR2K || f == F_HER2K;
+                        if ((what == 4 && rank) || (what == 6 && (f == F_SYMM || f == F_TRMM)) ||
+                            (what == 8 && (f == F_SYRK || f == F_HERK)) ||
+                            (what == 9 && f == F_TRMM))
+                            continue;
+                        if (what == -1 && !rank) continue;
+                        char got[sizeof hook_log + 64], want[sizeof hook_log + 64];
+                        snprintf(want, sizeof want, "%s", hooks_of(theirs, f, *p, &a));
+                        snprintf(got, sizeof got, "%s", hooks_of(mine, f, *p, &a));
+                        ASSERT_MSG(!strcmp(got, want),
+                                   "%s layout %d options %d %d %d %d m %d n %d k %d lda %d ldb "
+                                   "%d ldc %d: got \"%s\", the reference \"%s\"",
+                                   name, a.layout, a.e[0], a.e[1], a.e[2], a.e[3], a.m, a.n, a.k,
+                                   a.lda, a.ldb, a.ldc, got, want);
+                        compared++;
+                        errors += want[0] != '\0';
+                    }
+        }
+    fprintf(stderr, "  %d calls as the reference's (%d of them errors)\n", compared, errors);
+    ASSERT_GT(errors, 1000);
+    dlclose(ref);
+}
+
+/* ---- spans that cannot be addressed ------------------------------------------------------ */
+
+void scipy_cblas_dgemm64_(int o, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                          const double *A, int64_t lda, const double *B, int64_t ldb,
+                          double beta, double *C, int64_t ldc);
+void scipy_cblas_dsyrk64_(int o, int u, int t, int64_t n, int64_t k, double alpha,
+                          const double *A, int64_t lda, double beta, double *C, int64_t ldc);
+void dtrmm_(const char *side, const char *uplo, const char *ta, const char *diag, const int *m,
+            const int *n, const double *alpha, const double *A, const int *lda, double *B,
+            const int *ldb, size_t, size_t, size_t, size_t);
+
+static double span_A[64], span_B[64], span_C[64];
+
+/* One call of each door whose dimensions pass netlib's checks but whose arrays span more
+ * than the address space (the span check tess_gemm does). */
+static void span_call(int which) {
+    const int64_t big = (int64_t)1 << 61;
+    int one = 1, imax = INT_MAX, two = 2, kbig = 1 << 30;
+    double a = 1, b = 0;
+    double za[2] = {1, 0}, zb[2] = {0, 0};
+    switch (which) {
+    case 0:  /* numpy's wheel name, column-major: A is 2^61 x 1, 2^64 bytes */
+        scipy_cblas_dgemm64_(COL, NT, NT, big, 1, 1, 1.0, span_A, big, span_B, 1, 0.0, span_C, big);
+        break;
+    case 1:  /* row-major: A (k x n of the folded call, B) 1 x 2^61 with leading dimension 1 */
+        scipy_cblas_dgemm64_(ROW, NT, NT, big, 1, 1, 1.0, span_A, 1, span_B, 1, 0.0, span_C, 1);
+        break;
+    case 2:
+        scipy_cblas_dsyrk64_(COL, UP, NT, big, 1, 1.0, span_A, big, 0.0, span_C, big);
+        break;
+    case 3:  /* 32-bit integers: C 1 x (2^31 - 1) with ldc 2^31 - 1, 2^66 bytes */
+        zgemm_("N", "N", &one, &imax, &one, za, span_A, &one, span_B, &one, zb, span_C, &imax, 1, 1);
+        break;
+    case 4:
+        cblas_zgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 1, INT_MAX, 1, za, span_A, 1, span_B,
+                    1, zb, span_C, INT_MAX);
+        break;
+    case 5:  /* B of TRMM 1 x (2^31 - 1) with ldb 2^31 - 1 */
+        dtrmm_("L", "U", "N", "N", &one, &imax, &a, span_A, &one, span_C, &imax, 1, 1, 1, 1);
+        break;
+    case 6:  /* alpha = 0: A (2^61 elements) is not read, so nothing to refuse: C = beta C */
+        b = 0.5;
+        dgemm_("N", "N", &two, &two, &kbig, (const double[]){0.0}, span_A, &imax, span_B, &kbig,
+               &b, span_C, &two, 1, 1);
+        break;
+    }
+}
+
+/* Each door refuses such a call through the program's handler, at the array's position in
+ * the (folded) Fortran call, before touching memory: no crash, C unchanged. A call that
+ * does not touch the array (alpha = 0) is not refused. Each call runs in a child process,
+ * so a crash fails this test only. With TEST_WHEEL_BLAS (the wheel's stand-in library,
+ * tests/wheel_blas.c) loaded RTLD_LOCAL first, as numpy loads its OpenBLAS, the
+ * scipy_cblas_*64_ calls have a next definition, which must not be called either. */
+TEST(spans_refused_before_memory) {
+    static const char *const want[] = {
+        "xerbla_('DGEMM ', 7) RowMajorStrg=0 CBLAS_CallFromC=1;",
+        "xerbla_('DGEMM ', 9) RowMajorStrg=1 CBLAS_CallFromC=1;",
+        "xerbla_('DSYRK ', 6) RowMajorStrg=0 CBLAS_CallFromC=1;",
+        "xerbla_('ZGEMM ', 12) RowMajorStrg=0 CBLAS_CallFromC=0;",
+        "xerbla_('ZGEMM ', 12) RowMajorStrg=0 CBLAS_CallFromC=1;",
+        "xerbla_('DTRMM ', 10) RowMajorStrg=0 CBLAS_CallFromC=0;",
+        "",
+    };
+    for (int i = 0; i < 7; i++) {
+        int fd[2];
+        ASSERT_OK(pipe(fd));
+        fflush(NULL);
+        pid_t pid = fork();
+        ASSERT(pid >= 0);
+        if (pid == 0) {
+            close(fd[0]);
+            alarm(60);
+            const char *wheel = getenv("TEST_WHEEL_BLAS");
+            long *wheel_calls = NULL, before = 0;
+            if (wheel && *wheel) {
+                void *h = dlopen(wheel, RTLD_NOW | RTLD_LOCAL);
+                wheel_calls = h ? dlsym(h, "wheel_calls") : NULL;
+                if (!wheel_calls) _exit(3);
+                before = *wheel_calls;
+            }
+            for (int j = 0; j < 64; j++) span_C[j] = 7.0;
+            hook_reset();
+            span_call(i);
+            int same = 1;
+            for (int j = 0; j < 64; j++) same &= span_C[j] == (i == 6 && j < 4 ? 3.5 : 7.0);
+            char out[sizeof hook_log + 48];
+            int len = snprintf(out, sizeof out, "%s%s%s", hook_log, same ? "" : " (C changed)",
+                               wheel_calls && *wheel_calls != before ? " (the wheel called)" : "");
+            if (write(fd[1], out, (size_t)len) != len) _exit(2);
+            _exit(0);
+        }
+        close(fd[1]);
+        char got[sizeof hook_log + 48];
+        ssize_t len = 0, r;
+        while ((r = read(fd[0], got + len, sizeof got - 1 - (size_t)len)) > 0) len += r;
+        got[len] = '\0';
+        close(fd[0]);
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %d: the call %s %d", i,
+                   WIFSIGNALED(status) ? "died of signal" : "exited",
+                   WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        ASSERT_MSG(!strcmp(got, want[i]), "case %d: got \"%s\", expected \"%s\"", i, got, want[i]);
+    }
+}
+#endif
 
 /* zgemm_ with conjugate transposes, through whichever path the routing picks. */
 TEST(zgemm_conj) {

@@ -17,6 +17,11 @@
 #        crossover X  tessera-crossover X on a tiny grid: it exits 0 and prints the fitted
 #                  model (export lines and the C snippet), and X --selftest passes; no
 #                  drop-in summary is read
+#        errors    bad CBLAS calls from a program of the reference CBLAS (python3's ctypes on
+#                  netlib's libblas.so.3, which defines no handler of its own): stderr and
+#                  exit status the same with the drop-in preloaded as without (the
+#                  reference's own handlers print and exit 255); calls the reference's C
+#                  layer lets through run, and reach the drop-in (its summary)
 # The runtime's knobs come from the environment (CTest's ENVIRONMENT). TEST_EXPECT lists what
 # the summary must show, comma-separated tokens ROUTINE:WHERE (routine as printed, e.g.
 # dgemm, zher2k, or "all" for every routine of the tester's precision):
@@ -120,6 +125,59 @@ crossover)
   "$arg" --selftest >selftest.log 2>&1 || { cat selftest.log; fail "$arg --selftest"; }
   tail -6 selftest.log
   echo "PASS (tessera-crossover printed the fitted model; its fit passed --selftest)"
+  exit 0
+  ;;
+errors)
+  py=/usr/bin/python3
+  ref=$blasdir/libblas.so.3
+  [ -x "$py" ] || skip "python3 not installed"
+  [ -r "$ref" ] && nm -D "$ref" 2>/dev/null | grep " T cblas_dgemm$" >/dev/null ||
+    skip "$ref (Debian package libblas3, netlib's CBLAS) not installed"
+  cat >errors.py <<'PY'
+import ctypes, sys
+I, D, F, P = ctypes.c_int, ctypes.c_double, ctypes.c_float, ctypes.c_void_p
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)  # the reference, its globals and handlers
+g = ctypes.CDLL(None)  # the global scope: a preloaded drop-in's symbols first
+A, B, C = (ctypes.cast((ctypes.c_double * 128)(), P) for _ in range(3))
+one, half = (ctypes.c_double * 2)(1, 0), (ctypes.c_double * 2)(0.5, 0)
+ROW, COL, NT, TR, CT, UP, LO, LE, NU = 101, 102, 111, 112, 113, 121, 122, 141, 131
+case = sys.argv[2]
+if case == "dgemm_row_lda":  # the Fortran routine rejects lda of the folded call
+    g.cblas_dgemm(I(ROW), I(NT), I(NT), I(2), I(2), I(2), D(1), A, I(1), B, I(2), D(0), C, I(2))
+elif case == "dgemm_col_ldc":
+    g.cblas_dgemm(I(COL), I(NT), I(NT), I(2), I(2), I(2), D(1), A, I(2), B, I(2), D(0), C, I(1))
+elif case == "dgemm_row_transb":  # the C layer: position 2 in row major
+    g.cblas_dgemm(I(ROW), I(NT), I(99), I(2), I(2), I(2), D(1), A, I(2), B, I(2), D(0), C, I(2))
+elif case == "dsyrk_row_uplo":  # the C layer: position 3 in row major
+    g.cblas_dsyrk(I(ROW), I(99), I(NT), I(2), I(2), D(1), A, I(2), D(0), C, I(2))
+elif case == "zsyrk_col_conj":  # the Fortran routine rejects ConjTrans
+    g.cblas_zsyrk(I(COL), I(UP), I(CT), I(2), I(2), one, A, I(2), half, C, I(2))
+elif case == "zsyrk_row_conj":  # row major takes it: runs
+    g.cblas_zsyrk(I(ROW), I(UP), I(CT), I(2), I(2), one, A, I(2), half, C, I(2))
+elif case == "cherk_row_trans":  # row major takes Trans: runs
+    g.cblas_cherk(I(ROW), I(LO), I(TR), I(2), I(2), F(1), A, I(2), F(0.5), C, I(2))
+elif case == "dtrsm_row_m":  # m < 0 is n of the folded call
+    g.cblas_dtrsm(I(ROW), I(LE), I(UP), I(NT), I(NU), I(-1), I(2), D(1), A, I(2), B, I(2))
+print("returned")
+PY
+  n=0
+  for c in dgemm_row_lda dgemm_col_ldc dgemm_row_transb dsyrk_row_uplo zsyrk_col_conj \
+           zsyrk_row_conj cherk_row_trans dtrsm_row_m; do
+    "$py" errors.py "$ref" "$c" >want 2>&1; want_rc=$?
+    env LD_PRELOAD="$preload" "$py" errors.py "$ref" "$c" >log 2>&1; got_rc=$?
+    grep -v "^tessera-blas" log >got
+    if [ "$want_rc" -eq 0 ]; then
+      grep -qE "^tessera-blas: tessera [0-9]+ calls" log || { cat log; fail "$c: the call did not reach $lib"; }
+    fi
+    if [ "$got_rc" -ne "$want_rc" ] || ! cmp -s want got; then
+      echo "--- the reference alone (exit $want_rc):"; cat want
+      echo "--- with the drop-in (exit $got_rc):"; cat log
+      fail "$c: not as the reference"
+    fi
+    echo "$c: as the reference (exit $want_rc): $(head -1 want)"
+    n=$((n + 1))
+  done
+  echo "PASS ($n calls as the reference CBLAS)"
   exit 0
   ;;
 *) fail "unknown WHAT '$what'" ;;

@@ -1,17 +1,20 @@
 /* src/blas/blas.h: what the drop-in library's files share (libtessera_blas.so: fortran.c,
- * cblas.c, check.c, route.c). Nothing here is exported; the exported names are the netlib
- * Fortran symbols (sgemm_ ... ztrsm_) and the CBLAS ones (cblas_sgemm ... cblas_ztrsm),
- * listed in exports.map.
+ * cblas.c, scipy64.c, check.c, route.c). Nothing here is exported; the exported names are
+ * the netlib Fortran symbols (sgemm_ ... ztrsm_), the CBLAS ones (cblas_sgemm ...
+ * cblas_ztrsm) and numpy's wheel names (scipy_cblas_?gemm64_, ?syrk64_), listed in
+ * exports.map.
  *
  * One call, whichever door it came in by, becomes a struct tess__blas_call: column-major,
- * netlib letters (upper case), 64-bit dimensions, scalars by pointer. The Fortran door fills
- * it straight from its arguments; the CBLAS door folds row-major into it exactly as the
- * reference CBLAS does before it calls the Fortran routine. Then:
+ * netlib letters (upper case), 64-bit dimensions, scalars by pointer, and the door it came
+ * by. The Fortran door fills it straight from its arguments; the CBLAS doors fold row-major
+ * into it exactly as the reference CBLAS does before it calls the Fortran routine (an
+ * argument the reference's C layer rejects is reported there). Then every door calls
  *
- *   info = tess__blas_check(call)      netlib's checks, netlib's order, Fortran positions
- *   info != 0  -> the door reports it  (xerbla_ with the Fortran position, or cblas_xerbla
- *                                       with the CBLAS position) and returns
- *   tess__blas_run(call)               quick returns, then the routing table (route.c):
+ *   tess__blas_submit(call)            the one checked path (check.c):
+ *     info = tess__blas_check(call)    netlib's checks, netlib's order, Fortran positions,
+ *                                       then the spans of the arrays the call touches
+ *     info != 0 -> tess__blas_report   the program's handlers, as the reference calls them
+ *     else tess__blas_run(call)        quick returns, then the routing table (route.c):
  *                                       the devices (tess_gemm ...) or the CPU BLAS
  *
  * Error handlers (xerbla_, cblas_xerbla) belong to the program or its BLAS: they are found
@@ -67,10 +70,18 @@ struct tess__blas_call {
      * BLAS table (hostblas.h). */
     void (*fwd)(const struct tess__blas_call *c);
     tess__scalar_t scratch;  /* a folded scalar lives here (row-major HER2K's conj(alpha)) */
+    int door;                /* enum tess__blas_door: how a bad argument is reported */
 };
 
-/* A bad enumerated CBLAS argument: its CBLAS position, its name in the reference's
- * message ("TransA") and its value. */
+/* The door a call came by (check.c reports each as the reference does). */
+enum tess__blas_door {
+    TESS__BLAS_DOOR_FORTRAN = 0,  /* dgemm_ ...: xerbla_ */
+    TESS__BLAS_DOOR_CBLAS_COL,    /* cblas_dgemm ..., scipy_cblas_*64_, column-major */
+    TESS__BLAS_DOOR_CBLAS_ROW,    /* the same, row-major (RowMajorStrg = 1) */
+};
+
+/* A bad enumerated CBLAS argument: its CBLAS position as the reference reports it, its
+ * name in the reference's message ("TransA") and its value. */
 struct tess__blas_bad {
     int pos;
     const char *what;
@@ -81,30 +92,49 @@ struct tess__blas_bad {
  * c holds the kind, the precision and the arguments as given (m, n, k, operands, scalars;
  * for TRMM/TRSM the in/out matrix in B); e the enumerated arguments after the layout, in
  * order (GEMM transa, transb; SYMM/HEMM side, uplo; SYRK family uplo, trans; TRMM/TRSM
- * side, uplo, transa, diag). 0, or the CBLAS position of the first bad one (in *bad). */
+ * side, uplo, transa, diag). Sets c->door. 0, or the CBLAS position of the first argument
+ * the reference's C layer rejects (in *bad). */
 int tess__blas_fold(struct tess__blas_call *c, int layout, const int e[4],
                     struct tess__blas_bad *bad);
 /* A whole CBLAS call as cblas_<routine> takes it (c and e as for tess__blas_fold): fold,
- * check, report a bad argument to the program's cblas_xerbla with its CBLAS position, or
- * run. */
+ * report what the C layer rejects to the program's cblas_xerbla, or submit. */
 void tess__blas_cblas_call(struct tess__blas_call *c, int layout, const int e[4]);
+
+/* The one checked path of every door: tess__blas_check, then tess__blas_report or
+ * tess__blas_run. */
+void tess__blas_submit(const struct tess__blas_call *c);
 
 /* netlib's argument checks of call->kind in netlib's order: 0, or the 1-based position of
  * the first bad argument in the Fortran routine's argument list (what xerbla_ gets). */
+int tess__blas_check_netlib(const struct tess__blas_call *c);
+/* For a call that passed tess__blas_check_netlib: 0, or the Fortran position of the first
+ * array it touches whose span cannot be addressed (check.c). */
+int tess__blas_check_span(const struct tess__blas_call *c);
+/* Both, in that order. */
 int tess__blas_check(const struct tess__blas_call *c);
+
+/* The operands a call that passed the netlib checks reads or writes: 0 for netlib's quick
+ * returns, else C (for TRMM/TRSM the in/out B) and A, B unless alpha = 0 or the inner
+ * dimension is 0 (B only where the routine has one). */
+enum { TESS__BLAS_TOUCH_A = 1, TESS__BLAS_TOUCH_B = 2, TESS__BLAS_TOUCH_C = 4 };
+int tess__blas_touches(const struct tess__blas_call *c);
 
 /* Run a call that passed tess__blas_check: quick returns, then the devices or the CPU BLAS
  * (route.c). Never fails: a call the devices cannot take runs on the CPU BLAS. */
 void tess__blas_run(const struct tess__blas_call *c);
 
-/* Report a bad argument to the program: xerbla_(name, &info) (Fortran door; name is the
- * blank-padded routine name, "DGEMM "), or cblas_xerbla(pos, "cblas_dgemm", form, ...)
- * (CBLAS door). Each found with dlsym in the program first, then in the CPU BLAS; without
- * either, netlib's message goes to stderr and the call returns. */
-void tess__blas_xerbla(const char *name, int info);
-/* form is printf-style with at most one int conversion, which gets value (the reference
- * CBLAS's "Illegal Uplo setting, %d\n"); "" when the Fortran-level check found it. */
-void tess__blas_cblas_xerbla(int pos, const char *rout, const char *form, int value);
+/* Report the bad argument at Fortran position info of a call, per its door, as the
+ * reference does (check.c's comment): xerbla_(SRNAME, info), or for a CBLAS door with
+ * RowMajorStrg and CBLAS_CallFromC set and no xerbla_ in the program, cblas_xerbla(info +
+ * 1, "cblas_dgemm ", ""). */
+void tess__blas_report(const struct tess__blas_call *c, int info);
+/* An argument the reference's C layer rejects: cblas_xerbla(pos, "cblas_dgemm", form,
+ * value) with RowMajorStrg = row_major and CBLAS_CallFromC = 1 around it; form is
+ * printf-style with one int conversion ("Illegal Uplo setting, %d\n"). */
+void tess__blas_cblas_xerbla(int row_major, int pos, const char *rout, const char *form,
+                             int value);
+/* netlib's SRNAME of a call: "DGEMM ", "ZHER2K" (upper case, blank-padded to 6). */
+void tess__blas_srname(const struct tess__blas_call *c, char name[8]);
 
 /* Netlib's LSAME on one character: upper case of an ASCII letter, anything else as is. */
 static inline char tess__blas_upper(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 32) : c; }

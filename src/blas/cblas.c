@@ -1,17 +1,24 @@
 /* src/blas/cblas.c: the CBLAS level-3 symbols of the drop-in library, cblas_sgemm to
  * cblas_ztrsm (30 routines), with <cblas.h>'s prototypes (LP64: int dimensions).
  *
- * Each call is handled as the reference CBLAS (netlib's CBLAS/src) handles it:
- *   1. the enumerated arguments are checked in the C layer, in argument order, and turned
- *      into netlib letters; row-major folds into the column-major problem the reference
- *      hands to its Fortran routine (operands and dimensions swapped, side and uplo
- *      flipped, SYRK-like transposes flipped, HER2K's alpha conjugated);
- *   2. the folded call gets the Fortran routine's checks (check.c); a Fortran position p
- *      becomes the CBLAS position p + 1 (the layout argument comes first), and, for a
- *      row-major call, the positions the fold swapped are swapped back (GEMM m<->n,
- *      lda<->ldb; SYMM/HEMM m<->n; TRMM/TRSM m<->n);
- *   3. errors go to the program's cblas_xerbla with that CBLAS position; a good call runs
- *      (route.c).
+ * Each call is handled as the reference CBLAS (netlib's CBLAS/src, Debian's libblas3) handles
+ * it, quirks included:
+ *   1. its C layer checks the layout, then the enumerated arguments in argument order, and
+ *      turns them into netlib letters; row-major folds into the column-major problem the
+ *      reference hands its Fortran routine (operands and dimensions swapped, side and uplo
+ *      flipped, SYRK-like transposes flipped, HER2K's alpha conjugated). A rejected
+ *      argument goes to cblas_xerbla with the reference's position and message; the
+ *      reference's positions are not always the argument's (row-major: GEMM's TransB is 2,
+ *      the SYRK, HERK and SYR2K family's Uplo is 3, HER2K's 2);
+ *   2. what the C layer lets through is the reference's Fortran routine's to reject:
+ *      column-major SYRK/SYR2K take ConjTrans and HERK/HER2K Trans to it (the complex
+ *      routines reject them there), row-major takes both as the transposing one;
+ *   3. the folded call goes the one checked path (check.c: tess__blas_submit), which
+ *      reports what the Fortran routine would reject as the reference does: xerbla_ with
+ *      the Fortran name and the position in the folded call, RowMajorStrg set for a
+ *      row-major call.
+ * The reference's column-major ctrmm/ztrmm call its Fortran routine after reporting a bad
+ * Diag (with DI unset); here, as in every other routine, the call ends at the report.
  * Owns nothing but this translation.
  */
 #include <cblas.h>
@@ -31,39 +38,6 @@ static void rout_name(char *buf, const struct tess__blas_call *c) {
     buf[i] = '\0';
 }
 
-/* C-layer error: the reference's message with the bad value. */
-static void bad_enum(const struct tess__blas_call *c, int pos, const char *what, int value) {
-    char rout[16], form[48];
-    rout_name(rout, c);
-    snprintf(form, sizeof form, "Illegal %s setting, %%d\n", what);
-    tess__blas_cblas_xerbla(pos, rout, form, value);
-}
-
-/* Steps 2 and 3 of the file comment. */
-static void submit(const struct tess__blas_call *c, int row) {
-    int info = tess__blas_check(c);
-    if (!info) {
-        tess__blas_run(c);
-        return;
-    }
-    int pos = info + 1;
-    if (row) {
-        switch (c->kind) {
-        case TESS__BLAS_GEMM:
-            pos = pos == 4 ? 5 : pos == 5 ? 4 : pos == 9 ? 11 : pos == 11 ? 9 : pos;
-            break;
-        case TESS__BLAS_SYMM:
-        case TESS__BLAS_HEMM: pos = pos == 4 ? 5 : pos == 5 ? 4 : pos; break;
-        case TESS__BLAS_TRMM:
-        case TESS__BLAS_TRSM: pos = pos == 6 ? 7 : pos == 7 ? 6 : pos; break;
-        default: break;
-        }
-    }
-    char rout[16];
-    rout_name(rout, c);
-    tess__blas_cblas_xerbla(pos, rout, "", 0);
-}
-
 /* The letter of a CBLAS transpose (0 if invalid). */
 static char trans_letter(int t) {
     return t == CblasNoTrans ? 'N' : t == CblasTrans ? 'T' : t == CblasConjTrans ? 'C' : 0;
@@ -79,15 +53,17 @@ static char uplo_letter(int u, int row) {
 
 int tess__blas_fold(struct tess__blas_call *c, int layout, const int e[4],
                     struct tess__blas_bad *bad) {
+    c->door = TESS__BLAS_DOOR_CBLAS_COL;
     if (layout != COL && layout != ROW) BAD_ENUM(1, "layout", layout);
     int row = layout == ROW;
+    if (row) c->door = TESS__BLAS_DOOR_CBLAS_ROW;
     const void *A = c->A, *B = c->B;
     int64_t lda = c->lda, ldb = c->ldb, m = c->m, n = c->n;
     switch (c->kind) {
     case TESS__BLAS_GEMM: {
         char ta = trans_letter(e[0]), tb = trans_letter(e[1]);
         if (!ta) BAD_ENUM(2, "TransA", e[0]);
-        if (!tb) BAD_ENUM(3, "TransB", e[1]);
+        if (!tb) BAD_ENUM(row ? 2 : 3, "TransB", e[1]);  /* the reference's row-major 2 */
         /* row-major: C^T = op(B)^T op(A)^T on the column-major views */
         c->ta = row ? tb : ta, c->tb = row ? ta : tb;
         c->m = row ? n : m, c->n = row ? m : n;
@@ -105,19 +81,14 @@ int tess__blas_fold(struct tess__blas_call *c, int layout, const int e[4],
     case TESS__BLAS_HERK:
     case TESS__BLAS_SYR2K:
     case TESS__BLAS_HER2K: {
-        /* The transpose flips with the layout. Real SYRK takes ConjTrans as Trans; complex
-         * SYRK takes NoTrans/Trans; HERK NoTrans/ConjTrans. In column major every CBLAS
-         * value passes to the Fortran check, which rejects what the routine does not take
-         * (position 2 + 1 = 3, as in the C layer). c->n holds n, c->k holds k. */
-        if (!(c->uplo = uplo_letter(e[0], row))) BAD_ENUM(2, "Uplo", e[0]);
-        char t = trans_letter(e[1]);
+        /* c->n holds n, c->k holds k. Column-major passes every transpose on to the
+         * Fortran check; row-major flips it: NoTrans to the transposing letter (HERK/HER2K
+         * 'C', the others 'T'), Trans and ConjTrans both to 'N'. */
         int herm = c->kind == TESS__BLAS_HERK || c->kind == TESS__BLAS_HER2K;
-        int cplx = tess__dtypes[c->dt].complex_;
-        if (row) {
-            if (herm) t = t == 'C' ? 'N' : t == 'N' ? 'C' : 0;
-            else if (cplx) t = t == 'T' ? 'N' : t == 'N' ? 'T' : 0;
-            else t = t == 'N' ? 'T' : t ? 'N' : 0;
-        }
+        if (!(c->uplo = uplo_letter(e[0], row)))
+            BAD_ENUM(row && c->kind != TESS__BLAS_HER2K ? 3 : 2, "Uplo", e[0]);
+        char t = trans_letter(e[1]);
+        if (row && t) t = t == 'N' ? (herm ? 'C' : 'T') : 'N';
         if (!(c->ta = t)) BAD_ENUM(3, "Trans", e[1]);
         c->m = c->n;
         if (row && c->kind == TESS__BLAS_HER2K) {
@@ -148,10 +119,14 @@ int tess__blas_fold(struct tess__blas_call *c, int layout, const int e[4],
 void tess__blas_cblas_call(struct tess__blas_call *c, int layout, const int e[4]) {
     struct tess__blas_bad bad;
     if (tess__blas_fold(c, layout, e, &bad)) {
-        bad_enum(c, bad.pos, bad.what, bad.value);
+        char rout[16], form[48];
+        rout_name(rout, c);
+        snprintf(form, sizeof form, "Illegal %s setting, %%d\n", bad.what);
+        tess__blas_cblas_xerbla(c->door == TESS__BLAS_DOOR_CBLAS_ROW, bad.pos, rout, form,
+                                bad.value);
         return;
     }
-    submit(c, layout == ROW);
+    tess__blas_submit(c);
 }
 
 static void cblas_call(struct tess__blas_call *c, int layout, int e0, int e1, int e2, int e3) {

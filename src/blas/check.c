@@ -1,9 +1,12 @@
-/* src/blas/check.c: the netlib contract of the drop-in library: each level-3 routine's
- * argument checks, in the order and with the positions of the reference Fortran BLAS, and
- * the calls to the program's error handlers. Owns no state; the handlers are looked up on
- * every (rare) error, so a handler loaded late is still found.
+/* src/blas/check.c: the one checked path of the drop-in library and its contract with the
+ * program's error handlers. Every door (fortran.c, cblas.c, scipy64.c; 32- and 64-bit
+ * integers) hands its column-major call to tess__blas_submit, which checks it, reports a bad
+ * argument or runs it (route.c): nothing reaches the CPU BLAS or the devices unchecked.
+ * Owns no state; the handlers are looked up on every (rare) error, so a handler loaded late
+ * is still found.
  *
- * The checks, per routine (position: condition), LSAME being case-insensitive:
+ * The checks, per routine (position: condition), LSAME being case-insensitive; netlib's,
+ * in netlib's order:
  *   GEMM   1 transa not N/T/C   2 transb not N/T/C   3 m < 0   4 n < 0   5 k < 0
  *          8 lda < max(1, transa = N ? m : k)   10 ldb < max(1, transb = N ? k : n)
  *          13 ldc < max(1, m)
@@ -15,6 +18,30 @@
  *          7 lda < max(1, trans = N ? n : k)   9 ldb < the same   12 ldc < max(1, n)
  *   TRMM, TRSM   1 side   2 uplo   3 transa not N/T/C   4 diag not U/N   5 m < 0   6 n < 0
  *          9 lda < max(1, side = L ? m : n)   11 ldb < max(1, m)
+ * then the spans, which netlib does not check and tess_gemm does (src/level3.c): every
+ * array the call reads or writes (netlib's quick returns and alpha = 0 touch fewer) must be
+ * addressable, its bytes ((cols - 1) ld + rows elements) at most PTRDIFF_MAX without
+ * wrapping the address (tess__span_ok). A bad one is reported at the array's position:
+ *   GEMM A 7, B 9, C 12   SYMM/HEMM, SYR2K/HER2K A 6, B 8, C 11   SYRK/HERK A 6, C 9
+ *   TRMM/TRSM A 8, B 10
+ * so a size whose span overflows reaches the program's handler, never memcpy.
+ *
+ * Reporting, as the reference (Debian's libblas3: netlib BLAS with netlib's CBLAS and its
+ * CBLAS/src/xerbla.c) does:
+ *   Fortran door: xerbla_(SRNAME, info), SRNAME "DGEMM " (blank-padded to 6).
+ *   CBLAS door, an argument its C layer rejects (cblas.c): cblas_xerbla(pos, "cblas_dgemm",
+ *     "Illegal TransA setting, %d\n", value), with the reference's positions.
+ *   CBLAS door, anything the checks above reject: the reference calls the Fortran routine
+ *     on the folded arguments, which calls xerbla_(SRNAME, info) with the position in that
+ *     folded call (row-major cblas_dgemm with lda < k: "DGEMM ", 10). A program without
+ *     xerbla_ gets the reference's own XERBLA, which calls cblas_xerbla(info + 1,
+ *     "cblas_dgemm ", "") (the routine name in lower case, blank kept): the same here.
+ *   Around a CBLAS report the reference's globals RowMajorStrg (1 for a row-major call, so a
+ *     handler can swap positions back) and CBLAS_CallFromC (1) are set wherever the process
+ *     has them (the program, the CPU BLAS), and 0 again afterwards.
+ * Each handler is looked up in the program's global scope first (as a call through the PLT
+ * would resolve it), then in the CPU BLAS; without any, netlib's message goes to stderr and
+ * the call returns. The library defines none of these names.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -25,7 +52,7 @@
 
 static int one_of(char c, const char *set) { return c && strchr(set, c) != NULL; }
 
-int tess__blas_check(const struct tess__blas_call *c) {
+int tess__blas_check_netlib(const struct tess__blas_call *c) {
     int cplx = tess__dtypes[c->dt].complex_;
     switch (c->kind) {
     case TESS__BLAS_GEMM: {
@@ -86,43 +113,189 @@ int tess__blas_check(const struct tess__blas_call *c) {
     return 0;
 }
 
+/* ---- what a call touches --------------------------------------------------------------- */
+
+/* A scalar of the call's precision, or its real counterpart (HERK's alpha and beta,
+ * HER2K's beta): zero, one. */
+static tess_dtype_t scalar_dt(tess_dtype_t dt, int real) {
+    return !real ? dt : dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt;
+}
+static int is_zero(tess_dtype_t dt, int real, const void *p) {
+    tess__scalar_t x;
+    tess__scalar_load(scalar_dt(dt, real), &x, p);
+    return tess__scalar_is_zero(scalar_dt(dt, real), &x);
+}
+static int is_one(tess_dtype_t dt, int real, const void *p) {
+    tess__scalar_t x;
+    tess__scalar_load(scalar_dt(dt, real), &x, p);
+    return tess__scalar_is_one(scalar_dt(dt, real), &x);
+}
+
+int tess__blas_touches(const struct tess__blas_call *c) {
+    enum tess__blas_kind k = c->kind;
+    int herm = k == TESS__BLAS_HERK || k == TESS__BLAS_HER2K;
+    int rank = k == TESS__BLAS_SYRK || herm || k == TESS__BLAS_SYR2K;
+    int tri = k == TESS__BLAS_TRMM || k == TESS__BLAS_TRSM;
+    int has_b = k != TESS__BLAS_SYRK && k != TESS__BLAS_HERK && !tri;
+    /* netlib's quick returns: nothing to compute, nothing read or written */
+    int64_t inner = k == TESS__BLAS_GEMM || rank ? c->k : c->side == 'L' ? c->m : c->n;
+    int64_t m = rank ? c->n : c->m, n = c->n;
+    if (m == 0 || n == 0) return 0;
+    int alpha0 = is_zero(c->dt, k == TESS__BLAS_HERK, c->alpha);
+    int no_ab = alpha0 || inner == 0;  /* A and B not read */
+    if (!tri && is_one(c->dt, herm, c->beta) &&
+        (k == TESS__BLAS_SYMM || k == TESS__BLAS_HEMM ? alpha0 : no_ab))
+        return 0;
+    return TESS__BLAS_TOUCH_C | (no_ab ? 0 : TESS__BLAS_TOUCH_A) |
+           (no_ab || !has_b ? 0 : TESS__BLAS_TOUCH_B);
+}
+
+/* 1 if the rows x cols array X (leading dimension ld) can be addressed. */
+static int span_ok(const struct tess__blas_call *c, const void *X, int64_t rows, int64_t cols,
+                   int64_t ld) {
+    return rows <= 0 || cols <= 0 ||
+           tess__span_ok(X, rows, cols, ld, tess__dtypes[c->dt].size, NULL);
+}
+
+int tess__blas_check_span(const struct tess__blas_call *c) {
+    int t = tess__blas_touches(c);
+    if (!t) return 0;
+    int64_t ar = 0, ac = 0, br = 0, bc = 0, cr = c->m, cc = c->n;
+    int pa = 0, pb = 0, pc = 0;
+    switch (c->kind) {
+    case TESS__BLAS_GEMM:
+        ar = c->ta == 'N' ? c->m : c->k, ac = c->ta == 'N' ? c->k : c->m;
+        br = c->tb == 'N' ? c->k : c->n, bc = c->tb == 'N' ? c->n : c->k;
+        pa = 7, pb = 9, pc = 12;
+        break;
+    case TESS__BLAS_SYMM:
+    case TESS__BLAS_HEMM:
+        ar = ac = c->side == 'L' ? c->m : c->n;
+        br = c->m, bc = c->n;
+        pa = 6, pb = 8, pc = 11;
+        break;
+    case TESS__BLAS_SYRK:
+    case TESS__BLAS_HERK:
+    case TESS__BLAS_SYR2K:
+    case TESS__BLAS_HER2K: {
+        int two = c->kind == TESS__BLAS_SYR2K || c->kind == TESS__BLAS_HER2K;
+        ar = br = c->ta == 'N' ? c->n : c->k, ac = bc = c->ta == 'N' ? c->k : c->n;
+        cr = cc = c->n;
+        pa = 6, pb = 8, pc = two ? 11 : 9;
+        break;
+    }
+    case TESS__BLAS_TRMM:
+    case TESS__BLAS_TRSM:
+        ar = ac = c->side == 'L' ? c->m : c->n;
+        pa = 8, pc = 10;  /* the in/out B, also named C */
+        break;
+    case TESS__BLAS_NKINDS: return 0;
+    }
+    if ((t & TESS__BLAS_TOUCH_A) && !span_ok(c, c->A, ar, ac, c->lda)) return pa;
+    if ((t & TESS__BLAS_TOUCH_B) && !span_ok(c, c->B, br, bc, c->ldb)) return pb;
+    if ((t & TESS__BLAS_TOUCH_C) && !span_ok(c, c->C, cr, cc, c->ldc)) return pc;
+    return 0;
+}
+
+int tess__blas_check(const struct tess__blas_call *c) {
+    int info = tess__blas_check_netlib(c);
+    return info ? info : tess__blas_check_span(c);
+}
+
+void tess__blas_submit(const struct tess__blas_call *c) {
+    int info = tess__blas_check(c);
+    if (info) tess__blas_report(c, info);
+    else tess__blas_run(c);
+}
+
+/* ---- the program's handlers ------------------------------------------------------------ */
+
 /* A symbol of the program (global scope) or, failing that, of the CPU BLAS. We define none
- * of these names, so the global lookup cannot find ourselves. */
-static void *find_handler(const char *sym) {
+ * of these names, so the global lookup cannot find ourselves. global_only: the first. */
+static void *find_in(const char *sym, int global_only) {
     void *f = dlsym(RTLD_DEFAULT, sym);
-    if (!f) {
+    if (!f && !global_only) {
         const struct tess__hostblas *hb = tess__hostblas();
         if (hb) f = dlsym(hb->handle, sym);
     }
     return f;
 }
 
-void tess__blas_xerbla(const char *name, int info) {
-    /* gfortran's convention: the string's length comes as a hidden trailing argument */
-    void (*xerbla)(const char *, const int *, size_t);
-    void *f = find_handler("xerbla_");
-    if (f) {
-        memcpy(&xerbla, &f, sizeof f);
-        xerbla(name, &info, strlen(name));
-        return;
+/* The reference CBLAS's globals (its cblas_globals.c), set in the program and in the CPU
+ * BLAS where they exist (they may be one object). */
+static void set_cblas_globals(int row_major, int from_c) {
+    static const char *const names[2] = {"RowMajorStrg", "CBLAS_CallFromC"};
+    const int values[2] = {row_major, from_c};
+    const struct tess__hostblas *hb = tess__hostblas();
+    for (int i = 0; i < 2; i++) {
+        int *g = dlsym(RTLD_DEFAULT, names[i]);
+        int *h = hb ? dlsym(hb->handle, names[i]) : NULL;
+        if (g) *g = values[i];
+        if (h && h != g) *h = values[i];
     }
-    fprintf(stderr, " ** On entry to %6s parameter number %2d had an illegal value\n", name,
-            info);
 }
 
-void tess__blas_cblas_xerbla(int pos, const char *rout, const char *form, int value) {
-    /* The reference CBLAS passes cblas_xerbla the position its Fortran call saw and sets the
-     * global RowMajorStrg so that the handler swaps row-major positions back; we pass the
-     * CBLAS position itself, so a handler that reads RowMajorStrg must see 0. */
-    int *row_major_strg = dlsym(RTLD_DEFAULT, "RowMajorStrg");
-    if (row_major_strg) *row_major_strg = 0;
+/* xerbla_ with gfortran's convention: the string's length comes as a hidden trailing
+ * argument. */
+static void call_xerbla(void *f, const char *name, int info) {
+    void (*xerbla)(const char *, const int *, size_t);
+    memcpy(&xerbla, &f, sizeof f);
+    xerbla(name, &info, strlen(name));
+}
+
+static void call_cblas_xerbla(void *f, int pos, const char *rout, const char *form, int value) {
     void (*cblas_xerbla)(int, const char *, const char *, ...);
-    void *f = find_handler("cblas_xerbla");
-    if (f) {
-        memcpy(&cblas_xerbla, &f, sizeof f);
-        cblas_xerbla(pos, rout, form, value);
+    memcpy(&cblas_xerbla, &f, sizeof f);
+    cblas_xerbla(pos, rout, form, value);
+}
+
+void tess__blas_srname(const struct tess__blas_call *c, char name[8]) {
+    const char *k = tess__blas_kind_name[c->kind];
+    int i = 0;
+    name[i++] = tess__blas_upper(tess__blas_prefix(c->dt));
+    for (; *k && i < 6; k++) name[i++] = tess__blas_upper(*k);
+    while (i < 6) name[i++] = ' ';
+    name[i] = '\0';
+}
+
+void tess__blas_report(const struct tess__blas_call *c, int info) {
+    char name[8];
+    tess__blas_srname(c, name);
+    if (c->door == TESS__BLAS_DOOR_FORTRAN) {
+        void *f = find_in("xerbla_", 0);
+        if (f) call_xerbla(f, name, info);
+        else fprintf(stderr, " ** On entry to %6s parameter number %2d had an illegal value\n",
+                     name, info);
         return;
     }
-    fprintf(stderr, "Parameter %d to routine %s was incorrect\n", pos, rout);
-    if (*form) fprintf(stderr, form, value);
+    set_cblas_globals(c->door == TESS__BLAS_DOOR_CBLAS_ROW, 1);
+    void *f = find_in("xerbla_", 1), *g;
+    if (f) {
+        call_xerbla(f, name, info);
+    } else if ((g = find_in("cblas_xerbla", 1)) != NULL) {
+        /* the reference's XERBLA: "cblas_" and the 6 letters of SRNAME in lower case */
+        char rout[16] = "cblas_";
+        for (int i = 0; i < 6; i++)
+            rout[6 + i] = name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] + 32) : name[i];
+        call_cblas_xerbla(g, info + 1, rout, "", 0);
+    } else if ((f = find_in("xerbla_", 0)) != NULL) {
+        call_xerbla(f, name, info);
+    } else {
+        fprintf(stderr, " ** On entry to %6s parameter number %2d had an illegal value\n",
+                name, info);
+    }
+    set_cblas_globals(0, 0);
+}
+
+void tess__blas_cblas_xerbla(int row_major, int pos, const char *rout, const char *form,
+                             int value) {
+    set_cblas_globals(row_major, 1);
+    void *f = find_in("cblas_xerbla", 0);
+    if (f) {
+        call_cblas_xerbla(f, pos, rout, form, value);
+    } else {
+        fprintf(stderr, "Parameter %d to routine %s was incorrect\n", pos, rout);
+        if (*form) fprintf(stderr, form, value);
+    }
+    set_cblas_globals(0, 0);
 }

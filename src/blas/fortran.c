@@ -3,9 +3,9 @@
  * 32-bit INTEGERs, one hidden length per CHARACTER argument at the end (accepted, never
  * read: only the first character counts, case-insensitive, as netlib's LSAME does).
  *
- * Owns only the translation of arguments into a struct tess__blas_call; checks live in
- * check.c, routing in route.c. Each routine is one line of a per-family macro; the
- * families differ only in which arguments exist.
+ * Owns only the translation of arguments into a struct tess__blas_call; checks and error
+ * reports live in check.c, routing in route.c. Each routine is one line of a per-family
+ * macro; the families differ only in which arguments exist.
  */
 #include <stddef.h>
 
@@ -14,23 +14,9 @@
 typedef int f_int;      /* INTEGER of LP64 netlib BLAS */
 typedef size_t f_len;   /* gfortran's hidden CHARACTER length */
 
-/* Check, report to the program's XERBLA with the Fortran position, or run. */
-static void submit(struct tess__blas_call *c) {
-    int info = tess__blas_check(c);
-    if (info) {
-        char name[8];
-        /* netlib's SRNAME: "DGEMM ", "ZHER2K", upper case, blank-padded to 6 */
-        const char *k = tess__blas_kind_name[c->kind];
-        int i = 0;
-        name[i++] = tess__blas_upper(tess__blas_prefix(c->dt));
-        for (; *k && i < 6; k++) name[i++] = tess__blas_upper(*k);
-        while (i < 6) name[i++] = ' ';
-        name[i] = '\0';
-        tess__blas_xerbla(name, info);
-        return;
-    }
-    tess__blas_run(c);
-}
+/* The one checked path (check.c): report to the program's XERBLA with the Fortran
+ * position, or run. The call's door is TESS__BLAS_DOOR_FORTRAN (0). */
+static void submit(const struct tess__blas_call *c) { tess__blas_submit(c); }
 
 #define U(p) tess__blas_upper(*(p))
 

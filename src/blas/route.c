@@ -332,22 +332,6 @@ static int devices_ready(void) {
 
 /* ---- one call ------------------------------------------------------------------------------ */
 
-/* A scalar of the call's precision, or its real counterpart (HERK's alpha and beta,
- * HER2K's beta): zero, one. */
-static tess_dtype_t scalar_dt(tess_dtype_t dt, int real) {
-    return !real ? dt : dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt;
-}
-static int is_zero(tess_dtype_t dt, int real, const void *p) {
-    tess__scalar_t x;
-    tess__scalar_load(scalar_dt(dt, real), &x, p);
-    return tess__scalar_is_zero(scalar_dt(dt, real), &x);
-}
-static int is_one(tess_dtype_t dt, int real, const void *p) {
-    tess__scalar_t x;
-    tess__scalar_load(scalar_dt(dt, real), &x, p);
-    return tess__scalar_is_one(scalar_dt(dt, real), &x);
-}
-
 void tess__blas_run(const struct tess__blas_call *c) {
     pthread_once(&init_once, init);
     if (in_cpu) {
@@ -363,20 +347,19 @@ void tess__blas_run(const struct tess__blas_call *c) {
     int rank = k == TESS__BLAS_SYRK || herm || k == TESS__BLAS_SYR2K;
     int tri = k == TESS__BLAS_TRMM || k == TESS__BLAS_TRSM;
 
-    /* netlib's quick returns: nothing to compute, nothing read or written */
-    int64_t inner = k == TESS__BLAS_GEMM || rank ? c->k : c->side == 'L' ? c->m : c->n;
-    int64_t m = rank ? c->n : c->m, n = c->n;
-    int alpha0 = is_zero(c->dt, k == TESS__BLAS_HERK, c->alpha);
-    int beta1 = !tri && is_one(c->dt, herm, c->beta);
-    int beta0 = !tri && is_zero(c->dt, herm, c->beta);
-    int quick = m == 0 || n == 0;
-    if (!tri) {
-        if (k == TESS__BLAS_SYMM || k == TESS__BLAS_HEMM) quick |= alpha0 && beta1;
-        else quick |= (alpha0 || inner == 0) && beta1;
-    }
-    if (quick) {
+    /* netlib's quick returns: nothing to compute, nothing read or written (check.c) */
+    if (!tess__blas_touches(c)) {
         TESS__COUNT(ctr, quick, 1);
         return;
+    }
+    int64_t inner = k == TESS__BLAS_GEMM || rank ? c->k : c->side == 'L' ? c->m : c->n;
+    int64_t m = rank ? c->n : c->m, n = c->n;
+    int beta0 = 0;  /* C not read */
+    if (!tri) {
+        tess_dtype_t bdt = !herm ? c->dt : c->dt == TESS_C ? TESS_S : TESS_D;
+        tess__scalar_t b;
+        tess__scalar_load(bdt, &b, c->beta);
+        beta0 = tess__scalar_is_zero(bdt, &b);
     }
 
     /* multiply-adds: GEMM m n k, SYMM m n inner, SYRK n(n+1)/2 k, SYR2K n(n+1) k,

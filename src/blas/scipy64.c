@@ -5,12 +5,14 @@
  * `a @ a.T`). This file exports those eight names, so LD_PRELOAD=libtessera_blas.so reaches
  * them as it reaches Debian numpy's cblas_dgemm.
  *
- * A call is folded and checked exactly as the CBLAS door does (cblas.c, check.c) and then
- * routed (route.c). What does not go to tessera (small calls, and every call the policy
- * keeps on the CPU) runs on the wheel's own OpenBLAS, the next definition of the same
- * name, with the folded column-major arguments: numpy's own library stays the CPU
- * baseline. A call with a bad argument is passed to that library unchanged, which reports
- * it in its own way.
+ * A call is folded as the CBLAS door folds it (cblas.c) and goes the same one checked path
+ * (check.c: tess__blas_submit), then routed (route.c). What does not go to tessera (small
+ * calls, and every call the policy keeps on the CPU) runs on the wheel's own OpenBLAS, the
+ * next definition of the same name, with the folded column-major arguments: numpy's own
+ * library stays the CPU baseline. A call with an argument netlib rejects is passed to that
+ * library unchanged, which reports it in its own way; a call whose arrays cannot be
+ * addressed (a span that overflows, which that library does not check: m = lda = 2^61) is
+ * refused here, through the CBLAS door's report, before any memory is touched.
  *
  * The next definition: numpy's extension module is dlopen'ed RTLD_LOCAL, so its OpenBLAS
  * is outside the global scope that dlsym(RTLD_NEXT) searches. The loaded objects are walked
@@ -82,8 +84,8 @@ static void *next(int slot, tess_dtype_t dt) {
     return next_fn[slot][dt];
 }
 
-/* 1: the caller passes its original call to the next definition (a bad argument: that
- * library reports it). 0: handled here. */
+/* 1: the caller passes its original call to the next definition (an argument netlib
+ * rejects: that library reports it). 0: handled here (run, or a span refused). */
 static int door(struct tess__blas_call *c, int layout, int e0, int e1, void *nx,
                 void (*fwd)(const struct tess__blas_call *)) {
     const int e[4] = {e0, e1, 0, 0};
@@ -92,9 +94,9 @@ static int door(struct tess__blas_call *c, int layout, int e0, int e1, void *nx,
         return 0;
     }
     struct tess__blas_bad bad;
-    if (tess__blas_fold(c, layout, e, &bad) || tess__blas_check(c)) return 1;
+    if (tess__blas_fold(c, layout, e, &bad) || tess__blas_check_netlib(c)) return 1;
     c->fwd = fwd;
-    tess__blas_run(c);
+    tess__blas_submit(c);
     return 0;
 }
 

@@ -17,6 +17,10 @@
  * data moves; each pass ends with an agreement on the job's status, so a device failure
  * or an MPI error on one rank is reported on every rank and nobody waits for a rank that
  * gave up. Owns the grid's cached panel buffers (pinned when a GPU is used).
+ *
+ * A call that multiplies holds one call reference on the node runtime from its start to its
+ * end (tess__rt_get): its transport, device panels and jobs all use that runtime (nested
+ * references get the same one), and a tess_finalize on another thread waits for the call.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -196,6 +200,10 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         if (ta == 'C') ta = 'T';
         if (tb == 'C') tb = 'T';
     }
+    /* the call's reference, released on every return below (a runtime that does not start
+     * fails the first job, as a status every rank agrees on) */
+    struct tess__rt *rt = NULL;
+    (void)tess__rt_get(&rt);
 
     /* the two operands: A's selected dimension follows C's rows, B's C's columns */
     struct tess__redist_op ops[2];
@@ -203,7 +211,10 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     tess__redist_setup(&ops[1], g, B, db, ib, jb, es, tb == 'N' ? 0 : 1, k, n, &cc, jc, 1);
     int st = tess__redist_plan(&ops[0]);
     if (!st && (st = tess__redist_plan(&ops[1]))) tess__redist_free(&ops[0]);
-    if (st) return tess__comm_agree(g, st);
+    if (st) {
+        tess__rt_put(rt);
+        return tess__comm_agree(g, st);
+    }
     for (int i = 0; i < 2; i++) ops[i].in_place = tess__redist_in_place(&ops[i]);
     /* skinny shapes: stationary A or B (pgemm_split.c) */
     char var = 'C';
@@ -212,8 +223,11 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     if (st || var != 'C') {
         tess__redist_free(&ops[0]);
         tess__redist_free(&ops[1]);
-        return st ? st : tess__pgemm_split(g, var, dt, ta, tb, m, n, k, &al, &be, A, ia, ja, da,
-                                           B, ib, jb, db, C, ic, jc, dc);
+        if (!st)
+            st = tess__pgemm_split(g, var, dt, ta, tb, m, n, k, &al, &be, A, ia, ja, da, B, ib,
+                                   jb, db, C, ic, jc, dc);
+        tess__rt_put(rt);
+        return st;
     }
 
     /* k per pass: the panels of the largest rank fit the budget */
@@ -265,6 +279,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         if (panel_h) tess__nccl_free(nc, panel_h);
         tess__redist_free(&ops[0]);
         tess__redist_free(&ops[1]);
+        tess__rt_put(rt);
         return st;
     }
     ops[0].buf = panel;
@@ -371,6 +386,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     g->last.a_local = ops[0].in_place;
     g->last.b_local = ops[1].in_place;
     g->last.variant = 'C';
+    tess__rt_put(rt);
     return st;
 }
 

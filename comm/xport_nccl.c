@@ -37,6 +37,11 @@
  * A rank whose device is lost during a unit tells its node's peers, which stop waiting
  * for it (see "A device lost during a unit" below); the transport is then reopened.
  *
+ * The transport pins the runtime it was opened on (tess__rt_pin: kept, not freed, while
+ * the grid keeps the transport; tess_finalize does not wait for it). A call that runs on
+ * another runtime (tess_finalize and a new start since) has every rank close its transport
+ * and open one on the call's runtime (tess__nccl_get).
+ *
  * Owns the NCCL communicator (one per grid and node, created on first use), the copy of
  * the grid's communicator the lost-device notices travel on, its streams (GPU; the
  * emulated device's comm streams otherwise), events and the pinned receive
@@ -398,7 +403,8 @@ static void trace_unit(struct tess__nccl *n, int unit, double w0, double w1) {
 /* ---- setup ------------------------------------------------------------------------------ */
 
 /* What this rank can take part with: MODE_GPU (knob, a CUDA device as runtime device 0,
- * NCCL in the build), MODE_EMU (TESSERA_PGEMM_NCCL=2, an emulated device 0) or MODE_NONE. */
+ * NCCL in the build), MODE_EMU (TESSERA_PGEMM_NCCL=2, an emulated device 0) or MODE_NONE.
+ * *rt: a call reference on the runtime (the caller's tess__pgemm_run's), NULL if none. */
 static int local_mode(struct tess__rt **rt) {
     struct tess__config cfg;
     if (tess__config_load(&cfg) || !cfg.pgemm_nccl) return MODE_NONE;
@@ -461,8 +467,21 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
     *out = NULL;
     if (g->nccl_state == 2) return TESS_ENOSYS;
     if (g->nccl_state == 1) {
-        *out = g->nccl;
-        return TESS_OK;
+        /* opened on a runtime that tess_finalize let go since (this call runs on another):
+         * every rank closes its transport and opens one anew (the state is the same on
+         * every rank: collective) */
+        struct tess__rt *cur = NULL;
+        int stale = tess__rt_get(&cur) || cur != g->nccl->rt, any = 0;
+        tess__rt_put(cur);
+        int st = TESS__MPI(MPI_Allreduce(&stale, &any, 1, MPI_INT, MPI_MAX, g->comm));
+        if (st) return tess__comm_agree(g, st);
+        if (!any) {
+            *out = g->nccl;
+            return TESS_OK;
+        }
+        tess__nccl_close(g->nccl);
+        g->nccl = NULL;
+        g->nccl_state = 0;
     }
     /* eligible only if every rank can, in the same mode (the same answer everywhere) */
     struct tess__rt *rt = NULL;
@@ -470,6 +489,7 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
     MPI_Comm_size(g->comm, &size);
     if (TESS__MPI(MPI_Allreduce(mm, all, 2, MPI_INT, MPI_MIN, g->comm)) || all[0] == MODE_NONE ||
         all[0] != -all[1]) {
+        tess__rt_put(rt);
         g->nccl_state = 2;
         return TESS_ENOSYS;
     }
@@ -509,6 +529,7 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
             n->remote |= n->nrank[j] < 0;
         }
         n->rt = rt;
+        tess__rt_pin(rt); /* unpinned by tess__nccl_close */
         n->dev = 0;
         n->two = rt->cfg.pgemm_nccl_streams == 2;
         n->pack_d2d = rt->cfg.pgemm_pack_d2d != 0;
@@ -521,6 +542,7 @@ int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out) {
     if (!st) st = TESS__MPI(MPI_Comm_dup(g->comm, &n->ctl)); /* collective: every rank got here */
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     st = tess__comm_agree(g, st);
+    tess__rt_put(rt);
     if (st) {
         tess__nccl_close(n);
         g->nccl_state = 2;
@@ -557,6 +579,7 @@ void tess__nccl_close(struct tess__nccl *n) {
         tess_free_host(n->unit[i].hbuf);
     }
     if (n->elem != MPI_DATATYPE_NULL) MPI_Type_free(&n->elem);
+    tess__rt_unpin(n->rt); /* last: the events above were the runtime's device's */
     free(n->nrank);
     free(n->b);
     free(n->self);

@@ -66,10 +66,14 @@ TESS_API int tess__bal_scale_rate(int dev, double factor) {
     struct tess__rt *rt;
     int rc = tess__rt_get(&rt);
     if (rc) return rc;
-    if (dev < 0 || dev >= rt->ndev || !(factor > 0)) return TESS_EINVAL;
+    if (dev < 0 || dev >= rt->ndev || !(factor > 0)) {
+        tess__rt_put(rt);
+        return TESS_EINVAL;
+    }
     struct tess__dev *d = rt->dev[dev];
     uint64_t r = atomic_load_explicit(&d->bal.rate, memory_order_relaxed);
     atomic_store_explicit(&d->bal.rate, (uint64_t)fmax(1, (double)r * factor), memory_order_relaxed);
+    tess__rt_put(rt);
     return TESS_OK;
 }
 

@@ -14,8 +14,8 @@
  * A RUNNING task on a device that fails goes back to QUEUED unless its write-back was
  * already queued, in which case its job fails with TESS_EDEVICE.
  *
- * Lock order: station lock, then cache lock (cache/cache.h), then heap lock. The queue
- * has no lock. A job's lock is a leaf.
+ * Lock order: the runtime's life lock (runtime.c), station lock, then cache lock
+ * (cache/cache.h), then heap lock. The queue has no lock. A job's lock is a leaf.
  */
 #ifndef TESS_NODE_H
 #define TESS_NODE_H
@@ -282,10 +282,27 @@ struct tess__rt {
     pthread_mutex_t overflow_mu;
     struct tess__task **overflow;
     int noverflow, overflow_cap;
+    /* Its life (runtime.c, under its life lock): call references, pins, whether the last
+     * tess_finalize let it go and is waiting for its calls, the fork epoch it began in. */
+    int calls, pins;
+    bool detached, draining;
+    int epoch;
 };
 
-/* The runtime, started on first use (refcount handled by tess_init/tess_finalize). */
+/* A call reference on the runtime, started on first use (as by tess_init): *rt stays valid
+ * until the matching tess__rt_put, which every path of the call makes, on the thread that
+ * took it; tess_finalize waits for it. Nested in a call of this thread: the same runtime.
+ * Never from a worker thread. Nonzero status (with a message, *rt NULL) if it does not
+ * start. */
 int tess__rt_get(struct tess__rt **rt);
+void tess__rt_put(struct tess__rt *rt);                 /* NULL: nothing */
+/* For an object that outlives the call that made it (the distributed GEMM's transport,
+ * cached on its grid): pin a runtime the caller holds a call reference on, so that it is
+ * not freed while the object uses it; tess_finalize does not wait for pins, the last
+ * unpin of a finalized runtime stops it. */
+void tess__rt_pin(struct tess__rt *rt);
+void tess__rt_unpin(struct tess__rt *rt);               /* NULL: nothing */
+/* One runtime's start and stop, for the life above (runtime.c) only. */
 int tess__rt_start(struct tess__rt **rt);
 void tess__rt_stop(struct tess__rt *rt);
 /* Split job into its tasks' queue entries, wake the workers, wait for every task, purge

@@ -4,8 +4,24 @@
  * (BLASX: streams, heaps and handles are created once, not per call), runs jobs, and tears
  * everything down. Does not own tile scheduling (worker.c) or tile placement (cache/).
  *
- * Lock order: the runtime start/stop lock (g_lock) is taken only by init/finalize and is
- * never held while a job runs; rt->mu only guards the workers' sleep.
+ * Life. g_rt is the attached runtime: started by the first tess_init or, as if by one, by
+ * the first call (tess__rt_get); tess_init/tess_finalize count references (g_refs). Every
+ * call holds a call reference (rt->calls) from tess__rt_get to tess__rt_put, and an object
+ * that outlives a call (the distributed GEMM's transport) a pin (rt->pins). The last
+ * tess_finalize detaches g_rt (a call that starts later starts a new runtime), waits until
+ * the calls of other threads on it have returned, and stops it; a runtime still pinned,
+ * or still used by a call of the finalizing thread itself, is stopped by whoever lets go
+ * last. A call that begins while a finalize waits waits for that runtime's stop first (one
+ * runtime's devices at a time), except a call nested in one the thread already holds: it
+ * gets that same runtime (t_rt) and never waits, so a finalize cannot wait on it. Worker
+ * threads take no reference. Release a call reference on the thread that took it.
+ * After fork the child forgets every runtime of the parent (its threads are not in the
+ * child; the copies are leaked there) and starts anew on first use.
+ *
+ * Lock order: g_lock (the runtime's life: g_rt, g_refs, rt->calls, rt->pins) before every
+ * lock of a runtime and of its backends (the fork handlers take g_lock, then the host
+ * backend's): it is held while one starts or stops, never while a job runs, and no worker
+ * takes it. rt->mu only guards the workers' sleep.
  */
 #include <math.h>
 #include <sched.h>
@@ -17,8 +33,14 @@
 #include "node.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tess__rt *g_rt;
-static int g_refs;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER; /* a call let go, a stop ended */
+static struct tess__rt *g_rt;   /* the attached runtime, NULL when none */
+static int g_refs;              /* tess_init references of g_rt (an implicit start: 1) */
+static int g_closing;           /* finalizes waiting for the calls of a detached runtime */
+static int g_epoch;             /* forks survived: a runtime of another epoch is the parent's */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static _Thread_local struct tess__rt *t_rt; /* the runtime of this thread's calls */
+static _Thread_local int t_calls;           /* call references this thread holds on t_rt */
 
 #define HEAP_ALIGN 256
 #define QUEUE_CAP (1u << 16)
@@ -226,37 +248,136 @@ int tess__rt_start(struct tess__rt **out) {
     return TESS_OK;
 }
 
+/* ---- life: references, finalize, fork ------------------------------------------------- */
+
+/* The child of a fork has one thread, the forking one: the parent's workers, stream
+ * threads and any thread waiting in tess_finalize or tess__rt_get are gone, so nothing of
+ * the parent's runtimes may be waited for, joined or freed. Forget them (their memory is
+ * leaked in the child), count the fork (a reference to one of them that the child lets go
+ * never stops it) and start anew on first use. prepare holds g_lock across fork so that no
+ * runtime is half started or half stopped in the child, then the host backend's
+ * process-wide locks (a stream thread of the parent may hold one: the child's new devices
+ * need them); the child releases them all (its one thread is the holder) and makes g_cv
+ * new (the parent's waiters on it are not here). */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&g_lock);
+    tess__host_fork_prepare();
+}
+static void fork_parent(void) {
+    tess__host_fork_parent();
+    pthread_mutex_unlock(&g_lock);
+}
+static void fork_child(void) {
+    tess__host_fork_child();
+    g_rt = NULL;
+    g_refs = g_closing = 0;
+    g_epoch++;
+    t_rt = NULL;
+    t_calls = 0;
+    pthread_mutex_unlock(&g_lock);
+    pthread_cond_init(&g_cv, NULL);
+}
+
+static void register_fork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+/* Lock the runtime's life; the first time, register the fork handlers. */
+static void life_lock(void) {
+    pthread_once(&g_once, register_fork);
+    pthread_mutex_lock(&g_lock);
+}
+
+/* Stop rt once it is detached and neither a call, a pin nor a waiting finalize holds it.
+ * Caller holds g_lock. */
+static void stop_if_unused(struct tess__rt *rt) {
+    if (rt->detached && !rt->draining && rt->calls == 0 && rt->pins == 0 && rt->epoch == g_epoch)
+        tess__rt_stop(rt);
+}
+
+/* A thread holding no call waits for the finalizes in progress (their runtime stopped). */
+static void wait_closing(void) {
+    while (t_calls == 0 && g_closing > 0) pthread_cond_wait(&g_cv, &g_lock);
+}
+
 int tess_init(void) {
     tess__clear_error();
-    pthread_mutex_lock(&g_lock);
+    life_lock();
+    wait_closing();
     int rc = TESS_OK;
-    if (!g_rt) rc = tess__rt_start(&g_rt);
+    if (!g_rt && !(rc = tess__rt_start(&g_rt))) g_rt->epoch = g_epoch;
     if (!rc) g_refs++;
     pthread_mutex_unlock(&g_lock);
     return rc;
 }
 
 int tess_finalize(void) {
-    pthread_mutex_lock(&g_lock);
+    life_lock();
     if (g_refs > 0 && --g_refs == 0) {
-        tess__rt_stop(g_rt);
+        struct tess__rt *rt = g_rt;
         g_rt = NULL;
+        rt->detached = true;
+        /* this thread's own calls (tess_finalize from inside one) cannot be waited for */
+        int mine = t_calls > 0 && t_rt == rt ? t_calls : 0;
+        rt->draining = true;
+        g_closing++;
+        while (rt->calls > mine) pthread_cond_wait(&g_cv, &g_lock);
+        rt->draining = false;
+        g_closing--;
+        stop_if_unused(rt); /* else the last tess__rt_put or tess__rt_unpin stops it */
+        pthread_cond_broadcast(&g_cv);
     }
     pthread_mutex_unlock(&g_lock);
     return TESS_OK;
 }
 
-int tess__rt_get(struct tess__rt **rt) {
-    pthread_mutex_lock(&g_lock);
+int tess__rt_get(struct tess__rt **out) {
+    life_lock();
     int rc = TESS_OK;
-    if (!g_rt) {
-        rc = tess__rt_start(&g_rt);
-        if (!rc) g_refs = 1; /* implicit start: lives until tess_finalize or exit */
+    struct tess__rt *rt = t_calls > 0 ? t_rt : NULL; /* nested: the runtime of the outer call */
+    if (!rt) {
+        wait_closing();
+        if (!g_rt && !(rc = tess__rt_start(&g_rt))) {
+            g_rt->epoch = g_epoch;
+            g_refs = 1; /* implicit start: lives until tess_finalize or exit */
+        }
+        rt = g_rt;
     }
-    *rt = g_rt;
+    if (!rc) {
+        rt->calls++;
+        t_rt = rt;
+        t_calls++;
+    }
     pthread_mutex_unlock(&g_lock);
+    *out = rc ? NULL : rt;
     return rc;
 }
+
+void tess__rt_put(struct tess__rt *rt) {
+    if (!rt) return;
+    pthread_mutex_lock(&g_lock);
+    rt->calls--;
+    if (t_calls > 0 && --t_calls == 0) t_rt = NULL;
+    if (rt->detached) {
+        pthread_cond_broadcast(&g_cv); /* a finalize may wait for this call */
+        stop_if_unused(rt);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+void tess__rt_pin(struct tess__rt *rt) {
+    pthread_mutex_lock(&g_lock);
+    rt->pins++;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void tess__rt_unpin(struct tess__rt *rt) {
+    if (!rt) return;
+    pthread_mutex_lock(&g_lock);
+    rt->pins--;
+    stop_if_unused(rt);
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- jobs ------------------------------------------------------------------------------ */
 
 static int live_devices(const struct tess__rt *rt, uint32_t mask) {
     int n = 0;

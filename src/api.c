@@ -1,5 +1,6 @@
 /* src/api.c: the public statistics calls (device count, per-device counters, reset).
- * Owns nothing; reads the counters the workers and the cache keep. */
+ * Owns nothing; reads the counters the workers and the cache keep, each call under a call
+ * reference on the runtime (tess__rt_get ... tess__rt_put). */
 #include <string.h>
 
 #include "../node/node.h"
@@ -29,7 +30,9 @@ void tess__dev_stats(const struct tess__dev *d, tess_dev_stats_t *out) {
 int tess_device_count(void) {
     struct tess__rt *rt;
     if (tess__rt_get(&rt)) return 0;
-    return rt->ndev;
+    int n = rt->ndev;
+    tess__rt_put(rt);
+    return n;
 }
 
 int tess_device_stats(int dev, tess_dev_stats_t *out) {
@@ -37,12 +40,15 @@ int tess_device_stats(int dev, tess_dev_stats_t *out) {
     tess__clear_error();
     int rc = tess__rt_get(&rt);
     if (rc) return rc;
-    if (!out) return tess__fail(TESS_EINVAL, "tess_device_stats: argument 2 (out) must not be NULL");
-    if (dev < 0 || dev >= rt->ndev)
-        return tess__fail(TESS_EINVAL, "tess_device_stats: argument 1 (dev = %d) must be in 0..%d",
-                          dev, rt->ndev - 1);
-    tess__dev_stats(rt->dev[dev], out);
-    return TESS_OK;
+    if (!out)
+        rc = tess__fail(TESS_EINVAL, "tess_device_stats: argument 2 (out) must not be NULL");
+    else if (dev < 0 || dev >= rt->ndev)
+        rc = tess__fail(TESS_EINVAL, "tess_device_stats: argument 1 (dev = %d) must be in 0..%d",
+                        dev, rt->ndev - 1);
+    else
+        tess__dev_stats(rt->dev[dev], out);
+    tess__rt_put(rt);
+    return rc;
 }
 
 void tess_reset_stats(void) {
@@ -64,4 +70,5 @@ void tess_reset_stats(void) {
         atomic_store(&c->busy_ns, 0);
         atomic_store(&c->mem_peak, 0);
     }
+    tess__rt_put(rt);
 }

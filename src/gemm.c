@@ -174,8 +174,11 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     int rc = tess__rt_get(&rt);
     if (rc) return rc;
     struct tess__gemm_async *h = calloc(1, sizeof *h);
-    if (!h) return tess__fail(TESS_ENOMEM, "gemm: out of host memory");
-    h->rt = rt;
+    if (!h) {
+        tess__rt_put(rt);
+        return tess__fail(TESS_ENOMEM, "gemm: out of host memory");
+    }
+    h->rt = rt; /* the call reference, released by tess__gemm_finish */
     struct tess__job *job = &h->job;
     const _Atomic int64_t *ready = opts ? opts->ready : NULL;
     job->ops = ready ? &gemm_stream_ops : &gemm_ops;
@@ -210,6 +213,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     int64_t ntasks = tess__l3_count_mul(mt, nt);
     if (ntasks > TESS__TASKS_MAX || kt > TESS__STEPS_MAX) {
         free(h);
+        tess__rt_put(rt);
         return tess__fail(TESS_ENOMEM, "gemm: %lld x %lld tiles of %lld, %lld steps each: too "
                           "many tasks or steps; raise TESSERA_TILE",
                           (long long)mt, (long long)nt, (long long)T, (long long)kt);
@@ -218,6 +222,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     job->tasks = calloc((size_t)job->ntasks, sizeof *job->tasks);
     if (!job->tasks) {
         free(h);
+        tess__rt_put(rt);
         return tess__fail(TESS_ENOMEM, "gemm: task list: out of host memory");
     }
     size_t es = tess__dtypes[dt].size;
@@ -238,6 +243,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     if (rc) {
         free(job->tasks);
         free(h);
+        tess__rt_put(rt);
         return rc;
     }
     *out = h;
@@ -250,6 +256,7 @@ void tess__gemm_abort(struct tess__gemm_async *h, int status) {
 
 int tess__gemm_finish(struct tess__gemm_async *h) {
     int rc = tess__rt_wait(h->rt, &h->job);
+    tess__rt_put(h->rt);
     free(h->job.tasks);
     free(h);
     return rc;

@@ -56,6 +56,7 @@ void tess_print_info(FILE *f) {
             }
         }
     }
+    tess__rt_put(rt); /* NULL when it did not start */
     fprintf(f, "\nknobs:\n");
     tess_print_knobs(f);
 }

@@ -65,10 +65,11 @@ int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only);
 void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void *X,
                    int64_t ld, int64_t r0, int64_t c0, int64_t rows, int64_t cols);
 
-/* Start a job: the runtime (*rt), job zeroed but for ops, dt, the output C/ldc, the tile
+/* Start a job: the runtime (*rt, a call reference: tess__l3_run releases it, a path that
+ * returns before, tess__rt_put), job zeroed but for ops, dt, the output C/ldc, the tile
  * edge for an m x n x k problem and the per-copy block size. Nonzero status (with a
- * message) if the runtime does not start. Then tess__l3_alloc, tess__l3_task for each
- * output tile, tess__l3_run. `job` points at the first member of the routine's own job
+ * message, no reference) if the runtime does not start. Then tess__l3_alloc, tess__l3_task
+ * for each output tile, tess__l3_run. `job` points at the first member of the routine's own job
  * struct; only the base part is zeroed. */
 int tess__l3_begin(const char *fn, struct tess__job *job, const struct tess__job_ops *ops,
                    tess_dtype_t dt, int64_t m, int64_t n, int64_t k, void *C, int64_t ldc,
@@ -82,7 +83,8 @@ struct tess__task *tess__l3_task(struct tess__job *job, int64_t i, int64_t j, in
                                  int64_t n, int nsteps, int load_c);
 /* Chain: task `after` is queued only once `before` is DONE. */
 void tess__l3_chain(struct tess__task *before, struct tess__task *after);
-/* Run the job's tasks, free the task list, return the job's status. */
+/* Run the job's tasks, release the call reference, free the task list, return the job's
+ * status. */
 int tess__l3_run(struct tess__rt *rt, struct tess__job *job);
 
 /* C = beta * C on the triangle uplo ('U'/'L') of the n x n column-major C, the other

@@ -158,7 +158,10 @@ static int symm_impl(const char *fn, int pos, tess_dtype_t dt, bool herm, tess_l
 
     int64_t T = job->tile;
     int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), kt = TESS__CEILDIV(ka_, T);
-    if ((rc = tess__l3_alloc(fn, job, tess__l3_count_mul(mt, nt), kt))) return rc;
+    if ((rc = tess__l3_alloc(fn, job, tess__l3_count_mul(mt, nt), kt))) {
+        tess__rt_put(rt);
+        return rc;
+    }
     int load_c = !tess__scalar_is_zero(dt, &be);
     for (int64_t j = 0; j < nt; j++)
         for (int64_t i = 0; i < mt; i++) tess__l3_task(job, i, j, m, n, (int)kt, load_c);

@@ -220,8 +220,10 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
     int64_t steps_off = rank2 ? 2 * kt : kt;
     /* checked: nt (nt + 1) / 2 tasks, formed before they are compared */
     int64_t ntri = tess__l3_count_mul(nt, nt + 1);
-    if ((rc = tess__l3_alloc(fn, job, ntri == INT64_MAX ? INT64_MAX : ntri / 2, steps_off)))
+    if ((rc = tess__l3_alloc(fn, job, ntri == INT64_MAX ? INT64_MAX : ntri / 2, steps_off))) {
+        tess__rt_put(rt);
         return rc;
+    }
     int load_off = !tess__scalar_is_zero(dt, &be);
     for (int64_t j = 0; j < nt; j++) {
         int64_t i0 = ul == 'U' ? 0 : j, i1 = ul == 'U' ? j : nt - 1;

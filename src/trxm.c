@@ -200,7 +200,10 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
 
     int64_t T = job->tile;
     int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), at = TESS__CEILDIV(ka_, T);
-    if ((rc = tess__l3_alloc(fn, job, tess__l3_count_mul(mt, nt), at))) return rc;
+    if ((rc = tess__l3_alloc(fn, job, tess__l3_count_mul(mt, nt), at))) {
+        tess__rt_put(rt);
+        return rc;
+    }
     for (int64_t j = 0; j < nt; j++)
         for (int64_t i = 0; i < mt; i++) {
             int64_t a = sd == 'L' ? i : j;

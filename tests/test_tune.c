@@ -158,6 +158,7 @@ TEST(measure_file_roundtrip) {
     ASSERT_OK(tess_init());
     struct tess__rt *rt;
     ASSERT_OK(tess__rt_get(&rt));
+    tess__rt_put(rt); /* tess_init's reference keeps it running until tess_finalize */
     struct tess__tune first = rt->tune;
     ASSERT_EQ(first.measured, 4);
     for (int dt = 0; dt < 4; dt++) {
@@ -183,6 +184,7 @@ TEST(measure_file_roundtrip) {
     start_emulated("1");
     ASSERT_OK(tess_init());
     ASSERT_OK(tess__rt_get(&rt));
+    tess__rt_put(rt);
     ASSERT_EQ(rt->tune.measured, 0);
     for (int dt = 0; dt < 4; dt++) {
         ASSERT(rt->tune.have[dt]);
@@ -212,6 +214,7 @@ TEST(measure_file_roundtrip) {
     start_emulated("0");
     ASSERT_OK(tess_init());
     ASSERT_OK(tess__rt_get(&rt));
+    tess__rt_put(rt);
     for (int dt = 0; dt < 4; dt++) ASSERT(!rt->tune.have[dt]);
     tess_finalize();
 }

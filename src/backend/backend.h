@@ -141,6 +141,12 @@ struct tess__dev_ops {
 
 extern const struct tess__dev_ops tess__cpu_ops;   /* host.c: the CPU worker */
 extern const struct tess__dev_ops tess__emu_ops;   /* host.c: emulated devices */
+/* host.c's process-wide locks across fork, for the runtime's fork handlers (runtime.c,
+ * which holds its life lock around them): prepare takes them, the parent releases them,
+ * the child releases them and forgets the parent's stream threads waiting on events. */
+void tess__host_fork_prepare(void);
+void tess__host_fork_parent(void);
+void tess__host_fork_child(void);
 #ifdef TESS_HAVE_CUDA
 extern const struct tess__dev_ops tess__cuda_ops;  /* cuda.c */
 /* CUDA ordinal of the i-th GPU selected by cfg->devices, -1 if none. */

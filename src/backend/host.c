@@ -55,6 +55,12 @@
  * engine the device's streams take turns on (FIFO; engine_mu, a leaf); jitter_us sleeps a random [0, jitter_us) microseconds
  * before every op (seeded per stream from ordinal and stream, so runs repeat).
  *
+ * Fork. The process-wide state (ev_mu, ev_cv, arena_mu, the arena list) is held across
+ * fork (tess__host_fork_*, called by the runtime's fork handlers): a stream thread of the
+ * parent, which the child does not have, may hold ev_mu or sleep on ev_cv at that moment.
+ * The child gets the locks released and ev_cv without waiters; the parent's devices,
+ * events and arenas are left untouched there (the child never uses them).
+ *
  * Lock order: a stream's queue lock, then ev_mu (event_record and stream_wait hold both so
  * a record's generation and its place in the FIFO agree). arena_mu is a leaf. Stream
  * threads hold no lock while they copy, compute, sleep or call tess__fail.
@@ -173,6 +179,23 @@ static int ev_waiters;                 /* threads sleeping on ev_cv */
 
 static pthread_mutex_t arena_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct arena *arenas;           /* every live arena, for the "host pointer" checks */
+
+void tess__host_fork_prepare(void) {
+    pthread_mutex_lock(&ev_mu);
+    pthread_mutex_lock(&arena_mu);
+}
+
+void tess__host_fork_parent(void) {
+    pthread_mutex_unlock(&arena_mu);
+    pthread_mutex_unlock(&ev_mu);
+}
+
+void tess__host_fork_child(void) {
+    ev_waiters = 0; /* the parent's stream threads: not in the child */
+    pthread_cond_init(&ev_cv, NULL);
+    pthread_mutex_unlock(&arena_mu);
+    pthread_mutex_unlock(&ev_mu);
+}
 
 /* ---- small helpers ----------------------------------------------------------------- */
 

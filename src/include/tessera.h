@@ -64,9 +64,19 @@ typedef enum tess_dtype { TESS_S = 0, TESS_D = 1, TESS_C = 2, TESS_Z = 3 } tess_
 /* Start the runtime: read the knobs (TESSERA_* environment variables, see
  * docs/knobs.md), open the devices, create their streams and heaps. Reference counted:
  * each tess_init needs one tess_finalize. A routine called before tess_init starts the
- * runtime itself; it then lives until the matching finalize or process exit. */
+ * runtime itself; it then lives until the matching finalize or process exit. So does a
+ * routine called after the last tess_finalize: it starts a new runtime (knobs read again).
+ * After fork() the child does not use the parent's runtime (its threads are not in the
+ * child): the child's first call, or tess_init, starts one of its own, which the child
+ * finalizes as usual; the parent's runtime goes on unharmed. */
 TESS_API int tess_init(void);
-/* Drop one reference; the last one joins the workers and frees every device resource. */
+/* Drop one reference; the last one joins the workers and frees every device resource.
+ * Calls in flight on other threads finish on that runtime first (tess_finalize waits for
+ * them, so a distributed call can make it wait long); calls that begin meanwhile wait for
+ * the stop and then start a new runtime. Called on a thread that is inside a call (an
+ * exit handler of a call that ends the process), it does not wait for that call: the
+ * runtime then stops when the call returns.
+ * Always TESS_OK; without a reference left it does nothing. */
 TESS_API int tess_finalize(void);
 
 /* C = alpha * op(A) * op(B) + beta * C, op(X) = X, X^T or X^H; C is m x n, op(A) m x k,

@@ -14,9 +14,10 @@
  * each (C then travels once per pass).
  *
  * Faults: arguments are checked on every rank and agreed (tess__comm_agree) before any
- * data moves; each pass ends with an agreement on the job's status, so a device failure
- * or an MPI error on one rank is reported on every rank and nobody waits for a rank that
- * gave up. Owns the grid's cached panel buffers (pinned when a GPU is used).
+ * data moves (a NULL A, B or C only where the rank's local array of it is empty, or where
+ * nothing of it is read); each pass ends with an agreement on the job's status, so a device
+ * failure or an MPI error on one rank is reported on every rank and nobody waits for a rank
+ * that gave up. Owns the grid's cached panel buffers (pinned when a GPU is used).
  *
  * A call that multiplies holds one call reference on the node runtime from its start to its
  * end (tess__rt_get): its transport, device panels and jobs all use that runtime (nested
@@ -186,7 +187,8 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     int64_t cr0, mloc, cc0, nloc;
     tess__comm_bc_range(&cr, ic, m, myrow, &cr0, &mloc);
     tess__comm_bc_range(&cc, jc, n, mycol, &cc0, &nloc);
-    char *Cloc = (char *)C + (size_t)(cr0 + cc0 * dc->lld) * es;
+    /* C may be NULL where this rank holds none of it (then mloc or nloc is 0) */
+    char *Cloc = C ? (char *)C + (size_t)(cr0 + cc0 * dc->lld) * es : NULL;
     tess__scalar_t al, be;
     tess__scalar_load(dt, &al, alpha);
     tess__scalar_load(dt, &be, beta);
@@ -291,10 +293,13 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         int64_t p1 = TESS__MIN(k, p0 + kpass), kp = p1 - p0;
         passes++;
         /* where the job reads op(A) and op(B) for this pass */
-        const void *Ap, *Bp;
+        /* an operand used in place is addressed only where the job runs: a rank with no
+         * part of C may hold none of it either, and pass NULL */
+        const void *Ap = NULL, *Bp = NULL;
         int64_t lda, ldb;
+        const bool job_here = mloc > 0 && nloc > 0;
         if (ops[0].in_place) {
-            Ap = tess__redist_in_place_ptr(&ops[0], myrow, mycol, p0);
+            if (job_here) Ap = tess__redist_in_place_ptr(&ops[0], myrow, mycol, p0);
             lda = ops[0].ldx;
         } else {
             ops[0].ldbuf = ta == 'N' ? TESS__MAX(1, mloc) : TESS__MAX(1, kp);
@@ -302,7 +307,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
             lda = ops[0].ldbuf;
         }
         if (ops[1].in_place) {
-            Bp = tess__redist_in_place_ptr(&ops[1], myrow, mycol, p0);
+            if (job_here) Bp = tess__redist_in_place_ptr(&ops[1], myrow, mycol, p0);
             ldb = ops[1].ldx;
         } else {
             ops[1].ldbuf = tb == 'N' ? TESS__MAX(1, kp) : TESS__MAX(1, nloc);
@@ -328,7 +333,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
                                      .a_dev = nc && !ops[0].in_place ? tess__nccl_device(nc) : -1,
                                      .b_dev = nc && !ops[1].in_place ? tess__nccl_device(nc) : -1,
                                      .panel_share = heap > 0 ? (double)(abytes + bbytes) / (double)heap : 0};
-        if (mloc > 0 && nloc > 0)
+        if (job_here)
             jst = tess__gemm_start(dt, ta, tb, mloc, nloc, kp, &al, Ap, lda, Bp, ldb,
                                    p0 == 0 ? &be : tess__scalar_one(dt), Cloc, dc->lld, &jo, &job);
         /* the exchange runs whatever happened to the job: the other ranks count on it */
@@ -438,10 +443,23 @@ static int pgemm_check(const char *fn, tess_grid_t *g, tess_dtype_t dt, tess_tra
         snprintf(msg, sizeof msg, "%s", tess_last_error());
         return tess__fail(st, "%s: %s", fn, msg);
     }
-    /* pointers: only where this rank holds part of the submatrix */
-    if (m > 0 && n > 0 && !C && tess_desc_local(g, descC, 0) > 0 && tess_desc_local(g, descC, 1) > 0)
-        return tess__fail(TESS_EINVAL, "%s: argument %d (C) must not be NULL", fn, pos + 15);
-    (void)A, (void)B, (void)dt;
+    /* pointers: NULL only where the rank's local array of that matrix is empty (it holds
+     * none of its elements), or where the call reads nothing of it: C when sub(C) is empty,
+     * A and B also when k = 0 or alpha = 0 */
+    if (m == 0 || n == 0) return TESS_OK;
+    int64_t r, q;
+    if (!C && (r = tess_desc_local(g, descC, 0)) > 0 && (q = tess_desc_local(g, descC, 1)) > 0)
+        return tess__fail(TESS_EINVAL, "%s: argument %d (C) must not be NULL: this rank holds "
+                          "%lld x %lld of C", fn, pos + 15, (long long)r, (long long)q);
+    tess__scalar_t al;
+    tess__scalar_load(dt, &al, alpha);
+    if (k == 0 || tess__scalar_is_zero(dt, &al)) return TESS_OK;
+    if (!A && (r = tess_desc_local(g, descA, 0)) > 0 && (q = tess_desc_local(g, descA, 1)) > 0)
+        return tess__fail(TESS_EINVAL, "%s: argument %d (A) must not be NULL: this rank holds "
+                          "%lld x %lld of A", fn, pos + 6, (long long)r, (long long)q);
+    if (!B && (r = tess_desc_local(g, descB, 0)) > 0 && (q = tess_desc_local(g, descB, 1)) > 0)
+        return tess__fail(TESS_EINVAL, "%s: argument %d (B) must not be NULL: this rank holds "
+                          "%lld x %lld of B", fn, pos + 10, (long long)r, (long long)q);
     return TESS_OK;
 }
 

@@ -302,14 +302,15 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
     tess__comm_bc_range(&s->xmap[0], s->xoff[0], s->xlen[0], myrow, &x0[0], &xc[0]);
     tess__comm_bc_range(&s->xmap[1], s->xoff[1], s->xlen[1], mycol, &x0[1], &xc[1]);
     const int64_t kloc = xc[s->xk], floc = xc[1 - s->xk];
-    const char *Xl = (const char *)X + (size_t)(x0[0] + x0[1] * ldx) * es;
+    /* X (and C) may be NULL where this rank holds none of it: then nothing is addressed */
+    const char *Xl = X ? (const char *)X + (size_t)(x0[0] + x0[1] * ldx) * es : NULL;
 
     /* C's maps and my part of sub(C) */
     const struct tess__comm_bc cr = tess__comm_desc_rows(dc, P), cc = tess__comm_desc_cols(dc, Q);
     int64_t c0[2], cn[2];
     tess__comm_bc_range(&cr, ic, m, myrow, &c0[0], &cn[0]);
     tess__comm_bc_range(&cc, jc, n, mycol, &c0[1], &cn[1]);
-    char *Cl = (char *)C + (size_t)(c0[0] + c0[1] * dc->lld) * es;
+    char *Cl = C ? (char *)C + (size_t)(c0[0] + c0[1] * dc->lld) * es : NULL;
 
     /* W: |I| x n (A) or m x |J| (B) */
     wdim_init(&R.w[0], var == 'A', s, g, m, &cr, ic, 0);
@@ -385,7 +386,11 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
 
     /* Y, whole; then the pipeline: while unit u's job runs, unit u - 1's partials travel to
      * C's owners; the caller drives MPI in its waits */
-    const void *Yp = y.in_place ? tess__redist_in_place_ptr(&y, myrow, mycol, 0) : y.buf;
+    /* Y in place is addressed only where the job runs (kloc, yfree > 0: the rank holds
+     * part of Y); elsewhere it may be NULL */
+    const void *Yp = !y.in_place ? y.buf
+                     : kloc > 0 && yfree > 0 ? tess__redist_in_place_ptr(&y, myrow, mycol, 0)
+                                             : NULL;
     const int64_t ldy = y.in_place ? y.ldx : y.ldbuf;
     char *W = (char *)g->ws + ybytes;
     if (wr > 0 && wc > 0 && kloc == 0) tess__host_scale(dt, wr, wc, tess__scalar_zero(), W, R.ldw);

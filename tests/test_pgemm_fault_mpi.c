@@ -15,6 +15,10 @@
  * the emulated devices, whose copies the fault then hits as well; there, too, rank 1's
  * device is lost in the middle of a unit (TESSERA_FAULT=xport:U): no rank may hang, both
  * return TESS_EDEVICE, the next call is right.
+ * A NULL operand is the other fault checked here: A or B NULL on a rank that holds part of
+ * it (on one rank or on every rank) makes both ranks return the same TESS_EINVAL and
+ * message, C untouched, and the next call is right; NULL where the rank's local part of
+ * the operand is empty (or alpha = 0: not read) is fine.
  * Exits 77 when built without MPI or run on other than 2 ranks.
  */
 #include <stdio.h>
@@ -75,20 +79,27 @@ static tess_grid_t *start(int P, int Q, int64_t m, int64_t n, int64_t k, struct 
     return g;
 }
 
-/* Every local entry of C is alpha A B + beta C0 within a tolerance. */
-static void check_C(tess_grid_t *g, const struct loc *C, int64_t k, double alpha, double beta,
-                    const char *what) {
+/* Every local entry of C is alpha A(:, ja:ja+k-1) B(ib:ib+k-1, :) + beta C0 within a
+ * tolerance. */
+static void check_C_at(tess_grid_t *g, const struct loc *C, int64_t k, double alpha,
+                       double beta, int64_t ja, int64_t ib, const char *what) {
     int Pg, Qg, r, c;
     tess_grid_info(g, &Pg, &Qg, &r, &c);
     for (int64_t j = 0; j < C->cols; j++)
         for (int64_t i = 0; i < C->rows; i++) {
             int64_t gi = l2g(i, r, Pg), gj = l2g(j, c, Qg);
             double want = beta * val(3, gi, gj);
-            for (int64_t l = 0; l < k; l++) want += alpha * val(1, gi, l) * val(2, l, gj);
+            for (int64_t l = 0; l < k; l++) want += alpha * val(1, gi, ja + l) * val(2, ib + l, gj);
             double got = C->p[i + j * C->d.lld];
             ASSERT_MSG(fabs(got - want) <= 1e-12 * (1 + fabs(want)) * k,
                        "%s: C(%ld,%ld) = %.17g, want %.17g", what, (long)gi, (long)gj, got, want);
         }
+}
+
+/* Every local entry of C is alpha A B + beta C0 within a tolerance. */
+static void check_C(tess_grid_t *g, const struct loc *C, int64_t k, double alpha, double beta,
+                    const char *what) {
+    check_C_at(g, C, k, alpha, beta, 0, 0, what);
 }
 
 /* One call: variant v, rank 1 failing at its K-th operation (0: no fault). */
@@ -222,6 +233,165 @@ TEST(pgemm_transport_device_lost_mid_unit) {
         check_C(g, &C, k, alpha, beta, "after the lost device");
     }
     unsetenv("TESSERA_FAULT");
+    free(A.p), free(B.p), free(C.p);
+    tess_grid_free(g);
+    ASSERT_EQ(tess_finalize(), TESS_OK);
+}
+
+/* ---- NULL operands ----------------------------------------------------------------------- */
+
+/* The runtime's knobs for the NULL-operand cases: one emulated device per rank, 8 x 8 tiles,
+ * no fault; variant v ('a', 'b', 'c'), or 0 for the library's own choice. */
+static void null_env(char v) {
+    setenv("TESSERA_DEVICES", "none", 1);
+    setenv("TESSERA_EMULATE", "1", 1);
+    setenv("TESSERA_CPU_WORKER", "0", 1);
+    setenv("TESSERA_TILE", "8", 1);
+    setenv("TESSERA_EMULATE_MEM", "16M", 1);
+    setenv("TESSERA_PGEMM_CHUNK", "2048", 1);
+    unsetenv("TESSERA_FAULT");
+    char kv[2] = {v, 0};
+    if (v) setenv("TESSERA_PGEMM_VARIANT", kv, 1);
+    else unsetenv("TESSERA_PGEMM_VARIANT");
+}
+
+/* rc and tess_last_error() are the same on both ranks. */
+static void same_on_both_ranks(int rc, const char *what) {
+    int rcs[2] = {rc, -rc}, rcm[2];
+    MPI_Allreduce(rcs, rcm, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    ASSERT_MSG(rcm[0] == -rcm[1], "%s: the ranks returned different statuses (%d here: %s)", what,
+               rc, tess_last_error());
+    char mine[512], first[512];
+    snprintf(mine, sizeof mine, "%s", tess_last_error());
+    memcpy(first, mine, sizeof first);
+    MPI_Bcast(first, (int)sizeof first, MPI_CHAR, 0, MPI_COMM_WORLD);
+    ASSERT_MSG(!strcmp(mine, first), "%s: rank %d says \"%s\", rank 0 \"%s\"", what, wrank, mine,
+               first);
+}
+
+/* A or B NULL on a rank that holds part of it, on one rank or on both, on grids 1 x 2 and
+ * 2 x 1 (every rank holds part of A, B and C): both ranks return TESS_EINVAL with the same
+ * message, which names the argument and the lowest rank that passed it; C is untouched
+ * byte for byte on both; the next call on the same grid is right. (Without the check the
+ * NULL reached MPI_Ialltoallw on the ranks sending from it: a segfault.) */
+TEST(pgemm_null_operand) {
+    null_env(0);
+    const int64_t m = 40, n = 28, k = 33;
+    const double alpha = 0.75, beta = -0.5;
+    static const struct {
+        const char *what;
+        int a_on, b_on;   /* the rank passing NULL: 0, 1, 2 (both), -1 (none) */
+        const char *msg;  /* what rank 0 must read */
+    } cases[] = {
+        {"A NULL on rank 1", 1, -1, "rank 1: tess_pgemm: argument 9 (A) must not be NULL"},
+        {"A NULL on every rank", 2, -1, "rank 0: tess_pgemm: argument 9 (A) must not be NULL"},
+        {"B NULL on rank 0", -1, 0, "rank 0: tess_pgemm: argument 13 (B) must not be NULL"},
+        {"B NULL on rank 1", -1, 1, "rank 1: tess_pgemm: argument 13 (B) must not be NULL"},
+        {"B NULL on every rank", -1, 2, "rank 0: tess_pgemm: argument 13 (B) must not be NULL"},
+        {"A and B NULL on rank 1", 1, 1, "rank 1: tess_pgemm: argument 9 (A) must not be NULL"},
+    };
+    for (int shape = 0; shape < 2; shape++) {
+        const int P = shape ? 2 : 1, Q = shape ? 1 : 2;
+        struct loc A, B, C;
+        tess_grid_t *g = start(P, Q, m, n, k, &A, &B, &C);
+        ASSERT(A.rows * A.cols > 0 && B.rows * B.cols > 0 && C.rows * C.cols > 0);
+        size_t cb = sizeof(double) * (size_t)(C.d.lld * C.cols);
+        double *C0 = malloc(cb);
+        memcpy(C0, C.p, cb);
+        for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s, %d x %d", cases[t].what, P, Q);
+            const int an = cases[t].a_on == 2 || cases[t].a_on == wrank;
+            const int bn = cases[t].b_on == 2 || cases[t].b_on == wrank;
+            alarm(60); /* a rank left waiting in a collective ends the test */
+            int rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, alpha, an ? NULL : A.p,
+                                 0, 0, &A.d, bn ? NULL : B.p, 0, 0, &B.d, beta, C.p, 0, 0, &C.d);
+            alarm(0);
+            same_on_both_ranks(rc, what);
+            ASSERT_MSG(rc == TESS_EINVAL, "%s: status %d (%s), expected TESS_EINVAL", what, rc,
+                       tess_last_error());
+            ASSERT_MSG(strstr(tess_last_error(), cases[t].msg) == tess_last_error(),
+                       "%s: message \"%s\", expected it to start \"%s\"", what,
+                       tess_last_error(), cases[t].msg);
+            ASSERT_MSG(!memcmp(C.p, C0, cb), "%s: the call failed but C was written on rank %d",
+                       what, wrank);
+            /* the next call, with the operands, is right */
+            rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, alpha, A.p, 0, 0, &A.d,
+                             B.p, 0, 0, &B.d, beta, C.p, 0, 0, &C.d);
+            same_on_both_ranks(rc, what);
+            ASSERT_MSG(rc == TESS_OK, "%s: the next call: status %d (%s)", what, rc,
+                       tess_last_error());
+            char after[128];
+            snprintf(after, sizeof after, "the call after %s", what);
+            check_C(g, &C, k, alpha, beta, after);
+            memcpy(C.p, C0, cb);
+        }
+        free(A.p), free(B.p), free(C.p), free(C0);
+        tess_grid_free(g);
+        ASSERT_EQ(tess_finalize(), TESS_OK);
+    }
+}
+
+/* NULL is fine where it is never read: on a rank whose local part of the operand (and of
+ * C) is empty, A with no rows or columns there, B likewise, with submatrix offsets (an in
+ * place operand's address is computed from them), under each variant; and A and B NULL on
+ * every rank with alpha = 0 (C = beta C). Every case: TESS_OK on both ranks, C right. */
+TEST(pgemm_null_where_nothing_is_held) {
+    static const struct {
+        const char *what;
+        int P, Q;
+        int64_t m, n, k, ja, ib;   /* A is m x (ja + k), B (ib + k) x n, C m x n */
+        int a1, b1, c1;            /* rank 1 passes NULL for A, B, C */
+        double alpha;
+    } cases[] = {
+        /* 2 x 1, m <= NB: rank 1 holds no row of A or C (A in place, offset along k) */
+        {"no rows of A or C on rank 1", 2, 1, 6, 20, 30, 5, 3, 1, 0, 1, 0.75},
+        /* 1 x 2, n <= NB: rank 1 holds no column of B or C (B in place, offset along k) */
+        {"no columns of B or C on rank 1", 1, 2, 20, 6, 30, 5, 3, 0, 1, 1, 0.75},
+        /* 1 x 2, ja + k <= NB: rank 1 holds no column of A, but C (A moves) */
+        {"no columns of A on rank 1", 1, 2, 30, 20, 6, 0, 3, 1, 0, 0, 0.75},
+        /* 2 x 1, ib + k <= NB: rank 1 holds no row of B, but C (B moves) */
+        {"no rows of B on rank 1", 2, 1, 20, 30, 5, 3, 2, 0, 1, 0, 0.75},
+    };
+    const double beta = -0.5;
+    for (int vi = 0; vi < 3; vi++)
+        for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+            null_env((char)('a' + vi));
+            ASSERT_EQ(tess_init(), TESS_OK);
+            tess_grid_t *g = NULL;
+            ASSERT_EQ(tess_grid_create(MPI_COMM_WORLD, cases[t].P, cases[t].Q, 'R', &g), TESS_OK);
+            struct loc A, B, C;
+            const int64_t m = cases[t].m, n = cases[t].n, k = cases[t].k;
+            make(&A, g, 1, m, cases[t].ja + k);
+            make(&B, g, 2, cases[t].ib + k, n);
+            make(&C, g, 3, m, n);
+            ASSERT(wrank != 1 || !cases[t].a1 || A.rows * A.cols == 0);
+            ASSERT(wrank != 1 || !cases[t].b1 || B.rows * B.cols == 0);
+            ASSERT(wrank != 1 || !cases[t].c1 || C.rows * C.cols == 0);
+            char what[128];
+            snprintf(what, sizeof what, "%s, variant %c", cases[t].what, 'a' + vi);
+            alarm(60);
+            int rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, cases[t].alpha,
+                                 wrank == 1 && cases[t].a1 ? NULL : A.p, 0, cases[t].ja, &A.d,
+                                 wrank == 1 && cases[t].b1 ? NULL : B.p, cases[t].ib, 0, &B.d,
+                                 beta, wrank == 1 && cases[t].c1 ? NULL : C.p, 0, 0, &C.d);
+            alarm(0);
+            same_on_both_ranks(rc, what);
+            ASSERT_MSG(rc == TESS_OK, "%s: status %d (%s)", what, rc, tess_last_error());
+            check_C_at(g, &C, k, cases[t].alpha, beta, cases[t].ja, cases[t].ib, what);
+            free(A.p), free(B.p), free(C.p);
+            tess_grid_free(g);
+            ASSERT_EQ(tess_finalize(), TESS_OK);
+        }
+    /* alpha = 0: neither A nor B is read, NULL on every rank */
+    null_env(0);
+    struct loc A, B, C;
+    tess_grid_t *g = start(1, 2, 30, 20, 10, &A, &B, &C);
+    int rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, 30, 20, 10, 0.0, NULL, 0, 0, &A.d, NULL,
+                         0, 0, &B.d, beta, C.p, 0, 0, &C.d);
+    same_on_both_ranks(rc, "alpha = 0, A and B NULL");
+    ASSERT_MSG(rc == TESS_OK, "alpha = 0, A and B NULL: status %d (%s)", rc, tess_last_error());
+    check_C(g, &C, 10, 0.0, beta, "alpha = 0, A and B NULL");
     free(A.p), free(B.p), free(C.p);
     tess_grid_free(g);
     ASSERT_EQ(tess_finalize(), TESS_OK);

@@ -56,7 +56,14 @@ TESS_API int64_t tess_desc_local(const tess_grid_t *grid, const tess_desc_t *d, 
 
 /* sub(C) = alpha op(sub(A)) op(sub(B)) + beta sub(C), sub(C) m x n, op(sub(A)) m x k,
  * op(sub(B)) k x n; alpha and beta point to scalars of the precision; beta = 0 never reads
- * C. Nothing outside sub(C) is written. */
+ * C. Nothing outside sub(C) is written.
+ * NULL local arrays: a rank whose local array of a matrix is empty (tess_desc_local gives 0
+ * rows or 0 columns of it on this rank: it holds none of its elements) may pass any pointer
+ * for it, NULL included; so may every rank for A and B when k = 0 or alpha = 0, and for
+ * all three when m = 0 or n = 0 (nothing of them is read). A NULL A, B or C on a rank that
+ * holds part of that matrix is a wrong argument: every rank returns TESS_EINVAL with the
+ * same message ("rank R: tess_pgemm: argument 9 (A) must not be NULL: ..."), nothing is
+ * written, and the grid is ready for the next call. */
 TESS_API int tess_pgemm(tess_grid_t *grid, tess_dtype_t dtype, tess_trans_t transa,
                         tess_trans_t transb, int64_t m, int64_t n, int64_t k, const void *alpha,
                         const void *A, int64_t ia, int64_t ja, const tess_desc_t *descA,

@@ -164,14 +164,15 @@ TEST(measure_file_roundtrip) {
     for (int dt = 0; dt < 4; dt++) {
         ASSERT(first.have[dt]);
         /* upper bounds: the throttles hold, so a rate above them is a timing that did not
-         * wait for the work; lower bounds loose (sanitizer builds copy slowly) */
-        ASSERT_MSG(first.link[dt] <= 1.15 * 2e9 && first.link[dt] >= 0.02 * 2e9,
+         * wait for the work; lower bounds loose: a sanitizer build on a loaded machine
+         * (ThreadSanitizer beside other builds) measured 13.6 MB/s */
+        ASSERT_MSG(first.link[dt] <= 1.15 * 2e9 && first.link[dt] >= 0.002 * 2e9,
                    "precision %d: link %.3g B/s against a 2 GB/s throttle", dt, first.link[dt]);
         for (int i = 0; i < TESS__TUNE_NCAND; i++)
             ASSERT_MSG(first.rate[dt][i] > 0 && first.rate[dt][i] <= 1.15 * 2 * 4e9,
                        "precision %d edge %lld: %.3g flop/s against 2 x 4 GFLOP/s", dt,
                        (long long)first.edges[i], first.rate[dt][i]);
-        ASSERT_MSG(first.rate[dt][TESS__TUNE_NCAND - 1] >= 0.1 * 2 * 4e9,
+        ASSERT_MSG(first.rate[dt][TESS__TUNE_NCAND - 1] >= 0.01 * 2 * 4e9,
                    "precision %d: %.3g flop/s at the largest edge", dt,
                    first.rate[dt][TESS__TUNE_NCAND - 1]);
     }

@@ -288,7 +288,7 @@ TESS_API int tess_device_stats(int dev, tess_dev_stats_t *out);
 /* Zero every device's counters (not the failed flags). */
 TESS_API void tess_reset_stats(void);
 
-/* Print the knob table (name, live value, default, meaning) to f. */
+/* Print the knob table (name, live value, default, accepted values, meaning) to f. */
 TESS_API void tess_print_knobs(FILE *f);
 /* Print the devices, their links and P2P topology, and the build configuration to f. */
 TESS_API void tess_print_info(FILE *f);

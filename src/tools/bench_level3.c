@@ -99,7 +99,10 @@ struct summary {
 };
 static struct summary summ[MAX_SUMMARY];
 static int nsumm;
-static char trmm_lines[4][512]; /* the TRMM C == B check, per precision */
+/* the TRMM C == B check, per precision: its line holds the failing option sets (up to
+ * TRMM_BAD bytes) or the failing call (last_err) after about 300 bytes of its own */
+enum { TRMM_BAD = 2048 };
+static char trmm_lines[4][TRMM_BAD + 512];
 static FILE *csv;
 
 static const char *const kind_label[K_NKINDS] = {"incore", "xt", "xt-pageable", "tess",
@@ -532,7 +535,7 @@ static void trmm_inplace_check(tess_dtype_t dt) {
                       diags[2] = {'N', 'U'};
     size_t es = esize(dt);
     int total = 0, in_ok = 0, out_ok = 0, same = 0, failed = 0;
-    char bad[2048] = "";
+    char bad[TRMM_BAD] = "";
     double worst_in = 0, worst_out = 0;
     fprintf(stderr, "%ctrmm: checking cuBLAS TRMM with C == B (in place) on cuda:%d\n",
             prec_char(dt), o.dev[0]);

@@ -1,7 +1,7 @@
 /* tests/test_balance.c: the end game (node/balance.c, TESSERA_BALANCE) on emulated devices
  * with one compute engine each (TESSERA_EMULATE_SHARED=1: their two streams take turns on
  * it, so a task alone runs at the device's whole rate, as on a GPU).
- *   - Two devices, the second 20 times slower; a DGEMM of 4 x 4 tiles (4 k steps each)
+ *   - Two devices, the second 50 times slower; a DGEMM of 4 x 4 tiles (4 k steps each)
  *     that the two stations (8 places each) swallow at once. A first call measures the
  *     rates. In the second, without the end game (TESSERA_BALANCE=0) the slow device starts
  *     a tile on each of its two streams, and the two share its engine: the call lasts as
@@ -109,7 +109,7 @@ static struct outcome run(int ndev, const char *gflops, const char *balance, int
 
 TEST(slow_device_leaves_its_station) {
     const int64_t n = 4 * TILE - 5; /* 16 tiles, 4 k steps */
-    struct outcome off = run(2, "2,0.1", "0", n), on = run(2, "2,0.1", "1", n);
+    struct outcome off = run(2, "2,0.04", "0", n), on = run(2, "2,0.04", "1", n);
     fprintf(stderr, "  balance 0: %.3f s, tiles %llu / %llu, stolen %llu\n"
                     "  balance 1: %.3f s, tiles %llu / %llu, stolen %llu, held back %llu times\n",
             off.seconds, (unsigned long long)off.tasks[0], (unsigned long long)off.tasks[1],
@@ -121,7 +121,7 @@ TEST(slow_device_leaves_its_station) {
     ASSERT_EQ(on.tasks[0] + on.tasks[1], 16);
     ASSERT(off.deferred == 0);
     ASSERT(on.deferred > 0 && on.stolen > 0);
-    /* one tile costs the slow device 20 of the fast one's: with the end game it runs one
+    /* one tile costs the slow device 50 of the fast one's: with the end game it runs one
      * (it runs nothing when it starts, so it takes its best tile), without it two at once */
     ASSERT_MSG(on.tasks[1] <= 1, "the slow device ran %llu tiles", (unsigned long long)on.tasks[1]);
     ASSERT_MSG(off.tasks[1] >= 2, "without the end game the slow device ran %llu tiles",

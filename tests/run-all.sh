@@ -60,9 +60,10 @@ run_suite() { # name, build dir, cmake args, ctest args
     echo "== $name: ctest exited $rc with no failed test:"; tail -20 "$log"
     f=1
   fi
-  local t
+  local t why
   for t in $(echo "$results" | awk '$2 == "Skipped" {print $1}'); do
-    echo "skipped: $t: $(skip_reason "$dir/Testing/Temporary/LastTest.log" "$t" || true)"
+    why=$(skip_reason "$dir/Testing/Temporary/LastTest.log" "$t" || true)
+    echo "skipped: $t: ${why:-(exit 77 without a SKIP line)}"
   done
   if [ "$f" -gt 0 ]; then
     echo "failed: $(echo "$results" | grep -vE "$ok" | awk 'NF {printf "%s%s (%s)", sep, $1, substr($0, length($1) + 2); sep = ", "}')"

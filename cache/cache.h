@@ -32,7 +32,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "../src/backend/backend.h"
+#include "backend.h"
 
 /* ---- heap.c ----------------------------------------------------------------------- */
 

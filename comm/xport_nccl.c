@@ -54,7 +54,7 @@
 #include <unistd.h>
 
 #include "redist.h"
-#include "../node/node.h"
+#include "node.h"
 
 #if defined(TESS_HAVE_NCCL) && defined(TESS_HAVE_CUDA)
 #define XP_GPU 1

@@ -22,7 +22,7 @@
 
 #include <pthread.h>
 
-#include "../cache/cache.h"
+#include "cache.h"
 
 /* ---- queue.c: bounded MPMC queue (D. Vyukov's array queue: each cell carries a sequence
  * number; producers and consumers claim positions with CAS, no locks, no ABA) ----------- */

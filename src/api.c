@@ -3,7 +3,7 @@
  * reference on the runtime (tess__rt_get ... tess__rt_put). */
 #include <string.h>
 
-#include "../node/node.h"
+#include "node.h"
 
 void tess__dev_stats(const struct tess__dev *d, tess_dev_stats_t *out) {
     const struct tess__counters *c = &d->ctr;

@@ -3,7 +3,7 @@
  * measurements, and the knob table. */
 #include <stdio.h>
 
-#include "../node/node.h"
+#include "node.h"
 
 #ifndef TESS_BUILD_CONFIG
 #define TESS_BUILD_CONFIG "unknown"

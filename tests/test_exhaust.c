@@ -416,7 +416,7 @@ TEST(exhaust_two_precisions_four_tile_heap) {
  * below it returns NULL; afterwards small host buffers from it work as operands of every
  * routine and the results are right; tess_free_host(NULL) does nothing. SIZE_MAX - 63 ..
  * SIZE_MAX once returned a non-NULL pointer (bug B4: bytes + the 64-byte header wrapped;
- * fixed in src/hostmem.c). */
+ * fixed in src/base/hostmem.c). */
 TEST(exhaust_malloc_host_absurd) {
     ex_stop();
     ex_knobs(2, 16 << 20, 16, NULL, NULL);

@@ -1,5 +1,5 @@
-/* tests/test_knobs.c: the TESSERA_* knobs at tess_init (src/knobs.c, node/tune.c,
- * src/hostblas.c). A value that is garbage, out of range or not whole is refused with
+/* tests/test_knobs.c: the TESSERA_* knobs at tess_init (src/base/knobs.c, node/tune.c,
+ * src/base/hostblas.c). A value that is garbage, out of range or not whole is refused with
  * TESS_EINVAL and a message naming the knob and its value (integers checked in 64 bits,
  * byte counts, doubles, lists, the fault spec with its device indexes), good values are
  * taken, a tune file that is a device, huge, binary, truncated, another version's or

@@ -21,7 +21,7 @@
 #ifndef TESS_BACKEND_H
 #define TESS_BACKEND_H
 
-#include "../internal.h"
+#include "internal.h"
 
 /* Direction of a 2D copy. P2P: src is in the memory of device `peer`, dst in this one. */
 enum tess__copy_kind { TESS__H2D = 0, TESS__D2H = 1, TESS__D2D = 2, TESS__P2P = 3 };

@@ -76,7 +76,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../hostblas.h"  /* the CPU BLAS table: the CPU worker's name */
+#include "hostblas.h"  /* the CPU BLAS table: the CPU worker's name */
 
 #define HOST_STREAMS (TESS_MAX_STREAMS + TESS_COMM_STREAMS) /* the worker's and (emulated) the comm streams */
 

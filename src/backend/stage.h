@@ -10,7 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../internal.h"
+#include "internal.h"
 
 struct tess__stage; /* the staging state of one opened GPU */
 

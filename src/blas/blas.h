@@ -25,7 +25,7 @@
 
 #include <stdint.h>
 
-#include "../internal.h"
+#include "internal.h"
 
 /* The level-3 routines, one table row each in route.c. */
 enum tess__blas_kind {

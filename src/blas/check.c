@@ -18,7 +18,7 @@
  *          7 lda < max(1, trans = N ? n : k)   9 ldb < the same   12 ldc < max(1, n)
  *   TRMM, TRSM   1 side   2 uplo   3 transa not N/T/C   4 diag not U/N   5 m < 0   6 n < 0
  *          9 lda < max(1, side = L ? m : n)   11 ldb < max(1, m)
- * then the spans, which netlib does not check and tess_gemm does (src/level3.c): every
+ * then the spans, which netlib does not check and tess_gemm does (src/level3/level3.c): every
  * array the call reads or writes (netlib's quick returns and alpha = 0 touch fewer) must be
  * addressable, its bytes ((cols - 1) ld + rows elements) at most PTRDIFF_MAX without
  * wrapping the address (tess__span_ok). A bad one is reported at the array's position:
@@ -47,7 +47,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../hostblas.h"
+#include "hostblas.h"
 #include "blas.h"
 
 static int one_of(char c, const char *set) { return c && strchr(set, c) != NULL; }

@@ -20,8 +20,8 @@
  *
  * Parameters: the knobs TESSERA_BLAS_CPU_GFLOPS, TESSERA_BLAS_DEV_GFLOPS (one value, or four:
  * s,d,c,z), TESSERA_BLAS_DEV_HALF, TESSERA_BLAS_LINK_GBS, TESSERA_BLAS_OVERHEAD_US and
- * TESSERA_BLAS_MARGIN (src/knobs.c, docs/knobs.md), whose defaults are the TESS__BLAS_DEF_*
- * strings of src/blas/defaults.h.
+ * TESSERA_BLAS_MARGIN (src/base/knobs.c, docs/knobs.md), whose defaults are the TESS__BLAS_DEF_*
+ * strings of src/base/dropin_defaults.h.
  */
 #ifndef TESS_BLAS_MODEL_H
 #define TESS_BLAS_MODEL_H
@@ -33,7 +33,7 @@
 
 #include "blas.h"
 
-#include "defaults.h"  /* TESS__BLAS_DEF_*: the knobs' built-in defaults */
+#include "dropin_defaults.h"  /* TESS__BLAS_DEF_*: the knobs' built-in defaults */
 
 struct tess__blas_model {
     double cpu_gflops[4];   /* s, d, c, z: the CPU BLAS's rate, GFLOP/s */

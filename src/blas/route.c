@@ -3,7 +3,7 @@
  *
  * Owns: the routing table (one row per routine kind: its tessera entry point, NULL while
  * the runtime has none), the policy, the CPU forwarding through the CPU BLAS table
- * (src/hostblas.h: function pointers from dlopen, never a symbol lookup that could find
+ * (src/base/hostblas.h: function pointers from dlopen, never a symbol lookup that could find
  * this library's own exports), the counters and the TESSERA_BLAS_VERBOSE summary.
  * Does not own: argument checks (check.c), the two doors (fortran.c, cblas.c), the runtime.
  *
@@ -17,7 +17,7 @@
  *                                  on the same cores as the CPU BLAS: nothing to gain, so
  *                                  without a GPU the drop-in stops the runtime again.
  * The model's parameters are knobs (TESSERA_BLAS_CPU_GFLOPS ...), measured on the machine by
- * tessera-crossover; their built-in defaults are in defaults.h (docs/dropin.md).
+ * tessera-crossover; their built-in defaults are in src/base/dropin_defaults.h (docs/dropin.md).
  * Everything else, quick returns aside, goes to the CPU BLAS.
  *
  * Runtime life: started (tess_init) by the first call the policy sends to it, released
@@ -40,10 +40,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../hostblas.h"
+#include "hostblas.h"
 #include "blas.h"
 #include "model.h"
-#include "backend/backend.h"
+#include "backend.h"
 
 const char *const tess__blas_kind_name[TESS__BLAS_NKINDS] = {
     [TESS__BLAS_GEMM] = "gemm",   [TESS__BLAS_SYMM] = "symm",   [TESS__BLAS_HEMM] = "hemm",
@@ -162,7 +162,7 @@ static const struct tess__hostblas *cpu_blas(void) {
     return hb;
 }
 
-/* On the CPU BLAS, through the one kernel dispatch tessera already has (src/hostkernel.c):
+/* On the CPU BLAS, through the one kernel dispatch tessera already has (src/backend/hostkernel.c):
  * the call kinds are the tile kernel kinds, in the same order. */
 _Static_assert((int)TESS__BLAS_TRSM == (int)TESS__K_TRSM && (int)TESS__BLAS_HERK == (int)TESS__K_HERK,
                "drop-in call kinds must match the tile kernel kinds");

@@ -2,7 +2,7 @@
  * where the drop-in library (libtessera_blas.so) should send a GEMM: the CPU BLAS or
  * tessera. For a grid of shapes and precisions it times C = A B (NN, alpha = 1, beta = 0,
  * as numpy's a @ b) on pageable host operands (malloc, as numpy passes them), twice:
- *   cpu   the CPU BLAS tessera itself uses (TESSERA_CPU_BLAS, dlopen'ed by src/hostblas.c),
+ *   cpu   the CPU BLAS tessera itself uses (TESSERA_CPU_BLAS, dlopen'ed by src/base/hostblas.c),
  *   dev   tess_gemm on the running runtime (warm: started once, before any timing),
  * each after a warm-up call as the median of up to --reps runs (a call shorter than 2 ms is
  * timed in batches). Then it prints the table of measured times, the measured crossover
@@ -17,7 +17,7 @@
  *   margin                   the smallest factor (at least 1.2) for which no measured
  *                            shape the devices did not win by 5% is routed to them.
  * and prints them as `export TESSERA_BLAS_...=value` lines and as the #define block of
- * src/blas/defaults.h (the built-in defaults).
+ * src/base/dropin_defaults.h (the built-in defaults).
  *
  * Shapes (each in s, d, c, z): squares n = 64 .. --max-n (16384), and the two thin families
  * m = n = S, k = 64 .. 2048 and n = k = S, m = 64 .. 2048 with S = --skinny (8192). They are
@@ -838,7 +838,7 @@ static void report(const struct tess__blas_model *fitp, const struct tess__blas_
     printf("export TESSERA_BLAS_LINK_GBS=%s\n", link);
     printf("export TESSERA_BLAS_OVERHEAD_US=%s\n", ovh);
     printf("export TESSERA_BLAS_MARGIN=%s\n", mg);
-    printf("\n# C snippet: the built-in defaults, src/blas/defaults.h (replace the six #define "
+    printf("\n# C snippet: the built-in defaults, src/base/dropin_defaults.h (replace the six #define "
            "lines)\n");
     printf("#define TESS__BLAS_DEF_CPU_GFLOPS \"%s,%s,%s,%s\"\n", v[0][0], v[0][1], v[0][2], v[0][3]);
     printf("#define TESS__BLAS_DEF_DEV_GFLOPS \"%s,%s,%s,%s\"\n", v[1][0], v[1][1], v[1][2], v[1][3]);

@@ -1,4 +1,4 @@
-/* src/internal.h: what every layer of tessera shares inside the library: precision table,
+/* src/base/internal.h: what every layer of tessera shares inside the library: precision table,
  * scalars, status helpers, logging, clocks, the knob values (struct tess__config) and the
  * per-device counters. Nothing here owns threads or devices.
  */
@@ -44,7 +44,7 @@ const tess__scalar_t *tess__scalar_zero(void);
 /* The constant one of precision dt. */
 const tess__scalar_t *tess__scalar_one(tess_dtype_t dt);
 
-/* Resolve the CPU BLAS (src/hostblas.h, which has the table): TESS_OK or TESS_ENOSYS naming
+/* Resolve the CPU BLAS (src/base/hostblas.h, which has the table): TESS_OK or TESS_ENOSYS naming
  * the library and TESSERA_CPU_BLAS. Declared here too so the runtime can start it. */
 int tess__hostblas_load(void);
 
@@ -102,7 +102,7 @@ double tess__now(void);
 void tess__copy_nt(void *dst, const void *src, size_t n);
 void tess__copy_nt_fence(void);
 
-/* ---- knobs: one table in src/knobs.c, mirrored in docs/knobs.md ------------------- */
+/* ---- knobs: one table in src/base/knobs.c, mirrored in docs/knobs.md ------------------- */
 
 struct tess__config {
     char devices[128];       /* TESSERA_DEVICES: "all", "none" or a list of GPU ordinals "0,1" */

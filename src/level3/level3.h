@@ -1,4 +1,4 @@
-/* src/level3.h: what the level-3 routines other than GEMM share (symm.c, syrk.c, trxm.c):
+/* src/level3/level3.h: what the level-3 routines other than GEMM share (symm.c, syrk.c, trxm.c):
  * option characters, argument-error messages, host tiles named by their stored block,
  * building a job's task list, and the host-side quick paths (beta * C on a triangle).
  * Owns no threads and no device state: a routine fills a job here and hands it to
@@ -8,7 +8,7 @@
 #ifndef TESS_LEVEL3_H
 #define TESS_LEVEL3_H
 
-#include "../node/node.h"
+#include "node.h"
 
 /* An argument error of public function fn at 1-based position pos: TESS_EINVAL with the
  * message "fn: argument pos (...) ...". Usage: TESS__L3_BAD("(m = %lld) must be >= 0",

@@ -1,4 +1,4 @@
-/* src/knobs.c: the one table of TESSERA_* environment knobs and their one parser: per knob
+/* src/base/knobs.c: the one table of TESSERA_* environment knobs and their one parser: per knob
  * its name, kind, default, accepted range, meaning and where it lands in struct
  * tess__config. docs/knobs.md mirrors this table; tessera-info prints it with the live
  * values and what each knob accepts. Owns parsing only; nothing is opened here.
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "blas/defaults.h"  /* the drop-in model's defaults */
+#include "dropin_defaults.h"  /* the drop-in model's defaults */
 
 enum knob_type {
     K_INT,    /* integer in ilo..ihi, into an int or int64_t field */
@@ -112,7 +112,7 @@ static const struct knob knobs[] = {
         "CPU BLAS library (CBLAS level 3) for host kernels and the drop-in's CPU path; not a tessera library"),
     INT("TESSERA_BLAS_FORCE", blas_force, "0", 0, 1,
         "drop-in: 1 = every level-3 call to the runtime, whatever its shape or devices (testing)"),
-    /* the drop-in's crossover model (src/blas/model.h; defaults in src/blas/defaults.h) */
+    /* the drop-in's crossover model (src/blas/model.h; defaults in src/base/dropin_defaults.h) */
     LIST("TESSERA_BLAS_CPU_GFLOPS", blas_cpu_gflops, TESS__BLAS_DEF_CPU_GFLOPS, 0, GFLOPS_MAX,
          F_POS | F_ONE_OR_ALL, 4,
          "drop-in model: CPU BLAS GFLOP/s, one value or s,d,c,z (tessera-crossover measures it)"),

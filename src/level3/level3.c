@@ -1,4 +1,4 @@
-/* src/level3.c: the helpers of level3.h shared by SYMM/HEMM (symm.c), SYRK/HERK/SYR2K/
+/* src/level3/level3.c: the helpers of level3.h shared by SYMM/HEMM (symm.c), SYRK/HERK/SYR2K/
  * HER2K (syrk.c) and TRMM/TRSM (trxm.c): option characters, host tiles, task lists, the
  * host-side beta * C on a triangle. No tile algorithm lives here. */
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* src/trxm.c: tess_?trmm and tess_?trsm. Checks the arguments (CBLAS order: layout, side,
+/* src/level3/trxm.c: tess_?trmm and tess_?trsm. Checks the arguments (CBLAS order: layout, side,
  * uplo, transa, diag, m, n, lda, ldb, then pointers), folds row-major into column-major,
  * takes the quick returns on the host (alpha = 0: B = 0), and turns the rest into a job of
  * one task per B tile, chained along each column (side L) or row (side R) of tiles, whose

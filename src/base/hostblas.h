@@ -1,4 +1,4 @@
-/* src/hostblas.h: the CPU BLAS (OpenBLAS by default) that tessera itself calls, as function
+/* src/base/hostblas.h: the CPU BLAS (OpenBLAS by default) that tessera itself calls, as function
  * pointers resolved once with dlopen + dlsym from a named library (TESSERA_CPU_BLAS, default
  * libopenblas.so.0). tessera never calls a BLAS symbol by name: when the drop-in library
  * (libtessera_blas.so) is preloaded in front of a program, its exported dgemm_/cblas_dgemm

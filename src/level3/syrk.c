@@ -1,4 +1,4 @@
-/* src/syrk.c: tess_?syrk, tess_?herk, tess_?syr2k, tess_?her2k. Checks the arguments
+/* src/level3/syrk.c: tess_?syrk, tess_?herk, tess_?syr2k, tess_?her2k. Checks the arguments
  * (CBLAS order: layout, uplo, trans, n, k, lda, [ldb,] ldc, then pointers), folds
  * row-major into column-major, takes the quick returns on the host (beta * C on the
  * triangle), and turns the rest into a job of one task per C tile of the triangle uplo

@@ -1,5 +1,5 @@
 /* src/blas/defaults.h: the built-in defaults of the drop-in's crossover model (src/blas/model.h),
- * as knob strings: the knob table of src/knobs.c takes them from here, and tessera-info and
+ * as knob strings: the knob table of src/base/knobs.c takes them from here, and tessera-info and
  * docs/knobs.md show them.
  *
  * Measured: tessera-crossover on nvidia-h100-x1 (1 x H100 80GB HBM3, 16 cores, the

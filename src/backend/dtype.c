@@ -1,4 +1,4 @@
-/* src/dtype.c: the precision table and the host (OpenBLAS) kernels every layer shares:
+/* src/backend/dtype.c: the precision table and the host (OpenBLAS) kernels every layer shares:
  * scalars of any precision, C = beta*C on the host, and the CBLAS gemm dispatch (through
  * the CPU BLAS table of hostblas.h, never a BLAS symbol by name). The one place where
  * s, d, c, z are spelled out; every tile loop elsewhere is generic. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend.h"
 #include "hostblas.h"
 
 const struct tess__dtype_info tess__dtypes[4] = {

@@ -1,4 +1,4 @@
-/* src/status.c: status messages, this thread's last-error detail, logging and the clock.
+/* src/base/status.c: status messages, this thread's last-error detail, logging and the clock.
  * Owns the thread-local message buffer and the verbosity level; nothing else. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* src/symm.c: tess_?symm and tess_?hemm. Checks the arguments (CBLAS order: layout, side,
+/* src/level3/symm.c: tess_?symm and tess_?hemm. Checks the arguments (CBLAS order: layout, side,
  * uplo, m, n, lda, ldb, ldc, then pointers), folds row-major into column-major, takes the
  * quick returns on the host, and turns the rest into a job of one task per C tile whose
  * steps symm_step below describes. Owns the SYMM/HEMM tile algorithm only; the runtime

@@ -1,4 +1,4 @@
-/* src/hostblas.c: the CPU BLAS table of hostblas.h, resolved once per process.
+/* src/base/hostblas.c: the CPU BLAS table of hostblas.h, resolved once per process.
  *
  * Owns the dlopen handle and the function pointers; nothing else. The library is named by
  * TESSERA_CPU_BLAS (default libopenblas.so.0) and opened RTLD_NOW | RTLD_LOCAL: its symbols

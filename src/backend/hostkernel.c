@@ -1,4 +1,4 @@
-/* src/hostkernel.c: every tile kernel kind of the backend interface (backend.h) run on
+/* src/backend/hostkernel.c: every tile kernel kind of the backend interface (backend.h) run on
  * host memory through the CPU BLAS table (hostblas.h): the host backend's stream threads
  * call it for the CPU worker and the emulated devices, the drop-in library for the calls
  * it keeps on the CPU. Owns the mapping of kinds and precisions to CBLAS calls and what
@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend.h"
 #include "hostblas.h"
 
 #define HK_INT INT_MAX  /* the CPU BLAS's int */

@@ -1,4 +1,4 @@
-/* src/gemm.c: tess_?gemm. Checks the arguments (CBLAS order: layout, transa, transb, m, n,
+/* src/level3/gemm.c: tess_?gemm. Checks the arguments (CBLAS order: layout, transa, transb, m, n,
  * k, lda, ldb, ldc, then pointers), folds row-major into column-major (C^T = op(B)^T
  * op(A)^T keeps both transpose flags), takes the quick returns on the host, and turns the
  * rest into a job of one task per C tile whose k steps the step function below describes.

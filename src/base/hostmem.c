@@ -1,4 +1,4 @@
-/* src/hostmem.c: tess_malloc_host / tess_free_host, host memory for operands: pinned with
+/* src/base/hostmem.c: tess_malloc_host / tess_free_host, host memory for operands: pinned with
  * cudaHostAlloc when the CUDA backend is built and a GPU is visible, malloc otherwise. A
  * one-byte header before the block remembers which, so tess_free_host frees it right.
  * Also the copy with non-temporal stores that the staging threads and the recovery

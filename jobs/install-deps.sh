@@ -6,9 +6,10 @@
 set -euo pipefail
 # libblas-test, python3-numpy, octave: the drop-in library's tests (reference BLAS testers,
 # numpy and Octave under LD_PRELOAD; octave installs in about 20 s here);
-# libscalapack-openmpi-dev: the oracle of the distributed GEMM's test (test_pgemm_mpi)
+# libscalapack-openmpi-dev: the oracle of the distributed GEMM's test (test_pgemm_mpi);
+# clang-format: the layout check (tests/check_style.sh)
 pkgs=(cmake make gcc pkg-config libopenblas-dev openmpi-bin libopenmpi-dev
-      libblas3 libblas-test python3-numpy octave libscalapack-openmpi-dev
+      libblas3 libblas-test python3-numpy octave libscalapack-openmpi-dev clang-format
       ${TESS_DEPS_EXTRA:-})
 missing=()
 for p in "${pkgs[@]}"; do

@@ -53,6 +53,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "cuda_check.h"
 #include "stage.h"
 
 /* cuBLAS 12 added the _64 entry points (64-bit m, n, k, ld); before, 32-bit only. */
@@ -103,11 +104,6 @@ struct cuda_dev {
 
 /* ---- failure: the one wrapper every vendor call goes through ------------------------- */
 
-static const char *short_file(const char *file) {
-    const char *s = strstr(file, "src/backend/");
-    return s ? s : file;
-}
-
 static bool dev_failed(struct cuda_dev *d) {
     return atomic_load_explicit(&d->state, memory_order_acquire) != DEV_OK;
 }
@@ -137,18 +133,17 @@ static int dev_dead(struct cuda_dev *d) {
                       s == DEV_FAILED ? d->why : "(failure being recorded)");
 }
 
+static int dev_fail_msg(void *d, const char *msg) { return dev_fail(d, "%s", msg); }
+
 static int cu_check_(struct cuda_dev *d, cudaError_t e, const char *call, const char *file,
                      int line) {
-    if (e == cudaSuccess) return TESS_OK;
-    (void)cudaGetLastError(); /* clear a non-sticky error so it is not reported twice */
-    return dev_fail(d, "%s at %s:%d: %s (%s)", call, short_file(file), line,
-                    cudaGetErrorName(e), cudaGetErrorString(e));
+    return tess__cuda_check(e, call, file, line, dev_fail_msg, d);
 }
 
 static int cublas_check_(struct cuda_dev *d, cublasStatus_t e, const char *call,
                          const char *file, int line) {
     if (e == CUBLAS_STATUS_SUCCESS) return TESS_OK;
-    return dev_fail(d, "%s at %s:%d: %s (%s)", call, short_file(file), line,
+    return dev_fail(d, "%s at %s:%d: %s (%s)", call, tess__src_file(file), line,
                     cublasGetStatusName(e), cublasGetStatusString(e));
 }
 

@@ -49,6 +49,7 @@
 
 #include <cuda.h>
 
+#include "cuda_check.h"
 #include "stage.h"
 
 #define PAGE ((size_t)8 << 20)          /* bytes of one staging page */
@@ -184,33 +185,18 @@ static void resolve_entry(void) {
 
 /* ---- failures ---------------------------------------------------------------------------- */
 
-static const char *short_file(const char *file) {
-    const char *s = strstr(file, "src/backend/");
-    return s ? s : file;
-}
-
-static int rt_check_(struct tess__stage *st, cudaError_t e, const char *call, const char *file,
-                     int line) {
-    if (e == cudaSuccess) return TESS_OK;
-    (void)cudaGetLastError();
-    char msg[320];
-    snprintf(msg, sizeof msg, "%s at %s:%d: %s (%s)", call, short_file(file), line,
-             cudaGetErrorName(e), cudaGetErrorString(e));
-    return st->fail(st->ctx, msg);
-}
-
 static int drv_check_(struct tess__stage *st, CUresult r, const char *call, const char *file,
                       int line) {
     if (r == CUDA_SUCCESS) return TESS_OK;
     const char *name = NULL;
     if (!p_errname || p_errname(r, &name) != CUDA_SUCCESS || !name) name = "CUresult";
     char msg[320];
-    snprintf(msg, sizeof msg, "%s at %s:%d: %s (%d)", call, short_file(file), line, name,
+    snprintf(msg, sizeof msg, "%s at %s:%d: %s (%d)", call, tess__src_file(file), line, name,
              (int)r);
     return st->fail(st->ctx, msg);
 }
 
-#define SCU(st, call) rt_check_((st), (call), #call, __FILE__, __LINE__)
+#define SCU(st, call) TESS_CUDA_CHECK(call, (st)->fail, (st)->ctx)
 #define SDRV(st, call) drv_check_((st), (call), #call, __FILE__, __LINE__)
 
 /* ---- the CPU copy ------------------------------------------------------------------------- */

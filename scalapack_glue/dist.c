@@ -105,8 +105,11 @@ int glue_pgemm(tess_grid_t *g, const struct glue_call *c, char ta, char tb, f_in
         tess__comm_desc_from_scalapack(db, "B", &b) ||
         tess__comm_desc_from_scalapack(dc, "C", &cd))
         return TESS_EINVAL; /* global entries only: the same on every process */
-    return tess__pgemm_run(g, c->dt, ta, tb, m, n, k, alpha, A, ia, ja, &a, B, ib, jb, &b, beta,
-                           C, ic, jc, &cd);
+    tess__autostart_enter();
+    int st = tess__pgemm_run(g, c->dt, ta, tb, m, n, k, alpha, A, ia, ja, &a, B, ib, jb, &b,
+                             beta, C, ic, jc, &cd);
+    tess__autostart_leave();
+    return st;
 }
 
 void glue_tradd(const struct glue_call *c, char uplo, char trans, f_int m, f_int n,

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "autostart.h"
 #include "comm.h"
 
 typedef int f_int;  /* INTEGER of the LP64 ScaLAPACK (PBLAS's Int) */
@@ -129,7 +130,7 @@ struct glue_knobs {
     double min_volume;   /* TESSERA_SCALAPACK_MIN_VOLUME */
     int verbose;         /* TESSERA_SCALAPACK_VERBOSE */
     int64_t trsm_block;  /* TESSERA_SCALAPACK_TRSM_BLOCK */
-    int ok;              /* all parsed; else every call goes to the reference */
+    int ok;              /* every TESSERA_* knob taken; else every call goes to the reference */
 };
 const struct glue_knobs *glue_knobs(void);
 int glue_world_rank(void);  /* MPI_COMM_WORLD rank, -1 before MPI */
@@ -142,12 +143,10 @@ void glue_count_error(enum glue_kind k, tess_dtype_t dt);
 void glue_count_fallback(enum glue_kind k, tess_dtype_t dt);
 
 /* ---- the node runtime (state.c) ---------------------------------------------------- */
-/* Started at the first call sent to tessera; true when it is up and worth using (any
- * device when forced; unforced, a device other than the CPU worker). */
+/* Started at the first call sent to tessera (src/autostart.c); true when it is up and worth
+ * using (any device when forced; unforced, a device other than the CPU worker), never in a
+ * child forked after the first call. tess__autostart_off: no device left. */
 bool glue_devices_ready(void);
-/* tessera reported no device left: every later call goes to the reference. */
-void glue_devices_off(void);
-const char *glue_devices_state(void);
 
 /* ---- where a call runs (route.c) ----------------------------------------------------- */
 

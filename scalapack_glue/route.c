@@ -439,7 +439,7 @@ enum glue_way glue_route_way(tess_grid_t *g, const struct glue_call *c, bool loc
 }
 
 void glue_route_failed(const struct glue_call *c, int st, bool intact, const char *where) {
-    if (st == TESS_ENODEV) glue_devices_off(); /* no device left */
+    if (st == TESS_ENODEV) tess__autostart_off(); /* no device left: the reference */
     if (intact) {
         if (glue_knobs()->verbose)
             fprintf(stderr, "tessera-scalapack: rank %d: p%c%s_ failed in tessera (%s, %s: %s); "

@@ -1,8 +1,9 @@
 /* scalapack_glue/state.c: the glue's process-wide state: the program's BLACS/PBLAS symbols,
- * the reference routines and ScaLAPACK's auxiliary routines (dlsym), the knobs, the
- * counters and the exit summary, and the node runtime's start and release.
+ * the reference routines and ScaLAPACK's auxiliary routines (dlsym), the knobs (the
+ * TESSERA_SCALAPACK_* rows of the one knob table, src/base/knobs.c), the counters and the
+ * exit summary. The runtime's lazy start, release and fork rule: src/autostart.c.
  *
- * Lock order: mu (counters) and start_mu are leaves.
+ * Lock order: mu (counters) is a leaf.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -85,21 +86,7 @@ const struct glue_aux *glue_aux(tess_dtype_t dt) {
 
 static struct glue_knobs knob;
 static int world_rank = -1;
-
-static int parse_int(const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *out) {
-    const char *v = getenv(name);
-    *out = def;
-    if (!v || !*v) return 1;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (*end || x < lo || x > hi) {
-        fprintf(stderr, "tessera-scalapack: %s = '%s' must be an integer in [%lld, %lld]; every "
-                "call goes to the reference ScaLAPACK\n", name, v, (long long)lo, (long long)hi);
-        return 0;
-    }
-    *out = x;
-    return 1;
-}
+static char who[64] = "tessera-scalapack"; /* with the rank once known */
 
 /* ---- counters --------------------------------------------------------------------------- */
 
@@ -193,56 +180,13 @@ GLUE_EXPORT void tess_scalapack_reset_counters(void) {
 
 /* ---- the node runtime: started by the first call the policy sends to tessera ------------- */
 
-enum { DEV_UNKNOWN, DEV_READY, DEV_OFF, DEV_RELEASED };
-static _Atomic int dev_state = DEV_UNKNOWN;
-static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
-static const char *const dev_state_name[] = {"not started", "in use", "off", "released"};
-
-static void release(void) {
-    pthread_mutex_lock(&start_mu);
-    if (atomic_load(&dev_state) == DEV_READY) {
-        atomic_store(&dev_state, DEV_RELEASED);
-        tess_finalize();
-    }
-    pthread_mutex_unlock(&start_mu);
-}
-
 bool glue_devices_ready(void) {
-    int st = atomic_load(&dev_state);
-    if (st != DEV_UNKNOWN) return st == DEV_READY;
-    pthread_mutex_lock(&start_mu);
-    if ((st = atomic_load(&dev_state)) == DEV_UNKNOWN) {
-        st = DEV_OFF;
-        int rc = tess_init();
-        if (rc) {
-            if (knob.verbose)
-                fprintf(stderr, "tessera-scalapack: rank %d: runtime does not start (%s: %s); "
-                        "every call goes to the reference ScaLAPACK\n", world_rank,
-                        tess_strerror(rc), tess_last_error());
-        } else {
-            /* unforced, a device other than the CPU worker: with the CPU worker only, the
-             * reference ScaLAPACK's own BLAS is as good */
-            int n = tess_device_count(), accel = 0;
-            for (int i = 0; i < n; i++) {
-                tess_dev_stats_t s;
-                if (tess_device_stats(i, &s) == TESS_OK && s.kind != TESS_DEV_CPU) accel++;
-            }
-            if (accel || knob.force) {
-                st = DEV_READY;
-                atexit(release); /* registered after the runtime (and CUDA) started: runs first */
-            } else {
-                tess_finalize();
-            }
-        }
-        atomic_store(&dev_state, st);
-    }
-    pthread_mutex_unlock(&start_mu);
-    return st == DEV_READY;
+    /* unforced, a device other than the CPU worker: with the CPU worker only, the
+     * reference ScaLAPACK's own BLAS is as good */
+    struct tess__autostart a = {.who = who, .fallback = "the reference ScaLAPACK",
+                                .emulated = true, .force = knob.force, .verbose = knob.verbose};
+    return tess__autostart_ready(&a);
 }
-
-void glue_devices_off(void) { atomic_store(&dev_state, DEV_OFF); }
-
-const char *glue_devices_state(void) { return dev_state_name[atomic_load(&dev_state)]; }
 
 /* ---- process-wide start and the exit summary ------------------------------------------- */
 
@@ -258,7 +202,7 @@ static void summary(void) {
             world_rank, (unsigned long long)t.tessera_calls, t.tessera_flops,
             (unsigned long long)t.reference_calls, t.reference_flops,
             (unsigned long long)t.quick_returns, (unsigned long long)t.arg_errors,
-            (unsigned long long)t.fallbacks, glue_devices_state());
+            (unsigned long long)t.fallbacks, tess__autostart_state());
     if (knob.verbose < 2) return;
     pthread_mutex_lock(&mu);
     for (int k = 0; k < GLUE_NKINDS; k++)
@@ -275,20 +219,23 @@ static void summary(void) {
 }
 
 static void init(void) {
-    int64_t force, min_dim, min_vol, verbose, trsm_block;
-    knob.ok = parse_int("TESSERA_SCALAPACK_FORCE", 0, 0, 1, &force);
-    knob.ok &= parse_int("TESSERA_SCALAPACK_MIN_DIM", 256, 0, INT32_MAX, &min_dim);
-    knob.ok &= parse_int("TESSERA_SCALAPACK_MIN_VOLUME", 1073741824, 0, INT64_MAX, &min_vol);
-    knob.ok &= parse_int("TESSERA_SCALAPACK_VERBOSE", 0, 0, 2, &verbose);
-    knob.ok &= parse_int("TESSERA_SCALAPACK_TRSM_BLOCK", 2048, 1, INT32_MAX, &trsm_block);
-    knob.force = (int)force;
-    knob.min_dim = min_dim;
-    knob.min_volume = (double)min_vol;
-    knob.verbose = (int)verbose;
-    knob.trsm_block = trsm_block;
     int inited = 0;
     MPI_Initialized(&inited);
     if (inited) MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    snprintf(who, sizeof who, "tessera-scalapack: rank %d", world_rank);
+    struct tess__config cfg;
+    knob.ok = tess__config_load(&cfg) == TESS_OK;
+    if (knob.ok) {
+        knob.force = cfg.scalapack_force;
+        knob.min_dim = cfg.scalapack_min_dim;
+        knob.min_volume = (double)cfg.scalapack_min_volume;
+        knob.verbose = cfg.scalapack_verbose;
+        knob.trsm_block = cfg.scalapack_trsm_block;
+    } else {
+        fprintf(stderr, "%s: %s; every call goes to the reference ScaLAPACK\n", who,
+                tess_last_error());
+    }
+    tess__autostart_init();
     if (knob.verbose) atexit(summary);
 }
 

@@ -306,6 +306,51 @@ TEST(parser_for_other_readers) {
     ASSERT(tess__parse_int("-9223372036854775809", INT64_MIN, INT64_MAX, &v) < 0);
 }
 
+/* The ScaLAPACK glue's knobs are rows of the table: parsed by tess__config_load with the
+ * same syntax (a bad value refused naming the knob), listed by tessera-info with what they
+ * accept. */
+TEST(scalapack_knobs_in_the_table) {
+    struct tess__config cfg;
+    ASSERT_OK(tess__config_load(&cfg));
+    ASSERT_EQ(cfg.scalapack_force, 0);
+    ASSERT_EQ(cfg.scalapack_min_dim, 256);
+    ASSERT_EQ(cfg.scalapack_min_volume, 1073741824);
+    ASSERT_EQ(cfg.scalapack_trsm_block, 2048);
+    ASSERT_EQ(cfg.scalapack_verbose, 0);
+    setenv("TESSERA_SCALAPACK_MIN_DIM", "512", 1);
+    setenv("TESSERA_SCALAPACK_MIN_VOLUME", "9223372036854775807", 1);
+    ASSERT_OK(tess__config_load(&cfg));
+    ASSERT_EQ(cfg.scalapack_min_dim, 512);
+    ASSERT_EQ(cfg.scalapack_min_volume, INT64_MAX);
+    unsetenv("TESSERA_SCALAPACK_MIN_DIM");
+    unsetenv("TESSERA_SCALAPACK_MIN_VOLUME");
+    const char *knob[] = {"TESSERA_SCALAPACK_FORCE", "TESSERA_SCALAPACK_MIN_DIM",
+                          "TESSERA_SCALAPACK_MIN_VOLUME", "TESSERA_SCALAPACK_TRSM_BLOCK",
+                          "TESSERA_SCALAPACK_VERBOSE"};
+    const char *bad[] = {"2", "4294967296", "-1", "0", "3"};
+    for (int i = 0; i < 5; i++) {
+        const char *vals[2] = {"5x", bad[i]};
+        for (int j = 0; j < 2; j++) {
+            const char *v = vals[j];
+            setenv(knob[i], v, 1);
+            ASSERT_EQ(tess__config_load(&cfg), TESS_EINVAL);
+            char quoted[96];
+            snprintf(quoted, sizeof quoted, "%s=\"%s\"", knob[i], v);
+            ASSERT_MSG(strstr(tess_last_error(), quoted), "%s", tess_last_error());
+        }
+        unsetenv(knob[i]);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ASSERT(f != NULL);
+    tess_print_knobs(f);
+    fclose(f);
+    const char *row = strstr(text, "TESSERA_SCALAPACK_TRSM_BLOCK");
+    ASSERT_MSG(row && strstr(row, "integer 1..2147483647"), "%s", text);
+    free(text);
+}
+
 /* ---- the tune file ---------------------------------------------------------------------- */
 
 static char tmpdir[64];

@@ -150,6 +150,12 @@ struct tess__config {
     int pgemm_pack_d2d;      /* TESSERA_PGEMM_PACK_D2D: pack from the own panel when it holds it */
     char pgemm_variant[8];   /* TESSERA_PGEMM_VARIANT: auto, c, a, b */
     int pgemm_node_ranks;    /* TESSERA_PGEMM_NODE_RANKS: ranks per node for the GPU transport, 0 = real nodes */
+    /* the ScaLAPACK glue libtessera_scalapack.so (scalapack_glue/route.c, trsm.c) */
+    int scalapack_force;            /* TESSERA_SCALAPACK_FORCE: 1 = every call with work to tessera */
+    int64_t scalapack_min_dim;      /* TESSERA_SCALAPACK_MIN_DIM: least min(m, n, k) for tessera */
+    int64_t scalapack_min_volume;   /* TESSERA_SCALAPACK_MIN_VOLUME: least m n k for tessera */
+    int64_t scalapack_trsm_block;   /* TESSERA_SCALAPACK_TRSM_BLOCK: p?trsm_'s inverted blocks */
+    int scalapack_verbose;          /* TESSERA_SCALAPACK_VERBOSE: 1 = summary at exit, 2 = per routine */
 };
 
 /* Fill cfg from the environment (defaults for unset or empty knobs). Returns TESS_EINVAL

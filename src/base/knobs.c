@@ -9,8 +9,8 @@
  * before they are narrowed to their field, doubles must be finite and in range. The
  * defaults go through the same parser. An empty value is an unset knob. TESSERA_FAULT's
  * syntax is checked here, its device indexes against the opened devices by
- * tess__fault_check. Code outside the table (the ScaLAPACK glue) reads integer knobs with
- * the same syntax through tess__knob_env_int.
+ * tess__fault_check. A knob read outside the table (none today) uses the same syntax
+ * through tess__knob_env_int.
  */
 #include <errno.h>
 #include <limits.h>
@@ -145,6 +145,16 @@ static const struct knob knobs[] = {
         "distributed GEMM, GPU transport: NCCL among every r consecutive ranks, MPI between such groups (testing the multi-node path on one node); 0 = NCCL within each real node"),
     STR("TESSERA_PGEMM_VARIANT", pgemm_variant, "auto",
         "distributed GEMM: auto (by shape), c (stationary C), a / b (stationary A / B: k split, partial products summed into C)"),
+    INT("TESSERA_SCALAPACK_FORCE", scalapack_force, "0", 0, 1,
+        "ScaLAPACK glue: 1 = every level-3 call with work to tessera, whatever its sizes, even with the CPU worker only (testing)"),
+    INT("TESSERA_SCALAPACK_MIN_DIM", scalapack_min_dim, "256", 0, INT32_MAX,
+        "ScaLAPACK glue: a call goes to tessera only when min(m, n, k) of the GEMM it amounts to is at least this"),
+    INT("TESSERA_SCALAPACK_MIN_VOLUME", scalapack_min_volume, "1073741824", 0, INT64_MAX,
+        "ScaLAPACK glue: ... and m*n*k is at least this"),
+    INT("TESSERA_SCALAPACK_TRSM_BLOCK", scalapack_trsm_block, "2048", 1, INT32_MAX,
+        "ScaLAPACK glue: p?trsm_'s diagonal blocks of this order are inverted (p?trtri), the rest is GEMM; 1 = plain blocked substitution"),
+    INT("TESSERA_SCALAPACK_VERBOSE", scalapack_verbose, "0", 0, 2,
+        "ScaLAPACK glue: 1 = one line per process on stderr at exit (calls, flops: tessera vs the reference), 2 = and per routine"),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 

@@ -1,38 +1,19 @@
 /* src/blas/route.c: where a checked drop-in call runs, and the drop-in's process-wide
- * state: knobs, counters, the runtime's start and release, fork.
+ * state: knobs, the crossover model, counters and the exit summary.
  *
  * Owns: the routing table (one row per routine kind: its tessera entry point, NULL while
  * the runtime has none), the policy, the CPU forwarding through the CPU BLAS table
  * (src/base/hostblas.h: function pointers from dlopen, never a symbol lookup that could find
  * this library's own exports), the counters and the TESSERA_BLAS_VERBOSE summary.
- * Does not own: argument checks (check.c), the two doors (fortran.c, cblas.c), the runtime.
+ * Does not own: argument checks (check.c), the two doors (fortran.c, cblas.c), the
+ * runtime's start, release and fork rule (src/autostart.c).
  *
- * Policy, for a call whose kind has a tessera entry point:
- *   TESSERA_BLAS_FORCE=1        -> the runtime, whatever the shape or the devices;
- *   otherwise                   -> the runtime iff the crossover model (model.h) says the
- *                                  devices win by the margin for this shape and precision
- *                                  (flops, operand bytes over the link, smallest dimension)
- *                                  and the runtime has a GPU (TESSERA_BLAS_EMULATED=1: or an
- *                                  emulated device). Emulated devices and the CPU worker run
- *                                  on the same cores as the CPU BLAS: nothing to gain, so
- *                                  without a GPU the drop-in stops the runtime again.
- * The model's parameters are knobs (TESSERA_BLAS_CPU_GFLOPS ...), measured on the machine by
- * tessera-crossover; their built-in defaults are in src/base/dropin_defaults.h (docs/dropin.md).
- * Everything else, quick returns aside, goes to the CPU BLAS.
- *
- * Runtime life: started (tess_init) by the first call the policy sends to it, released
- * (tess_finalize) at exit by a handler registered right after that start, so it runs
- * before the CUDA runtime's own exit handlers; skipped if a call is still in flight on
- * another thread. A process forked after the start (pthread_atfork child handler) never
- * touches the runtime: its worker threads exist only in the parent, so the child sends
- * everything to the CPU BLAS and does not release anything at exit.
- *
- * A tessera call that fails: with beta = 0 (C not read) it is recomputed on the CPU BLAS;
- * otherwise C (or B for TRMM/TRSM) may be partly written and its input is lost, so the
- * process is stopped with a message rather than return a wrong result (re-running a failed
- * device's tiles elsewhere is issue 8).
- *
- * Lock order: start_mu is a leaf (held around tess_init/tess_finalize only).
+ * Policy, for a call whose kind has a tessera entry point: TESSERA_BLAS_FORCE=1 -> the
+ * runtime; otherwise the runtime iff the crossover model (model.h, knobs measured by
+ * tessera-crossover) says the devices win by the margin and the runtime has a GPU
+ * (TESSERA_BLAS_EMULATED=1: or an emulated device). Everything else goes to the CPU BLAS.
+ * A tessera call that fails with beta = 0 runs again on the CPU BLAS; otherwise its input
+ * is lost and the process stops with a message rather than return a wrong result.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -44,6 +25,7 @@
 #include "blas.h"
 #include "model.h"
 #include "backend.h"
+#include "autostart.h"
 
 const char *const tess__blas_kind_name[TESS__BLAS_NKINDS] = {
     [TESS__BLAS_GEMM] = "gemm",   [TESS__BLAS_SYMM] = "symm",   [TESS__BLAS_HEMM] = "hemm",
@@ -187,12 +169,6 @@ static struct tess__config cfg;
 static int cfg_ok;                       /* the knobs parsed; else everything on the CPU */
 static struct tess__blas_model model;    /* the crossover model (model.h), from the knobs */
 
-enum { DEV_UNKNOWN, DEV_READY, DEV_OFF, DEV_RELEASED };
-static _Atomic int dev_state = DEV_UNKNOWN;
-static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int forked;               /* this process is a child forked after init */
-static _Atomic int in_flight;            /* calls inside the runtime right now */
-
 /* A thread inside a CPU BLAS call: a call arriving here again came back from the CPU BLAS
  * through our exported symbols (a TESSERA_CPU_BLAS that resolves dgemm_ globally). */
 static _Thread_local int in_cpu;
@@ -205,8 +181,6 @@ static struct counter counts[TESS__BLAS_NKINDS][4];
 static _Atomic uint64_t fwd_calls;       /* CPU calls that ran on a door's own library */
 
 static void child_after_fork(void) {
-    atomic_store(&forked, 1);
-    atomic_store(&in_flight, 0);
     memset(counts, 0, sizeof counts);  /* the child reports its own calls */
     atomic_store(&fwd_calls, 0);
 }
@@ -223,10 +197,9 @@ static void summary(void) {
             q += atomic_load(&x->quick);
             df += (double)atomic_load(&x->dev_flops), cf += (double)atomic_load(&x->cpu_flops);
         }
-    int child = atomic_load(&forked);
+    int child = tess__autostart_forked();
     if (dc + cc + q == 0 && child) return;
     const char *who = child ? "tessera-blas (forked child)" : "tessera-blas";
-    static const char *const state[] = {"not started", "in use", "off", "released"};
     const struct tess__hostblas *hb = tess__hostblas();
     char where[320];
     uint64_t fw = atomic_load(&fwd_calls);
@@ -240,7 +213,7 @@ static void summary(void) {
             "%llu quick returns; devices %s\n",
             who, (unsigned long long)dc, df, (unsigned long long)cc, cf, where,
             (unsigned long long)q,
-            child ? "not used in a forked child" : state[atomic_load(&dev_state)]);
+            tess__autostart_state());
     if (cfg.blas_verbose < 2) return;
     if (cfg_ok)
         fprintf(stderr, "%s: model cpu %g,%g,%g,%g GFLOP/s; devices %g,%g,%g,%g GFLOP/s, half "
@@ -263,16 +236,6 @@ static void summary(void) {
         }
 }
 
-static void release(void) {
-    if (atomic_load(&forked) || atomic_load(&in_flight) > 0) return;
-    pthread_mutex_lock(&start_mu);
-    if (atomic_load(&dev_state) == DEV_READY) {
-        atomic_store(&dev_state, DEV_RELEASED);
-        tess_finalize();
-    }
-    pthread_mutex_unlock(&start_mu);
-}
-
 static void init(void) {
     cfg_ok = tess__config_load(&cfg) == TESS_OK;
     char why[256];
@@ -288,46 +251,18 @@ static void init(void) {
         fprintf(stderr, "tessera-blas: %s; every call goes to the CPU BLAS\n", tess_last_error());
     }
     pthread_atfork(NULL, NULL, child_after_fork);
+    tess__autostart_init();
     if (cfg.blas_verbose) atexit(summary);
 }
 
-/* Start the runtime once; DEV_READY if it has something worth sending calls to. */
-static int devices_ready(void) {
-    int st = atomic_load(&dev_state);
-    if (st != DEV_UNKNOWN) return st == DEV_READY;
-    pthread_mutex_lock(&start_mu);
-    if ((st = atomic_load(&dev_state)) == DEV_UNKNOWN) {
-        st = DEV_OFF;
-        int rc = tess_init();
-        if (rc) {
-            if (cfg.verbose || cfg.blas_verbose)
-                fprintf(stderr, "tessera-blas: runtime does not start (%s: %s); every call "
-                        "goes to the CPU BLAS\n", tess_strerror(rc), tess_last_error());
-        } else {
-            /* GPUs (emulated devices too with TESSERA_BLAS_EMULATED=1): the model's
-             * devices. Emulated devices and the CPU worker compute on the host's cores, as
-             * the CPU BLAS does, only behind a tile layer: no speedup to gain. */
-            int n = tess_device_count(), accel = 0;
-            for (int i = 0; i < n; i++) {
-                tess_dev_stats_t s;
-                if (tess_device_stats(i, &s) == TESS_OK &&
-                    (s.kind == TESS_DEV_CUDA || (cfg.blas_emulated && s.kind == TESS_DEV_EMULATED)))
-                    accel++;
-            }
-            if (accel || cfg.blas_force) {
-                st = DEV_READY;
-                atexit(release);  /* after the runtime (and CUDA) started: runs before them */
-            } else {
-                tess_finalize();  /* no GPU: the CPU BLAS direct is better */
-                if (cfg.blas_verbose >= 2)
-                    fprintf(stderr, "tessera-blas: no GPU%s; every call goes to the CPU BLAS\n",
-                            cfg.blas_emulated ? " and no emulated device" : "");
-            }
-        }
-        atomic_store(&dev_state, st);
-    }
-    pthread_mutex_unlock(&start_mu);
-    return st == DEV_READY;
+/* The runtime started once, if it has something worth sending calls to. */
+static bool devices_ready(void) {
+    struct tess__autostart a = {
+        .who = "tessera-blas", .fallback = "the CPU BLAS", .emulated = cfg.blas_emulated,
+        .force = cfg.blas_force,
+        .verbose = cfg.blas_verbose >= 2 ? 2 : cfg.verbose || cfg.blas_verbose,
+    };
+    return tess__autostart_ready(&a);
 }
 
 /* ---- one call ------------------------------------------------------------------------------ */
@@ -370,7 +305,7 @@ void tess__blas_run(const struct tess__blas_call *c) {
     if (tri) madds *= 0.5;
     uint64_t flops = (uint64_t)(madds * tess__dtypes[c->dt].flop_mul);
 
-    int dev = cfg_ok && has_dev(k) && !atomic_load(&forked);
+    int dev = cfg_ok && has_dev(k) && !tess__autostart_forked();
     if (dev && !cfg.blas_force) {
         /* the crossover model: operands once over the link, C out (and in unless beta = 0) */
         struct tess__blas_cost cost = tess__blas_cost(k, c->dt, (double)c->m, (double)c->n,
@@ -378,15 +313,15 @@ void tess__blas_run(const struct tess__blas_call *c) {
         dev = tess__blas_model_to_dev(&model, c->dt, &cost);
     }
     if (dev && devices_ready()) {
-        atomic_fetch_add(&in_flight, 1);
+        tess__autostart_enter();
         int rc = dev_call(c);
-        atomic_fetch_sub(&in_flight, 1);
+        tess__autostart_leave();
         if (rc == TESS_OK) {
             TESS__COUNT(ctr, dev_calls, 1);
             TESS__COUNT(ctr, dev_flops, flops);
             return;
         }
-        if (rc == TESS_ENODEV) atomic_store(&dev_state, DEV_OFF);  /* no device left */
+        if (rc == TESS_ENODEV) tess__autostart_off();  /* no device left */
         if (tri || !beta0) {
             fprintf(stderr, "tessera-blas: %c%s failed in tessera (%s: %s) after writing part "
                     "of its output; its input is lost, stopping\n", tess__blas_prefix(c->dt),

@@ -65,6 +65,23 @@ static void make(struct loc *x, tess_grid_t *g, int tag, int64_t m, int64_t n) {
             x->p[i + j * x->d.lld] = val(tag, l2g(i, r, P), l2g(j, c, Q));
 }
 
+/* The runtime's knobs for the next tess_init, on every rank: one emulated device (no CPU
+ * worker: nothing takes a failed device's work), 8 x 8 tiles, TESSERA_PGEMM_CHUNK=2048 (the
+ * split variants run several units), no fault; variant v ('a', 'b', 'c'), or 0 for the
+ * library's own choice. */
+static void one_device_env(char v) {
+    setenv("TESSERA_DEVICES", "none", 1);
+    setenv("TESSERA_EMULATE", "1", 1);
+    setenv("TESSERA_CPU_WORKER", "0", 1);
+    setenv("TESSERA_TILE", "8", 1);
+    setenv("TESSERA_EMULATE_MEM", "16M", 1);
+    setenv("TESSERA_PGEMM_CHUNK", "2048", 1);
+    unsetenv("TESSERA_FAULT");
+    char kv[2] = {v, 0};
+    if (v) setenv("TESSERA_PGEMM_VARIANT", kv, 1);
+    else unsetenv("TESSERA_PGEMM_VARIANT");
+}
+
 static long n_failed[3], n_ok[3], n_ok_unreached;
 
 /* Start the runtime and a P x Q grid, and deal A (m x k), B (k x n), C (m x n). */
@@ -104,18 +121,10 @@ static void check_C(tess_grid_t *g, const struct loc *C, int64_t k, double alpha
 
 /* One call: variant v, rank 1 failing at its K-th operation (0: no fault). */
 static void one_case(char v, int P, int Q, long K) {
+    one_device_env(v);
     char kv[32];
-    setenv("TESSERA_DEVICES", "none", 1);
-    setenv("TESSERA_EMULATE", "1", 1);
-    setenv("TESSERA_CPU_WORKER", "0", 1);
-    setenv("TESSERA_TILE", "8", 1);
-    setenv("TESSERA_EMULATE_MEM", "16M", 1);
-    setenv("TESSERA_PGEMM_CHUNK", "2048", 1);
-    snprintf(kv, sizeof kv, "%c", v);
-    setenv("TESSERA_PGEMM_VARIANT", kv, 1);
     snprintf(kv, sizeof kv, "0:%ld", K);
     if (wrank == 1 && K > 0) setenv("TESSERA_FAULT", kv, 1);
-    else unsetenv("TESSERA_FAULT");
     const int64_t m = 90, n = 37, k = 75;
     const double alpha = 0.75, beta = -0.5;
     struct loc A, B, C;
@@ -189,14 +198,9 @@ TEST(pgemm_transport_device_lost_mid_unit) {
         if (wrank == 0) printf("  (the GPU transport is not on: TESSERA_PGEMM_NCCL=2 runs this)\n");
         return;
     }
-    setenv("TESSERA_DEVICES", "none", 1);
-    setenv("TESSERA_EMULATE", "1", 1);
-    setenv("TESSERA_CPU_WORKER", "0", 1);
+    one_device_env('c');
     setenv("TESSERA_TILE", "16", 1);
-    setenv("TESSERA_EMULATE_MEM", "16M", 1);
     setenv("TESSERA_PGEMM_CHUNK", "65536", 1); /* units of 27 rows: 23 of them */
-    setenv("TESSERA_PGEMM_VARIANT", "c", 1);
-    unsetenv("TESSERA_FAULT");
     const int64_t m = 600, n = 40, k = 300;
     const double alpha = 0.75, beta = -0.5;
     struct loc A, B, C;
@@ -240,21 +244,6 @@ TEST(pgemm_transport_device_lost_mid_unit) {
 
 /* ---- NULL operands ----------------------------------------------------------------------- */
 
-/* The runtime's knobs for the NULL-operand cases: one emulated device per rank, 8 x 8 tiles,
- * no fault; variant v ('a', 'b', 'c'), or 0 for the library's own choice. */
-static void null_env(char v) {
-    setenv("TESSERA_DEVICES", "none", 1);
-    setenv("TESSERA_EMULATE", "1", 1);
-    setenv("TESSERA_CPU_WORKER", "0", 1);
-    setenv("TESSERA_TILE", "8", 1);
-    setenv("TESSERA_EMULATE_MEM", "16M", 1);
-    setenv("TESSERA_PGEMM_CHUNK", "2048", 1);
-    unsetenv("TESSERA_FAULT");
-    char kv[2] = {v, 0};
-    if (v) setenv("TESSERA_PGEMM_VARIANT", kv, 1);
-    else unsetenv("TESSERA_PGEMM_VARIANT");
-}
-
 /* rc and tess_last_error() are the same on both ranks. */
 static void same_on_both_ranks(int rc, const char *what) {
     int rcs[2] = {rc, -rc}, rcm[2];
@@ -275,7 +264,7 @@ static void same_on_both_ranks(int rc, const char *what) {
  * byte for byte on both; the next call on the same grid is right. (Without the check the
  * NULL reached MPI_Ialltoallw on the ranks sending from it: a segfault.) */
 TEST(pgemm_null_operand) {
-    null_env(0);
+    one_device_env(0);
     const int64_t m = 40, n = 28, k = 33;
     const double alpha = 0.75, beta = -0.5;
     static const struct {
@@ -356,7 +345,7 @@ TEST(pgemm_null_where_nothing_is_held) {
     const double beta = -0.5;
     for (int vi = 0; vi < 3; vi++)
         for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
-            null_env((char)('a' + vi));
+            one_device_env((char)('a' + vi));
             ASSERT_EQ(tess_init(), TESS_OK);
             tess_grid_t *g = NULL;
             ASSERT_EQ(tess_grid_create(MPI_COMM_WORLD, cases[t].P, cases[t].Q, 'R', &g), TESS_OK);
@@ -384,7 +373,7 @@ TEST(pgemm_null_where_nothing_is_held) {
             ASSERT_EQ(tess_finalize(), TESS_OK);
         }
     /* alpha = 0: neither A nor B is read, NULL on every rank */
-    null_env(0);
+    one_device_env(0);
     struct loc A, B, C;
     tess_grid_t *g = start(1, 2, 30, 20, 10, &A, &B, &C);
     int rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, 30, 20, 10, 0.0, NULL, 0, 0, &A.d, NULL,

@@ -381,6 +381,9 @@ struct tess__pressure {
     uint64_t stall_enomem;      /* jobs failed TESS_ENOMEM after STALL_LIMIT_S without room */
 };
 TESS_API void tess__worker_pressure(struct tess__pressure *out);
+/* Put task t into device d's station; when that is full or d failed, into the ready pool
+ * (the task is never lost). Any thread. */
+void tess__worker_station_put(struct tess__dev *d, struct tess__task *t);
 /* A device failed: mark it, drop its cache, return its tasks. */
 void tess__worker_fail(struct tess__dev *d, int status, const char *what);
 /* Stop and free the device's commit thread (TESSERA_RECOVER), if it has one. */

@@ -393,6 +393,25 @@ static int reap(struct tess__dev *d) {
     return progress;
 }
 
+/* A station push fails only when the station is full, which a thief giving a stolen task
+ * back can cause between a count and the push: the task then goes to the ready pool
+ * instead, and so does a task pushed into a failed device's station (after its drain,
+ * tess__worker_fail, nothing would take it out again). */
+void tess__worker_station_put(struct tess__dev *d, struct tess__task *t) {
+    struct tess__rt *rt = d->rt;
+    atomic_store(&t->state, TESS__TASK_RESERVED);
+    if (!atomic_load(&d->failed) && tess__rs_push(&d->rs, t)) {
+        if (!atomic_load(&d->failed)) return;
+        /* failed meanwhile: its drain may have run before the push; drain again */
+        while ((t = tess__rs_steal(&d->rs))) tess__rt_requeue(rt, t);
+    } else {
+        tess__rt_requeue(rt, t);
+    }
+    pthread_mutex_lock(&rt->mu);
+    pthread_cond_broadcast(&rt->work);
+    pthread_mutex_unlock(&rt->mu);
+}
+
 static int free_slots(const struct tess__dev *d) {
     int n = 0;
     for (int i = 0; i < d->nstreams; i++) n += !d->slot[i].t;
@@ -411,8 +430,7 @@ static int refill(struct tess__dev *d) {
             tess__rt_requeue(rt, t);
             break;
         }
-        atomic_store(&t->state, TESS__TASK_RESERVED);
-        tess__rs_push(&d->rs, t);
+        tess__worker_station_put(d, t);
         progress = 1;
     }
     if (tess__rs_count(&d->rs) == 0 && free_slots(d) > 0 && tess__rt_pending(rt) == 0) {
@@ -427,9 +445,9 @@ static int refill(struct tess__dev *d) {
         struct tess__task *t = victim ? tess__rs_steal(&victim->rs) : NULL;
         if (t) {
             if (!(t->job->dev_mask & (1u << d->id))) {
-                tess__rs_push(&victim->rs, t);
+                tess__worker_station_put(victim, t); /* given back */
             } else {
-                        tess__rs_push(&d->rs, t);
+                tess__worker_station_put(d, t);
                 TESS__COUNT(&d->ctr, stolen, 1);
                 progress = 1;
             }
@@ -473,12 +491,12 @@ static int activate(struct tess__dev *d, int *deferred) {
             continue;
         }
         if (tess__bal_defer(d, t, has_work(d))) {
-            tess__rs_push(&d->rs, t); /* the end game: a peer finishes it sooner */
+            tess__worker_station_put(d, t); /* the end game: a peer finishes it sooner */
             break;
         }
         size_t need = unified(d) ? 0 : 3 * t->job->blk_bytes;
         if (need && d->committed + need > d->heap_bytes) {
-            tess__rs_push(&d->rs, t); /* no room for another running task now */
+            tess__worker_station_put(d, t); /* no room for another running task now */
             break;
         }
         if (need) {
@@ -495,12 +513,12 @@ static int activate(struct tess__dev *d, int *deferred) {
                         atomic_fetch_add(&n_stall_enomem, 1);
                     }
                 }
-                tess__rs_push(&d->rs, t);
+                tess__worker_station_put(d, t);
                 break;
             }
             if (rc) {
                 if (rc != TESS_ENOMEM) {
-                    tess__rs_push(&d->rs, t);
+                    tess__worker_station_put(d, t); /* drained with the station below */
                     tess__worker_fail(d, TESS_EDEVICE, "allocating a tile");
                     return 1;
                 }

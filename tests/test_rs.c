@@ -1,5 +1,6 @@
 /* tests/test_rs.c: the reservation station (node/rs.c): priority order, ties, stealing,
- * capacity, and concurrent owners and thieves losing or duplicating no task.
+ * capacity, and concurrent owners and thieves losing or duplicating no task; a worker's
+ * push into a full or failed device's station (tess__worker_station_put) losing no task.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -123,6 +124,47 @@ TEST(rs_full) {
     ASSERT(!tess__rs_push(&rs, &t[4]));
     ASSERT_EQ(tess__rs_count(&rs), 3);
     tess__rs_destroy(&rs);
+}
+
+/* The worker's station push: into the station while it has room; a full station (a thief
+ * gave a task back meanwhile) or a failed device's sends the task to the ready pool,
+ * QUEUED, where the next pull finds it. */
+TEST(station_put_full_goes_to_the_pool) {
+    struct tess__rt *rt = calloc(1, sizeof *rt);
+    struct tess__dev *d = calloc(1, sizeof *d);
+    ASSERT(rt && d);
+    pthread_mutex_init(&rt->mu, NULL);
+    pthread_cond_init(&rt->work, NULL);
+    pthread_mutex_init(&rt->overflow_mu, NULL);
+    rt->q = tess__queue_create(4);
+    ASSERT(rt->q != NULL);
+    d->rt = rt;
+    ASSERT_OK(tess__rs_init(&d->rs, 1));
+    struct tess__task t[3];
+    tasks_init(t, 3, NULL);
+    tess__worker_station_put(d, &t[0]);
+    ASSERT_EQ(tess__rs_count(&d->rs), 1);
+    ASSERT_EQ(atomic_load(&t[0].state), TESS__TASK_RESERVED);
+    ASSERT(tess__rt_next_task(rt) == NULL);
+    tess__worker_station_put(d, &t[1]); /* full */
+    ASSERT_EQ(tess__rs_count(&d->rs), 1);
+    ASSERT_EQ(atomic_load(&t[1].state), TESS__TASK_QUEUED);
+    ASSERT(tess__rt_next_task(rt) == &t[1]);
+    ASSERT(tess__rs_steal(&d->rs) == &t[0]);
+    atomic_store(&d->failed, 1); /* room, but nobody takes it out of a failed station */
+    tess__worker_station_put(d, &t[2]);
+    ASSERT_EQ(tess__rs_count(&d->rs), 0);
+    ASSERT_EQ(atomic_load(&t[2].state), TESS__TASK_QUEUED);
+    ASSERT(tess__rt_next_task(rt) == &t[2]);
+    ASSERT(tess__rt_next_task(rt) == NULL);
+    tess__rs_destroy(&d->rs);
+    tess__queue_destroy(rt->q);
+    pthread_mutex_destroy(&rt->overflow_mu);
+    pthread_cond_destroy(&rt->work);
+    pthread_mutex_destroy(&rt->mu);
+    free(rt->overflow);
+    free(d);
+    free(rt);
 }
 
 enum { NT = 100000, NPUSH = 2, NOWN = 2, NTHIEF = 2 };

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "comm.h"
+#include "launcher.h"
 
 /* An MPI type of n contiguous elements of esize bytes: MPI_BYTE counts would overflow int
  * at 2 GiB, so the element is a type of its own. */
@@ -102,12 +103,7 @@ static int mpi_bcast_test(struct tess__xport_req *req) {
 static pthread_once_t wait_once = PTHREAD_ONCE_INIT;
 static bool wait_spins;
 static void wait_mode(void) {
-    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"};
-    long local = 0;
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0] && local <= 0; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) local = strtol(v, NULL, 10);
-    }
+    long local = tess__launch_local_size();
     cpu_set_t set;
     int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
     wait_spins = local > 0 && cores >= 2 * local;

@@ -45,20 +45,6 @@ static _Thread_local int t_calls;           /* call references this thread holds
 #define HEAP_ALIGN 256
 #define QUEUE_CAP (1u << 16)
 
-long tess__launch_rank(int local) {
-    static const char *world[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
-    static const char *node[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                 "PMI_LOCAL_RANK", "SLURM_LOCALID"};
-    const char **vars = local ? node : world;
-    for (size_t i = 0; i < 4; i++) {
-        const char *v = getenv(vars[i]);
-        char *end;
-        long r = v && *v ? strtol(v, &end, 10) : -1;
-        if (r >= 0 && *end == '\0') return r;
-    }
-    return 0;
-}
-
 /* "dev:k,dev:k": the fault point of device index dev, 0 if none. */
 static int64_t fault_for_dev(const char *spec, int dev) {
     char key[16];

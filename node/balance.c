@@ -58,11 +58,11 @@
 
 static _Atomic uint64_t n_deferred; /* process-wide, for tests */
 
-TESS_API uint64_t tess__bal_deferred(void) { return atomic_load(&n_deferred); }
+uint64_t tess__bal_deferred(void) { return atomic_load(&n_deferred); }
 
 /* Tests: a rate misjudged, as if measured on early or contended work. Scales device dev's
  * published rate; its next completed step measures it again. Call between calls. */
-TESS_API int tess__bal_scale_rate(int dev, double factor) {
+int tess__bal_scale_rate(int dev, double factor) {
     struct tess__rt *rt;
     int rc = tess__rt_get(&rt);
     if (rc) return rc;

@@ -371,8 +371,8 @@ void tess__trace_stop(struct tess__rt *rt);
 
 /* worker.c */
 void *tess__worker_main(void *dev);
-/* Process-wide counts of the tight-heap paths (B7), for tests; exported from the shared
- * library (unlike the other internals) so that tests/test_exhaust.c can read them. */
+/* Process-wide counts of the tight-heap paths (B7), for tests (linked with the static twin,
+ * tessera_internal: the shared library exports no internal name). */
 struct tess__pressure {
     uint64_t flushes;           /* a step found no room with nothing in flight: idle copies evicted */
     uint64_t flush_retries_ok;  /* ... and the step then went through */
@@ -380,7 +380,7 @@ struct tess__pressure {
     uint64_t deferred;          /* activations put off: no place kept room for the running tasks */
     uint64_t stall_enomem;      /* jobs failed TESS_ENOMEM after STALL_LIMIT_S without room */
 };
-TESS_API void tess__worker_pressure(struct tess__pressure *out);
+void tess__worker_pressure(struct tess__pressure *out);
 /* Put task t into device d's station; when that is full or d failed, into the ready pool
  * (the task is never lost). Any thread. */
 void tess__worker_station_put(struct tess__dev *d, struct tess__task *t);
@@ -401,7 +401,7 @@ void tess__bal_end(struct tess__dev *d, struct tess__slot *sl);
 void tess__bal_idle(struct tess__dev *d, double busy_s);
 bool tess__bal_defer(struct tess__dev *d, struct tess__task *t, bool running);
 /* Process-wide: times a device left a station task for a peer (tests). */
-TESS_API uint64_t tess__bal_deferred(void);
-TESS_API int tess__bal_scale_rate(int dev, double factor); /* tests */
+uint64_t tess__bal_deferred(void);
+int tess__bal_scale_rate(int dev, double factor); /* tests */
 
 #endif /* TESS_NODE_H */

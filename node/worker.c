@@ -53,7 +53,7 @@
 /* Process-wide counts of the tight-heap paths (tess__worker_pressure). */
 static _Atomic uint64_t n_flushes, n_flush_ok, n_planned, n_deferred, n_stall_enomem;
 
-TESS_API void tess__worker_pressure(struct tess__pressure *out) {
+void tess__worker_pressure(struct tess__pressure *out) {
     out->flushes = atomic_load(&n_flushes);
     out->flush_retries_ok = atomic_load(&n_flush_ok);
     out->planned_evictions = atomic_load(&n_planned);

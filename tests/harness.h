@@ -2,7 +2,8 @@
  * ends with TEST_MAIN(); each test says in a comment above it what behaviour it checks.
  * ASSERT* stop the current test and mark it failed, printing both values. A program exits
  * 0 when every test passed, 1 otherwise, 77 (CTest's skip code) when it called SKIP().
- * Usage: prog [name-substring] runs the matching tests only.
+ * Usage: prog [name-substring] runs the matching tests only. A program run under several
+ * setups of the runtime names them in a table and ends with TEST_CONFIG_MAIN (below).
  */
 #ifndef TESS_TEST_HARNESS_H
 #define TESS_TEST_HARNESS_H
@@ -93,5 +94,39 @@ static int test_main_(int argc, char **argv) {
     return failed ? 1 : (ran ? 0 : 1);
 }
 #define TEST_MAIN() int main(int argc, char **argv) { return test_main_(argc, argv); }
+
+/* ---- configurations ------------------------------------------------------------------------
+ * A table of setups, each a struct whose first members are `const char *name` and
+ * `const char *knobs` ("VAR=value VAR=value ...", no spaces inside a value), followed by what
+ * that setup must show. TEST_CONFIG_MAIN(table, cur) is the program's main: `prog CONFIG
+ * [name-substring]` sets CONFIG's knobs with setenv (overwriting; the runtime reads its knobs
+ * at tess_init), points cur at CONFIG's entry and runs the tests. When the first argument
+ * names no configuration, cur stays NULL and the tests run under the environment as it is
+ * (the argument, if any, is the name filter). CTest registers prog:CONFIG with the argument
+ * CONFIG (tess_add_test's CONFIGS in tests/CMakeLists.txt). */
+__attribute__((unused)) static void test_set_knobs_(const char *knobs) {
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", knobs);
+    char *save = NULL;
+    for (char *kv = strtok_r(buf, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        setenv(kv, eq + 1, 1);
+    }
+}
+
+#define TEST_CONFIG_MAIN(table_, cur_)                                                  \
+    int main(int argc, char **argv) {                                                   \
+        for (size_t i_ = 0; argc > 1 && i_ < sizeof(table_) / sizeof((table_)[0]); i_++) \
+            if (!strcmp(argv[1], (table_)[i_].name)) {                                  \
+                (cur_) = &(table_)[i_];                                                 \
+                fprintf(stderr, "configuration %s: %s\n", (cur_)->name, (cur_)->knobs); \
+                test_set_knobs_((cur_)->knobs);                                         \
+                argv[1] = argv[0];                                                      \
+                return test_main_(argc - 1, argv + 1);                                  \
+            }                                                                           \
+        return test_main_(argc, argv);                                                  \
+    }
 
 #endif

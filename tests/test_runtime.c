@@ -5,31 +5,20 @@
  * a throttled device, C written back once), and injected device faults end in a clean
  * status, never a wrong result with TESS_OK and never a hang.
  *
- * Registered several times (tests/CMakeLists.txt). The registration's environment says
- * what applies: the TESSERA_* knobs (read here too: TESSERA_EMULATE, TESSERA_TILE,
- * TESSERA_EMULATE_MEM, TESSERA_CPU_WORKER, TESSERA_FAULT) and TEST_EXPECT, a comma
- * list of the counter assertions this configuration must meet:
- *   tasks  every device computed at least one task
- *   l2     some operand tile was fetched from a peer (l2_hits > 0, bytes_p2p > 0)
- *   evict  some cached tile was evicted (the memory cap is below the working set)
- *   steal  some task was stolen from another device's reservation station
- *   fault  TESSERA_FAULT ("dev:k", one device) injects a fault: run the fault tests
- *          (the others return at once, since their calls would fail by design)
- * Every test opens the runtime with tess_init and closes it with tess_finalize, so each
- * starts from fresh devices and counters.
- *
- * Which device gets a task depends on which workers run while the queue holds tasks: a
- * worker descheduled for the whole of a short call (a loaded host; with TESSERA_PIN each
- * worker is bound to one core, which may be busy) gets none, and an unthrottled call of
- * ~70 tasks lasts a few ms (under `ctest -j2` beside busy processes one device took every
- * task of 5 calls in a row). So the assertions that need given devices to take part (a
- * fault device reaching its k-th op, TEST_EXPECT's counters) are checked on a runtime
- * started with slow_down(): every other emulated device's kernels throttled (a sleep) so
- * that a call lasts hundreds of ms without the devices needed, and no worker bound to one
- * core.
+ * Run under each setup of the table `configs` below (`test_runtime CONFIG`, CTest's
+ * test_runtime:CONFIG): its knobs, and what it must show: the counters of
+ * runtime_counters_dgemm (tasks: every device computed a task; l2: an operand tile came
+ * from a peer; evict: a cached tile was evicted; steal: a task was stolen from another
+ * device's reservation station) and which fault test applies (TESSERA_FAULT "dev:k" makes
+ * the other tests return at once: their calls would fail by design). The tests read the
+ * knobs back from the environment (cfg_read). Every test opens the runtime with tess_init
+ * and closes it with tess_finalize, so each starts from fresh devices and counters. The
+ * assertions that need given devices to take part are checked on a runtime slowed down
+ * (tests/slowdown.h).
  */
 #include <ctype.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +26,72 @@
 
 #include "harness.h"
 #include "ref.h"
+#include "slowdown.h"
 #include "tessera.h"
+
+/* ---- the setups ------------------------------------------------------------------------ */
+
+/* which fault test a setup runs (its TESSERA_FAULT names the device) */
+enum fault_test {
+    NO_FAULT,
+    FAULT,    /* runtime_fault_injection, runtime_fault_concurrent_calls */
+    RECOVER,  /* runtime_fault_recovers */
+    SWEEP,    /* runtime_fault_sweep_redone */
+};
+
+#define EMU "TESSERA_DEVICES=none TESSERA_CPU_WORKER=0 "
+#define EMU16 EMU "TESSERA_EMULATE_MEM=16M "
+
+static const struct rt_config {
+    const char *name, *knobs;
+    bool tasks, l2, evict, steal; /* what runtime_counters_dgemm must see */
+    enum fault_test fault;
+} configs[] = {
+    {"emu1", EMU16 "TESSERA_EMULATE=1 TESSERA_TILE=32", .tasks = true},
+    {"emu2", EMU16 "TESSERA_EMULATE=2 TESSERA_TILE=32", .tasks = true, .l2 = true},
+    /* 4 devices capped at 256 KiB (32 double tiles of 32^2, working set ~190) */
+    {"emu4_cap", EMU "TESSERA_EMULATE=4 TESSERA_TILE=32 TESSERA_EMULATE_MEM=262144",
+     .tasks = true, .l2 = true, .evict = true},
+    /* device 0 ten times slower than the others (a 32^3 kernel in 10 ms, theirs in 1 ms:
+     * calls long enough for every device to take part) holds 8 reserved tasks: the others
+     * steal them */
+    {"emu3_steal",
+     EMU16 "TESSERA_EMULATE=3 TESSERA_TILE=32 TESSERA_EMULATE_GFLOPS=0.0065,0.065,0.065 "
+           "TESSERA_RS=8",
+     .tasks = true, .steal = true, .l2 = true},
+    /* a cap of 4 complex-double tiles of 16^2 (16 KiB): still correct in every precision */
+    {"emu2_tinycap", EMU "TESSERA_EMULATE=2 TESSERA_TILE=16 TESSERA_EMULATE_MEM=16384",
+     .evict = true},
+    {"emu2_tinycap_s8",
+     EMU "TESSERA_EMULATE=2 TESSERA_TILE=16 TESSERA_EMULATE_MEM=16384 TESSERA_EMULATE_STREAMS=8",
+     .evict = true},
+    {"emu3_jitter",
+     EMU16 "TESSERA_EMULATE=3 TESSERA_TILE=16 TESSERA_EMULATE_JITTER=200 "
+           "TESSERA_EMULATE_STREAMS=4",
+     .tasks = true, .l2 = true},
+    {"emu2_cpu",
+     "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE=2 TESSERA_CPU_WORKER=1 "
+     "TESSERA_TILE=32",
+     .tasks = true},
+    /* injected faults: device 1 fails at its 5th op (or its 2nd: while the first tiles are
+     * still being fetched); device 0 of 3 fails at its 40th */
+    {"emu2_fault", EMU16 "TESSERA_EMULATE=2 TESSERA_TILE=32 TESSERA_FAULT=1:5", .fault = FAULT},
+    {"emu2_fault_early", EMU16 "TESSERA_EMULATE=2 TESSERA_TILE=16 TESSERA_FAULT=1:2",
+     .fault = FAULT},
+    {"emu3_fault", EMU16 "TESSERA_EMULATE=3 TESSERA_TILE=16 TESSERA_FAULT=0:40", .fault = FAULT},
+    {"emu3_fault_recover",
+     EMU16 "TESSERA_EMULATE=3 TESSERA_TILE=32 TESSERA_P2P=0 TESSERA_FAULT=1:7",
+     .fault = RECOVER},
+    /* every fault point 2..60 of device 1, beta != 0, TESSERA_RECOVER=1 (write-back through
+     * a host buffer, peers fetch only finished copies): every call redone */
+    {"emu3_fault_sweep",
+     EMU16 "TESSERA_EMULATE=3 TESSERA_TILE=32 TESSERA_EMULATE_JITTER=50 TESSERA_FAULT=1:2 "
+           "TESSERA_RECOVER=1",
+     .fault = SWEEP},
+};
+
+/* the setup this run is under; NULL: the environment as it is, nothing expected */
+static const struct rt_config *cfg;
 
 struct rt_cfg {
     int emulate;      /* TESSERA_EMULATE */
@@ -76,52 +130,6 @@ static struct rt_cfg cfg_read(void) {
     return c;
 }
 
-static int expect(const char *what) { return ref_env_has("TEST_EXPECT", what); }
-
-/* ---- making the devices an assertion needs take part (the file comment) --------------- */
-
-#define SLOW_KERNEL_S 0.004 /* a throttled device's DGEMM tile kernel (TESSERA_TILE^3) */
-
-struct knobs_saved { char *gflops, *pin; };
-
-static char *env_dup(const char *name) {
-    const char *v = getenv(name);
-    return v ? strdup(v) : NULL;
-}
-
-static void env_put(const char *name, char *v) {
-    if (v) setenv(name, v, 1);
-    else unsetenv(name);
-    free(v);
-}
-
-/* Knobs for the next tess_init: the emulated devices not in fast (a bit mask of device
- * indices; emulated devices come first without GPUs) compute a tile kernel in no less than
- * SLOW_KERNEL_S, those in fast unthrottled; TESSERA_PIN=0. A registration that sets
- * TESSERA_EMULATE_GFLOPS itself keeps it (emu3_steal: its devices' relative speeds are what
- * it tests; its rates make calls long already). slow_restore puts the knobs back. */
-static void slow_down(const struct rt_cfg *c, unsigned fast, struct knobs_saved *sv) {
-    sv->gflops = env_dup("TESSERA_EMULATE_GFLOPS");
-    sv->pin = env_dup("TESSERA_PIN");
-    if (!sv->gflops || !*sv->gflops) {
-        double t = (double)c->tile;
-        double gflops = 2.0 * t * t * t / SLOW_KERNEL_S / 1e9;
-        char list[512] = "";
-        for (int i = 0; i < c->emulate && strlen(list) + 32 < sizeof list; i++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%.6g", i ? "," : "",
-                     (fast >> i) & 1u ? 0.0 : gflops);
-        if (list[0]) setenv("TESSERA_EMULATE_GFLOPS", list, 1);
-    }
-    setenv("TESSERA_PIN", "0", 1);
-    fprintf(stderr, "  slowed down: TESSERA_EMULATE_GFLOPS=%s TESSERA_PIN=0\n",
-            getenv("TESSERA_EMULATE_GFLOPS") ? getenv("TESSERA_EMULATE_GFLOPS") : "");
-}
-
-static void slow_restore(struct knobs_saved *sv) {
-    env_put("TESSERA_EMULATE_GFLOPS", sv->gflops);
-    env_put("TESSERA_PIN", sv->pin);
-    sv->gflops = sv->pin = NULL;
-}
 
 static double now_s(void) {
     struct timespec ts;
@@ -236,7 +244,7 @@ TEST(runtime_device_list) {
     ASSERT_OK(tess_finalize());
 }
 
-/* 1 if the accumulated counters meet TEST_EXPECT; else 0 and why. */
+/* 1 if the accumulated counters show what the setup expects; else 0 and why. */
 static int expectations_met(int n, const struct rt_cfg *c, char *why, size_t len) {
     uint64_t l2 = 0, p2p = 0, evict = 0, stolen = 0;
     for (int i = 0; i < n; i++) {
@@ -245,22 +253,22 @@ static int expectations_met(int n, const struct rt_cfg *c, char *why, size_t len
             snprintf(why, len, "tess_device_stats(%d) failed", i);
             return 0;
         }
-        if (expect("tasks") && s.tasks == 0) {
+        if (cfg && cfg->tasks && s.tasks == 0) {
             snprintf(why, len, "device %d (%s) got no task", i, s.name);
             return 0;
         }
         l2 += s.l2_hits, p2p += s.bytes_p2p, evict += s.evictions, stolen += s.stolen;
     }
-    if (expect("l2") && (l2 == 0 || p2p == 0)) {
+    if (cfg && cfg->l2 && (l2 == 0 || p2p == 0)) {
         snprintf(why, len, "no L2 hit (peer fetch) with %d devices: l2_hits %llu, bytes_p2p %llu",
                  n, (unsigned long long)l2, (unsigned long long)p2p);
         return 0;
     }
-    if (expect("evict") && evict == 0) {
+    if (cfg && cfg->evict && evict == 0) {
         snprintf(why, len, "no eviction under cap %lld", (long long)c->cap);
         return 0;
     }
-    if (expect("steal") && stolen == 0) {
+    if (cfg && cfg->steal && stolen == 0) {
         snprintf(why, len, "no task was stolen");
         return 0;
     }
@@ -271,7 +279,7 @@ static int expectations_met(int n, const struct rt_cfg *c, char *why, size_t len
  * kernels = tasks x k steps, flops = 2mnk, C written back exactly once (m n 8 bytes), at
  * least A, B and C moved from the host, every operand lookup of a device with a cache
  * classified (L1, L2 or miss), peaks within capacity; and the configuration's expectations
- * (TEST_EXPECT) hold within 5 calls. */
+ * (tasks, l2, evict, steal) hold within 5 calls. */
 TEST(runtime_counters_dgemm) {
     struct rt_cfg c = cfg_read();
     if (c.fault_dev >= 0) return;
@@ -341,7 +349,7 @@ TEST(runtime_counters_dgemm) {
     }
     if (l2 > 0) ASSERT_MSG(p2p > 0, "l2_hits %llu but bytes_p2p = 0", (unsigned long long)l2);
 
-    /* the configuration's expectations (TEST_EXPECT), met by this call or not */
+    /* the setup's expectations, met by this call or not */
     char why[256] = "";
     int met = expectations_met(n, &c, why, sizeof why);
 
@@ -359,11 +367,11 @@ TEST(runtime_counters_dgemm) {
     if (met) return;
 
     /* Not met: they need every device (tasks), two (l2) or the throttled one (steal) to
-     * take part in a call, which a short call does not guarantee (the file comment). On a
+     * take part in a call, which a short call does not guarantee (tests/slowdown.h). On a
      * runtime slowed down, within 5 calls, counters accumulating. */
     fprintf(stderr, "  after one call: %s; again slowed down\n", why);
     struct knobs_saved sv;
-    slow_down(&c, 0, &sv);
+    slow_down(c.emulate, c.tile, 0, &sv);
     int rc = tess_init();
     slow_restore(&sv);  /* the knobs are read at tess_init */
     ASSERT_OK(rc);
@@ -380,8 +388,8 @@ TEST(runtime_counters_dgemm) {
     } while (!met && calls < 5);
     print_stats("after the calls slowed down");
     ASSERT_OK(tess_finalize());
-    ASSERT_MSG(met, "after %d calls slowed down: %s (TEST_EXPECT=%s)", calls, why,
-               getenv("TEST_EXPECT"));
+    ASSERT_MSG(met, "after %d calls slowed down: %s (setup %s)", calls, why,
+               cfg ? cfg->name : "(none)");
 }
 
 /* Every precision and transpose, both layouts, beta = 0 and not, computes correctly under
@@ -481,11 +489,11 @@ TEST(runtime_concurrent_jobs) {
  * on the devices left. */
 TEST(runtime_fault_injection) {
     struct rt_cfg c = cfg_read();
-    if (!expect("fault")) return;
-    ASSERT_MSG(c.fault_dev >= 0, "TEST_EXPECT has fault but TESSERA_FAULT is unset");
-    /* the fault device must take part: the others slowed down (the file comment) */
+    if (!cfg || cfg->fault != FAULT) return;
+    ASSERT_MSG(c.fault_dev >= 0, "setup %s: fault test but TESSERA_FAULT is unset", cfg->name);
+    /* the fault device must take part: the others slowed down (tests/slowdown.h) */
     struct knobs_saved sv;
-    slow_down(&c, 1u << c.fault_dev, &sv);
+    slow_down(c.emulate, c.tile, 1u << c.fault_dev, &sv);
     int rc = tess_init();
     slow_restore(&sv);
     ASSERT_OK(rc);
@@ -555,7 +563,7 @@ static void *fault_call_main(void *p) {
 /* Faults hit from several host threads at once still end cleanly for each call. */
 TEST(runtime_fault_concurrent_calls) {
     struct rt_cfg c = cfg_read();
-    if (!expect("fault")) return;
+    if (!cfg || cfg->fault != FAULT) return;
     ASSERT_OK(tess_init());  /* fresh runtime: the device fails again at its k-th op */
     enum { NT = 3 };
     struct fault_call w[NT];
@@ -599,14 +607,14 @@ static void call_redone(const struct rt_cfg *c, struct ref_gemm_case *g, const c
 /* With peer fetches off and beta = 0 (C only written), a device that fails mid-call cannot
  * leave anything half done that the call needs: its tasks are redone on the other devices
  * and the call returns TESS_OK with the right result; the device reports failed = 1 and
- * gets no work afterwards. Registered with TEST_EXPECT=recover. */
+ * gets no work afterwards. Setups with .fault = RECOVER. */
 TEST(runtime_fault_recovers) {
     struct rt_cfg c = cfg_read();
-    if (!expect("recover")) return;
-    ASSERT_MSG(c.fault_dev >= 0, "TEST_EXPECT has recover but TESSERA_FAULT is unset");
-    /* the fault device must take part: the others slowed down (the file comment) */
+    if (!cfg || cfg->fault != RECOVER) return;
+    ASSERT_MSG(c.fault_dev >= 0, "setup %s: recover test but TESSERA_FAULT is unset", cfg->name);
+    /* the fault device must take part: the others slowed down (tests/slowdown.h) */
     struct knobs_saved sv;
-    slow_down(&c, 1u << c.fault_dev, &sv);
+    slow_down(c.emulate, c.tile, 1u << c.fault_dev, &sv);
     int rc = tess_init();
     slow_restore(&sv);
     ASSERT_OK(rc);
@@ -630,13 +638,13 @@ TEST(runtime_fault_recovers) {
  * TESSERA_FAULT=dev:k, dev from the registration's TESSERA_FAULT) is redone: every call
  * TESS_OK with the right result, even when the fault lands on a write-back of a C tile whose
  * old values the call reads, or on a tile a peer wanted; the peers still fetch from each
- * other (L2 hits). Registered with TEST_EXPECT=sweep. Without the knob some of these calls
+ * other (L2 hits). Setups with .fault = SWEEP. Without the knob some of these calls
  * end in TESS_EDEVICE (a half-written C tile, a peer copy filled from an unfinished one),
  * and the test fails. */
 TEST(runtime_fault_sweep_redone) {
     struct rt_cfg c = cfg_read();
-    if (!expect("sweep")) return;
-    ASSERT_MSG(c.fault_dev >= 0, "TEST_EXPECT has sweep but TESSERA_FAULT is unset");
+    if (!cfg || cfg->fault != SWEEP) return;
+    ASSERT_MSG(c.fault_dev >= 0, "setup %s: sweep test but TESSERA_FAULT is unset", cfg->name);
     int from = 2, to = 60, failed = 0, wb_faults = 0;
     uint64_t l2 = 0;
     const char *sw = getenv("TEST_FAULT_SWEEP");
@@ -667,4 +675,4 @@ TEST(runtime_fault_sweep_redone) {
     if (ref_env_long("TESSERA_P2P", 1)) ASSERT_MSG(l2 > 0, "no peer fetches under TESSERA_RECOVER");
 }
 
-TEST_MAIN()
+TEST_CONFIG_MAIN(configs, cfg)

@@ -1,51 +1,17 @@
 /* node/balance.c: the end game (TESSERA_BALANCE). Owns each device's published rate and
- * backlog and the rule that uses them; the worker (worker.c) calls in at activation, when a
- * step completes, when a slot empties and when the device goes idle.
- *
- * Pulling by demand balances a call while the queue has tasks. Near its end every task
- * left sits in some reservation station, and a device that starts one is committed to it:
- * on 2 x H200 (DGEMM n = 49152, 36 tiles of 8192) the split came out 19 / 17 and one GPU
- * idled the last 9% of the call (docs/benchmarks.md). So a device that already runs tasks
- * starts another station task t only if no peer would finish t sooner:
- *
- *   finish here   (left_d + w) / R_d
- *   finish at e   (left_e + (station_e + queued + 1) w) / R_e   for each live peer e the
- *                                                               job allows
- *
- * w is t's work (the flops of its steps), left_x the flops of x's running tasks not yet
- * completed, station_e the tasks in e's station and queued those in the global queue (a
- * peer takes all of them before it steals t; each taken as t's size), R_x the rate x has
- * reached so far (completed flops over the time it had steps in flight, kept across
- * calls). This is earliest-finish placement for devices whose running tasks share one
- * engine (TESS__CAP_SHARED: GPUs, where one large tile kernel fills the device, the CPU
- * worker, emulated devices with TESSERA_EMULATE_SHARED=1); R_x then does not depend on how
- * many tasks x runs. Devices without that capability (emulated streams throttled one by
- * one) neither hold back nor count as peers. While the queue is long no peer of equal
- * speed can win; at the end a device leaves t in its station when a peer finishes it
- * sooner by more than MARGIN, and that peer takes it once its own station and the queue
- * are empty and a slot frees (worker.c's steal).
- *
- * A device running nothing holds a task back only for a peer that finishes it in half the
- * time (MARGIN_IDLE): a much slower device (the CPU worker beside GPUs) then leaves the
- * last tiles to the fast ones, while among devices of one kind an idle one always starts
- * its best task, so none is starved by a rate measured on other work, and its rate stays
- * measured. Its patience: it holds back for at most as long as running the task itself
- * would take, counted over the time it spends idle and holding back (bal.held_s: checks
- * HOLD_GAP apart or less; across calls, not the time between them; renewed when it starts
- * a task). A rate measured low (early, small or contended work) would otherwise keep an
- * idle device idle for good, its rate never measured again (test_fuzz_l3:
- * emu3_shared_fault found it: the fastest device, misjudged, ran nothing more; test_balance
- * misjudged_device_runs_again), and a wrong hold costs at most what a wrong start would.
- * Patience only until the peer was due to finish the task was too short: a peer slowed a
- * little (a loaded host) made a 20 times slower device start a tile after all; counted in
- * wall time from the first hold, the time between calls spent it, and a slow device beside
- * fast ones started a tile at the end of every call after a pause. Until both rates are
- * known nothing is held back. Holding back cannot
- * circle: d defers to e only when d's backlog time (running, station and queue) exceeds
- * e's, so the device of least backlog time never defers, pulls or steals what it lacks,
- * and the tasks drain.
- *
- * Rates and backlogs are published as atomics (kflop, kflop/s); only the owner writes them.
+ * backlog (struct tess__bal), the slots' work left (struct tess__slot_bal) and the rule
+ * that uses them; worker.c calls in when a task starts, a step is issued or completes, a
+ * slot empties and the device goes idle. Devices of one compute engine (TESS__CAP_SHARED)
+ * take part; a device that runs tasks starts station task t (w flops) only if no live
+ * peer e that t's job allows finishes it sooner by more than MARGIN:
+ *   here (left_d + w) / R_d      at e (left_e + (station_e + queued + 1) w) / R_e
+ * left: flops of running tasks not completed; R: completed flops over busy time, kept
+ * across calls; nothing is held until both rates are known. A device running nothing holds
+ * t back only for a peer twice as fast (MARGIN_IDLE), and at most as long as running t
+ * would take it (held_s: counted while idle and holding, renewed when it starts a task).
+ * The device of least backlog time never defers, so holding cannot circle.
+ * Invariants: only a device's worker writes its tess__bal and its slots' bal; peers read
+ * the atomics (kflop, kflop/s). No lock; a station lock is taken to count a peer's tasks.
  */
 #include <math.h>
 
@@ -106,7 +72,7 @@ static double task_k(struct tess__task *t) {
 /* kflop of d's running tasks not yet completed: its slots', published for peers */
 static double own_left(const struct tess__dev *d) {
     double left = 0;
-    for (int i = 0; i < d->nstreams; i++) left += fmax(0, d->slot[i].work_k);
+    for (int i = 0; i < d->nstreams; i++) left += fmax(0, d->slot[i].bal.work_k);
     return left;
 }
 
@@ -121,13 +87,17 @@ static bool active(const struct tess__dev *d) {
 
 void tess__bal_start(struct tess__dev *d, struct tess__slot *sl) {
     d->bal.held_s = d->bal.hold_last = 0;
-    sl->work_k = active(d) ? task_k(sl->t) : 0; /* no backlog to publish otherwise */
+    sl->bal.work_k = active(d) ? task_k(sl->t) : 0; /* no backlog to publish otherwise */
     publish_left(d);
 }
 
+void tess__bal_step_issued(struct tess__slot *sl, int s, double kflop) {
+    sl->bal.step_k[s % TESS__DEPTH] = kflop;
+}
+
 void tess__bal_step_done(struct tess__dev *d, struct tess__slot *sl, int s) {
-    double k = sl->step_k[s % 2];
-    sl->work_k -= k;
+    double k = sl->bal.step_k[s % TESS__DEPTH];
+    sl->bal.work_k -= k;
     d->bal.done_k += k;
     publish_left(d);
     /* the step completed while the device was busy: busy_since is the current period */
@@ -138,7 +108,7 @@ void tess__bal_step_done(struct tess__dev *d, struct tess__slot *sl, int s) {
 }
 
 void tess__bal_end(struct tess__dev *d, struct tess__slot *sl) {
-    sl->work_k = 0; /* also steps that will not run (cancelled, device failed) */
+    sl->bal.work_k = 0; /* also steps that will not run (cancelled, device failed) */
     publish_left(d);
 }
 

@@ -158,36 +158,53 @@ int tess__rs_count(struct tess__rs *rs);
 
 struct tess__rt;
 
-/* One task running on a stream of a device. */
-struct tess__slot {
-    struct tess__task *t;      /* NULL: free */
-    int stream;
+#define TESS__DEPTH 2          /* steps of one slot in flight at once */
+
+/* One task running on a stream of a device: slot s uses stream s. Each part has one writer,
+ * the device's worker thread, through the file named; the commit thread of TESSERA_RECOVER
+ * writes rec.commit only. Steps next - inflight .. next - 1 are in flight, step s in ring
+ * entry s % TESS__DEPTH (operand copies held[2 r], held[2 r + 1]). */
+struct tess__slot_ring {       /* worker.c: the steps in flight */
     int next;                  /* next step to issue */
     int inflight;              /* issued steps not yet reaped (<= TESS__DEPTH) */
-    struct tess__blk *c;       /* output tile working block (NULL on UNIFIED devices) */
-    struct tess__blk *held[2 * 2]; /* operand copies per in-flight step, ring by step */
-    tess__event *done[2];      /* per in-flight step, ring by step parity */
-    tess__event *wb;           /* after the write-back */
-    int writing_back;          /* write-back queued */
-    int bounced;               /* ... into bounce, copied into C when it completes */
-    _Atomic int commit;        /* that copy: 0 not begun, 1 on the commit thread, 2 done */
-    void *bounce;              /* TESSERA_RECOVER: host buffer of one C block (lazy) */
-    size_t bounce_bytes;
-    int cancelled;             /* the job failed: issue nothing more, write nothing back */
+    struct tess__blk *held[2 * TESS__DEPTH]; /* operand copies (a, b) of each step */
+    tess__event *done[TESS__DEPTH];          /* recorded after each step */
+    double t_issue[TESS__DEPTH];             /* when it was issued (wait order, trace) */
+};
+struct tess__slot_out {        /* worker.c: the output tile C_ij on the device */
+    struct tess__blk *c;       /* working block, placed at activation (NULL: UNIFIED) */
     size_t committed;          /* heap bytes this slot counts on (admission) */
-    int c_loaded;              /* step 0's C load was queued (the C block: at activation) */
-    /* the end game (balance.c) */
-    double work_k;             /* kflop of the task's steps not yet completed */
-    double step_k[2];          /* kflop of each in-flight step, ring by step parity */
-    /* trace (TESSERA_TRACE) */
+    int c_loaded;              /* step 0's C load was queued */
+    tess__event *wb;           /* recorded after the write-back */
+    int writing_back;          /* write-back queued */
+    int cancelled;             /* the job failed: issue nothing more, write nothing back */
+};
+struct tess__slot_recover {    /* worker.c, TESSERA_RECOVER: C through a host buffer */
+    int bounced;               /* the write-back went into bounce, ... */
+    _Atomic int commit;        /* ... copied into C: 0 not begun, 1 commit thread, 2 done */
+    void *bounce;              /* one C block of host memory (at first use, kept) */
+    size_t bounce_bytes;
+};
+struct tess__slot_bal {        /* balance.c: the task's work left (the end game) */
+    double work_k;             /* kflop of its steps not yet completed */
+    double step_k[TESS__DEPTH];/* kflop of each step in flight */
+};
+struct tess__slot_trace {      /* trace.c (TESSERA_TRACE): the stream's intervals */
     double t_act;              /* when the task was put on the slot */
     double last_t;             /* when the stream's last traced operation ended */
-    double t_issue[2];         /* issue time per in-flight step (also the wait order) */
-    int8_t fill[4];            /* enum tess__fill of each held copy */
-    tess__event *cl;           /* recorded after the C load (trace only) */
+    int8_t fill[2 * TESS__DEPTH]; /* enum tess__fill of each held copy */
+    tess__event *cl;           /* recorded after the C load */
     int cl_rec;                /* cl was recorded for the running task */
 };
-#define TESS__DEPTH 2          /* steps of one slot in flight at once */
+struct tess__slot {
+    struct tess__task *t;      /* NULL: free (worker.c) */
+    int stream;
+    struct tess__slot_ring ring;
+    struct tess__slot_out out;
+    struct tess__slot_recover rec;
+    struct tess__slot_bal bal;
+    struct tess__slot_trace tr;
+};
 
 /* balance.c: what a device publishes for the end game (TESSERA_BALANCE). Written by the
  * device's worker only; peers read the atomics. */
@@ -359,6 +376,18 @@ long tess__launch_rank(int local);
 void tess__trace_start(struct tess__rt *rt);
 /* TESSERA_TRACE's file name with "%r" replaced by the launcher's rank, "%%" by "%". */
 void tess__trace_path(const char *spec, char *out, size_t len);
+/* A slot's stream intervals (struct tess__slot_trace), at the worker's calls: its event
+ * (open/close with the device), task put on the slot, C load queued, step s issued with its
+ * operands' fills (enum tess__fill), step s completed, write-back completed, task ended.
+ * Only intervals are recorded, and only with TESSERA_TRACE. */
+int tess__trace_slot_open(struct tess__dev *d, struct tess__slot *sl);
+void tess__trace_slot_close(struct tess__dev *d, struct tess__slot *sl);
+void tess__trace_slot_start(struct tess__slot *sl);
+void tess__trace_slot_load(struct tess__dev *d, struct tess__slot *sl);
+void tess__trace_slot_issue(struct tess__slot *sl, int s, int fill_a, int fill_b);
+void tess__trace_slot_step(struct tess__dev *d, struct tess__slot *sl, int s);
+void tess__trace_slot_wb(struct tess__dev *d, struct tess__slot *sl);
+void tess__trace_slot_end(struct tess__dev *d, struct tess__slot *sl);
 /* Add an interval [t0, t1] (tess__now() clock) on track tid (0 worker, 1 + s stream s,
  * TESS__TRACE_COMM_TID(d, k) the distributed GEMM's GPU transport on that device: k = 0
  * its transfer stream, 1 its pack stream, 2 the calling thread) of device dev. No-op
@@ -371,6 +400,11 @@ void tess__trace_stop(struct tess__rt *rt);
 
 /* worker.c */
 void *tess__worker_main(void *dev);
+/* The device's slots: their events (at open, TESS_EDEVICE if one cannot be created); at
+ * close, the commit thread (TESSERA_RECOVER), the events and the bounce buffers. Close
+ * undoes a partial open. */
+int tess__worker_slots_open(struct tess__dev *d);
+void tess__worker_slots_close(struct tess__dev *d);
 /* Process-wide counts of the tight-heap paths (B7), for tests (linked with the static twin,
  * tessera_internal: the shared library exports no internal name). */
 struct tess__pressure {
@@ -386,16 +420,15 @@ void tess__worker_pressure(struct tess__pressure *out);
 void tess__worker_station_put(struct tess__dev *d, struct tess__task *t);
 /* A device failed: mark it, drop its cache, return its tasks. */
 void tess__worker_fail(struct tess__dev *d, int status, const char *what);
-/* Stop and free the device's commit thread (TESSERA_RECOVER), if it has one. */
-void tess__worker_commit_stop(struct tess__dev *d);
 
 /* balance.c: the end game. Flops of one tile kernel (multiply-add pairs times the
  * precision's flops per pair); the worker's bookkeeping of its backlog and rate (task put
- * on slot sl, step s of slot sl completed, slot sl emptied, a busy period of busy_s
- * seconds ended); and whether device d (running: it runs tasks now) should leave station
+ * on slot sl, step s of slot sl issued with kflop of work, step s completed, slot sl
+ * emptied, a busy period of busy_s seconds ended); and whether device d (running: it runs tasks now) should leave station
  * task t for a peer that would finish it sooner. */
 double tess__step_flops(const struct tess__step *st, tess_dtype_t dt);
 void tess__bal_start(struct tess__dev *d, struct tess__slot *sl);
+void tess__bal_step_issued(struct tess__slot *sl, int s, double kflop);
 void tess__bal_step_done(struct tess__dev *d, struct tess__slot *sl, int s);
 void tess__bal_end(struct tess__dev *d, struct tess__slot *sl);
 void tess__bal_idle(struct tess__dev *d, double busy_s);

@@ -101,14 +101,7 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
         free(d);
         return rc;
     }
-    for (int s = 0; s < nstreams; s++) {
-        d->slot[s].stream = s;
-        if (ops->event_create(d->bd, &d->slot[s].done[0]) ||
-            ops->event_create(d->bd, &d->slot[s].done[1]) ||
-            ops->event_create(d->bd, &d->slot[s].wb) ||
-            ops->event_create(d->bd, &d->slot[s].cl))
-            rc = tess__fail(TESS_EDEVICE, "device %d: cannot create events", id);
-    }
+    rc = tess__worker_slots_open(d); /* on failure closed with the device, as registered */
     tess__cache_set_dev(&rt->cache, id, ops, d->bd, d->desc.caps, heap, &d->ctr);
     rt->dev[id] = d;
     rt->ndev++;
@@ -116,14 +109,7 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
 }
 
 static void close_dev(struct tess__rt *rt, struct tess__dev *d) {
-    tess__worker_commit_stop(d);
-    for (int s = 0; s < d->nstreams; s++) {
-        if (d->slot[s].done[0]) d->ops->event_destroy(d->bd, d->slot[s].done[0]);
-        if (d->slot[s].done[1]) d->ops->event_destroy(d->bd, d->slot[s].done[1]);
-        if (d->slot[s].wb) d->ops->event_destroy(d->bd, d->slot[s].wb);
-        if (d->slot[s].cl) d->ops->event_destroy(d->bd, d->slot[s].cl);
-        tess_free_host(d->slot[s].bounce);
-    }
+    tess__worker_slots_close(d);
     if (rt->cache.dev[d->id].heap) tess__heap_destroy(rt->cache.dev[d->id].heap);
     d->ops->close(d->bd);
     tess__rs_destroy(&d->rs);

@@ -6,7 +6,8 @@
  * format (chrome://tracing, ui.perfetto.dev) when the runtime stops. "%r" in the file
  * name stands for the launcher's rank (mpirun, Slurm; 0 without one), so that the ranks
  * of a distributed job write one file each; "%%" is a "%". The distributed GEMM's GPU
- * transport (comm/xport_nccl.c) adds its units' phases on three more tracks of its device. */
+ * transport (comm/) adds its units' phases on three more tracks of its device. A slot's
+ * stream intervals (struct tess__slot_trace) are written here, at the worker's calls. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,75 @@ void tess__trace_add(struct tess__rt *rt, int dev, int tid, double t0, double t1
     vsnprintf(r->name, sizeof r->name, fmt, ap);
     va_end(ap);
     pthread_mutex_unlock(&tr->mu);
+}
+
+/* ---- a slot's intervals (struct tess__slot_trace), from the backend's event times ------ */
+
+int tess__trace_slot_open(struct tess__dev *d, struct tess__slot *sl) {
+    return d->ops->event_create(d->bd, &sl->tr.cl);
+}
+
+void tess__trace_slot_close(struct tess__dev *d, struct tess__slot *sl) {
+    if (sl->tr.cl) d->ops->event_destroy(d->bd, sl->tr.cl);
+    sl->tr.cl = NULL;
+}
+
+void tess__trace_slot_start(struct tess__slot *sl) {
+    sl->tr.t_act = tess__now();
+    sl->tr.cl_rec = 0;
+}
+
+void tess__trace_slot_load(struct tess__dev *d, struct tess__slot *sl) {
+    if (d->rt->trace.on && !d->ops->event_record(d->bd, sl->stream, sl->tr.cl))
+        sl->tr.cl_rec = 1;
+}
+
+void tess__trace_slot_issue(struct tess__slot *sl, int s, int fill_a, int fill_b) {
+    sl->tr.fill[2 * (s % TESS__DEPTH)] = (int8_t)fill_a;
+    sl->tr.fill[2 * (s % TESS__DEPTH) + 1] = (int8_t)fill_b;
+}
+
+static double ev_time(struct tess__dev *d, tess__event *ev) {
+    double t;
+    return d->ops->event_time && d->ops->event_time(d->bd, ev, &t) == TESS_OK ? t : tess__now();
+}
+
+/* One interval ending when ev was reached, starting when the stream finished its previous
+ * traced operation (or when this one was issued, if the stream was idle in between). */
+static void slot_op(struct tess__dev *d, struct tess__slot *sl, tess__event *ev, double issued,
+                    const char *what) {
+    double t1 = ev_time(d, ev), t0 = TESS__MAX(sl->tr.last_t, issued);
+    tess__trace_add(d->rt, d->id, sl->stream + 1, t0, t1, "%s C(%d,%d)", what, sl->t->i,
+                    sl->t->j);
+    sl->tr.last_t = TESS__MAX(sl->tr.last_t, t1);
+}
+
+void tess__trace_slot_step(struct tess__dev *d, struct tess__slot *sl, int s) {
+    static const char *fill_name[2][4] = {{"", "H2D a", "P2P a", "D2D a"},
+                                          {"", "H2D b", "P2P b", "D2D b"}};
+    if (!d->rt->trace.on) return;
+    int r = s % TESS__DEPTH;
+    double issued = sl->ring.t_issue[r];
+    if (s == 0 && sl->tr.cl_rec) {
+        slot_op(d, sl, sl->tr.cl, issued, "H2D load");
+        sl->tr.cl_rec = 0;
+    }
+    for (int h = 0; h < 2; h++) {
+        struct tess__blk *b = sl->ring.held[2 * r + h];
+        int f = sl->tr.fill[2 * r + h];
+        if (b && f) slot_op(d, sl, b->ready, issued, fill_name[h][f]);
+    }
+    slot_op(d, sl, sl->ring.done[r], issued, sl->t->job->ops->name);
+}
+
+void tess__trace_slot_wb(struct tess__dev *d, struct tess__slot *sl) {
+    if (d->rt->trace.on) slot_op(d, sl, sl->out.wb, sl->tr.last_t, "D2H");
+}
+
+void tess__trace_slot_end(struct tess__dev *d, struct tess__slot *sl) {
+    const struct tess__task *t = sl->t;
+    tess__trace_add(d->rt, d->id, 0, sl->tr.t_act, tess__now(), "task %s C(%d,%d)%s",
+                    t->job->ops->name, t->i, t->j, sl->out.cancelled ? " cancelled" : "");
 }
 
 void tess__trace_start(struct tess__rt *rt) {

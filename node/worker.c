@@ -130,11 +130,11 @@ static void stall_nap(const struct tess__dev *d) {
  * pinned where tess_malloc_host can; kept until the device closes). false when it cannot
  * be had: the tile is then written back directly. */
 static bool bounce_ready(struct tess__slot *sl, size_t bytes) {
-    if (sl->bounce && sl->bounce_bytes >= bytes) return true;
-    tess_free_host(sl->bounce);  /* a job of larger blocks than before */
-    sl->bounce = tess_malloc_host(bytes);
-    sl->bounce_bytes = sl->bounce ? bytes : 0;
-    return sl->bounce != NULL;
+    if (sl->rec.bounce && sl->rec.bounce_bytes >= bytes) return true;
+    tess_free_host(sl->rec.bounce);  /* a job of larger blocks than before */
+    sl->rec.bounce = tess_malloc_host(bytes);
+    sl->rec.bounce_bytes = sl->rec.bounce ? bytes : 0;
+    return sl->rec.bounce != NULL;
 }
 
 /* The write-back into the bounce buffer completed: now C gets the tile. */
@@ -143,7 +143,7 @@ static void bounce_commit(const struct tess__slot *sl) {
     size_t es = tess__dtypes[t->job->dt].size, w = (size_t)t->m * es;
     for (int64_t j = 0; j < t->n; j++) /* non-temporal: C is not read here again */
         tess__copy_nt((char *)t->c + (size_t)j * (size_t)t->job->ldc * es,
-                      (const char *)sl->bounce + (size_t)j * w, w);
+                      (const char *)sl->rec.bounce + (size_t)j * w, w);
     tess__copy_nt_fence(); /* before slot.commit = 2 publishes the tile */
 }
 
@@ -169,7 +169,7 @@ static void *commit_main(void *arg) {
         memmove(cm->q, cm->q + 1, (size_t)--cm->n * sizeof *cm->q);
         pthread_mutex_unlock(&cm->mu);
         bounce_commit(sl);
-        atomic_store(&sl->commit, 2);
+        atomic_store(&sl->rec.commit, 2);
         pthread_mutex_lock(&cm->mu);
     }
     pthread_mutex_unlock(&cm->mu);
@@ -193,7 +193,7 @@ static bool commit_post(struct tess__dev *d, struct tess__slot *sl) {
         }
         d->commit = cm;
     }
-    atomic_store(&sl->commit, 1);
+    atomic_store(&sl->rec.commit, 1);
     pthread_mutex_lock(&cm->mu);
     cm->q[cm->n++] = sl; /* at most one entry per slot */
     pthread_cond_signal(&cm->cv);
@@ -201,7 +201,7 @@ static bool commit_post(struct tess__dev *d, struct tess__slot *sl) {
     return true;
 }
 
-void tess__worker_commit_stop(struct tess__dev *d) {
+static void commit_stop(struct tess__dev *d) {
     struct tess__commit *cm = d->commit;
     if (!cm) return;
     pthread_mutex_lock(&cm->mu);
@@ -215,16 +215,41 @@ void tess__worker_commit_stop(struct tess__dev *d) {
     d->commit = NULL;
 }
 
+int tess__worker_slots_open(struct tess__dev *d) {
+    int rc = TESS_OK;
+    for (int s = 0; s < d->nstreams; s++) {
+        struct tess__slot *sl = &d->slot[s];
+        sl->stream = s;
+        bool ok = !d->ops->event_create(d->bd, &sl->out.wb) && !tess__trace_slot_open(d, sl);
+        for (int r = 0; r < TESS__DEPTH; r++)
+            ok = !d->ops->event_create(d->bd, &sl->ring.done[r]) && ok;
+        if (!ok) rc = tess__fail(TESS_EDEVICE, "device %d: cannot create events", d->id);
+    }
+    return rc;
+}
+
+void tess__worker_slots_close(struct tess__dev *d) {
+    commit_stop(d);
+    for (int s = 0; s < d->nstreams; s++) {
+        struct tess__slot *sl = &d->slot[s];
+        for (int r = 0; r < TESS__DEPTH; r++)
+            if (sl->ring.done[r]) d->ops->event_destroy(d->bd, sl->ring.done[r]);
+        if (sl->out.wb) d->ops->event_destroy(d->bd, sl->out.wb);
+        tess__trace_slot_close(d, sl);
+        tess_free_host(sl->rec.bounce);
+    }
+}
+
 static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
     tess__bal_end(d, sl);
-    d->committed -= sl->committed;
-    sl->committed = 0;
+    d->committed -= sl->out.committed;
+    sl->out.committed = 0;
     sl->t = NULL;
-    sl->c = NULL;
-    sl->next = sl->inflight = 0;
-    sl->writing_back = sl->bounced = sl->cancelled = 0;
-    atomic_store(&sl->commit, 0);
-    sl->c_loaded = 0;
+    sl->out.c = NULL;
+    sl->ring.next = sl->ring.inflight = 0;
+    sl->out.writing_back = sl->rec.bounced = sl->out.cancelled = 0;
+    atomic_store(&sl->rec.commit, 0);
+    sl->out.c_loaded = 0;
     if (d->stalled_slot == sl->stream + 1) d->stalled_slot = 0;
 }
 
@@ -242,19 +267,18 @@ static void out_key(const struct tess__task *t, struct tess__tile_key *key) {
 static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     struct tess__task *t = sl->t;
     bool dead = atomic_load(&d->failed); /* its copies are about to leave: publish none */
-    tess__trace_add(d->rt, d->id, 0, sl->t_act, tess__now(), "task %s C(%d,%d)%s", t->job->ops->name,
-                    t->i, t->j, sl->cancelled ? " cancelled" : "");
-    if (!sl->cancelled) {
+    tess__trace_slot_end(d, sl);
+    if (!sl->out.cancelled) {
         /* MESI-X: the tile was written (M) and written back; copies others cached of its
          * old contents are invalid. A published tile stays here as a clean copy (E). */
         struct tess__tile_key key;
         out_key(t, &key);
-        bool keep = sl->c && t->job->ops->publish && !dead;
-        tess__cache_written(&d->rt->cache, d->id, &key, keep ? sl->c : NULL);
-        if (keep) sl->c = NULL;
+        bool keep = sl->out.c && t->job->ops->publish && !dead;
+        tess__cache_written(&d->rt->cache, d->id, &key, keep ? sl->out.c : NULL);
+        if (keep) sl->out.c = NULL;
     }
-    if (sl->c) tess__cache_free_work(&d->rt->cache, sl->c);
-    if (!sl->cancelled) TESS__COUNT(&d->ctr, tasks, 1);
+    if (sl->out.c) tess__cache_free_work(&d->rt->cache, sl->out.c);
+    if (!sl->out.cancelled) TESS__COUNT(&d->ctr, tasks, 1);
     slot_clear(d, sl);
     tess__task_done(d->rt, t);
 }
@@ -273,24 +297,26 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
     for (int i = 0; i < d->nstreams; i++) {
         struct tess__slot *sl = &d->slot[i];
         if (!sl->t) continue;
-        if (atomic_load(&sl->commit)) {
+        if (atomic_load(&sl->rec.commit)) {
             /* The tile arrived whole in the bounce buffer and is landing in C (or has): the
              * task is done, not redone (C no longer holds its old values). */
-            while (atomic_load(&sl->commit) != 2) usleep(50);
+            while (atomic_load(&sl->rec.commit) != 2) usleep(50);
             slot_finish(d, sl);
             continue;
         }
-        for (int s = sl->next - sl->inflight; s < sl->next; s++)
-            for (int h = 0; h < 2; h++)
-                if (sl->held[2 * (s % 2) + h]) tess__cache_unacquire(c, sl->held[2 * (s % 2) + h]);
-        if (sl->c) {
-            tess__cache_free_work(c, sl->c);
-            sl->c = NULL;
+        for (int s = sl->ring.next - sl->ring.inflight; s < sl->ring.next; s++)
+            for (int h = 0; h < 2; h++) {
+                struct tess__blk *b = sl->ring.held[2 * (s % TESS__DEPTH) + h];
+                if (b) tess__cache_unacquire(c, b);
+            }
+        if (sl->out.c) {
+            tess__cache_free_work(c, sl->out.c);
+            sl->out.c = NULL;
         }
         struct tess__task *t = sl->t;
         /* a write-back into the slot's bounce buffer has not touched C */
-        bool torn = t->load_c && ((sl->writing_back && !sl->bounced) || (unified(d) && sl->next > 0));
-        sl->inflight = 0;
+        bool torn = t->load_c && ((sl->out.writing_back && !sl->rec.bounced) || (unified(d) && sl->ring.next > 0));
+        sl->ring.inflight = 0;
         slot_clear(d, sl);
         if (torn || atomic_load(&t->job->status) != TESS_OK) {
             if (torn) job_fail(t->job, status);
@@ -308,76 +334,43 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
     pthread_mutex_unlock(&d->rt->mu);
 }
 
-/* ---- trace: intervals on the stream's track, from the backend's event times ---------- */
-
-static double ev_time(struct tess__dev *d, tess__event *ev) {
-    double t;
-    return d->ops->event_time && d->ops->event_time(d->bd, ev, &t) == TESS_OK ? t : tess__now();
-}
-
-/* One interval ending when ev was reached, starting when the stream finished its previous
- * traced operation (or when this one was issued, if the stream was idle in between). */
-static void trace_op(struct tess__dev *d, struct tess__slot *sl, tess__event *ev, double issued,
-                     const char *what, const struct tess__task *t) {
-    double t1 = ev_time(d, ev), t0 = TESS__MAX(sl->last_t, issued);
-    tess__trace_add(d->rt, d->id, sl->stream + 1, t0, t1, "%s C(%d,%d)", what, t->i, t->j);
-    sl->last_t = TESS__MAX(sl->last_t, t1);
-}
-
-static void trace_step(struct tess__dev *d, struct tess__slot *sl, int s) {
-    static const char *fill_name[2][4] = {{"", "H2D a", "P2P a", "D2D a"},
-                                          {"", "H2D b", "P2P b", "D2D b"}};
-    const struct tess__task *t = sl->t;
-    double issued = sl->t_issue[s % 2];
-    if (s == 0 && sl->cl_rec) {
-        trace_op(d, sl, sl->cl, issued, "H2D load", t);
-        sl->cl_rec = 0;
-    }
-    for (int h = 0; h < 2; h++) {
-        struct tess__blk *b = sl->held[2 * (s % 2) + h];
-        int f = sl->fill[2 * (s % 2) + h];
-        if (b && f) trace_op(d, sl, b->ready, issued, fill_name[h][f], t);
-    }
-    trace_op(d, sl, sl->done[s % 2], issued, t->job->ops->name, t);
-}
-
 /* Sync point: release what completed. Returns 1 if anything did. */
 static int reap(struct tess__dev *d) {
     int progress = 0;
     for (int i = 0; i < d->nstreams; i++) {
         struct tess__slot *sl = &d->slot[i];
         if (!sl->t) continue;
-        while (sl->inflight > 0) {
-            int s = sl->next - sl->inflight;
-            int rc = d->ops->event_query(d->bd, sl->done[s % 2]);
+        while (sl->ring.inflight > 0) {
+            int s = sl->ring.next - sl->ring.inflight;
+            int rc = d->ops->event_query(d->bd, sl->ring.done[s % TESS__DEPTH]);
             if (rc == TESS_EAGAIN) break;
             if (rc) {
                 tess__worker_fail(d, TESS_EDEVICE, "a tile kernel");
                 return 1;
             }
-            if (d->rt->trace.on) trace_step(d, sl, s);
+            tess__trace_slot_step(d, sl, s);
             for (int h = 0; h < 2; h++) {
-                struct tess__blk **b = &sl->held[2 * (s % 2) + h];
+                struct tess__blk **b = &sl->ring.held[2 * (s % TESS__DEPTH) + h];
                 if (*b) tess__cache_release(&d->rt->cache, *b);
                 *b = NULL;
             }
             tess__bal_step_done(d, sl, s);
-            sl->inflight--;
+            sl->ring.inflight--;
             inflight_add(d, -1);
             progress = 1;
         }
-        if (sl->inflight == 0 && sl->writing_back) {
-            int cs = atomic_load(&sl->commit);
+        if (sl->ring.inflight == 0 && sl->out.writing_back) {
+            int cs = atomic_load(&sl->rec.commit);
             if (cs == 1) continue; /* landing in C on the commit thread */
             if (cs == 0) {
-                int rc = d->ops->event_query(d->bd, sl->wb);
+                int rc = d->ops->event_query(d->bd, sl->out.wb);
                 if (rc == TESS_EAGAIN) continue;
                 if (rc) {
                     tess__worker_fail(d, TESS_EDEVICE, "a tile write-back");
                     return 1;
                 }
-                if (d->rt->trace.on) trace_op(d, sl, sl->wb, sl->last_t, "D2H", sl->t);
-                if (sl->bounced && !sl->cancelled) {
+                tess__trace_slot_wb(d, sl);
+                if (sl->rec.bounced && !sl->out.cancelled) {
                     progress = 1;
                     if (commit_post(d, sl)) continue;
                     bounce_commit(sl);
@@ -385,7 +378,7 @@ static int reap(struct tess__dev *d) {
             }
             slot_finish(d, sl);
             progress = 1;
-        } else if (sl->inflight == 0 && (sl->cancelled || (unified(d) && sl->next == sl->t->nsteps))) {
+        } else if (sl->ring.inflight == 0 && (sl->out.cancelled || (unified(d) && sl->ring.next == sl->t->nsteps))) {
             slot_finish(d, sl);
             progress = 1;
         }
@@ -466,10 +459,10 @@ static int alloc_c(struct tess__dev *d, struct tess__slot *sl, struct tess__task
     room[n++] = t->job->blk_bytes;
     bool evicted = false;
     int rc = tess__cache_alloc_planned(&d->rt->cache, d->id, t->job->blk_bytes, room, n,
-                                       ROOM_COPIES, &sl->c, &evicted);
+                                       ROOM_COPIES, &sl->out.c, &evicted);
     if (rc) return rc;
     if (evicted) atomic_fetch_add(&n_planned, 1);
-    sl->c->ld = t->m;
+    sl->out.c->ld = t->m;
     return TESS_OK;
 }
 
@@ -531,10 +524,9 @@ static int activate(struct tess__dev *d, int *deferred) {
         }
         atomic_store(&t->state, TESS__TASK_RUNNING);
         sl->t = t;
-        sl->t_act = tess__now();
-        sl->cl_rec = 0;
-        sl->next = sl->inflight = 0;
-        sl->committed = need;
+        tess__trace_slot_start(sl);
+        sl->ring.next = sl->ring.inflight = 0;
+        sl->out.committed = need;
         d->committed += need;
         tess__bal_start(d, sl);
         progress = 1;
@@ -542,37 +534,36 @@ static int activate(struct tess__dev *d, int *deferred) {
     return progress;
 }
 
-/* Queue step sl->next of the slot's task. TESS_EAGAIN: no room on the device now. */
+/* Queue step sl->ring.next of the slot's task. TESS_EAGAIN: no room on the device now. */
 static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     struct tess__task *t = sl->t;
     struct tess__job *job = t->job;
     struct tess__cache *c = &d->rt->cache;
     const struct tess__dev_ops *ops = d->ops;
     size_t es = tess__dtypes[job->dt].size;
-    int s = sl->next, rc;
+    int s = sl->ring.next, rc;
     struct tess__step st;
     job->ops->step(job, t, s, &st);
 
     void *cptr = t->c;
     int64_t cld = job->ldc;
     if (!unified(d)) {
-        if (!sl->c_loaded) {
+        if (!sl->out.c_loaded) {
             /* the C block was placed at activation (alloc_c) */
-            sl->c_loaded = 1;
+            sl->out.c_loaded = 1;
             if (t->load_c) {
-                rc = ops->copy2d(d->bd, sl->stream, TESS__H2D, sl->c->ptr, (size_t)t->m * es,
+                rc = ops->copy2d(d->bd, sl->stream, TESS__H2D, sl->out.c->ptr, (size_t)t->m * es,
                                  t->c, (size_t)job->ldc * es, (size_t)t->m * es, (size_t)t->n, NULL);
                 if (rc) {
-                    sl->c_loaded = 0;
+                    sl->out.c_loaded = 0;
                     return rc;
                 }
                 TESS__COUNT(&d->ctr, bytes_h2d, (uint64_t)(t->m * t->n) * es);
-                if (d->rt->trace.on && !ops->event_record(d->bd, sl->stream, sl->cl))
-                    sl->cl_rec = 1;
+                tess__trace_slot_load(d, sl);
             }
         }
-        cptr = sl->c->ptr;
-        cld = sl->c->ld;
+        cptr = sl->out.c->ptr;
+        cld = sl->out.c->ld;
     }
     struct tess__blk *a, *b = NULL;
     enum tess__fill fa, fb = TESS__FILL_NONE;
@@ -590,39 +581,39 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         .ldb = b ? b->ld : 1, .C = cptr, .ldc = cld,
     };
     rc = ops->kernel(d->bd, sl->stream, &k);
-    if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->done[s % 2]);
+    if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->ring.done[s % TESS__DEPTH]);
     if (rc) {
         tess__cache_unacquire(c, a);
         if (b) tess__cache_unacquire(c, b);
         return rc;
     }
-    sl->held[2 * (s % 2)] = a;
-    sl->held[2 * (s % 2) + 1] = b;
-    sl->fill[2 * (s % 2)] = (int8_t)fa;
-    sl->fill[2 * (s % 2) + 1] = (int8_t)fb;
-    sl->t_issue[s % 2] = tess__now();
-    sl->next++;
-    sl->inflight++;
+    sl->ring.held[2 * (s % TESS__DEPTH)] = a;
+    sl->ring.held[2 * (s % TESS__DEPTH) + 1] = b;
+    tess__trace_slot_issue(sl, s, fa, fb);
+    sl->ring.t_issue[s % TESS__DEPTH] = tess__now();
+    sl->ring.next++;
+    sl->ring.inflight++;
     inflight_add(d, 1);
     TESS__COUNT(&d->ctr, steps, 1);
-    sl->step_k[s % 2] = tess__step_flops(&st, job->dt) / 1000.0;
-    TESS__COUNT(&d->ctr, flops_x1k, (uint64_t)sl->step_k[s % 2]);
-    if (sl->next == t->nsteps && !unified(d)) {
+    double kflop = tess__step_flops(&st, job->dt) / 1000.0;
+    tess__bal_step_issued(sl, s, kflop);
+    TESS__COUNT(&d->ctr, flops_x1k, (uint64_t)kflop);
+    if (sl->ring.next == t->nsteps && !unified(d)) {
         /* Written back once, after the last k step, on the same stream; with
          * TESSERA_RECOVER a tile whose old values the call needs goes to the slot's
          * bounce buffer first (bounce_commit copies it into C once it has all arrived). */
         void *dst = t->c;
         size_t dpitch = (size_t)job->ldc * es;
         if (t->load_c && d->rt->cfg.recover && bounce_ready(sl, job->blk_bytes)) {
-            dst = sl->bounce;
+            dst = sl->rec.bounce;
             dpitch = (size_t)t->m * es;
-            sl->bounced = 1;
+            sl->rec.bounced = 1;
         }
-        rc = ops->copy2d(d->bd, sl->stream, TESS__D2H, dst, dpitch, sl->c->ptr,
-                         (size_t)sl->c->ld * es, (size_t)t->m * es, (size_t)t->n, NULL);
-        if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->wb);
+        rc = ops->copy2d(d->bd, sl->stream, TESS__D2H, dst, dpitch, sl->out.c->ptr,
+                         (size_t)sl->out.c->ld * es, (size_t)t->m * es, (size_t)t->n, NULL);
+        if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->out.wb);
         if (rc) return rc;
-        sl->writing_back = 1;
+        sl->out.writing_back = 1;
         TESS__COUNT(&d->ctr, bytes_d2h, (uint64_t)(t->m * t->n) * es);
     }
     return TESS_OK;
@@ -640,14 +631,14 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
         for (int j = 0; j < d->nstreams; j++) {
             int i = (first + j) % d->nstreams;
             struct tess__slot *sl = &d->slot[i];
-            if (!sl->t || sl->cancelled || sl->next >= sl->t->nsteps || sl->inflight >= TESS__DEPTH)
+            if (!sl->t || sl->out.cancelled || sl->ring.next >= sl->t->nsteps || sl->ring.inflight >= TESS__DEPTH)
                 continue;
             if (atomic_load(&sl->t->job->status) != TESS_OK) {
-                sl->cancelled = 1; /* its job failed elsewhere: stop, write nothing back */
+                sl->out.cancelled = 1; /* its job failed elsewhere: stop, write nothing back */
                 continue;
             }
             const struct tess__job *job = sl->t->job;
-            if (job->ops->ready && !job->ops->ready(job, sl->t, sl->next)) {
+            if (job->ops->ready && !job->ops->ready(job, sl->t, sl->ring.next)) {
                 *waiting = 1;
                 continue;
             }
@@ -659,7 +650,7 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
                  * tiles around the C blocks. A copy this attempt has just filled is
                  * evictable only once its fill has landed: wait for the slot's stream
                  * first (blocking; the done event of the step not issued yet is free). */
-                tess__event *ev = sl->done[sl->next % 2];
+                tess__event *ev = sl->ring.done[sl->ring.next % TESS__DEPTH];
                 if (d->ops->event_record(d->bd, sl->stream, ev) == TESS_OK)
                     (void)d->ops->event_sync(d->bd, ev);
                 tess__cache_flush_dev(&d->rt->cache, d->id);
@@ -675,7 +666,7 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
             if (d->stalled_slot == i + 1) d->stalled_slot = 0;
             if (rc == TESS_ENOMEM) {
                 job_fail(sl->t->job, rc);
-                sl->cancelled = 1;
+                sl->out.cancelled = 1;
                 continue;
             }
             if (rc) {
@@ -702,13 +693,13 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting, in
         if (!sl->t) continue;
         tess__event *e = NULL;
         double t = 0;
-        if (sl->inflight > 0) {
-            int s = sl->next - sl->inflight;
-            e = sl->done[s % 2], t = sl->t_issue[s % 2];
-        } else if (sl->writing_back && atomic_load(&sl->commit) == 1) {
+        if (sl->ring.inflight > 0) {
+            int s = sl->ring.next - sl->ring.inflight;
+            e = sl->ring.done[s % TESS__DEPTH], t = sl->ring.t_issue[s % TESS__DEPTH];
+        } else if (sl->out.writing_back && atomic_load(&sl->rec.commit) == 1) {
             waiting = 1; /* landing */
-        } else if (sl->writing_back) {
-            e = sl->wb, t = sl->t_issue[(sl->next - 1) % 2]; /* queued with the last step */
+        } else if (sl->out.writing_back) {
+            e = sl->out.wb, t = sl->ring.t_issue[(sl->ring.next - 1) % TESS__DEPTH]; /* queued with the last step */
         }
         if (e && (!ev || t < first)) ev = e, first = t;
     }
@@ -735,7 +726,7 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting, in
                     tess__fail(TESS_ENOMEM, "device %d: no room for the tiles of a task", d->id);
                     job_fail(d->slot[i].t->job, TESS_ENOMEM);
                     atomic_fetch_add(&n_stall_enomem, 1);
-                    d->slot[i].cancelled = 1;
+                    d->slot[i].out.cancelled = 1;
                 }
         }
         stall_nap(d);

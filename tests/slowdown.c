@@ -12,8 +12,10 @@ static char *env_dup(const char *name) {
 }
 
 static void env_put(const char *name, char *v) {
-    if (v) setenv(name, v, 1);
-    else unsetenv(name);
+    if (v)
+        setenv(name, v, 1);
+    else
+        unsetenv(name);
     free(v);
 }
 

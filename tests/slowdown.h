@@ -17,7 +17,9 @@
 
 #define SLOW_KERNEL_S 0.004 /* a throttled device's tile kernel (tile^3 multiply-adds) */
 
-struct knobs_saved { char *gflops, *pin; };
+struct knobs_saved {
+    char *gflops, *pin;
+};
 
 /* Knobs for the next tess_init: of the nemu emulated devices (they come first without
  * GPUs), those not in fast (a bit mask of device indices) compute a tile kernel of edge

@@ -55,16 +55,20 @@
  * not drawn (each place says which) unless TESS_TEST_KNOWN_BUGS=1; none is left in this
  * file (test_exhaust.c uses fz_known_bugs for B7).
  *
- * Environment: TESS_FUZZ_CALLS (default 400), TESS_FUZZ_THREADS (default 8),
+ * Setups: the table `configs` below (`test_fuzz_l3 CONFIG`, CTest's test_fuzz_l3:CONFIG)
+ * holds each one's knobs, its call count and what it must show besides right results (a
+ * device failed under an injected fault, tasks held back by the end game).
+ * Environment: TESS_FUZZ_CALLS (default: the setup's count; 400 without a setup),
+ * TESS_FUZZ_THREADS (default 8),
  * TESS_FUZZ_SEED (default: from the clock; printed, so a failure can be replayed with the
  * same seed and tile), TESS_FUZZ_ONLY=t:i (replay call i of thread t alone),
  * TESS_FUZZ_CORRUPT=N (above). TESSERA_TILE, when unset, is drawn in 8..24 from the seed
  * before the runtime starts (edge tiles everywhere). The documented full run is
  * TESS_FUZZ_CALLS=10000.
  *
- * The case machinery (routine dispatch, case setup, verification) is shared: test_args.c
- * and test_exhaust.c include this file with TESS_FUZZ_L3_NO_TESTS defined, which leaves
- * out the tests and main below.
+ * The case machinery (case setup, verification; the routine dispatch is tests/l3_dispatch.c)
+ * is shared: test_args.c and test_exhaust.c include this file with TESS_FUZZ_L3_NO_TESTS
+ * defined, which leaves out the tests and main below.
  */
 #include <cblas.h>
 #include <math.h>
@@ -77,6 +81,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "l3_dispatch.h"
 #include "ref.h"
 #include "tessera.h"
 
@@ -85,144 +90,31 @@ uint64_t tess__bal_deferred(void); /* node/balance.c: tasks held back for a fast
 #define FZ_FN static __attribute__((unused))
 #define FZ_GUARD 16 /* elements after every matrix that nobody may write */
 
-/* ---- routines ------------------------------------------------------------------------ */
-
-enum fz_routine { FZ_GEMM, FZ_SYMM, FZ_HEMM, FZ_SYRK, FZ_HERK, FZ_SYR2K, FZ_HER2K, FZ_TRMM,
-                  FZ_TRSM, FZ_NR };
-static const char *const fz_rname[FZ_NR] = {"gemm", "symm", "hemm", "syrk", "herk",
-                                            "syr2k", "her2k", "trmm", "trsm"};
-
-FZ_FN bool fz_herm(enum fz_routine r) { return r == FZ_HEMM || r == FZ_HERK || r == FZ_HER2K; }
-FZ_FN bool fz_rk(enum fz_routine r) { return r >= FZ_SYRK && r <= FZ_HER2K; }
-FZ_FN bool fz_rank2(enum fz_routine r) { return r == FZ_SYR2K || r == FZ_HER2K; }
-FZ_FN bool fz_tr(enum fz_routine r) { return r == FZ_TRMM || r == FZ_TRSM; }
-FZ_FN bool fz_sm(enum fz_routine r) { return r == FZ_SYMM || r == FZ_HEMM; }
-/* operand B exists (GEMM, SYMM/HEMM, SYR2K/HER2K); TRMM/TRSM's B is the output here */
-FZ_FN bool fz_has_b(enum fz_routine r) { return r == FZ_GEMM || fz_sm(r) || fz_rank2(r); }
-/* HERK's alpha and beta, HER2K's beta are of the real type */
-FZ_FN bool fz_real_alpha(enum fz_routine r) { return r == FZ_HERK; }
-FZ_FN bool fz_real_beta(enum fz_routine r) { return r == FZ_HERK || r == FZ_HER2K; }
-/* the trans values routine r accepts in precision dt (SYRK family; the others take all) */
-FZ_FN bool fz_trans_ok(enum fz_routine r, tess_dtype_t dt, tess_trans_t t) {
-    if (fz_herm(r) && fz_rk(r)) return t != TESS_TRANS;
-    if (fz_rk(r) && ref_is_complex(dt)) return t != TESS_CONJ_TRANS;
-    return true;
-}
-
-/* One call's arguments; ints where invalid values must be passable. TRMM/TRSM: the
- * in-place B is C/ldc here, B/ldb unused. GEMM: ta = transa, tb = transb; SYRK family:
- * ta = trans; TRMM/TRSM: ta = transa. */
-struct fz_args {
-    enum fz_routine r;
-    tess_dtype_t dt;
-    int typed;
-    int layout, side, uplo, ta, tb, diag;
-    int64_t m, n, k; /* SYRK family: n, k; SYMM/HEMM/TRMM/TRSM: m, n; GEMM: m, n, k */
-    const void *alpha;
-    const void *A;
-    int64_t lda;
-    const void *B;
-    int64_t ldb;
-    const void *beta;
-    void *C;
-    int64_t ldc;
-};
-
-static float fz_fl(const void *p) { return p ? *(const float *)p : 0.0f; }
-static double fz_db(const void *p) { return p ? *(const double *)p : 0.0; }
-
-/* Call tessera: the generic entry (a->typed = 0) or the typed one (real scalars by value;
- * a NULL real scalar is passed as 0). */
-FZ_FN int fz_call(const struct fz_args *a) {
-    tess_layout_t L = (tess_layout_t)a->layout;
-    tess_side_t sd = (tess_side_t)a->side;
-    tess_uplo_t ul = (tess_uplo_t)a->uplo;
-    tess_trans_t ta = (tess_trans_t)a->ta, tb = (tess_trans_t)a->tb;
-    tess_diag_t dg = (tess_diag_t)a->diag;
-    tess_dtype_t dt = a->dt;
-    int64_t m = a->m, n = a->n, k = a->k;
-    const void *al = a->alpha, *be = a->beta, *A = a->A, *B = a->B;
-    void *C = a->C;
-    int64_t lda = a->lda, ldb = a->ldb, ldc = a->ldc;
-    if (!a->typed) {
-        switch (a->r) {
-        case FZ_GEMM: return tess_gemm(dt, L, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc);
-        case FZ_SYMM: return tess_symm(dt, L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        case FZ_HEMM: return tess_hemm(dt, L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        case FZ_SYRK: return tess_syrk(dt, L, ul, ta, n, k, al, A, lda, be, C, ldc);
-        case FZ_HERK: return tess_herk(dt, L, ul, ta, n, k, al, A, lda, be, C, ldc);
-        case FZ_SYR2K: return tess_syr2k(dt, L, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc);
-        case FZ_HER2K: return tess_her2k(dt, L, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc);
-        case FZ_TRMM: return tess_trmm(dt, L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc);
-        case FZ_TRSM: return tess_trsm(dt, L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc);
-        default: return -100;
-        }
-    }
-    switch (a->r) {
-    case FZ_GEMM:
-        switch (dt) {
-        case TESS_S: return tess_sgemm(L, ta, tb, m, n, k, fz_fl(al), A, lda, B, ldb, fz_fl(be), C, ldc);
-        case TESS_D: return tess_dgemm(L, ta, tb, m, n, k, fz_db(al), A, lda, B, ldb, fz_db(be), C, ldc);
-        case TESS_C: return tess_cgemm(L, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc);
-        case TESS_Z: return tess_zgemm(L, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc);
-        }
-        break;
-    case FZ_SYMM:
-        switch (dt) {
-        case TESS_S: return tess_ssymm(L, sd, ul, m, n, fz_fl(al), A, lda, B, ldb, fz_fl(be), C, ldc);
-        case TESS_D: return tess_dsymm(L, sd, ul, m, n, fz_db(al), A, lda, B, ldb, fz_db(be), C, ldc);
-        case TESS_C: return tess_csymm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        case TESS_Z: return tess_zsymm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        }
-        break;
-    case FZ_HEMM:
-        if (dt == TESS_C) return tess_chemm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        if (dt == TESS_Z) return tess_zhemm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        break;
-    case FZ_SYRK:
-        switch (dt) {
-        case TESS_S: return tess_ssyrk(L, ul, ta, n, k, fz_fl(al), A, lda, fz_fl(be), C, ldc);
-        case TESS_D: return tess_dsyrk(L, ul, ta, n, k, fz_db(al), A, lda, fz_db(be), C, ldc);
-        case TESS_C: return tess_csyrk(L, ul, ta, n, k, al, A, lda, be, C, ldc);
-        case TESS_Z: return tess_zsyrk(L, ul, ta, n, k, al, A, lda, be, C, ldc);
-        }
-        break;
-    case FZ_HERK:
-        if (dt == TESS_C) return tess_cherk(L, ul, ta, n, k, fz_fl(al), A, lda, fz_fl(be), C, ldc);
-        if (dt == TESS_Z) return tess_zherk(L, ul, ta, n, k, fz_db(al), A, lda, fz_db(be), C, ldc);
-        break;
-    case FZ_SYR2K:
-        switch (dt) {
-        case TESS_S: return tess_ssyr2k(L, ul, ta, n, k, fz_fl(al), A, lda, B, ldb, fz_fl(be), C, ldc);
-        case TESS_D: return tess_dsyr2k(L, ul, ta, n, k, fz_db(al), A, lda, B, ldb, fz_db(be), C, ldc);
-        case TESS_C: return tess_csyr2k(L, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc);
-        case TESS_Z: return tess_zsyr2k(L, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc);
-        }
-        break;
-    case FZ_HER2K:
-        if (dt == TESS_C) return tess_cher2k(L, ul, ta, n, k, al, A, lda, B, ldb, fz_fl(be), C, ldc);
-        if (dt == TESS_Z) return tess_zher2k(L, ul, ta, n, k, al, A, lda, B, ldb, fz_db(be), C, ldc);
-        break;
-    case FZ_TRMM:
-        switch (dt) {
-        case TESS_S: return tess_strmm(L, sd, ul, ta, dg, m, n, fz_fl(al), A, lda, C, ldc);
-        case TESS_D: return tess_dtrmm(L, sd, ul, ta, dg, m, n, fz_db(al), A, lda, C, ldc);
-        case TESS_C: return tess_ctrmm(L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc);
-        case TESS_Z: return tess_ztrmm(L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc);
-        }
-        break;
-    case FZ_TRSM:
-        switch (dt) {
-        case TESS_S: return tess_strsm(L, sd, ul, ta, dg, m, n, fz_fl(al), A, lda, C, ldc);
-        case TESS_D: return tess_dtrsm(L, sd, ul, ta, dg, m, n, fz_db(al), A, lda, C, ldc);
-        case TESS_C: return tess_ctrsm(L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc);
-        case TESS_Z: return tess_ztrsm(L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc);
-        }
-        break;
-    default: break;
-    }
-    return -100;
-}
+#ifdef TESS_FUZZ_L3_NO_TESTS
+/* the names test_args.c and test_exhaust.c still use for tests/l3_dispatch.h's */
+#define FZ_GEMM L3_GEMM
+#define FZ_SYMM L3_SYMM
+#define FZ_HEMM L3_HEMM
+#define FZ_SYRK L3_SYRK
+#define FZ_HERK L3_HERK
+#define FZ_SYR2K L3_SYR2K
+#define FZ_HER2K L3_HER2K
+#define FZ_TRMM L3_TRMM
+#define FZ_TRSM L3_TRSM
+#define FZ_NR L3_NR
+#define fz_routine l3_routine
+#define fz_args l3_args
+#define fz_call l3_call
+#define fz_rname l3_rname
+#define fz_herm l3_herm
+#define fz_rk l3_rk
+#define fz_rank2 l3_rank2
+#define fz_tr l3_tr
+#define fz_has_b l3_has_b
+#define fz_real_alpha l3_real_alpha
+#define fz_real_beta l3_real_beta
+#define fz_trans_ok l3_trans_ok
+#endif
 
 /* cblas_strsm as netlib computes it. OpenBLAS 0.3.21's single-precision kernels for side R
  * (its column-major view) on Zen and Haswell solve the rows left over below a multiple of 4
@@ -254,24 +146,24 @@ FZ_FN void fz_strsm_netlib(enum CBLAS_ORDER L, enum CBLAS_SIDE sd, enum CBLAS_UP
 /* The same call on OpenBLAS's cblas (valid arguments only; CBLAS enum values equal
  * tessera's; single-precision TRSM as netlib computes it: fz_strsm_netlib). Real
  * precisions read TESS_CONJ_TRANS as TESS_TRANS. */
-FZ_FN void fz_cblas(const struct fz_args *a0) {
+FZ_FN void fz_cblas(const struct l3_args *a0) {
     /* netlib's semantics where OpenBLAS builds differ (0.3.21's small-matrix kernels on
      * AVX-512 multiply even when alpha = 0 or k = 0, so a NaN in A or an infinite alpha
      * would reach C): alpha = 0, or k = 0 in GEMM and the SYRK family, reads neither A nor
      * B; the call becomes one that reads only C (TRMM/TRSM: C = 0). */
     static const unsigned char zero[16];
-    struct fz_args an = *a0;
-    const struct fz_args *a = &an;
+    struct l3_args an = *a0;
+    const struct l3_args *a = &an;
     size_t es = ref_esize(a0->dt);
-    int rk = fz_rk(a0->r), alpha0 = 0;
+    int rk = l3_rk(a0->r), alpha0 = 0;
     if (a0->alpha) { /* HERK's alpha is real */
         int sgl = a0->dt == TESS_S || a0->dt == TESS_C;
-        int cplx = ref_is_complex(a0->dt) && a0->r != FZ_HERK;
+        int cplx = ref_is_complex(a0->dt) && a0->r != L3_HERK;
         double re = sgl ? ((const float *)a0->alpha)[0] : ((const double *)a0->alpha)[0];
         double im = !cplx ? 0.0 : sgl ? ((const float *)a0->alpha)[1] : ((const double *)a0->alpha)[1];
         alpha0 = re == 0.0 && im == 0.0;
     }
-    if (a0->r == FZ_TRMM || a0->r == FZ_TRSM) {
+    if (a0->r == L3_TRMM || a0->r == L3_TRSM) {
         if (alpha0) {
             for (int64_t r = 0; r < a0->m; r++)
                 for (int64_t col = 0; col < a0->n; col++)
@@ -279,85 +171,23 @@ FZ_FN void fz_cblas(const struct fz_args *a0) {
                            0, es);
             return;
         }
-    } else if (alpha0 || ((a0->r == FZ_GEMM || rk) && a0->k == 0)) {
+    } else if (alpha0 || ((a0->r == L3_GEMM || rk) && a0->k == 0)) {
         an.alpha = zero, an.k = 0;
-        if (a0->r == FZ_SYMM || a0->r == FZ_HEMM) { /* C m x n: a GEMM with k = 0 */
-            an.r = FZ_GEMM, an.ta = an.tb = TESS_NO_TRANS;
+        if (a0->r == L3_SYMM || a0->r == L3_HEMM) { /* C m x n: a GEMM with k = 0 */
+            an.r = L3_GEMM, an.ta = an.tb = TESS_NO_TRANS;
             an.A = an.B = a0->C, an.lda = an.ldb = a0->ldc;
         }
     }
-    enum CBLAS_ORDER L = (enum CBLAS_ORDER)a->layout;
-    enum CBLAS_SIDE sd = (enum CBLAS_SIDE)a->side;
-    enum CBLAS_UPLO ul = (enum CBLAS_UPLO)a->uplo;
-    int tav = a->ta, tbv = a->tb;
-    if (!ref_is_complex(a->dt)) {
-        if (tav == TESS_CONJ_TRANS) tav = TESS_TRANS;
-        if (tbv == TESS_CONJ_TRANS) tbv = TESS_TRANS;
-    }
-    enum CBLAS_TRANSPOSE ta = (enum CBLAS_TRANSPOSE)tav, tb = (enum CBLAS_TRANSPOSE)tbv;
-    enum CBLAS_DIAG dg = (enum CBLAS_DIAG)a->diag;
-    blasint m = (blasint)a->m, n = (blasint)a->n, k = (blasint)a->k;
-    blasint lda = (blasint)a->lda, ldb = (blasint)a->ldb, ldc = (blasint)a->ldc;
-    const void *al = a->alpha, *be = a->beta, *A = a->A, *B = a->B;
-    void *C = a->C;
-    switch (a->r) {
-    case FZ_GEMM:
-        switch (a->dt) {
-        case TESS_S: cblas_sgemm(L, ta, tb, m, n, k, fz_fl(al), A, lda, B, ldb, fz_fl(be), C, ldc); return;
-        case TESS_D: cblas_dgemm(L, ta, tb, m, n, k, fz_db(al), A, lda, B, ldb, fz_db(be), C, ldc); return;
-        case TESS_C: cblas_cgemm(L, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc); return;
-        case TESS_Z: cblas_zgemm(L, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc); return;
-        }
-        return;
-    case FZ_SYMM:
-        switch (a->dt) {
-        case TESS_S: cblas_ssymm(L, sd, ul, m, n, fz_fl(al), A, lda, B, ldb, fz_fl(be), C, ldc); return;
-        case TESS_D: cblas_dsymm(L, sd, ul, m, n, fz_db(al), A, lda, B, ldb, fz_db(be), C, ldc); return;
-        case TESS_C: cblas_csymm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc); return;
-        case TESS_Z: cblas_zsymm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc); return;
-        }
-        return;
-    case FZ_HEMM:
-        if (a->dt == TESS_C) cblas_chemm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        else cblas_zhemm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        return;
-    case FZ_SYRK:
-        switch (a->dt) {
-        case TESS_S: cblas_ssyrk(L, ul, ta, n, k, fz_fl(al), A, lda, fz_fl(be), C, ldc); return;
-        case TESS_D: cblas_dsyrk(L, ul, ta, n, k, fz_db(al), A, lda, fz_db(be), C, ldc); return;
-        case TESS_C: cblas_csyrk(L, ul, ta, n, k, al, A, lda, be, C, ldc); return;
-        case TESS_Z: cblas_zsyrk(L, ul, ta, n, k, al, A, lda, be, C, ldc); return;
-        }
-        return;
-    case FZ_HERK:
-        if (a->dt == TESS_C) cblas_cherk(L, ul, ta, n, k, fz_fl(al), A, lda, fz_fl(be), C, ldc);
-        else cblas_zherk(L, ul, ta, n, k, fz_db(al), A, lda, fz_db(be), C, ldc);
-        return;
-    case FZ_SYR2K:
-        switch (a->dt) {
-        case TESS_S: cblas_ssyr2k(L, ul, ta, n, k, fz_fl(al), A, lda, B, ldb, fz_fl(be), C, ldc); return;
-        case TESS_D: cblas_dsyr2k(L, ul, ta, n, k, fz_db(al), A, lda, B, ldb, fz_db(be), C, ldc); return;
-        case TESS_C: cblas_csyr2k(L, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc); return;
-        case TESS_Z: cblas_zsyr2k(L, ul, ta, n, k, al, A, lda, B, ldb, be, C, ldc); return;
-        }
-        return;
-    case FZ_HER2K:
-        if (a->dt == TESS_C) cblas_cher2k(L, ul, ta, n, k, al, A, lda, B, ldb, fz_fl(be), C, ldc);
-        else cblas_zher2k(L, ul, ta, n, k, al, A, lda, B, ldb, fz_db(be), C, ldc);
-        return;
-    case FZ_TRMM:
-    case FZ_TRSM: {
-        bool mm = a->r == FZ_TRMM;
-        switch (a->dt) {
-        case TESS_S: (mm ? cblas_strmm : fz_strsm_netlib)(L, sd, ul, ta, dg, m, n, fz_fl(al), A, lda, C, ldc); return;
-        case TESS_D: (mm ? cblas_dtrmm : cblas_dtrsm)(L, sd, ul, ta, dg, m, n, fz_db(al), A, lda, C, ldc); return;
-        case TESS_C: (mm ? cblas_ctrmm : cblas_ctrsm)(L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); return;
-        case TESS_Z: (mm ? cblas_ztrmm : cblas_ztrsm)(L, sd, ul, ta, dg, m, n, al, A, lda, C, ldc); return;
-        }
+    if (a->r == L3_TRSM && a->dt == TESS_S) { /* as netlib computes it (fz_strsm_netlib) */
+        fz_strsm_netlib((enum CBLAS_ORDER)a->layout, (enum CBLAS_SIDE)a->side,
+                        (enum CBLAS_UPLO)a->uplo,
+                        (enum CBLAS_TRANSPOSE)(a->ta == TESS_CONJ_TRANS ? TESS_TRANS : a->ta),
+                        (enum CBLAS_DIAG)a->diag, (blasint)a->m, (blasint)a->n,
+                        a->alpha ? *(const float *)a->alpha : 0.0f, a->A, (blasint)a->lda,
+                        a->C, (blasint)a->ldc);
         return;
     }
-    default: return;
-    }
+    l3_cblas(a);
 }
 
 /* ---- elements -------------------------------------------------------------------------- */
@@ -424,14 +254,14 @@ enum {
 };
 
 struct fz_case {
-    enum fz_routine r;
+    enum l3_routine r;
     tess_dtype_t dt;
     tess_layout_t layout;
     tess_side_t side;
     tess_uplo_t uplo;
     tess_trans_t ta, tb;   /* GEMM: transa, transb; SYRK family: trans; TRMM/TRSM: transa */
     tess_diag_t diag;
-    int64_t m, n, k;       /* as in struct fz_args */
+    int64_t m, n, k;       /* as in struct l3_args */
     int64_t pad[3];        /* leading dimension = minimum + pad, for A, B, output */
     double alpha[2], beta[2]; /* re, im (im ignored where the scalar is real) */
     unsigned flags;
@@ -453,42 +283,42 @@ struct fz_data {
 /* Stored shapes (rows x cols as laid out in the caller's layout) of A, B and the output. */
 FZ_FN void fz_shapes(const struct fz_case *c, int64_t sh[3][2]) {
     memset(sh, 0, sizeof(int64_t) * 6);
-    if (c->r == FZ_GEMM) {
+    if (c->r == L3_GEMM) {
         ref_stored_dims(c->ta, c->m, c->k, &sh[0][0], &sh[0][1]);
         ref_stored_dims(c->tb, c->k, c->n, &sh[1][0], &sh[1][1]);
         sh[2][0] = c->m, sh[2][1] = c->n;
         return;
     }
-    if (fz_rk(c->r)) {
+    if (l3_rk(c->r)) {
         bool nt = c->ta == TESS_NO_TRANS;
         sh[0][0] = nt ? c->n : c->k, sh[0][1] = nt ? c->k : c->n;
-        if (fz_rank2(c->r)) sh[1][0] = sh[0][0], sh[1][1] = sh[0][1];
+        if (l3_rank2(c->r)) sh[1][0] = sh[0][0], sh[1][1] = sh[0][1];
         sh[2][0] = sh[2][1] = c->n;
         return;
     }
     int64_t ka = c->side == TESS_LEFT ? c->m : c->n;
     sh[0][0] = sh[0][1] = ka;
-    if (fz_sm(c->r)) sh[1][0] = c->m, sh[1][1] = c->n;
+    if (l3_sm(c->r)) sh[1][0] = c->m, sh[1][1] = c->n;
     sh[2][0] = c->m, sh[2][1] = c->n;
 }
 
 /* Output entry (r, col) is read/written by the routine (SYRK family: its triangle). */
 FZ_FN bool fz_out_ref(const struct fz_case *c, int64_t r, int64_t col) {
-    if (!fz_rk(c->r)) return true;
+    if (!l3_rk(c->r)) return true;
     return c->uplo == TESS_UPPER ? r <= col : r >= col;
 }
 
 /* Entry (r, col) of A is read (SYMM/HEMM/TRMM/TRSM: its triangle, not a unit diagonal). */
 FZ_FN bool fz_a_ref(const struct fz_case *c, int64_t r, int64_t col) {
-    if (!fz_sm(c->r) && !fz_tr(c->r)) return true;
-    if (fz_tr(c->r) && r == col && c->diag == TESS_UNIT) return false;
+    if (!l3_sm(c->r) && !l3_tr(c->r)) return true;
+    if (l3_tr(c->r) && r == col && c->diag == TESS_UNIT) return false;
     return c->uplo == TESS_UPPER ? r <= col : r >= col;
 }
 
 /* Inner dimension of the rounding bound: products summed per entry. */
 FZ_FN int64_t fz_inner(const struct fz_case *c) {
-    if (c->r == FZ_GEMM) return c->k;
-    if (fz_rk(c->r)) return fz_rank2(c->r) ? 2 * c->k : c->k;
+    if (c->r == L3_GEMM) return c->k;
+    if (l3_rk(c->r)) return l3_rank2(c->r) ? 2 * c->k : c->k;
     return c->side == TESS_LEFT ? c->m : c->n;
 }
 
@@ -501,9 +331,9 @@ static bool fz_is_zero(const double v[2]) { return v[0] == 0 && v[1] == 0; }
 static bool fz_is_one(const double v[2]) { return v[0] == 1 && v[1] == 0; }
 
 /* The scalar as routine r takes it (HERK alpha, HERK/HER2K beta: real type). */
-static void fz_scalar(enum fz_routine r, bool is_alpha, tess_dtype_t dt, void *out,
+static void fz_scalar(enum l3_routine r, bool is_alpha, tess_dtype_t dt, void *out,
                       double re, double im) {
-    bool real = is_alpha ? fz_real_alpha(r) : fz_real_beta(r);
+    bool real = is_alpha ? l3_real_alpha(r) : l3_real_beta(r);
     if (real) ref_scalar(dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt, out, re, 0);
     else ref_scalar(dt, out, re, ref_is_complex(dt) ? im : 0);
 }
@@ -511,7 +341,7 @@ static void fz_scalar(enum fz_routine r, bool is_alpha, tess_dtype_t dt, void *o
 /* The effective scalar (real parts only where the routine takes a real one). */
 static void fz_eff(const struct fz_case *c, bool is_alpha, double v[2]) {
     const double *s = is_alpha ? c->alpha : c->beta;
-    bool real = is_alpha ? fz_real_alpha(c->r) : fz_real_beta(c->r);
+    bool real = is_alpha ? l3_real_alpha(c->r) : l3_real_beta(c->r);
     v[0] = s[0];
     v[1] = (real || !ref_is_complex(c->dt)) ? 0 : s[1];
     if (c->dt == TESS_S || c->dt == TESS_C) v[0] = (float)v[0], v[1] = (float)v[1];
@@ -542,8 +372,8 @@ static void fz_plant(struct fz_data *d, int w, uint64_t *s) {
     fz_get(c->dt, d->X[w], idx, &re, &im);
     int part = ref_is_complex(c->dt) ? (int)ref_rand_int(s, 0, 2) : 0;
     /* HEMM's A diagonal and HERK/HER2K's C diagonal: only the real part is read */
-    bool real_diag = r == col && ((w == 0 && c->r == FZ_HEMM) ||
-                                  (w == 2 && (c->r == FZ_HERK || c->r == FZ_HER2K)));
+    bool real_diag = r == col && ((w == 0 && c->r == L3_HEMM) ||
+                                  (w == 2 && (c->r == L3_HERK || c->r == L3_HER2K)));
     if (real_diag) part = 0;
     fz_set(c->dt, d->X[w], idx, part != 1 ? v : re, part != 0 ? v : im);
     d->npoison++;
@@ -566,16 +396,16 @@ FZ_FN void fz_setup(const struct fz_case *c, struct fz_data *d) {
     }
     /* A of SYMM/HEMM/TRMM/TRSM: NaN where it is not read (the other triangle, a unit
      * diagonal, HEMM's diagonal imaginary parts); TRSM's diagonal made dominant */
-    if (fz_sm(c->r) || fz_tr(c->r)) {
+    if (l3_sm(c->r) || l3_tr(c->r)) {
         int64_t ka = d->sh[0][0];
         for (int64_t col = 0; col < ka; col++)
             for (int64_t r = 0; r < ka; r++) {
                 size_t idx = ref_index(c->layout, r, col, d->ld[0]);
                 if (!fz_a_ref(c, r, col)) {
                     fz_set(dt, d->X[0], idx, NAN, NAN);
-                } else if (r == col && c->r == FZ_HEMM) {
+                } else if (r == col && c->r == L3_HEMM) {
                     fz_set_im(dt, d->X[0], idx, NAN);
-                } else if (r == col && c->r == FZ_TRSM) {
+                } else if (r == col && c->r == L3_TRSM) {
                     long double re, im;
                     fz_get(dt, d->X[0], idx, &re, &im);
                     fz_set(dt, d->X[0], idx, re + (re < 0 ? -1 : 1) * (ka + 1), im);
@@ -590,7 +420,7 @@ FZ_FN void fz_setup(const struct fz_case *c, struct fz_data *d) {
     fz_eff(c, false, be0);
     bool b5 = (fz_is_zero(al0) || c->k == 0) && !fz_is_zero(be0) && !fz_is_one(be0);
     (void)b5;
-    if (c->r == FZ_HERK || c->r == FZ_HER2K)
+    if (c->r == L3_HERK || c->r == L3_HER2K)
         for (int64_t j = 0; j < c->n; j++)
             fz_set_im(dt, d->X[2], ref_index(c->layout, j, j, d->ld[2]), NAN);
     if (c->flags & FZ_POISON) {
@@ -600,14 +430,14 @@ FZ_FN void fz_setup(const struct fz_case *c, struct fz_data *d) {
         int nw = 0, which[3];
         if (!fz_is_zero(al)) {
             which[nw++] = 0;
-            if (fz_has_b(c->r)) which[nw++] = 1;
+            if (l3_has_b(c->r)) which[nw++] = 1;
         }
         /* TRMM's B is not poisoned: a NaN/Inf there spreads through the structural zeros
          * of the triangle in OpenBLAS's kernels (0 x NaN), with a pattern that depends on
          * their blocking (a whole call and a tile differ), where netlib's TRMM, which
          * loops over the triangle only, keeps the other entries finite. */
-        if (c->r == FZ_TRSM ? !fz_is_zero(al)
-                            : c->r != FZ_TRMM && !fz_is_zero(be) && !(c->flags & FZ_NAN_C))
+        if (c->r == L3_TRSM ? !fz_is_zero(al)
+                            : c->r != L3_TRMM && !fz_is_zero(be) && !(c->flags & FZ_NAN_C))
             which[nw++] = 2;
         int np = (int)ref_rand_int(&s, 1, 3);
         for (int p = 0; p < np && nw > 0; p++) fz_plant(d, which[ref_rand_int(&s, 0, nw - 1)], &s);
@@ -616,7 +446,7 @@ FZ_FN void fz_setup(const struct fz_case *c, struct fz_data *d) {
     if (c->flags & FZ_NAN_AB) {
         ref_fill_nan(dt, d->X[0], d->ne[0]);
         ref_fill_nan(dt, d->X[1], d->ne[1]);
-        if (fz_tr(c->r)) ref_fill_nan(dt, d->X[2], d->ne[2]);
+        if (l3_tr(c->r)) ref_fill_nan(dt, d->X[2], d->ne[2]);
     }
     if (c->flags & FZ_NAN_C) {
         ref_fill_nan(dt, d->X[2], d->ne[2]);
@@ -633,7 +463,7 @@ FZ_FN void fz_setup(const struct fz_case *c, struct fz_data *d) {
     double al[2], be[2];
     fz_eff(c, true, al);
     fz_eff(c, false, be);
-    if (isinf(al[0]) || isinf(al[1]) || (!fz_tr(c->r) && (isinf(be[0]) || isinf(be[1]))))
+    if (isinf(al[0]) || isinf(al[1]) || (!l3_tr(c->r) && (isinf(be[0]) || isinf(be[1]))))
         d->inf = true;
     fz_scalar(c->r, true, dt, d->aalpha, fabs(al[0]) + fabs(al[1]), 0);
     fz_scalar(c->r, false, dt, d->abeta, fabs(be[0]) + fabs(be[1]), 0);
@@ -649,10 +479,10 @@ FZ_FN void fz_release(struct fz_data *d) {
 }
 
 /* The arguments of the case on matrices M (A, B, output) with scalars al, be. */
-FZ_FN struct fz_args fz_args_of(const struct fz_data *d, void *const M[3], const void *al,
+FZ_FN struct l3_args fz_args_of(const struct fz_data *d, void *const M[3], const void *al,
                                 const void *be) {
     const struct fz_case *c = &d->c;
-    struct fz_args a;
+    struct l3_args a;
     memset(&a, 0, sizeof a);
     a.r = c->r, a.dt = c->dt, a.typed = !!(c->flags & FZ_TYPED);
     a.layout = c->layout, a.side = c->side, a.uplo = c->uplo, a.ta = c->ta, a.tb = c->tb;
@@ -660,15 +490,15 @@ FZ_FN struct fz_args fz_args_of(const struct fz_data *d, void *const M[3], const
     a.m = c->m, a.n = c->n, a.k = c->k;
     a.alpha = al, a.beta = be;
     a.A = M[0], a.lda = d->ld[0];
-    a.B = fz_has_b(c->r) ? M[1] : NULL, a.ldb = d->ld[1];
+    a.B = l3_has_b(c->r) ? M[1] : NULL, a.ldb = d->ld[1];
     a.C = M[2], a.ldc = d->ld[2];
     return a;
 }
 
 /* Call tessera on the case's own matrices. */
 FZ_FN int fz_run_tessera(struct fz_data *d) {
-    struct fz_args a = fz_args_of(d, d->X, d->alpha, d->beta);
-    return fz_call(&a);
+    struct l3_args a = fz_args_of(d, d->X, d->alpha, d->beta);
+    return l3_call(&a);
 }
 
 /* Copy of matrix w with each entry replaced by |re| + |im| (imaginary part 0); entries
@@ -684,8 +514,8 @@ static void *fz_abs_copy(const struct fz_data *d, const void *X, int w) {
         int cl = fz_class_at(dt, X, i);
         fz_set(dt, Y, i, cl == 2 ? NAN : cl == 1 ? INFINITY : fz_abs1(re, im), 0);
     }
-    bool a_diag = w == 0 && c->r == FZ_HEMM;
-    bool c_diag = w == 2 && (c->r == FZ_HERK || c->r == FZ_HER2K);
+    bool a_diag = w == 0 && c->r == L3_HEMM;
+    bool c_diag = w == 2 && (c->r == L3_HERK || c->r == L3_HER2K);
     if (a_diag || c_diag)
         for (int64_t j = 0; j < d->sh[w][0]; j++) {
             size_t idx = ref_index(c->layout, j, j, d->ld[w]);
@@ -704,7 +534,7 @@ FZ_FN void fz_describe(const struct fz_case *c, char *buf, size_t len) {
     snprintf(buf, len,
              "tess_%s%s%s%s %s side=%s uplo=%s ta=%s tb=%s diag=%s m=%lld n=%lld k=%lld "
              "pad=%lld/%lld/%lld alpha=%g%+gi beta=%g%+gi%s%s%s%s seed=%llu",
-             c->flags & FZ_TYPED ? ref_dtype_name(c->dt) : "", fz_rname[c->r],
+             c->flags & FZ_TYPED ? ref_dtype_name(c->dt) : "", l3_rname[c->r],
              c->flags & FZ_TYPED ? "" : "(", c->flags & FZ_TYPED ? "" : ref_dtype_name(c->dt),
              ref_layout_name(c->layout), sd[c->side == TESS_RIGHT], ul[c->uplo == TESS_LOWER],
              ref_trans_name(c->ta), ref_trans_name(c->tb), dg[c->diag == TESS_UNIT],
@@ -749,30 +579,30 @@ FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
     void *Yref = fz_dup(d->R[2], d->ne[2] * es);
     {
         void *M[3] = {d->R[0], d->R[1], Yref};
-        struct fz_args a = fz_args_of(d, M, d->alpha, d->beta);
+        struct l3_args a = fz_args_of(d, M, d->alpha, d->beta);
         fz_cblas(&a);
     }
     void *Y, *W, *absM[3];
     for (int i = 0; i < 3; i++) absM[i] = fz_abs_copy(d, d->R[i], i);
     unsigned char one[16];
     ref_scalar(dt, one, 1, 0);
-    if (c->r == FZ_TRSM) {
+    if (c->r == L3_TRSM) {
         /* residual: Y = op(A) X, W = |op(A)| |X| (+ |alpha| |B| below) */
         Y = fz_dup(C, d->ne[2] * es);
         void *M[3] = {d->R[0], NULL, Y};
-        struct fz_args a = fz_args_of(d, M, one, NULL);
-        a.r = FZ_TRMM;
+        struct l3_args a = fz_args_of(d, M, one, NULL);
+        a.r = L3_TRMM;
         fz_cblas(&a);
         W = fz_abs_copy(d, C, 2);
         void *N[3] = {absM[0], NULL, W};
         a = fz_args_of(d, N, one, NULL);
-        a.r = FZ_TRMM;
+        a.r = L3_TRMM;
         fz_cblas(&a);
     } else {
         Y = NULL;
         W = fz_dup(absM[2], d->ne[2] * es);
         void *N[3] = {absM[0], absM[1], W};
-        struct fz_args a = fz_args_of(d, N, d->aalpha, d->abeta);
+        struct l3_args a = fz_args_of(d, N, d->aalpha, d->abeta);
         fz_cblas(&a);
     }
     double al[2], be[2];
@@ -781,11 +611,11 @@ FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
     long double aabs = fabsl(al[0]) + fabsl(al[1]);
     double fac = (2.0 * (double)fz_inner(c) + 10.0) * ref_eps(dt) *
                  (ref_is_complex(dt) ? 4 : 1) * 2;
-    bool herm_c = c->r == FZ_HERK || c->r == FZ_HER2K;
+    bool herm_c = c->r == L3_HERK || c->r == L3_HER2K;
     bool quick = herm_c && (fz_is_zero(al) || c->k == 0) && fz_is_one(be);
     /* The SYRK family under beta = NaN: netlib's C = NaN everywhere in the triangle, where
      * OpenBLAS 0.3.21's s/c/z variants (NaN-blind ?scal) leave finite values. */
-    bool nan_beta_rk = fz_rk(c->r) && (isnan(be[0]) || isnan(be[1]));
+    bool nan_beta_rk = l3_rk(c->r) && (isnan(be[0]) || isnan(be[1]));
     int rc = 0;
     for (int64_t col = 0; col < cols && !rc; col++)
         for (int64_t r = 0; r < rows && !rc; r++) {
@@ -815,7 +645,7 @@ FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
             }
             if (fz_class_at(dt, W, idx)) continue;
             fz_get(dt, W, idx, &wr, &wi);
-            if (c->r == FZ_TRSM) {
+            if (c->r == L3_TRSM) {
                 /* op(A) X against alpha B0 where both are defined */
                 long double br, bi;
                 if (fz_class_at(dt, Y, idx) || fz_class_at(dt, d->R[2], idx)) continue;
@@ -830,7 +660,7 @@ FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
             if (!(diff <= bound)) {
                 FZ_MSG("%s(%lld,%lld) = %.10Lg%+.10Lgi, expected %.10Lg%+.10Lgi, |diff| %.3Lg > "
                        "bound %.3Lg",
-                       c->r == FZ_TRSM ? "(op(A) X)" : "C", (long long)r, (long long)col, xr, xi,
+                       c->r == L3_TRSM ? "(op(A) X)" : "C", (long long)r, (long long)col, xr, xi,
                        yr, yi, diff, bound);
                 rc = 1;
             }
@@ -896,15 +726,15 @@ static void fz_pick_scalar(uint64_t *s, double v[2], int p0, int p1) {
 FZ_FN void fz_random_case(uint64_t *s, int64_t tile, struct fz_case *c) {
     static const tess_trans_t tr[3] = {TESS_NO_TRANS, TESS_TRANS, TESS_CONJ_TRANS};
     memset(c, 0, sizeof *c);
-    c->r = (enum fz_routine)ref_rand_int(s, 0, FZ_NR - 1);
-    c->dt = (tess_dtype_t)ref_rand_int(s, fz_herm(c->r) ? 2 : 0, 3);
+    c->r = (enum l3_routine)ref_rand_int(s, 0, L3_NR - 1);
+    c->dt = (tess_dtype_t)ref_rand_int(s, l3_herm(c->r) ? 2 : 0, 3);
     c->layout = ref_rand_int(s, 0, 1) ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
     c->side = ref_rand_int(s, 0, 1) ? TESS_RIGHT : TESS_LEFT;
     c->uplo = ref_rand_int(s, 0, 1) ? TESS_LOWER : TESS_UPPER;
     c->diag = ref_rand_int(s, 0, 1) ? TESS_UNIT : TESS_NON_UNIT;
     do c->ta = tr[ref_rand_int(s, 0, 2)];
-    while (!fz_trans_ok(c->r, c->dt, c->ta));
-    c->tb = c->r == FZ_GEMM ? tr[ref_rand_int(s, 0, 2)] : TESS_NO_TRANS;
+    while (!l3_trans_ok(c->r, c->dt, c->ta));
+    c->tb = c->r == L3_GEMM ? tr[ref_rand_int(s, 0, 2)] : TESS_NO_TRANS;
     c->m = fz_dim(s, tile), c->n = fz_dim(s, tile), c->k = fz_dim(s, tile);
     for (int i = 0; i < 3; i++) {
         int64_t u = ref_rand_int(s, 0, 9);
@@ -912,14 +742,14 @@ FZ_FN void fz_random_case(uint64_t *s, int64_t tile, struct fz_case *c) {
     }
     fz_pick_scalar(s, c->alpha, 10, 10);
     fz_pick_scalar(s, c->beta, 15, 15);
-    if (fz_real_alpha(c->r)) c->alpha[1] = 0;
-    if (fz_real_beta(c->r)) c->beta[1] = 0;
-    if (fz_tr(c->r)) c->beta[0] = c->beta[1] = 0;
+    if (l3_real_alpha(c->r)) c->alpha[1] = 0;
+    if (l3_real_beta(c->r)) c->beta[1] = 0;
+    if (l3_tr(c->r)) c->beta[0] = c->beta[1] = 0;
     /* (Bug B6, fixed in src/hostkernel.c: OpenBLAS 0.3.21's s/c/z SYRK family takes a NaN
      * beta as 0, so the diagonal tiles came out finite where netlib and the off-diagonal
      * tiles give NaN. NaN betas are drawn for every routine; fuzz_l3_syrk_family_beta_nan
      * covers them for the SYRK family in every precision and option on every run.) */
-    if (!fz_tr(c->r) && fz_is_zero(c->beta) && ref_rand_int(s, 0, 1)) c->flags |= FZ_NAN_C;
+    if (!l3_tr(c->r) && fz_is_zero(c->beta) && ref_rand_int(s, 0, 1)) c->flags |= FZ_NAN_C;
     if (fz_is_zero(c->alpha) && ref_rand_int(s, 0, 1)) c->flags |= FZ_NAN_AB;
     if (ref_rand_int(s, 0, 7) == 0) {
         c->flags |= FZ_POISON;
@@ -964,13 +794,50 @@ FZ_FN uint64_t fz_seed_and_tile(int64_t *tile) {
 
 #ifndef TESS_FUZZ_L3_NO_TESTS
 
+/* ---- the setups ----------------------------------------------------------------------------- */
+
+/* 3 emulated devices of 3 streams each, jitter shuffling the streams' order */
+#define FZ_EMU "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE_JITTER=30 " \
+               "TESSERA_EMULATE_STREAMS=3 TESS_FUZZ_THREADS=8 "
+/* three devices of one engine each at unequal rates: tasks held back and stolen while
+ * calls overlap (the end game, node/balance.c) */
+#define FZ_SHARED "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE_STREAMS=3 " \
+                  "TESSERA_EMULATE_SHARED=1 TESSERA_EMULATE_GFLOPS=8,4,1 TESS_FUZZ_THREADS=8 " \
+                  "TESSERA_CPU_WORKER=0 TESSERA_EMULATE=3 "
+
+static const struct fz_config {
+    const char *name, *knobs;
+    int calls;        /* fuzz_l3_random_calls_from_threads' calls, unless TESS_FUZZ_CALLS */
+    bool dev_fails;   /* the run injects a fault (TESSERA_FAULT) and every call is right
+                       * nonetheless (TESSERA_RECOVER): device failed_dev must have failed */
+    int failed_dev;
+    bool held;        /* the end game must have held tasks back for faster peers */
+} configs[] = {
+    {"emu3", FZ_EMU "TESSERA_CPU_WORKER=0 TESSERA_EMULATE=3", .calls = 4000},
+    /* device 1 fails at its 300th operation while 8 threads call */
+    {"emu3_fault_recover",
+     FZ_EMU "TESSERA_CPU_WORKER=0 TESSERA_EMULATE=3 TESSERA_FAULT=1:300 TESSERA_RECOVER=1",
+     .calls = 1500, .dev_fails = true, .failed_dev = 1},
+    {"emu3_shared_unequal", FZ_SHARED, .calls = 600, .held = true},
+    /* the fastest device fails (at its 200th operation: it does thousands) while the others
+     * hold tasks back for it; they must take them up. (The slowest failing instead was
+     * flaky: holding back, it sometimes ran fewer than 200 operations in all.) */
+    {"emu3_shared_fault", FZ_SHARED "TESSERA_FAULT=0:200 TESSERA_RECOVER=1", .calls = 600,
+     .dev_fails = true, .failed_dev = 0, .held = true},
+    /* the CPU worker (in-place host kernels) and 2 emulated devices share the tasks */
+    {"emu2_cpu", FZ_EMU "TESSERA_CPU_WORKER=1 TESSERA_EMULATE=2", .calls = 2000},
+};
+
+/* the setup this run is under; NULL: the environment as it is, nothing more expected */
+static const struct fz_config *cfg;
+
 /* ---- the fuzz run ----------------------------------------------------------------------------- */
 
 struct fz_thread {
     int id, calls, failed, corrupt_at, only_thread, only_call;
     uint64_t seed;
     int64_t tile;
-    int done, per_routine[FZ_NR], nonfinite, nan_c, nan_ab;
+    int done, per_routine[L3_NR], nonfinite, nan_c, nan_ab;
     char msg[1536];
 };
 
@@ -1035,7 +902,7 @@ static double fz_now(void) {
 TEST(fuzz_l3_random_calls_from_threads) {
     int64_t tile;
     uint64_t seed = fz_seed_and_tile(&tile);
-    int calls = (int)ref_env_long("TESS_FUZZ_CALLS", 400);
+    int calls = (int)ref_env_long("TESS_FUZZ_CALLS", cfg ? cfg->calls : 400);
     int nthreads = (int)ref_env_long("TESS_FUZZ_THREADS", 8);
     int corrupt = (int)ref_env_long("TESS_FUZZ_CORRUPT", -1);
     /* TESS_FUZZ_ONLY=t:i replays call i of thread t alone (same seed and tile) */
@@ -1057,15 +924,15 @@ TEST(fuzz_l3_random_calls_from_threads) {
     }
     for (int t = 0; t < nthreads; t++) pthread_join(th[t], NULL);
     double wall = fz_now() - t0;
-    int done = 0, per[FZ_NR] = {0}, nonfinite = 0, nan_c = 0, nan_ab = 0;
+    int done = 0, per[L3_NR] = {0}, nonfinite = 0, nan_c = 0, nan_ab = 0;
     for (int t = 0; t < nthreads; t++) {
         done += ft[t].done, nonfinite += ft[t].nonfinite;
         nan_c += ft[t].nan_c, nan_ab += ft[t].nan_ab;
-        for (int r = 0; r < FZ_NR; r++) per[r] += ft[t].per_routine[r];
+        for (int r = 0; r < L3_NR; r++) per[r] += ft[t].per_routine[r];
     }
     fprintf(stderr, "  %d calls in %.1f s from %d threads (tile %lld):", done, wall, nthreads,
             (long long)tile);
-    for (int r = 0; r < FZ_NR; r++) fprintf(stderr, " %s %d", fz_rname[r], per[r]);
+    for (int r = 0; r < L3_NR; r++) fprintf(stderr, " %s %d", l3_rname[r], per[r]);
     fprintf(stderr, "; NaN/Inf involved %d, NaN C under beta = 0 %d, NaN A/B under alpha = 0 %d\n",
             nonfinite, nan_c, nan_ab);
     char first[1600] = "";
@@ -1078,16 +945,13 @@ TEST(fuzz_l3_random_calls_from_threads) {
     free(ft);
     ASSERT_MSG(!failed, "%d thread(s) failed; first: %s (seed %llu, tile %lld)", failed, first,
                (unsigned long long)seed, (long long)tile);
-    /* TESS_FUZZ_FAILED_DEV=d: the run injected a fault (TESSERA_FAULT) into device d, and
-     * every call above was right nonetheless (TESSERA_RECOVER): d must have failed. */
-    /* TESS_FUZZ_EXPECT_HELD=1: the devices share one engine each at unequal rates
-     * (TESSERA_EMULATE_SHARED): the end game must have held tasks back for faster peers */
+    /* the setup's end game (held) and fault (dev_fails, failed_dev) */
     uint64_t held = tess__bal_deferred();
     fprintf(stderr, "  end game: a task held back for a faster peer %llu times\n",
             (unsigned long long)held);
-    if (ref_env_long("TESS_FUZZ_EXPECT_HELD", 0)) ASSERT(held > 0);
-    long fdev = ref_env_long("TESS_FUZZ_FAILED_DEV", -1);
-    if (fdev >= 0) {
+    if (cfg && cfg->held) ASSERT(held > 0);
+    if (cfg && cfg->dev_fails) {
+        long fdev = cfg->failed_dev;
         tess_dev_stats_t s;
         ASSERT_OK(tess_device_stats((int)fdev, &s));
         ASSERT_MSG(s.failed, "device %ld did not fail (TESSERA_FAULT=%s)", fdev,
@@ -1105,12 +969,12 @@ TEST(fuzz_l3_verifier_self_check) {
     int64_t tile;
     fz_seed_and_tile(&tile);
     ASSERT_OK(tess_init());
-    for (int r = 0; r < FZ_NR; r++)
+    for (int r = 0; r < L3_NR; r++)
         for (int cplx = 0; cplx < 2; cplx++) {
-            if (fz_herm((enum fz_routine)r) && !cplx) continue;
+            if (l3_herm((enum l3_routine)r) && !cplx) continue;
             struct fz_case c;
             memset(&c, 0, sizeof c);
-            c.r = (enum fz_routine)r;
+            c.r = (enum l3_routine)r;
             c.dt = cplx ? TESS_Z : TESS_S;
             c.layout = cplx ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
             c.side = TESS_LEFT, c.uplo = TESS_LOWER, c.diag = TESS_NON_UNIT;
@@ -1118,7 +982,7 @@ TEST(fuzz_l3_verifier_self_check) {
             c.m = 2 * tile + 1, c.n = tile + 2, c.k = tile + 3;
             c.pad[0] = 1, c.pad[1] = 2, c.pad[2] = 3;
             c.alpha[0] = 0.75, c.alpha[1] = cplx ? -0.5 : 0;
-            c.beta[0] = fz_tr(c.r) ? 0 : -0.5, c.beta[1] = 0;
+            c.beta[0] = l3_tr(c.r) ? 0 : -0.5, c.beta[1] = 0;
             c.seed = 99 + (uint64_t)r;
             struct fz_data d;
             char what[512], why[512] = "";
@@ -1129,7 +993,7 @@ TEST(fuzz_l3_verifier_self_check) {
             size_t es = ref_esize(c.dt), bytes = d.ne[2] * es;
             void *good = fz_dup(d.X[2], bytes);
             /* a referenced entry in the middle of the output */
-            int64_t rr = d.sh[2][0] / 2, cc = fz_rk(c.r) ? rr : d.sh[2][1] / 2;
+            int64_t rr = d.sh[2][0] / 2, cc = l3_rk(c.r) ? rr : d.sh[2][1] / 2;
             size_t idx = ref_index(c.layout, rr, cc, d.ld[2]);
             long double re, im;
             fz_get(c.dt, good, idx, &re, &im);
@@ -1138,20 +1002,20 @@ TEST(fuzz_l3_verifier_self_check) {
             {
                 void *absM[3];
                 for (int i = 0; i < 3; i++) absM[i] = fz_abs_copy(&d, d.R[i], i);
-                void *W = fz_dup(c.r == FZ_TRSM ? good : absM[2], bytes);
+                void *W = fz_dup(c.r == L3_TRSM ? good : absM[2], bytes);
                 unsigned char one[16];
                 ref_scalar(c.dt, one, 1, 0);
-                if (c.r == FZ_TRSM) {
+                if (c.r == L3_TRSM) {
                     void *Wx = fz_abs_copy(&d, good, 2);
                     void *N[3] = {absM[0], NULL, Wx};
-                    struct fz_args a = fz_args_of(&d, N, one, NULL);
-                    a.r = FZ_TRMM;
+                    struct l3_args a = fz_args_of(&d, N, one, NULL);
+                    a.r = L3_TRMM;
                     fz_cblas(&a);
                     memcpy(W, Wx, bytes);
                     free(Wx);
                 } else {
                     void *N[3] = {absM[0], absM[1], W};
-                    struct fz_args a = fz_args_of(&d, N, d.aalpha, d.abeta);
+                    struct l3_args a = fz_args_of(&d, N, d.aalpha, d.abeta);
                     fz_cblas(&a);
                 }
                 long double wr, wi;
@@ -1178,7 +1042,7 @@ TEST(fuzz_l3_verifier_self_check) {
             ASSERT_MSG(fz_verify(&d, why, sizeof why) != 0,
                        "%s: a written padding element was not caught", what);
             /* (4) the other triangle (SYRK family) */
-            if (fz_rk(c.r)) {
+            if (l3_rk(c.r)) {
                 memcpy(d.X[2], good, bytes);
                 size_t oidx = ref_index(c.layout, 0, d.sh[2][1] - 1, d.ld[2]); /* upper */
                 long double orr, oi;
@@ -1211,25 +1075,25 @@ TEST(fuzz_l3_syrk_family_beta_nan) {
     enum { NAN_RE, NAN_IM, ALPHA0, K0, NWHAT };
     int ncases = 0;
     char msg[1536];
-    for (int r = FZ_SYRK; r <= FZ_HER2K; r++)
-        for (int d = fz_herm((enum fz_routine)r) ? 2 : 0; d < 4; d++)
+    for (int r = L3_SYRK; r <= L3_HER2K; r++)
+        for (int d = l3_herm((enum l3_routine)r) ? 2 : 0; d < 4; d++)
             for (int v = 0; v < 4; v++)
                 for (int t = 0; t < 3; t++)
                     for (int what = 0; what < NWHAT; what++) {
                         struct fz_case c;
                         memset(&c, 0, sizeof c);
-                        c.r = (enum fz_routine)r, c.dt = (tess_dtype_t)d;
+                        c.r = (enum l3_routine)r, c.dt = (tess_dtype_t)d;
                         c.layout = v & 1 ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
                         c.uplo = v & 2 ? TESS_LOWER : TESS_UPPER;
                         c.side = TESS_LEFT, c.diag = TESS_NON_UNIT, c.tb = TESS_NO_TRANS;
                         c.ta = trs[t];
-                        if (!fz_trans_ok(c.r, c.dt, c.ta)) continue;
-                        if (what == NAN_IM && (!ref_is_complex(c.dt) || fz_real_beta(c.r)))
+                        if (!l3_trans_ok(c.r, c.dt, c.ta)) continue;
+                        if (what == NAN_IM && (!ref_is_complex(c.dt) || l3_real_beta(c.r)))
                             continue;
                         c.n = 2 * tile + 3, c.k = what == K0 ? 0 : tile + 2;
                         c.pad[0] = 1, c.pad[1] = 2, c.pad[2] = 3;
                         c.alpha[0] = what == ALPHA0 ? 0 : 0.75;
-                        c.alpha[1] = what == ALPHA0 || fz_real_alpha(c.r) || !ref_is_complex(c.dt)
+                        c.alpha[1] = what == ALPHA0 || l3_real_alpha(c.r) || !ref_is_complex(c.dt)
                                          ? 0 : -0.25;
                         c.beta[0] = what == NAN_IM ? 0.5 : NAN;
                         c.beta[1] = what == NAN_IM ? NAN : 0;
@@ -1280,7 +1144,7 @@ TEST(fuzz_l3_strsm_right_nonfinite) {
                     for (int64_t cv = tile; cv < 2 * tile; cv += step) {
                         struct fz_case c;
                         memset(&c, 0, sizeof c);
-                        c.r = FZ_TRSM, c.dt = TESS_S;
+                        c.r = L3_TRSM, c.dt = TESS_S;
                         c.layout = row ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
                         c.side = row ? TESS_LEFT : TESS_RIGHT;
                         c.m = row ? nv : mv, c.n = row ? mv : nv;
@@ -1319,6 +1183,6 @@ TEST(fuzz_l3_strsm_right_nonfinite) {
     ASSERT_OK(tess_finalize());
 }
 
-TEST_MAIN()
+TEST_CONFIG_MAIN(configs, cfg)
 
 #endif /* TESS_FUZZ_L3_NO_TESTS */

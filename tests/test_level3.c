@@ -13,11 +13,12 @@
  * |op(A) X - alpha B| within the same bound of |op(A)| |X| + |alpha| |B| (A diagonally
  * dominant, so X is well defined).
  *
- * Registered several times (tests/CMakeLists.txt): CPU worker, 2 emulated devices with tile
- * 7, 3 under a memory cap that forces eviction, jitter, emulated + CPU. Shapes scale with
- * TESSERA_TILE (the unit U below; 8 when unset). TEST_EXPECT (a comma list) turns on the
- * counter assertions of level3_counters: spread (SYRK and TRSM tasks on more than one
- * device), hits (TRSM operands served from a device cache: L1 or L2), evict.
+ * Run under each setup of the table `configs` below (`test_level3 CONFIG`, CTest's
+ * test_level3:CONFIG): CPU worker, 2 emulated devices with tile 7, 3 under a memory cap
+ * that forces eviction, jitter, emulated + CPU. Shapes scale with TESSERA_TILE (the unit
+ * U below; 8 when unset). A setup may turn on the counter assertions of level3_counters:
+ * spread (SYRK and TRSM tasks on more than one device), hits (TRSM operands served from a
+ * device cache: L1 or L2), evict.
  */
 #include <cblas.h>
 #include <math.h>
@@ -27,7 +28,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "l3_dispatch.h"
 #include "ref.h"
+#include "slowdown.h"
 #include "tessera.h"
 
 #define GUARD 16  /* elements after every matrix that nobody may write */
@@ -40,208 +43,35 @@ static const tess_diag_t diags[2] = {TESS_NON_UNIT, TESS_UNIT};
 static const tess_layout_t layouts[2] = {TESS_COL_MAJOR, TESS_ROW_MAJOR};
 static uint64_t seed_counter = 1;
 
+/* ---- the setups ------------------------------------------------------------------------ */
+
+#define EMU "TESSERA_DEVICES=none TESSERA_CPU_WORKER=0 "
+#define EMU16 EMU "TESSERA_EMULATE_MEM=16M "
+
+static const struct l3_config {
+    const char *name, *knobs;
+    bool spread, hits, evict; /* what level3_counters must see */
+} configs[] = {
+    {.name = "cpu", .knobs = "TESSERA_DEVICES=none TESSERA_EMULATE=0 TESSERA_CPU_WORKER=1 TESSERA_TILE=8"},
+    {.name = "emu2_t7", .knobs = EMU16 "TESSERA_EMULATE=2 TESSERA_TILE=7"},
+    /* a cap of 8 complex-double tiles of 8^2 (16 double ones): every call evicts */
+    {"emu3_cap", EMU "TESSERA_EMULATE=3 TESSERA_TILE=8 TESSERA_EMULATE_MEM=8192", .spread = true,
+     .hits = true, .evict = true},
+    {.name = "emu2_jitter",
+     .knobs = EMU16 "TESSERA_EMULATE=2 TESSERA_TILE=7 TESSERA_EMULATE_JITTER=100 "
+                    "TESSERA_EMULATE_STREAMS=4"},
+    {.name = "emu2_cpu",
+     .knobs = "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE=2 TESSERA_CPU_WORKER=1 "
+     "TESSERA_TILE=7"},
+};
+
+/* the setup this run is under; NULL: the environment as it is, no counters expected */
+static const struct l3_config *cfg;
+
 /* Shape unit: the tile edge when set and small, else 8. */
 static int64_t unit(void) {
     long t = ref_env_long("TESSERA_TILE", 0);
     return (t > 0 && t <= 64) ? t : 8;
-}
-
-/* ---- routines ----------------------------------------------------------------------- */
-
-enum routine { R_SYMM, R_HEMM, R_SYRK, R_HERK, R_SYR2K, R_HER2K, R_TRMM, R_TRSM, R_N };
-static const char *rname[R_N] = {"symm", "hemm", "syrk", "herk", "syr2k", "her2k", "trmm", "trsm"};
-
-static bool is_herm(enum routine r) { return r == R_HEMM || r == R_HERK || r == R_HER2K; }
-static bool is_rk(enum routine r) { return r >= R_SYRK && r <= R_HER2K; }
-static bool is_rank2(enum routine r) { return r == R_SYR2K || r == R_HER2K; }
-static bool is_tr(enum routine r) { return r == R_TRMM || r == R_TRSM; }
-static bool is_sm(enum routine r) { return r == R_SYMM || r == R_HEMM; }
-/* alpha (HERK) / beta (HERK, HER2K) are of the real type */
-static bool real_alpha(enum routine r) { return r == R_HERK; }
-static bool real_beta(enum routine r) { return r == R_HERK || r == R_HER2K; }
-/* the trans values the routine accepts for precision dt */
-static bool trans_ok(enum routine r, tess_dtype_t dt, tess_trans_t t) {
-    if (is_herm(r)) return t != TESS_TRANS;
-    if (is_rk(r) && ref_is_complex(dt)) return t != TESS_CONJ_TRANS;
-    return true;
-}
-
-/* One call's arguments, ints where invalid values must be passable. For TRMM/TRSM the
- * in-place operand B is C/ldc here (the output), and B/ldb are unused. */
-struct args {
-    enum routine r;
-    tess_dtype_t dt;
-    int typed;
-    int layout, side, uplo, trans, diag;
-    int64_t m, n, k;             /* SYRK-like: n, k; the others: m, n */
-    const void *alpha;
-    const void *A;
-    int64_t lda;
-    const void *B;
-    int64_t ldb;
-    const void *beta;
-    void *C;
-    int64_t ldc;
-};
-
-static float fl(const void *p) { return p ? *(const float *)p : 0.0f; }
-static double db(const void *p) { return p ? *(const double *)p : 0.0; }
-
-/* Call tessera: the generic entry, or the typed one (real scalars by value). */
-static int call(const struct args *a) {
-    tess_layout_t L = (tess_layout_t)a->layout;
-    tess_side_t sd = (tess_side_t)a->side;
-    tess_uplo_t ul = (tess_uplo_t)a->uplo;
-    tess_trans_t tr = (tess_trans_t)a->trans;
-    tess_diag_t dg = (tess_diag_t)a->diag;
-    tess_dtype_t dt = a->dt;
-    int64_t m = a->m, n = a->n, k = a->k;
-    if (!a->typed) {
-        switch (a->r) {
-        case R_SYMM: return tess_symm(dt, L, sd, ul, m, n, a->alpha, a->A, a->lda, a->B, a->ldb, a->beta, a->C, a->ldc);
-        case R_HEMM: return tess_hemm(dt, L, sd, ul, m, n, a->alpha, a->A, a->lda, a->B, a->ldb, a->beta, a->C, a->ldc);
-        case R_SYRK: return tess_syrk(dt, L, ul, tr, n, k, a->alpha, a->A, a->lda, a->beta, a->C, a->ldc);
-        case R_HERK: return tess_herk(dt, L, ul, tr, n, k, a->alpha, a->A, a->lda, a->beta, a->C, a->ldc);
-        case R_SYR2K: return tess_syr2k(dt, L, ul, tr, n, k, a->alpha, a->A, a->lda, a->B, a->ldb, a->beta, a->C, a->ldc);
-        case R_HER2K: return tess_her2k(dt, L, ul, tr, n, k, a->alpha, a->A, a->lda, a->B, a->ldb, a->beta, a->C, a->ldc);
-        case R_TRMM: return tess_trmm(dt, L, sd, ul, tr, dg, m, n, a->alpha, a->A, a->lda, a->C, a->ldc);
-        case R_TRSM: return tess_trsm(dt, L, sd, ul, tr, dg, m, n, a->alpha, a->A, a->lda, a->C, a->ldc);
-        default: return -100;
-        }
-    }
-    const void *al = a->alpha, *be = a->beta, *A = a->A, *B = a->B;
-    void *C = a->C;
-    int64_t lda = a->lda, ldb = a->ldb, ldc = a->ldc;
-    switch (a->r) {
-    case R_SYMM:
-        switch (dt) {
-        case TESS_S: return tess_ssymm(L, sd, ul, m, n, fl(al), A, lda, B, ldb, fl(be), C, ldc);
-        case TESS_D: return tess_dsymm(L, sd, ul, m, n, db(al), A, lda, B, ldb, db(be), C, ldc);
-        case TESS_C: return tess_csymm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        case TESS_Z: return tess_zsymm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        }
-        break;
-    case R_HEMM:
-        if (dt == TESS_C) return tess_chemm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        if (dt == TESS_Z) return tess_zhemm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        break;
-    case R_SYRK:
-        switch (dt) {
-        case TESS_S: return tess_ssyrk(L, ul, tr, n, k, fl(al), A, lda, fl(be), C, ldc);
-        case TESS_D: return tess_dsyrk(L, ul, tr, n, k, db(al), A, lda, db(be), C, ldc);
-        case TESS_C: return tess_csyrk(L, ul, tr, n, k, al, A, lda, be, C, ldc);
-        case TESS_Z: return tess_zsyrk(L, ul, tr, n, k, al, A, lda, be, C, ldc);
-        }
-        break;
-    case R_HERK:
-        if (dt == TESS_C) return tess_cherk(L, ul, tr, n, k, fl(al), A, lda, fl(be), C, ldc);
-        if (dt == TESS_Z) return tess_zherk(L, ul, tr, n, k, db(al), A, lda, db(be), C, ldc);
-        break;
-    case R_SYR2K:
-        switch (dt) {
-        case TESS_S: return tess_ssyr2k(L, ul, tr, n, k, fl(al), A, lda, B, ldb, fl(be), C, ldc);
-        case TESS_D: return tess_dsyr2k(L, ul, tr, n, k, db(al), A, lda, B, ldb, db(be), C, ldc);
-        case TESS_C: return tess_csyr2k(L, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc);
-        case TESS_Z: return tess_zsyr2k(L, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc);
-        }
-        break;
-    case R_HER2K:
-        if (dt == TESS_C) return tess_cher2k(L, ul, tr, n, k, al, A, lda, B, ldb, fl(be), C, ldc);
-        if (dt == TESS_Z) return tess_zher2k(L, ul, tr, n, k, al, A, lda, B, ldb, db(be), C, ldc);
-        break;
-    case R_TRMM:
-        switch (dt) {
-        case TESS_S: return tess_strmm(L, sd, ul, tr, dg, m, n, fl(al), A, lda, C, ldc);
-        case TESS_D: return tess_dtrmm(L, sd, ul, tr, dg, m, n, db(al), A, lda, C, ldc);
-        case TESS_C: return tess_ctrmm(L, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);
-        case TESS_Z: return tess_ztrmm(L, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);
-        }
-        break;
-    case R_TRSM:
-        switch (dt) {
-        case TESS_S: return tess_strsm(L, sd, ul, tr, dg, m, n, fl(al), A, lda, C, ldc);
-        case TESS_D: return tess_dtrsm(L, sd, ul, tr, dg, m, n, db(al), A, lda, C, ldc);
-        case TESS_C: return tess_ctrsm(L, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);
-        case TESS_Z: return tess_ztrsm(L, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);
-        }
-        break;
-    default: break;
-    }
-    return -100;
-}
-
-/* The same call on OpenBLAS's cblas (CBLAS enum values equal tessera's). Real
- * precisions read TESS_CONJ_TRANS as TESS_TRANS. */
-static void cblas_call(const struct args *a) {
-    enum CBLAS_ORDER L = (enum CBLAS_ORDER)a->layout;
-    enum CBLAS_SIDE sd = (enum CBLAS_SIDE)a->side;
-    enum CBLAS_UPLO ul = (enum CBLAS_UPLO)a->uplo;
-    int trv = a->trans;
-    if (!ref_is_complex(a->dt) && trv == TESS_CONJ_TRANS) trv = TESS_TRANS;
-    enum CBLAS_TRANSPOSE tr = (enum CBLAS_TRANSPOSE)trv;
-    enum CBLAS_DIAG dg = (enum CBLAS_DIAG)a->diag;
-    blasint m = (blasint)a->m, n = (blasint)a->n, k = (blasint)a->k;
-    blasint lda = (blasint)a->lda, ldb = (blasint)a->ldb, ldc = (blasint)a->ldc;
-    const void *al = a->alpha, *be = a->beta, *A = a->A, *B = a->B;
-    void *C = a->C;
-    switch (a->r) {
-    case R_SYMM:
-        switch (a->dt) {
-        case TESS_S: cblas_ssymm(L, sd, ul, m, n, fl(al), A, lda, B, ldb, fl(be), C, ldc); return;
-        case TESS_D: cblas_dsymm(L, sd, ul, m, n, db(al), A, lda, B, ldb, db(be), C, ldc); return;
-        case TESS_C: cblas_csymm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc); return;
-        case TESS_Z: cblas_zsymm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc); return;
-        }
-        return;
-    case R_HEMM:
-        if (a->dt == TESS_C) cblas_chemm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        else cblas_zhemm(L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-        return;
-    case R_SYRK:
-        switch (a->dt) {
-        case TESS_S: cblas_ssyrk(L, ul, tr, n, k, fl(al), A, lda, fl(be), C, ldc); return;
-        case TESS_D: cblas_dsyrk(L, ul, tr, n, k, db(al), A, lda, db(be), C, ldc); return;
-        case TESS_C: cblas_csyrk(L, ul, tr, n, k, al, A, lda, be, C, ldc); return;
-        case TESS_Z: cblas_zsyrk(L, ul, tr, n, k, al, A, lda, be, C, ldc); return;
-        }
-        return;
-    case R_HERK:
-        if (a->dt == TESS_C) cblas_cherk(L, ul, tr, n, k, fl(al), A, lda, fl(be), C, ldc);
-        else cblas_zherk(L, ul, tr, n, k, db(al), A, lda, db(be), C, ldc);
-        return;
-    case R_SYR2K:
-        switch (a->dt) {
-        case TESS_S: cblas_ssyr2k(L, ul, tr, n, k, fl(al), A, lda, B, ldb, fl(be), C, ldc); return;
-        case TESS_D: cblas_dsyr2k(L, ul, tr, n, k, db(al), A, lda, B, ldb, db(be), C, ldc); return;
-        case TESS_C: cblas_csyr2k(L, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc); return;
-        case TESS_Z: cblas_zsyr2k(L, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc); return;
-        }
-        return;
-    case R_HER2K:
-        if (a->dt == TESS_C) cblas_cher2k(L, ul, tr, n, k, al, A, lda, B, ldb, fl(be), C, ldc);
-        else cblas_zher2k(L, ul, tr, n, k, al, A, lda, B, ldb, db(be), C, ldc);
-        return;
-    case R_TRMM:
-    case R_TRSM: {
-        bool mm = a->r == R_TRMM;
-        switch (a->dt) {
-        case TESS_S:
-            (mm ? cblas_strmm : cblas_strsm)(L, sd, ul, tr, dg, m, n, fl(al), A, lda, C, ldc);
-            return;
-        case TESS_D:
-            (mm ? cblas_dtrmm : cblas_dtrsm)(L, sd, ul, tr, dg, m, n, db(al), A, lda, C, ldc);
-            return;
-        case TESS_C:
-            (mm ? cblas_ctrmm : cblas_ctrsm)(L, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);
-            return;
-        case TESS_Z:
-            (mm ? cblas_ztrmm : cblas_ztrsm)(L, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);
-            return;
-        }
-        return;
-    }
-    default: return;
-    }
 }
 
 /* ---- elements ------------------------------------------------------------------------ */
@@ -293,7 +123,7 @@ enum {
 };
 
 struct l3case {
-    enum routine r;
+    enum l3_routine r;
     tess_dtype_t dt;
     tess_layout_t layout;
     tess_side_t side;
@@ -307,7 +137,7 @@ struct l3case {
     uint64_t seed;
 };
 
-static struct l3case mkcase(enum routine r, tess_dtype_t dt, tess_layout_t layout, int64_t m,
+static struct l3case mkcase(enum l3_routine r, tess_dtype_t dt, tess_layout_t layout, int64_t m,
                             int64_t n, int64_t k) {
     struct l3case c;
     memset(&c, 0, sizeof c);
@@ -316,7 +146,7 @@ static struct l3case mkcase(enum routine r, tess_dtype_t dt, tess_layout_t layou
     c.m = m, c.n = n, c.k = k;
     c.alpha[0] = 0.75, c.alpha[1] = -0.5;
     c.beta[0] = -0.5, c.beta[1] = 0.25;
-    if (real_beta(r)) c.beta[1] = 0;
+    if (l3_real_beta(r)) c.beta[1] = 0;
     c.seed = seed_counter++;
     return c;
 }
@@ -326,7 +156,7 @@ static void describe(const struct l3case *c, char *buf, size_t len) {
     snprintf(buf, len,
              "tess_%s%s(%s) %s side=%s uplo=%s trans=%s diag=%s m=%lld n=%lld k=%lld pad=%lld/%lld/%lld "
              "alpha=%g%+gi beta=%g%+gi%s%s seed=%llu",
-             c->flags & F_TYPED ? ref_dtype_name(c->dt) : "", rname[c->r],
+             c->flags & F_TYPED ? ref_dtype_name(c->dt) : "", l3_rname[c->r],
              c->flags & F_TYPED ? "" : ref_dtype_name(c->dt), ref_layout_name(c->layout), sd[c->side == TESS_RIGHT],
              ul[c->uplo == TESS_LOWER], ref_trans_name(c->trans), dg[c->diag == TESS_UNIT],
              (long long)c->m, (long long)c->n, (long long)c->k, (long long)c->pad[0],
@@ -338,22 +168,22 @@ static void describe(const struct l3case *c, char *buf, size_t len) {
 /* Logical shapes (rows x cols) of A, B and the output C (B of TRMM/TRSM); 0 x 0 absent. */
 static void shapes(const struct l3case *c, int64_t sh[3][2]) {
     memset(sh, 0, sizeof(int64_t) * 6);
-    if (is_rk(c->r)) {
+    if (l3_rk(c->r)) {
         bool nt = c->trans == TESS_NO_TRANS;
         sh[0][0] = nt ? c->n : c->k, sh[0][1] = nt ? c->k : c->n;
-        if (is_rank2(c->r)) sh[1][0] = sh[0][0], sh[1][1] = sh[0][1];
+        if (l3_rank2(c->r)) sh[1][0] = sh[0][0], sh[1][1] = sh[0][1];
         sh[2][0] = sh[2][1] = c->n;
         return;
     }
     int64_t ka = c->side == TESS_LEFT ? c->m : c->n;
     sh[0][0] = sh[0][1] = ka;
-    if (is_sm(c->r)) sh[1][0] = c->m, sh[1][1] = c->n;
+    if (l3_sm(c->r)) sh[1][0] = c->m, sh[1][1] = c->n;
     sh[2][0] = c->m, sh[2][1] = c->n;
 }
 
 /* Output element (r, c) is read and written by the routine (SYRK-like: the triangle). */
 static bool referenced(const struct l3case *c, int64_t r, int64_t col) {
-    if (!is_rk(c->r)) return true;
+    if (!l3_rk(c->r)) return true;
     return c->uplo == TESS_UPPER ? r <= col : r >= col;
 }
 
@@ -372,9 +202,9 @@ struct data {
     unsigned char alpha[16], beta[16], aalpha[16], abeta[16]; /* scalars, their |.| */
 };
 
-static void scalar_of(enum routine r, bool is_alpha, tess_dtype_t dt, void *out, double re,
+static void scalar_of(enum l3_routine r, bool is_alpha, tess_dtype_t dt, void *out, double re,
                       double im) {
-    bool real = is_alpha ? real_alpha(r) : real_beta(r);
+    bool real = is_alpha ? l3_real_alpha(r) : l3_real_beta(r);
     if (real) ref_scalar(dt == TESS_C ? TESS_S : TESS_D, out, re, 0);
     else ref_scalar(dt, out, re, ref_is_complex(dt) ? im : 0);
 }
@@ -395,14 +225,14 @@ static void setup(const struct l3case *c, struct data *d) {
     }
     /* A of SYMM/HEMM/TRMM/TRSM: NaN outside its triangle; TRMM/TRSM: diagonally dominant
      * (unit diagonal: NaN on the diagonal, never read) */
-    if (!is_rk(c->r)) {
+    if (!l3_rk(c->r)) {
         int64_t ka = d->sh[0][0];
         for (int64_t col = 0; col < ka; col++)
             for (int64_t r = 0; r < ka; r++) {
                 size_t idx = ref_index(c->layout, r, col, d->ld[0]);
-                if (!a_stored(c, r, col) || (is_tr(c->r) && r == col && c->diag == TESS_UNIT)) {
+                if (!a_stored(c, r, col) || (l3_tr(c->r) && r == col && c->diag == TESS_UNIT)) {
                     set_el(dt, d->X[0], idx, NAN, NAN);
-                } else if (is_tr(c->r) && r == col) {
+                } else if (l3_tr(c->r) && r == col) {
                     long double re, im;
                     get_el(dt, d->X[0], idx, &re, &im);
                     set_el(dt, d->X[0], idx, re + (re < 0 ? -1 : 1) * (ka + 1), im);
@@ -441,13 +271,13 @@ static void release(struct data *d) {
 }
 
 /* The arguments of the case on matrices M (A, B, C) with scalars al, be. */
-static struct args args_of(const struct data *d, void *const M[3], const void *al,
+static struct l3_args args_of(const struct data *d, void *const M[3], const void *al,
                            const void *be) {
     const struct l3case *c = &d->c;
-    struct args a;
+    struct l3_args a;
     memset(&a, 0, sizeof a);
     a.r = c->r, a.dt = c->dt, a.typed = !!(c->flags & F_TYPED);
-    a.layout = c->layout, a.side = c->side, a.uplo = c->uplo, a.trans = c->trans;
+    a.layout = c->layout, a.side = c->side, a.uplo = c->uplo, a.ta = c->trans;
     a.diag = c->diag;
     a.m = c->m, a.n = c->n, a.k = c->k;
     a.alpha = al, a.beta = be;
@@ -459,7 +289,7 @@ static struct args args_of(const struct data *d, void *const M[3], const void *a
 
 /* Inner dimension of the bound: products summed per element. */
 static int64_t inner_dim(const struct l3case *c) {
-    if (is_rk(c->r)) return is_rank2(c->r) ? 2 * c->k : c->k;
+    if (l3_rk(c->r)) return l3_rank2(c->r) ? 2 * c->k : c->k;
     return c->side == TESS_LEFT ? c->m : c->n;
 }
 
@@ -507,27 +337,27 @@ static int verify(const struct data *d, char *msg, size_t len) {
      * Y = op(A) X (X = tessera's result) against alpha B0, W = |op(A)| |X| + |alpha| |B0| */
     void *Y, *W, *absM[3];
     for (int i = 0; i < 3; i++) absM[i] = abs_copy(dt, d->R[i], d->ne[i]);
-    if (c->r == R_TRSM) {
+    if (c->r == L3_TRSM) {
         unsigned char one[16];
         ref_scalar(dt, one, 1, 0);
         Y = dup(C, d->ne[2] * es);
         void *M[3] = {d->R[0], NULL, Y};
-        struct args a = args_of(d, M, one, NULL);
-        a.r = R_TRMM;
-        cblas_call(&a);
+        struct l3_args a = args_of(d, M, one, NULL);
+        a.r = L3_TRMM;
+        l3_cblas(&a);
         W = abs_copy(dt, C, d->ne[2]);
         void *N[3] = {absM[0], NULL, W};
         a = args_of(d, N, one, NULL);
-        a.r = R_TRMM;
-        cblas_call(&a);
+        a.r = L3_TRMM;
+        l3_cblas(&a);
     } else {
         Y = dup(d->R[2], d->ne[2] * es);
         W = dup(absM[2], d->ne[2] * es);
         void *M[3] = {d->R[0], d->R[1], Y}, *N[3] = {absM[0], absM[1], W};
-        struct args a = args_of(d, M, d->alpha, d->beta);
-        cblas_call(&a);
+        struct l3_args a = args_of(d, M, d->alpha, d->beta);
+        l3_cblas(&a);
         a = args_of(d, N, d->aalpha, d->abeta);
-        cblas_call(&a);
+        l3_cblas(&a);
     }
     long double ar, ai;
     get_el(dt, d->alpha, 0, &ar, &ai);
@@ -539,9 +369,9 @@ static int verify(const struct data *d, char *msg, size_t len) {
             if (!referenced(c, r, col)) continue;
             size_t idx = ref_index(c->layout, r, col, ldc);
             long double xr, xi, yr, yi, wr, wi;
-            get_el(dt, c->r == R_TRSM ? (const void *)Y : C, idx, &xr, &xi);
+            get_el(dt, c->r == L3_TRSM ? (const void *)Y : C, idx, &xr, &xi);
             get_el(dt, W, idx, &wr, &wi);
-            if (c->r == R_TRSM) {
+            if (c->r == L3_TRSM) {
                 /* target alpha B0 */
                 long double br, bi;
                 get_el(dt, d->R[2], idx, &br, &bi);
@@ -555,7 +385,7 @@ static int verify(const struct data *d, char *msg, size_t len) {
             if (!(diff <= bound)) {
                 MSG("%s(%lld,%lld) = %.10Lg%+.10Lgi, expected %.10Lg%+.10Lgi, |diff| %.3Lg > "
                     "bound %.3Lg",
-                    c->r == R_TRSM ? "(op(A) X)" : "C", (long long)r, (long long)col, xr, xi, yr,
+                    c->r == L3_TRSM ? "(op(A) X)" : "C", (long long)r, (long long)col, xr, xi, yr,
                     yi, diff, bound);
                 rc = 1;
             }
@@ -572,8 +402,8 @@ static int run_case(const struct l3case *c, char *msg, size_t len) {
     char what[512], why[512] = "";
     describe(c, what, sizeof what);
     setup(c, &d);
-    struct args a = args_of(&d, d.X, d.alpha, d.beta);
-    int st = call(&a);
+    struct l3_args a = args_of(&d, d.X, d.alpha, d.beta);
+    int st = l3_call(&a);
     int rc = 0;
     if (st != TESS_OK) {
         MSG("%s: returned %d (%s): %s", what, st, tess_strerror(st), tess_last_error());
@@ -599,13 +429,13 @@ static int run_case(const struct l3case *c, char *msg, size_t len) {
 TEST(symm_hemm_all_options) {
     int64_t u = unit();
     int x = 0;
-    for (int r = R_SYMM; r <= R_HEMM; r++)
+    for (int r = L3_SYMM; r <= L3_HEMM; r++)
         for (int d = 0; d < 4; d++) {
-            if (r == R_HEMM && !ref_is_complex(dtypes[d])) continue;
+            if (r == L3_HEMM && !ref_is_complex(dtypes[d])) continue;
             for (int s = 0; s < 2; s++)
                 for (int ul = 0; ul < 2; ul++)
                     for (int l = 0; l < 2; l++, x++) {
-                        struct l3case c = mkcase((enum routine)r, dtypes[d], layouts[l],
+                        struct l3case c = mkcase((enum l3_routine)r, dtypes[d], layouts[l],
                                                  3 * u + 2, 2 * u + 3, 0);
                         c.side = sides[s], c.uplo = uplos[ul];
                         c.pad[0] = x % 3, c.pad[1] = (x + 1) % 3, c.pad[2] = (x + 2) % 3;
@@ -620,14 +450,14 @@ TEST(symm_hemm_all_options) {
 TEST(syrk_family_all_options) {
     int64_t u = unit();
     int x = 0;
-    for (int r = R_SYRK; r <= R_HER2K; r++)
+    for (int r = L3_SYRK; r <= L3_HER2K; r++)
         for (int d = 0; d < 4; d++) {
-            if (is_herm((enum routine)r) && !ref_is_complex(dtypes[d])) continue;
+            if (l3_herm((enum l3_routine)r) && !ref_is_complex(dtypes[d])) continue;
             for (int ul = 0; ul < 2; ul++)
                 for (int t = 0; t < 3; t++) {
-                    if (!trans_ok((enum routine)r, dtypes[d], trans3[t])) continue;
+                    if (!l3_trans_ok((enum l3_routine)r, dtypes[d], trans3[t])) continue;
                     for (int l = 0; l < 2; l++, x++) {
-                        struct l3case c = mkcase((enum routine)r, dtypes[d], layouts[l], 0,
+                        struct l3case c = mkcase((enum l3_routine)r, dtypes[d], layouts[l], 0,
                                                  3 * u + 2, 2 * u + 1);
                         c.uplo = uplos[ul], c.trans = trans3[t];
                         c.pad[0] = x % 3, c.pad[1] = (x + 2) % 3, c.pad[2] = (x + 1) % 3;
@@ -638,7 +468,7 @@ TEST(syrk_family_all_options) {
         }
 }
 
-static void tr_all(enum routine r) {
+static void tr_all(enum l3_routine r) {
     int64_t u = unit();
     int x = 0;
     for (int d = 0; d < 4; d++)
@@ -658,20 +488,20 @@ static void tr_all(enum routine r) {
 }
 
 /* TRMM: every precision, side, uplo, transa, diag and layout. */
-TEST(trmm_all_options) { tr_all(R_TRMM); }
+TEST(trmm_all_options) { tr_all(L3_TRMM); }
 
 /* TRSM: every precision, side, uplo, transa, diag and layout (residual check). */
-TEST(trsm_all_options) { tr_all(R_TRSM); }
+TEST(trsm_all_options) { tr_all(L3_TRSM); }
 
 /* ---- shapes, special scalars --------------------------------------------------------------- */
 
-static struct l3case any_case(enum routine r, tess_dtype_t dt, int x) {
+static struct l3case any_case(enum l3_routine r, tess_dtype_t dt, int x) {
     struct l3case c = mkcase(r, dt, layouts[x % 2], 1, 1, 1);
     c.side = sides[(x / 2) % 2];
     c.uplo = uplos[(x / 3) % 2];
     c.diag = diags[(x / 5) % 2];
     c.trans = trans3[x % 3];
-    if (!trans_ok(r, dt, c.trans)) c.trans = TESS_NO_TRANS;
+    if (!l3_trans_ok(r, dt, c.trans)) c.trans = TESS_NO_TRANS;
     return c;
 }
 
@@ -682,14 +512,14 @@ TEST(level3_odd_shapes) {
     const int64_t dims[][3] = {{1, 1, 1}, {1, 2 * u + 1, u}, {2 * u + 1, 1, 1}, {u, 2 * u, 3 * u},
                                {u + 1, u - 1 > 0 ? u - 1 : 1, 1}, {0, 5, 3}, {4, 0, 2}};
     int x = 0;
-    for (int r = 0; r < R_N; r++)
+    for (int r = L3_SYMM; r < L3_NR; r++)
         for (int d = 0; d < 4; d++) {
-            if (is_herm((enum routine)r) && !ref_is_complex(dtypes[d])) continue;
+            if (l3_herm((enum l3_routine)r) && !ref_is_complex(dtypes[d])) continue;
             for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++, x++) {
-                struct l3case c = any_case((enum routine)r, dtypes[d], x);
-                c.m = dims[s][0], c.n = is_rk((enum routine)r) ? dims[s][0] : dims[s][1];
-                c.k = is_rk((enum routine)r) ? dims[s][2] : 0;
-                if (is_rk((enum routine)r) && s == 6) c.n = 0;
+                struct l3case c = any_case((enum l3_routine)r, dtypes[d], x);
+                c.m = dims[s][0], c.n = l3_rk((enum l3_routine)r) ? dims[s][0] : dims[s][1];
+                c.k = l3_rk((enum l3_routine)r) ? dims[s][2] : 0;
+                if (l3_rk((enum l3_routine)r) && s == 6) c.n = 0;
                 c.pad[0] = x % 2, c.pad[1] = x % 3, c.pad[2] = (x + 1) % 2;
                 if (x % 3 == 0) c.flags |= F_TYPED;
                 RUN_CASE(c);
@@ -702,13 +532,13 @@ TEST(level3_odd_shapes) {
 TEST(level3_alpha_zero_nan_operands) {
     int64_t u = unit();
     int x = 0;
-    for (int r = 0; r < R_N; r++)
+    for (int r = L3_SYMM; r < L3_NR; r++)
         for (int d = 0; d < 4; d++) {
-            if (is_herm((enum routine)r) && !ref_is_complex(dtypes[d])) continue;
-            for (int kz = 0; kz < (is_rk((enum routine)r) ? 2 : 1); kz++, x++) {
-                struct l3case c = any_case((enum routine)r, dtypes[d], x);
+            if (l3_herm((enum l3_routine)r) && !ref_is_complex(dtypes[d])) continue;
+            for (int kz = 0; kz < (l3_rk((enum l3_routine)r) ? 2 : 1); kz++, x++) {
+                struct l3case c = any_case((enum l3_routine)r, dtypes[d], x);
                 c.m = 2 * u + 1, c.n = u + 3, c.k = u + 2;
-                if (is_rk((enum routine)r)) c.n = 2 * u + 1;
+                if (l3_rk((enum l3_routine)r)) c.n = 2 * u + 1;
                 if (kz) c.k = 0;
                 else c.alpha[0] = c.alpha[1] = 0;
                 c.pad[0] = c.pad[1] = 1, c.pad[2] = 2;
@@ -723,14 +553,14 @@ TEST(level3_alpha_zero_nan_operands) {
 TEST(level3_beta_zero_nan_c) {
     int64_t u = unit();
     int x = 0;
-    for (int r = 0; r < R_N; r++) {
-        if (is_tr((enum routine)r)) continue;  /* no beta */
+    for (int r = L3_SYMM; r < L3_NR; r++) {
+        if (l3_tr((enum l3_routine)r)) continue;  /* no beta */
         for (int d = 0; d < 4; d++) {
-            if (is_herm((enum routine)r) && !ref_is_complex(dtypes[d])) continue;
+            if (l3_herm((enum l3_routine)r) && !ref_is_complex(dtypes[d])) continue;
             for (int v = 0; v < 2; v++, x++) {
-                struct l3case c = any_case((enum routine)r, dtypes[d], x);
+                struct l3case c = any_case((enum l3_routine)r, dtypes[d], x);
                 c.m = 2 * u + 3, c.n = u + 2, c.k = u + 4;
-                if (is_rk((enum routine)r)) c.n = 2 * u + 3;
+                if (l3_rk((enum l3_routine)r)) c.n = 2 * u + 3;
                 c.beta[0] = c.beta[1] = 0;
                 c.pad[2] = 1 + v;
                 c.flags |= F_NAN_C | (v ? F_TYPED : 0);
@@ -744,40 +574,40 @@ TEST(level3_beta_zero_nan_c) {
  * and beta = 1; HERK's diagonal keeps its imaginary parts), m = 0 or n = 0 with NULL
  * operands. */
 TEST(level3_quick_returns_write_nothing) {
-    for (int r = 0; r < R_N; r++)
+    for (int r = L3_SYMM; r < L3_NR; r++)
         for (int d = 0; d < 4; d++) {
             tess_dtype_t dt = dtypes[d];
-            if (is_herm((enum routine)r) && !ref_is_complex(dt)) continue;
-            if (is_tr((enum routine)r)) continue;  /* alpha = 0 is B = 0 there */
-            for (int kz = 0; kz < (is_rk((enum routine)r) ? 2 : 1); kz++) {
-                struct l3case c = any_case((enum routine)r, dt, d + kz);
+            if (l3_herm((enum l3_routine)r) && !ref_is_complex(dt)) continue;
+            if (l3_tr((enum l3_routine)r)) continue;  /* alpha = 0 is B = 0 there */
+            for (int kz = 0; kz < (l3_rk((enum l3_routine)r) ? 2 : 1); kz++) {
+                struct l3case c = any_case((enum l3_routine)r, dt, d + kz);
                 c.m = 5, c.n = 6, c.k = kz ? 0 : 4;
                 c.alpha[0] = kz ? 1 : 0, c.alpha[1] = 0;
                 c.beta[0] = 1, c.beta[1] = 0;
                 c.flags |= F_NAN_AB;
                 struct data dd;
                 setup(&c, &dd);
-                struct args a = args_of(&dd, dd.X, dd.alpha, dd.beta);
-                int st = call(&a);
+                struct l3_args a = args_of(&dd, dd.X, dd.alpha, dd.beta);
+                int st = l3_call(&a);
                 int same = memcmp(dd.X[2], dd.X0[2], dd.ne[2] * ref_esize(dt)) == 0;
                 release(&dd);
-                ASSERT_MSG(st == TESS_OK && same, "%s %s k=%d: status %d, C %s", rname[r],
+                ASSERT_MSG(st == TESS_OK && same, "%s %s k=%d: status %d, C %s", l3_rname[r],
                            ref_dtype_name(dt), kz ? 0 : 4, st, same ? "unchanged" : "written");
             }
         }
     /* empty shapes: NULL matrices are fine */
     unsigned char one[16];
-    for (int r = 0; r < R_N; r++) {
-        tess_dtype_t dt = is_herm((enum routine)r) ? TESS_Z : TESS_D;
+    for (int r = L3_SYMM; r < L3_NR; r++) {
+        tess_dtype_t dt = l3_herm((enum l3_routine)r) ? TESS_Z : TESS_D;
         ref_scalar(dt, one, 1, 0);
-        struct args a;
+        struct l3_args a;
         memset(&a, 0, sizeof a);
-        a.r = (enum routine)r, a.dt = dt, a.layout = TESS_COL_MAJOR, a.side = TESS_LEFT;
-        a.uplo = TESS_UPPER, a.trans = TESS_NO_TRANS, a.diag = TESS_NON_UNIT;
-        a.m = 0, a.n = is_rk((enum routine)r) ? 0 : 3, a.k = 2;
+        a.r = (enum l3_routine)r, a.dt = dt, a.layout = TESS_COL_MAJOR, a.side = TESS_LEFT;
+        a.uplo = TESS_UPPER, a.ta = TESS_NO_TRANS, a.diag = TESS_NON_UNIT;
+        a.m = 0, a.n = l3_rk((enum l3_routine)r) ? 0 : 3, a.k = 2;
         a.alpha = a.beta = one;
         a.lda = a.ldb = a.ldc = 3;
-        ASSERT_MSG(call(&a) == TESS_OK, "%s with an empty shape: %s", rname[r], tess_last_error());
+        ASSERT_MSG(l3_call(&a) == TESS_OK, "%s with an empty shape: %s", l3_rname[r], tess_last_error());
     }
 }
 
@@ -789,8 +619,8 @@ TEST(level3_random_calls) {
     int64_t maxd = 5 * u + 3;
     static const double specials[4][2] = {{0, 0}, {1, 0}, {-1, 0}, {0.5, -2}};
     for (int it = 0; it < 60; it++) {
-        enum routine r = (enum routine)ref_rand_int(&s, 0, R_N - 1);
-        tess_dtype_t dt = dtypes[ref_rand_int(&s, is_herm(r) ? 2 : 0, 3)];
+        enum l3_routine r = (enum l3_routine)(L3_SYMM + ref_rand_int(&s, 0, L3_NR - 1 - L3_SYMM));
+        tess_dtype_t dt = dtypes[ref_rand_int(&s, l3_herm(r) ? 2 : 0, 3)];
         struct l3case c = any_case(r, dt, (int)ref_rand_int(&s, 0, 59));
         c.m = ref_rand_int(&s, 1, maxd);
         c.n = ref_rand_int(&s, 1, maxd);
@@ -805,8 +635,8 @@ TEST(level3_random_calls) {
                 v[0] = ref_rand_unit(&s), v[1] = ref_rand_unit(&s);
             }
         }
-        if (real_beta(r)) c.beta[1] = 0;
-        if (c.beta[0] == 0 && c.beta[1] == 0 && !is_tr(r)) c.flags |= F_NAN_C;
+        if (l3_real_beta(r)) c.beta[1] = 0;
+        if (c.beta[0] == 0 && c.beta[1] == 0 && !l3_tr(r)) c.flags |= F_NAN_C;
         if (ref_rand_int(&s, 0, 1)) c.flags |= F_TYPED;
         RUN_CASE(c);
     }
@@ -815,11 +645,11 @@ TEST(level3_random_calls) {
 /* ---- argument errors ----------------------------------------------------------------------- */
 
 /* Smallest legal leading dimension of matrix w (0 A, 1 B, 2 C) of the call. */
-static int64_t min_ld(const struct args *a, int w) {
+static int64_t min_ld(const struct l3_args *a, int w) {
     bool row = a->layout == TESS_ROW_MAJOR;
-    if (is_rk(a->r)) {
+    if (l3_rk(a->r)) {
         if (w == 2) return a->n > 1 ? a->n : 1;
-        int64_t v = (a->trans == TESS_NO_TRANS) != row ? a->n : a->k;
+        int64_t v = (a->ta == TESS_NO_TRANS) != row ? a->n : a->k;
         return v > 1 ? v : 1;
     }
     int64_t v = w == 0 ? (a->side == TESS_LEFT ? a->m : a->n) : (row ? a->n : a->m);
@@ -830,16 +660,16 @@ static unsigned char ebuf[3][4096 * 16], ebuf0[3][4096 * 16];
 static unsigned char e_one[16], e_half[16];
 
 /* A valid call of routine r on small shapes (m = 3, n = 4, k = 2; column-major). */
-static struct args base_args(enum routine r, tess_dtype_t dt, int typed, int layout) {
-    struct args a;
+static struct l3_args base_args(enum l3_routine r, tess_dtype_t dt, int typed, int layout) {
+    struct l3_args a;
     memset(&a, 0, sizeof a);
     a.r = r, a.dt = dt, a.typed = typed;
-    a.layout = layout, a.side = TESS_LEFT, a.uplo = TESS_UPPER, a.trans = TESS_NO_TRANS;
+    a.layout = layout, a.side = TESS_LEFT, a.uplo = TESS_UPPER, a.ta = TESS_NO_TRANS;
     a.diag = TESS_NON_UNIT;
     a.m = 3, a.n = 4, a.k = 2;
     tess_dtype_t rdt = dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt;
-    ref_scalar(real_alpha(r) ? rdt : dt, e_one, 1, 0);
-    ref_scalar(real_beta(r) ? rdt : dt, e_half, 0.5, 0);
+    ref_scalar(l3_real_alpha(r) ? rdt : dt, e_one, 1, 0);
+    ref_scalar(l3_real_beta(r) ? rdt : dt, e_half, 0.5, 0);
     a.alpha = e_one, a.beta = e_half;
     a.A = ebuf[0], a.B = ebuf[1], a.C = ebuf[2];
     a.lda = min_ld(&a, 0), a.ldb = min_ld(&a, 1), a.ldc = min_ld(&a, 2);
@@ -853,30 +683,30 @@ static const char *arg_name[A_NARGS] = {"layout", "side", "uplo", "trans", "diag
                                         "ldc"};
 
 /* 1-based position of argument id in routine r's typed signature (0: not an argument). */
-static int arg_pos(enum routine r, enum arg_id id) {
+static int arg_pos(enum l3_routine r, enum arg_id id) {
     static const int sm[A_NARGS] = {1, 2, 3, 0, 0, 4, 5, 0, 6, 7, 8, 9, 10, 11, 12, 13};
     static const int rk[A_NARGS] = {1, 0, 2, 3, 0, 0, 4, 5, 6, 7, 8, 0, 0, 9, 10, 11};
     static const int r2[A_NARGS] = {1, 0, 2, 3, 0, 0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
     /* TRMM/TRSM: B (the output) is C here */
     static const int tr[A_NARGS] = {1, 2, 3, 4, 5, 6, 7, 0, 8, 9, 10, 0, 0, 0, 11, 12};
-    if (is_sm(r)) return sm[id];
-    if (is_rank2(r)) return r2[id];
-    if (is_rk(r)) return rk[id];
+    if (l3_sm(r)) return sm[id];
+    if (l3_rank2(r)) return r2[id];
+    if (l3_rk(r)) return rk[id];
     return tr[id];
 }
 
 /* Make argument id of a invalid; false if it cannot be made invalid (e.g. a real scalar
  * passed by value). */
-static bool spoil(struct args *a, enum arg_id id) {
+static bool spoil(struct l3_args *a, enum arg_id id) {
     switch (id) {
     case A_LAYOUT: a->layout = 0; return true;
     case A_SIDE: a->side = 0; return true;
     case A_UPLO: a->uplo = TESS_UPPER + 5; return true;
     case A_TRANS:
         /* the routine-specific bad trans: T for HERK/HER2K, C for complex SYRK/SYR2K */
-        if (is_herm(a->r)) a->trans = TESS_TRANS;
-        else if (is_rk(a->r) && ref_is_complex(a->dt)) a->trans = TESS_CONJ_TRANS;
-        else a->trans = 0;
+        if (l3_herm(a->r)) a->ta = TESS_TRANS;
+        else if (l3_rk(a->r) && ref_is_complex(a->dt)) a->ta = TESS_CONJ_TRANS;
+        else a->ta = 0;
         return true;
     case A_DIAG: a->diag = 0; return true;
     case A_M: a->m = -1; return true;
@@ -884,11 +714,11 @@ static bool spoil(struct args *a, enum arg_id id) {
     case A_K: a->k = -1; return true;
     case A_ALPHA:
         if (a->typed && !ref_is_complex(a->dt)) return false;
-        if (a->typed && real_alpha(a->r)) return false;
+        if (a->typed && l3_real_alpha(a->r)) return false;
         a->alpha = NULL;
         return true;
     case A_BETA:
-        if (a->typed && (!ref_is_complex(a->dt) || real_beta(a->r))) return false;
+        if (a->typed && (!ref_is_complex(a->dt) || l3_real_beta(a->r))) return false;
         a->beta = NULL;
         return true;
     case A_A: a->A = NULL; return true;
@@ -907,60 +737,60 @@ TEST(level3_argument_errors) {
     uint64_t s = 5;
     for (int i = 0; i < 3; i++) ref_fill_random(TESS_Z, ebuf[i], 4096, &s);
     memcpy(ebuf0, ebuf, sizeof ebuf);
-    for (int r = 0; r < R_N; r++)
+    for (int r = L3_SYMM; r < L3_NR; r++)
         for (int d = 0; d < 4; d++) {
-            if (is_herm((enum routine)r) && !ref_is_complex(dtypes[d])) continue;
+            if (l3_herm((enum l3_routine)r) && !ref_is_complex(dtypes[d])) continue;
             for (int typed = 0; typed < 2; typed++)
                 for (int l = 0; l < 2; l++)
                     for (int id = 0; id < A_NARGS; id++) {
-                        int pos = arg_pos((enum routine)r, (enum arg_id)id);
+                        int pos = arg_pos((enum l3_routine)r, (enum arg_id)id);
                         if (!pos) continue;
-                        struct args a = base_args((enum routine)r, dtypes[d], typed, layouts[l]);
+                        struct l3_args a = base_args((enum l3_routine)r, dtypes[d], typed, layouts[l]);
                         /* a valid call first (then restore the buffers) */
                         if (id == 0) {
-                            int st = call(&a);
-                            ASSERT_MSG(st == TESS_OK, "%s %s: valid call returned %d: %s", rname[r],
+                            int st = l3_call(&a);
+                            ASSERT_MSG(st == TESS_OK, "%s %s: valid call returned %d: %s", l3_rname[r],
                                        ref_dtype_name(dtypes[d]), st, tess_last_error());
                             memcpy(ebuf, ebuf0, sizeof ebuf);
                         }
                         if (!spoil(&a, (enum arg_id)id)) continue;
-                        int st = call(&a);
+                        int st = l3_call(&a);
                         if (!typed) pos++;
                         char want[64];
                         snprintf(want, sizeof want, "argument %d (%s", pos, arg_name[id]);
                         const char *msg = tess_last_error();
                         ASSERT_MSG(st == TESS_EINVAL, "%s%s %s %s: spoiled %s: status %d (%s)",
-                                   typed ? "typed " : "", rname[r], ref_dtype_name(dtypes[d]),
+                                   typed ? "typed " : "", l3_rname[r], ref_dtype_name(dtypes[d]),
                                    ref_layout_name(layouts[l]), arg_name[id], st, msg);
                         /* the message names TRMM/TRSM's B "B" */
-                        if (is_tr((enum routine)r) && (id == A_C || id == A_LDC))
+                        if (l3_tr((enum l3_routine)r) && (id == A_C || id == A_LDC))
                             snprintf(want, sizeof want, "argument %d (%s", pos,
                                      id == A_C ? "B" : "ldb");
-                        if (id == A_TRANS && is_tr((enum routine)r))
+                        if (id == A_TRANS && l3_tr((enum l3_routine)r))
                             snprintf(want, sizeof want, "argument %d (transa", pos);
                         ASSERT_MSG(strstr(msg, want), "%s %s: spoiled %s: message \"%s\" lacks \"%s\"",
-                                   rname[r], ref_dtype_name(dtypes[d]), arg_name[id], msg, want);
+                                   l3_rname[r], ref_dtype_name(dtypes[d]), arg_name[id], msg, want);
                         ASSERT_MSG(memcmp(ebuf, ebuf0, sizeof ebuf) == 0,
-                                   "%s %s: spoiled %s: a buffer was written", rname[r],
+                                   "%s %s: spoiled %s: a buffer was written", l3_rname[r],
                                    ref_dtype_name(dtypes[d]), arg_name[id]);
                     }
         }
     /* the generic entries check dtype first; HEMM/HERK/HER2K want a complex one */
-    struct args a = base_args(R_SYRK, TESS_D, 0, TESS_COL_MAJOR);
+    struct l3_args a = base_args(L3_SYRK, TESS_D, 0, TESS_COL_MAJOR);
     a.dt = (tess_dtype_t)7;
-    ASSERT_EQ(call(&a), TESS_EINVAL);
+    ASSERT_EQ(l3_call(&a), TESS_EINVAL);
     ASSERT(strstr(tess_last_error(), "argument 1 (dtype"));
-    for (int r = 0; r < R_N; r++) {
-        if (!is_herm((enum routine)r)) continue;
-        a = base_args((enum routine)r, TESS_D, 0, TESS_COL_MAJOR);
-        ASSERT_EQ(call(&a), TESS_EINVAL);
-        ASSERT_MSG(strstr(tess_last_error(), "argument 1 (dtype"), "%s: %s", rname[r],
+    for (int r = L3_SYMM; r < L3_NR; r++) {
+        if (!l3_herm((enum l3_routine)r)) continue;
+        a = base_args((enum l3_routine)r, TESS_D, 0, TESS_COL_MAJOR);
+        ASSERT_EQ(l3_call(&a), TESS_EINVAL);
+        ASSERT_MSG(strstr(tess_last_error(), "argument 1 (dtype"), "%s: %s", l3_rname[r],
                    tess_last_error());
     }
     /* CBLAS order: with m and lda both wrong, m is reported */
-    a = base_args(R_TRSM, TESS_D, 1, TESS_COL_MAJOR);
+    a = base_args(L3_TRSM, TESS_D, 1, TESS_COL_MAJOR);
     a.m = -1, a.lda = 0;
-    ASSERT_EQ(call(&a), TESS_EINVAL);
+    ASSERT_EQ(l3_call(&a), TESS_EINVAL);
     ASSERT(strstr(tess_last_error(), "argument 6 (m"));
     ASSERT(memcmp(ebuf, ebuf0, sizeof ebuf) == 0);
 }
@@ -982,53 +812,80 @@ static int dev_with_tasks(int nd, const char *what) {
     return busy;
 }
 
-/* On several devices (TEST_EXPECT): SYRK and TRSM tasks spread over more than one device,
- * TRSM operands are served from device caches (L1 or L2: A tiles and published X tiles),
- * and under a memory cap tiles are evicted. Each property gets up to 5 calls. */
-TEST(level3_counters) {
-    if (!ref_env_has("TEST_EXPECT", "spread") && !ref_env_has("TEST_EXPECT", "hits")) {
-        fprintf(stderr, "  (no TEST_EXPECT: counters not asserted here)\n");
-        return;
-    }
+/* What the SYRK and TRSM calls of level3_counters showed, accumulated over its rounds. */
+struct seen { bool spread_syrk, spread_trsm; int evictions; uint64_t hits; };
+
+/* One round: a SYRK and a TRSM call (uplo and trans vary with it), their counters added
+ * to *sn. */
+static void counters_round(int it, struct seen *sn) {
     int nd = tess_device_count();
     int64_t u = unit();
-    int spread_syrk = 0, spread_trsm = 0, evictions = 0;
-    uint64_t hits = 0;
-    for (int it = 0; it < 5; it++) {
-        tess_reset_stats();
-        struct l3case c = mkcase(R_SYRK, TESS_D, TESS_COL_MAJOR, 0, 6 * u + 1, 2 * u);
-        c.uplo = it % 2 ? TESS_LOWER : TESS_UPPER;
-        RUN_CASE(c);
-        if (dev_with_tasks(nd, "syrk") > 1) spread_syrk = 1;
-        for (int i = 0; i < nd; i++) {
-            tess_dev_stats_t st;
-            if (tess_device_stats(i, &st) == TESS_OK) evictions += st.evictions > 0;
-        }
-        tess_reset_stats();
-        c = mkcase(R_TRSM, TESS_D, TESS_COL_MAJOR, 4 * u + 1, 5 * u, 0);
-        c.uplo = it % 2 ? TESS_LOWER : TESS_UPPER;
-        c.trans = it % 3 == 1 ? TESS_TRANS : TESS_NO_TRANS;
-        RUN_CASE(c);
-        if (dev_with_tasks(nd, "trsm") > 1) spread_trsm = 1;
-        for (int i = 0; i < nd; i++) {
-            tess_dev_stats_t st;
-            if (tess_device_stats(i, &st) == TESS_OK) {
-                hits += st.l1_hits + st.l2_hits;
-                evictions += st.evictions > 0;
-            }
-        }
-        bool done = (!ref_env_has("TEST_EXPECT", "spread") || (spread_syrk && spread_trsm)) &&
-                    (!ref_env_has("TEST_EXPECT", "hits") || hits > 0) &&
-                    (!ref_env_has("TEST_EXPECT", "evict") || evictions > 0);
-        if (done) break;
+    tess_reset_stats();
+    struct l3case c = mkcase(L3_SYRK, TESS_D, TESS_COL_MAJOR, 0, 6 * u + 1, 2 * u);
+    c.uplo = it % 2 ? TESS_LOWER : TESS_UPPER;
+    RUN_CASE(c);
+    if (dev_with_tasks(nd, "syrk") > 1) sn->spread_syrk = true;
+    for (int i = 0; i < nd; i++) {
+        tess_dev_stats_t st;
+        if (tess_device_stats(i, &st) == TESS_OK) sn->evictions += st.evictions > 0;
     }
-    if (ref_env_has("TEST_EXPECT", "spread")) {
-        ASSERT_MSG(nd > 1, "TEST_EXPECT=spread needs more than one device (%d)", nd);
-        ASSERT_MSG(spread_syrk, "SYRK tasks never ran on more than one device");
-        ASSERT_MSG(spread_trsm, "TRSM tasks never ran on more than one device");
+    tess_reset_stats();
+    c = mkcase(L3_TRSM, TESS_D, TESS_COL_MAJOR, 4 * u + 1, 5 * u, 0);
+    c.uplo = it % 2 ? TESS_LOWER : TESS_UPPER;
+    c.trans = it % 3 == 1 ? TESS_TRANS : TESS_NO_TRANS;
+    RUN_CASE(c);
+    if (dev_with_tasks(nd, "trsm") > 1) sn->spread_trsm = true;
+    for (int i = 0; i < nd; i++) {
+        tess_dev_stats_t st;
+        if (tess_device_stats(i, &st) == TESS_OK) {
+            sn->hits += st.l1_hits + st.l2_hits;
+            sn->evictions += st.evictions > 0;
+        }
     }
-    if (ref_env_has("TEST_EXPECT", "hits")) ASSERT_MSG(hits > 0, "TRSM: no L1 or L2 hit");
-    if (ref_env_has("TEST_EXPECT", "evict")) ASSERT_MSG(evictions > 0, "no eviction");
 }
 
-TEST_MAIN()
+static bool counters_met(const struct seen *sn) {
+    return (!cfg->spread || (sn->spread_syrk && sn->spread_trsm)) && (!cfg->hits || sn->hits > 0) &&
+           (!cfg->evict || sn->evictions > 0);
+}
+
+/* On several devices (the setup's spread, hits, evict): SYRK and TRSM tasks spread over
+ * more than one device, TRSM operands are served from device caches (L1 or L2: A tiles and
+ * published X tiles), and under a memory cap tiles are evicted. Up to 5 rounds of a SYRK
+ * and a TRSM call on a runtime of the setup's knobs; what a short call cannot guarantee (a
+ * worker descheduled through a whole call on a loaded host takes no task) then up to 5
+ * rounds more on a runtime whose devices are throttled (tests/slowdown.h), counters
+ * accumulating. The test owns its runtimes: it first drops the one earlier tests' calls
+ * started. */
+TEST(level3_counters) {
+    if (!cfg || !(cfg->spread || cfg->hits || cfg->evict)) {
+        fprintf(stderr, "  (no setup with counters: not asserted here)\n");
+        return;
+    }
+    tess_finalize(); /* the runtime started by the earlier tests' calls, if any */
+    struct seen sn = {0};
+    int it = 0;
+    ASSERT_OK(tess_init());
+    int nd = tess_device_count();
+    for (; it < 5 && !counters_met(&sn); it++) counters_round(it, &sn);
+    ASSERT_OK(tess_finalize());
+    if (!counters_met(&sn)) {
+        fprintf(stderr, "  not all seen in %d rounds; again slowed down\n", it);
+        struct knobs_saved sv;
+        slow_down((int)ref_env_long("TESSERA_EMULATE", 0), unit(), 0, &sv);
+        int rc = tess_init();
+        slow_restore(&sv); /* the knobs are read at tess_init */
+        ASSERT_OK(rc);
+        for (; it < 10 && !counters_met(&sn); it++) counters_round(it, &sn);
+        ASSERT_OK(tess_finalize());
+    }
+    if (cfg->spread) {
+        ASSERT_MSG(nd > 1, "setup %s: spread needs more than one device (%d)", cfg->name, nd);
+        ASSERT_MSG(sn.spread_syrk, "SYRK tasks never ran on more than one device");
+        ASSERT_MSG(sn.spread_trsm, "TRSM tasks never ran on more than one device");
+    }
+    if (cfg->hits) ASSERT_MSG(sn.hits > 0, "TRSM: no L1 or L2 hit");
+    if (cfg->evict) ASSERT_MSG(sn.evictions > 0, "no eviction");
+}
+
+TEST_CONFIG_MAIN(configs, cfg)

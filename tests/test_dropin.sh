@@ -5,13 +5,23 @@
 # went, read from the drop-in's exit summary (TESSERA_BLAS_VERBOSE=2). A run whose calls
 # never reached the drop-in fails: a test that cannot fail is a defect.
 #
-# usage: test_dropin.sh LIB WHAT [ARG]
+# usage: test_dropin.sh LIB MODE WHAT [ARG...]
 #   LIB            path of libtessera_blas.so
+#   MODE default   two emulated devices; the crossover model routes nothing to emulated
+#                  devices: everything on the CPU BLAS
+#        model     the same with TESSERA_BLAS_EMULATED=1 and the model parameters of a
+#                  made-up machine whose devices are 1000 times the CPU and cost 1 ms a call:
+#                  small calls and the testers' tiny ones stay on the CPU BLAS, larger ones
+#                  go to tessera, by shape and precision
+#        force     every call onto the emulated devices with 7 x 7 tiles (edge tiles
+#                  everywhere)
+#        cpu       no device, the CPU worker (tessera-crossover)
 #   WHAT fortran P Debian's reference tester xblat3P (P = s, d, c, z) under LD_PRELOAD
 #        cblas P   the CBLAS tester xPcblat3 under LD_PRELOAD, with netlib's libblas.so.3
 #                  (the tester needs its RowMajorStrg; OpenBLAS's libblas has none)
 #        program X a test program X linked to LIB (no preload)
-#        preload "X ARGS"  a program that does not link LIB, run under LD_PRELOAD
+#        wheel X EXT  tests/test_wheel.c's program X on the extension stand-in EXT (numpy's
+#                  pip wheel without numpy), under LD_PRELOAD
 #        numpy     tests/dropin_numpy.py: C = A B (d, z) and A A^T (dsyrk), LD_PRELOAD
 #        octave    tests/dropin_octave.m: A * B and A' * A (dsyrk), LD_PRELOAD
 #        crossover X  tessera-crossover X on a tiny grid: it exits 0 and prints the fitted
@@ -22,9 +32,11 @@
 #                  exit status the same with the drop-in preloaded as without (the
 #                  reference's own handlers print and exit 255); calls the reference's C
 #                  layer lets through run, and reach the drop-in (its summary)
-# The runtime's knobs come from the environment (CTest's ENVIRONMENT). TEST_EXPECT lists what
-# the summary must show, comma-separated tokens ROUTINE:WHERE (routine as printed, e.g.
-# dgemm, zher2k, or "all" for every routine of the tester's precision):
+# The mode's knobs are set below; CTest's ENVIRONMENT adds only what the build decides (a
+# sanitizer runtime to preload first, TESS_TEST_PRELOAD_FIRST; paths). The table `expect`
+# below says, for each mode and WHAT, what the drop-in's summary must show: tokens
+# ROUTINE:WHERE (routine as printed, e.g. dgemm, zher2k, or "all" for every routine of the
+# tester's precision):
 #   tessera  every call that did work went to tessera (tessera >= 1, cpu = 0)
 #   big      at least one call went to tessera (the large ones)
 #   mixed    some calls went to tessera, some to the CPU BLAS
@@ -33,7 +45,7 @@
 # "cpu": for it, tessera and big mean "reached the drop-in" (cpu >= 1) until it has one.
 # Exit 0 pass, 1 fail, 77 skip (tester, numpy or Octave not installed).
 set -uo pipefail
-lib=$1 what=$2 arg=${3:-}
+lib=$1 mode=$2 what=$3 arg=${4:-} arg2=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 blasdir=/usr/lib/x86_64-linux-gnu/blas   # Debian's libblas-test and libblas3
 work=$(mktemp -d)
@@ -41,6 +53,49 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
+
+# ---- the mode's knobs ----------------------------------------------------------------------
+emu2="TESSERA_DEVICES=none TESSERA_EMULATE=2 TESSERA_EMULATE_MEM=16M TESSERA_CPU_WORKER=0"
+case $mode in
+default) knobs=$emu2 ;;
+model) knobs="$emu2 TESSERA_BLAS_EMULATED=1 TESSERA_BLAS_CPU_GFLOPS=1,1,100,100
+  TESSERA_BLAS_DEV_GFLOPS=1000 TESSERA_BLAS_DEV_HALF=1 TESSERA_BLAS_LINK_GBS=1000
+  TESSERA_BLAS_OVERHEAD_US=1000 TESSERA_BLAS_MARGIN=1.5" ;;
+force) knobs="$emu2 TESSERA_BLAS_FORCE=1 TESSERA_TILE=7" ;;
+cpu) knobs="TESSERA_DEVICES=none TESSERA_EMULATE=0 TESSERA_CPU_WORKER=1" ;;
+*) fail "unknown MODE '$mode'" ;;
+esac
+# shellcheck disable=SC2086 # a list of VAR=value words
+export $knobs
+
+# ---- what each run must show, by mode and WHAT (and the knobs the run adds) -----------------
+case $mode:$what in
+# the reference testers: the tiny calls stay on the CPU BLAS by default, and every call
+# that does work reaches tessera when forced
+default:fortran | default:cblas) expect=all:cpu ;;
+force:fortran | force:cblas) expect=all:tessera ;;
+# tests/test_blas.c: its dgemm and zgemm calls
+default:program) expect=dgemm:cpu,zgemm:cpu ;;
+# the model: dgemm from 130 x 140 x 150 on tessera, below on the CPU; the 150 x 140 x 160
+# zgemm on the CPU (its rate is 100 times the dgemm's here)
+model:program) export TESSERA_TILE=32; expect=dgemm:mixed,zgemm:cpu ;;
+force:program) export TESSERA_TILE=32; expect=dgemm:tessera,zgemm:tessera ;;
+# numpy and Octave: by default every call on the CPU BLAS; under the model the large
+# products and the SYRKs went to tessera
+default:numpy) expect=dgemm:cpu,zgemm:cpu,dsyrk:cpu ;;
+model:numpy) expect=dgemm:big,zgemm:big,dsyrk:big ;;
+default:octave) expect=dgemm:cpu,dsyrk:cpu ;;
+model:octave) expect=dgemm:big,dsyrk:big ;;
+# the wheel's calls (scipy_cblas_<p>gemm64_ / syrk64_): by default every one on the
+# stand-in BLAS (test_wheel checks, TEST_WHEEL_EXPECT), forced every one on tessera
+default:wheel) export TEST_WHEEL_EXPECT=wheel; expect=dgemm:cpu,zgemm:cpu,ssyrk:cpu,csyrk:cpu ;;
+force:wheel)
+  export TESSERA_TILE=16 TEST_WHEEL_EXPECT=tessera
+  expect=sgemm:tessera,dgemm:tessera,cgemm:tessera,zgemm:tessera,ssyrk:tessera,dsyrk:tessera,csyrk:tessera,zsyrk:tessera ;;
+# these check their own verdicts (no summary tokens)
+default:errors | cpu:crossover) expect= ;;
+*) fail "no expectation for MODE $mode with WHAT $what" ;;
+esac
 
 # A sanitized library needs its runtime loaded first in a foreign program.
 preload="$lib"
@@ -93,9 +148,8 @@ program)
   run_logged log "$arg" || { cat log; fail "$arg exited $rc"; }
   cat log
   ;;
-preload)
-  # shellcheck disable=SC2086 # ARG is a command line: program and its arguments
-  run_logged log env LD_PRELOAD="$preload" $arg || { cat log; fail "$arg exited $rc"; }
+wheel)
+  run_logged log env LD_PRELOAD="$preload" "$arg" "$arg2" || { cat log; fail "$arg $arg2 exited $rc"; }
   cat log
   ;;
 numpy)
@@ -191,7 +245,6 @@ line() { grep -E "^tessera-blas: $1 tessera " log; }
 read -r tess_total cpu_total < <(echo "$total" | sed -E 's/.*tessera ([0-9]+) calls.*cpu ([0-9]+) calls.*/\1 \2/')
 [ $((tess_total + cpu_total)) -gt 0 ] || fail "no call did work through the drop-in"
 
-expect=${TEST_EXPECT:-}
 for tok in ${expect//,/ }; do
   r=${tok%%:*} where=${tok#*:}
   if [ "$r" = all ]; then

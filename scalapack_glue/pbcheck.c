@@ -233,6 +233,21 @@ void glue_report(const struct glue_call *c, const char *rout, f_int info) {
                  "(no PB_Cabort found to report it)\n", rout, -info);
 }
 
+/* SIDE, then UPLO (the first two letters of p?symm_, p?hemm_, p?trmm_, p?trsm_): the first
+ * bad one reported at its line of L, its info code returned; 0 when both are good. */
+static f_int side_uplo(const struct glue_syms *S, f_int ctxt, const int *L, const char *rout,
+                       const struct glue_call *c) {
+    if (c->side != 'L' && c->side != 'R') {
+        WARN(S, ctxt, L[0], rout, "Illegal SIDE = %c\n", c->side);
+        return -1;
+    }
+    if (c->uplo != 'U' && c->uplo != 'L') {
+        WARN(S, ctxt, L[1], rout, "Illegal UPLO = %c\n", c->uplo);
+        return -2;
+    }
+    return 0;
+}
+
 f_int glue_check(struct glue_call *c, const char *rout) {
     const struct glue_syms *S = glue_syms();
     f_int ctxt = c->da[GLUE_CTXT_];
@@ -262,13 +277,7 @@ f_int glue_check(struct glue_call *c, const char *rout) {
         break;
     }
     case GLUE_SYMM: case GLUE_HEMM:
-        if (!lside && c->side != 'R') {
-            WARN(S, ctxt, L[0], rout, "Illegal SIDE = %c\n", c->side);
-            info = -1;
-        } else if (!upper && c->uplo != 'L') {
-            WARN(S, ctxt, L[1], rout, "Illegal UPLO = %c\n", c->uplo);
-            info = -2;
-        }
+        info = side_uplo(S, ctxt, L, rout, c);
         if (lside) {
             chkmat(S, ctxt, rout, "A", M, 3, M, 3, c->ia, c->ja, c->da, 9, &info);
             chkmat(S, ctxt, rout, "B", M, 3, N, 4, c->ib, c->jb, c->db, 13, &info);
@@ -280,12 +289,8 @@ f_int glue_check(struct glue_call *c, const char *rout) {
         break;
     case GLUE_TRMM: case GLUE_TRSM: {
         int nounit = c->diag == 'N';
-        if (!lside && c->side != 'R') {
-            WARN(S, ctxt, L[0], rout, "Illegal SIDE = %c\n", c->side);
-            info = -1;
-        } else if (!upper && c->uplo != 'L') {
-            WARN(S, ctxt, L[1], rout, "Illegal UPLO = %c\n", c->uplo);
-            info = -2;
+        if ((info = side_uplo(S, ctxt, L, rout, c))) {
+            /* reported */
         } else if (!notran && c->ta != 'T' && c->ta != 'C') {
             WARN(S, ctxt, L[2], rout, "Illegal TRANS = %c\n", c->ta);
             info = -3;

@@ -93,6 +93,27 @@ static void l3(struct glue_call *c, const char *rout, const void *alpha, int rea
     route(c, reference, arg);
 }
 
+/* One distributed operand as PBLAS receives it: the local array and (I, J, DESC), Fortran
+ * indices, 9- or 11-entry descriptor. p is the caller's pointer (the output's too). */
+struct pmat {
+    const void *p;
+    const f_int *i, *j, *desc;
+};
+#define PMAT(X, i, j, desc) {X, i, j, desc}
+
+/* The operands into c (PB_CargFtoC): A, B (NULL: none) and the output, in d's rows. */
+static void read_operands(struct glue_call *c, const struct pmat *a, const struct pmat *b,
+                          const struct pmat *out, f_int d[3][GLUE_DLEN_]) {
+    glue_arg_ftoc(*a->i, *a->j, a->desc, &c->ia, &c->ja, d[0]);
+    c->A = a->p, c->da = d[0];
+    if (b) {
+        glue_arg_ftoc(*b->i, *b->j, b->desc, &c->ib, &c->jb, d[1]);
+        c->B = b->p, c->db = d[1];
+    }
+    glue_arg_ftoc(*out->i, *out->j, out->desc, &c->ic, &c->jc, d[2]);
+    c->C = (void *)out->p, c->dc = d[2];
+}
+
 /* ---- p?gemm_( TRANSA, TRANSB, M, N, K, ALPHA, A, IA, JA, DESCA, B, IB, JB, DESCB, BETA, C,
  *              IC, JC, DESCC ) ------------------------------------------------------------- */
 
@@ -105,29 +126,21 @@ struct gemm_orig {
     pgemm_fn ref;
     const char *ta, *tb;
     const f_int *m, *n, *k;
-    const void *alpha, *A;
-    const f_int *ia, *ja, *desca;
-    const void *B;
-    const f_int *ib, *jb, *descb;
-    const void *beta;
-    void *C;
-    const f_int *ic, *jc, *descc;
+    const void *alpha, *beta;
+    struct pmat a, b, c;
 };
 
 static void gemm_reference(void *arg) {
     const struct gemm_orig *o = arg;
-    o->ref(o->ta, o->tb, o->m, o->n, o->k, o->alpha, o->A, o->ia, o->ja, o->desca, o->B, o->ib,
-           o->jb, o->descb, o->beta, o->C, o->ic, o->jc, o->descc);
+    o->ref(o->ta, o->tb, o->m, o->n, o->k, o->alpha, o->a.p, o->a.i, o->a.j, o->a.desc, o->b.p,
+           o->b.i, o->b.j, o->b.desc, o->beta, (void *)o->c.p, o->c.i, o->c.j, o->c.desc);
 }
 
 static void pgemm(tess_dtype_t dt, const char *rout, struct gemm_orig *o) {
-    f_int Ad[GLUE_DLEN_], Bd[GLUE_DLEN_], Cd[GLUE_DLEN_];
+    f_int d[3][GLUE_DLEN_];
     struct glue_call c = {.kind = GLUE_GEMM, .dt = dt, .ta = glue_upcase(o->ta[0]),
-                          .tb = glue_upcase(o->tb[0]), .m = *o->m, .n = *o->n, .k = *o->k,
-                          .A = o->A, .B = o->B, .C = o->C, .da = Ad, .db = Bd, .dc = Cd};
-    glue_arg_ftoc(*o->ia, *o->ja, o->desca, &c.ia, &c.ja, Ad);
-    glue_arg_ftoc(*o->ib, *o->jb, o->descb, &c.ib, &c.jb, Bd);
-    glue_arg_ftoc(*o->ic, *o->jc, o->descc, &c.ic, &c.jc, Cd);
+                          .tb = glue_upcase(o->tb[0]), .m = *o->m, .n = *o->n, .k = *o->k};
+    read_operands(&c, &o->a, &o->b, &o->c, d);
     l3(&c, rout, o->alpha, 0, o->beta, 0, glue_gemm_route, gemm_reference, o);
 }
 
@@ -140,8 +153,8 @@ static void pgemm(tess_dtype_t dt, const char *rout, struct gemm_orig *o) {
                                    void *C, const f_int *ic, const f_int *jc,                  \
                                    const f_int *descc) {                                       \
         pgemm_fn ref = (pgemm_fn)REF_LOOKUP("p" #pre "gemm_");                                 \
-        struct gemm_orig o = {ref, ta, tb, m, n, k, alpha, A, ia, ja, desca, B, ib, jb, descb, \
-                              beta, C, ic, jc, descc};                                         \
+        struct gemm_orig o = {ref, ta, tb, m, n, k, alpha, beta, PMAT(A, ia, ja, desca),       \
+                              PMAT(B, ib, jb, descb), PMAT(C, ic, jc, descc)};                 \
         pgemm(DT, ROUT, &o);                                                                   \
     }
 PGEMM(s, TESS_S, "PSGEMM")
@@ -162,25 +175,19 @@ struct abc_orig {
     pabc_fn ref;
     const char *l1, *l2;
     const f_int *s1, *s2;
-    const void *alpha, *A;
-    const f_int *ia, *ja, *desca;
-    const void *B;
-    const f_int *ib, *jb, *descb;
-    const void *beta;
-    void *C;
-    const f_int *ic, *jc, *descc;
+    const void *alpha, *beta;
+    struct pmat a, b, c;
 };
 
 static void abc_reference(void *arg) {
     const struct abc_orig *o = arg;
-    o->ref(o->l1, o->l2, o->s1, o->s2, o->alpha, o->A, o->ia, o->ja, o->desca, o->B, o->ib, o->jb,
-           o->descb, o->beta, o->C, o->ic, o->jc, o->descc);
+    o->ref(o->l1, o->l2, o->s1, o->s2, o->alpha, o->a.p, o->a.i, o->a.j, o->a.desc, o->b.p,
+           o->b.i, o->b.j, o->b.desc, o->beta, (void *)o->c.p, o->c.i, o->c.j, o->c.desc);
 }
 
 static void pabc(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct abc_orig *o) {
-    f_int Ad[GLUE_DLEN_], Bd[GLUE_DLEN_], Cd[GLUE_DLEN_];
-    struct glue_call c = {.kind = kind, .dt = dt, .A = o->A, .B = o->B, .C = o->C,
-                          .da = Ad, .db = Bd, .dc = Cd};
+    f_int d[3][GLUE_DLEN_];
+    struct glue_call c = {.kind = kind, .dt = dt};
     int symm = kind == GLUE_SYMM || kind == GLUE_HEMM;
     if (symm) {
         c.side = glue_upcase(o->l1[0]), c.uplo = glue_upcase(o->l2[0]);
@@ -189,9 +196,7 @@ static void pabc(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct 
         c.uplo = glue_upcase(o->l1[0]), c.ta = glue_upcase(o->l2[0]);
         c.m = c.n = *o->s1, c.k = *o->s2;
     }
-    glue_arg_ftoc(*o->ia, *o->ja, o->desca, &c.ia, &c.ja, Ad);
-    glue_arg_ftoc(*o->ib, *o->jb, o->descb, &c.ib, &c.jb, Bd);
-    glue_arg_ftoc(*o->ic, *o->jc, o->descc, &c.ic, &c.jc, Cd);
+    read_operands(&c, &o->a, &o->b, &o->c, d);
     l3(&c, rout, o->alpha, 0, o->beta, kind == GLUE_HER2K, symm ? glue_symm_route : glue_syrk_route,
        abc_reference, o);
 }
@@ -203,8 +208,8 @@ static void pabc(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct 
                            const f_int *descb, const void *beta, void *C, const f_int *ic,      \
                            const f_int *jc, const f_int *descc) {                               \
         pabc_fn ref = (pabc_fn)REF_LOOKUP(#fname);                                              \
-        struct abc_orig o = {ref, l1, l2, s1, s2, alpha, A, ia, ja, desca, B, ib, jb, descb,    \
-                             beta, C, ic, jc, descc};                                           \
+        struct abc_orig o = {ref, l1, l2, s1, s2, alpha, beta, PMAT(A, ia, ja, desca),          \
+                             PMAT(B, ib, jb, descb), PMAT(C, ic, jc, descc)};                   \
         pabc(KIND, DT, ROUT, &o);                                                               \
     }
 PABC(pssymm_, GLUE_SYMM, TESS_S, "PSSYMM")
@@ -230,26 +235,21 @@ struct syrk_orig {
     psyrk_fn ref;
     const char *uplo, *trans;
     const f_int *n, *k;
-    const void *alpha, *A;
-    const f_int *ia, *ja, *desca;
-    const void *beta;
-    void *C;
-    const f_int *ic, *jc, *descc;
+    const void *alpha, *beta;
+    struct pmat a, c;
 };
 
 static void syrk_reference(void *arg) {
     const struct syrk_orig *o = arg;
-    o->ref(o->uplo, o->trans, o->n, o->k, o->alpha, o->A, o->ia, o->ja, o->desca, o->beta, o->C,
-           o->ic, o->jc, o->descc);
+    o->ref(o->uplo, o->trans, o->n, o->k, o->alpha, o->a.p, o->a.i, o->a.j, o->a.desc, o->beta,
+           (void *)o->c.p, o->c.i, o->c.j, o->c.desc);
 }
 
 static void psyrk(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct syrk_orig *o) {
-    f_int Ad[GLUE_DLEN_], Cd[GLUE_DLEN_];
+    f_int d[3][GLUE_DLEN_];
     struct glue_call c = {.kind = kind, .dt = dt, .uplo = glue_upcase(o->uplo[0]),
-                          .ta = glue_upcase(o->trans[0]), .m = *o->n, .n = *o->n, .k = *o->k,
-                          .A = o->A, .C = o->C, .da = Ad, .dc = Cd};
-    glue_arg_ftoc(*o->ia, *o->ja, o->desca, &c.ia, &c.ja, Ad);
-    glue_arg_ftoc(*o->ic, *o->jc, o->descc, &c.ic, &c.jc, Cd);
+                          .ta = glue_upcase(o->trans[0]), .m = *o->n, .n = *o->n, .k = *o->k};
+    read_operands(&c, &o->a, NULL, &o->c, d);
     int herk = kind == GLUE_HERK;
     l3(&c, rout, o->alpha, herk, o->beta, herk, glue_syrk_route, syrk_reference, o);
 }
@@ -260,8 +260,8 @@ static void psyrk(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct
                            const f_int *desca, const void *beta, void *C, const f_int *ic,      \
                            const f_int *jc, const f_int *descc) {                               \
         psyrk_fn ref = (psyrk_fn)REF_LOOKUP(#fname);                                            \
-        struct syrk_orig o = {ref, uplo, trans, n, k, alpha, A, ia, ja, desca, beta, C, ic, jc, \
-                              descc};                                                           \
+        struct syrk_orig o = {ref, uplo, trans, n, k, alpha, beta, PMAT(A, ia, ja, desca),      \
+                              PMAT(C, ic, jc, descc)};                                          \
         psyrk(KIND, DT, ROUT, &o);                                                              \
     }
 PSYRK(pssyrk_, GLUE_SYRK, TESS_S, "PSSYRK")
@@ -281,27 +281,22 @@ struct trxm_orig {
     ptrxm_fn ref;
     const char *side, *uplo, *transa, *diag;
     const f_int *m, *n;
-    const void *alpha, *A;
-    const f_int *ia, *ja, *desca;
-    void *B;
-    const f_int *ib, *jb, *descb;
+    const void *alpha;
+    struct pmat a, b;
 };
 
 static void trxm_reference(void *arg) {
     const struct trxm_orig *o = arg;
-    o->ref(o->side, o->uplo, o->transa, o->diag, o->m, o->n, o->alpha, o->A, o->ia, o->ja,
-           o->desca, o->B, o->ib, o->jb, o->descb);
+    o->ref(o->side, o->uplo, o->transa, o->diag, o->m, o->n, o->alpha, o->a.p, o->a.i, o->a.j,
+           o->a.desc, (void *)o->b.p, o->b.i, o->b.j, o->b.desc);
 }
 
 static void ptrxm(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct trxm_orig *o) {
-    f_int Ad[GLUE_DLEN_], Bd[GLUE_DLEN_];
-    /* B is in and out: it sits in the output's place (C) */
+    f_int d[3][GLUE_DLEN_];
     struct glue_call c = {.kind = kind, .dt = dt, .side = glue_upcase(o->side[0]),
                           .uplo = glue_upcase(o->uplo[0]), .ta = glue_upcase(o->transa[0]),
-                          .diag = glue_upcase(o->diag[0]), .m = *o->m, .n = *o->n, .A = o->A,
-                          .C = o->B, .da = Ad, .dc = Bd};
-    glue_arg_ftoc(*o->ia, *o->ja, o->desca, &c.ia, &c.ja, Ad);
-    glue_arg_ftoc(*o->ib, *o->jb, o->descb, &c.ic, &c.jc, Bd);
+                          .diag = glue_upcase(o->diag[0]), .m = *o->m, .n = *o->n};
+    read_operands(&c, &o->a, NULL, &o->b, d); /* B is in and out: in the output's place */
     l3(&c, rout, o->alpha, 0, NULL, 0, kind == GLUE_TRMM ? glue_trmm_route : glue_trsm_route,
        trxm_reference, o);
 }
@@ -312,8 +307,8 @@ static void ptrxm(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct
                            const void *A, const f_int *ia, const f_int *ja, const f_int *desca, \
                            void *B, const f_int *ib, const f_int *jb, const f_int *descb) {     \
         ptrxm_fn ref = (ptrxm_fn)REF_LOOKUP(#fname);                                            \
-        struct trxm_orig o = {ref, side, uplo, transa, diag, m, n, alpha, A, ia, ja, desca, B,  \
-                              ib, jb, descb};                                                   \
+        struct trxm_orig o = {ref, side, uplo, transa, diag, m, n, alpha,                       \
+                              PMAT(A, ia, ja, desca), PMAT(B, ib, jb, descb)};                  \
         ptrxm(KIND, DT, ROUT, &o);                                                              \
     }
 PTRXM(pstrmm_, GLUE_TRMM, TESS_S, "PSTRMM")

@@ -141,6 +141,17 @@ static inline char tess__blas_upper(char c) { return c >= 'a' && c <= 'z' ? (cha
 
 /* Prefix letter of a precision: 's', 'd', 'c', 'z'. */
 static inline char tess__blas_prefix(tess_dtype_t dt) { return "sdcz"[dt]; }
+/* HERK, HER2K: their real scalars (alpha of HERK, beta of both); the rank-k family (SYRK,
+ * HERK, SYR2K, HER2K); the two-operand one of it (SYR2K, HER2K). */
+static inline int tess__blas_herm(enum tess__blas_kind k) {
+    return k == TESS__BLAS_HERK || k == TESS__BLAS_HER2K;
+}
+static inline int tess__blas_rank(enum tess__blas_kind k) {
+    return k == TESS__BLAS_SYRK || k == TESS__BLAS_SYR2K || tess__blas_herm(k);
+}
+static inline int tess__blas_rank2(enum tess__blas_kind k) {
+    return k == TESS__BLAS_SYR2K || k == TESS__BLAS_HER2K;
+}
 
 /* The name of a routine kind without prefix: "gemm", "herk", ... */
 extern const char *const tess__blas_kind_name[TESS__BLAS_NKINDS];

@@ -84,7 +84,7 @@ int tess__blas_fold(struct tess__blas_call *c, int layout, const int e[4],
         /* c->n holds n, c->k holds k. Column-major passes every transpose on to the
          * Fortran check; row-major flips it: NoTrans to the transposing letter (HERK/HER2K
          * 'C', the others 'T'), Trans and ConjTrans both to 'N'. */
-        int herm = c->kind == TESS__BLAS_HERK || c->kind == TESS__BLAS_HER2K;
+        int herm = tess__blas_herm(c->kind);
         if (!(c->uplo = uplo_letter(e[0], row)))
             BAD_ENUM(row && c->kind != TESS__BLAS_HER2K ? 3 : 2, "Uplo", e[0]);
         char t = trans_letter(e[1]);

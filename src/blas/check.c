@@ -79,12 +79,8 @@ int tess__blas_check_netlib(const struct tess__blas_call *c) {
         if (c->ldc < TESS__MAX(1, c->m)) return 12;
         return 0;
     }
-    case TESS__BLAS_SYRK:
-    case TESS__BLAS_HERK:
-    case TESS__BLAS_SYR2K:
-    case TESS__BLAS_HER2K: {
-        int herm = c->kind == TESS__BLAS_HERK || c->kind == TESS__BLAS_HER2K;
-        int two = c->kind == TESS__BLAS_SYR2K || c->kind == TESS__BLAS_HER2K;
+    case TESS__BLAS_SYRK: case TESS__BLAS_HERK: case TESS__BLAS_SYR2K: case TESS__BLAS_HER2K: {
+        int herm = tess__blas_herm(c->kind), two = tess__blas_rank2(c->kind);
         if (!one_of(c->uplo, "UL")) return 1;
         if (!one_of(c->ta, herm ? "NC" : cplx ? "NT" : "NTC")) return 2;
         if (c->n < 0) return 3;
@@ -133,8 +129,7 @@ static int is_one(tess_dtype_t dt, int real, const void *p) {
 
 int tess__blas_touches(const struct tess__blas_call *c) {
     enum tess__blas_kind k = c->kind;
-    int herm = k == TESS__BLAS_HERK || k == TESS__BLAS_HER2K;
-    int rank = k == TESS__BLAS_SYRK || herm || k == TESS__BLAS_SYR2K;
+    int herm = tess__blas_herm(k), rank = tess__blas_rank(k);
     int tri = k == TESS__BLAS_TRMM || k == TESS__BLAS_TRSM;
     int has_b = k != TESS__BLAS_SYRK && k != TESS__BLAS_HERK && !tri;
     /* netlib's quick returns: nothing to compute, nothing read or written */
@@ -178,7 +173,7 @@ int tess__blas_check_span(const struct tess__blas_call *c) {
     case TESS__BLAS_HERK:
     case TESS__BLAS_SYR2K:
     case TESS__BLAS_HER2K: {
-        int two = c->kind == TESS__BLAS_SYR2K || c->kind == TESS__BLAS_HER2K;
+        int two = tess__blas_rank2(c->kind);
         ar = br = c->ta == 'N' ? c->n : c->k, ac = bc = c->ta == 'N' ? c->k : c->n;
         cr = cc = c->n;
         pa = 6, pb = 8, pc = two ? 11 : 9;

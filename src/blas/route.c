@@ -278,8 +278,7 @@ void tess__blas_run(const struct tess__blas_call *c) {
     }
     struct counter *ctr = &counts[c->kind][c->dt];
     enum tess__blas_kind k = c->kind;
-    int herm = k == TESS__BLAS_HERK || k == TESS__BLAS_HER2K;
-    int rank = k == TESS__BLAS_SYRK || herm || k == TESS__BLAS_SYR2K;
+    int herm = tess__blas_herm(k), rank = tess__blas_rank(k);
     int tri = k == TESS__BLAS_TRMM || k == TESS__BLAS_TRSM;
 
     /* netlib's quick returns: nothing to compute, nothing read or written (check.c) */
@@ -301,7 +300,7 @@ void tess__blas_run(const struct tess__blas_call *c) {
      * TRMM/TRSM m n inner / 2; a complex one is 8 flops, a real one 2 */
     double madds = (double)m * (double)n * (double)inner;
     if (rank) madds = 0.5 * (double)n * (double)(n + 1) * (double)c->k;
-    if (k == TESS__BLAS_SYR2K || k == TESS__BLAS_HER2K) madds *= 2.0;
+    if (tess__blas_rank2(k)) madds *= 2.0;
     if (tri) madds *= 0.5;
     uint64_t flops = (uint64_t)(madds * tess__dtypes[c->dt].flop_mul);
 

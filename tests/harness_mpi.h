@@ -21,8 +21,10 @@ static int wrank, wsize;
     } while (0)
 
 /* main for a test run under mpirun: MPI initialised (MPI_THREAD_FUNNELED), wrank and wsize
- * set, the tests run when lo <= wsize <= hi; otherwise every rank exits 77 (skipped). */
-#define TEST_MPI_MAIN(lo_, hi_)                                                         \
+ * set, setup() called on every rank, the tests run, teardown() called, when lo <= wsize <=
+ * hi; otherwise every rank exits 77 (skipped). setup may end the job (MPI_Abort) when what
+ * every test needs is missing. */
+#define TEST_MPI_MAIN_WITH(lo_, hi_, setup_, teardown_)                                 \
     int main(int argc, char **argv) {                                                \
         int prov_, rc_ = 77;                                                         \
         MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &prov_);                  \
@@ -31,10 +33,17 @@ static int wrank, wsize;
         if (wsize < (lo_) || wsize > (hi_)) {                                        \
             if (wrank == 0) fprintf(stderr, "SKIP: needs %d to %d ranks\n", (lo_), (hi_)); \
         } else {                                                                     \
+            setup_();                                                                \
             rc_ = test_main_(argc, argv);                                            \
+            teardown_();                                                             \
         }                                                                            \
         MPI_Finalize();                                                              \
         return rc_;                                                                  \
     }
+
+__attribute__((unused)) static void test_mpi_nothing_(void) {}
+
+/* main without setup or teardown */
+#define TEST_MPI_MAIN(lo_, hi_) TEST_MPI_MAIN_WITH(lo_, hi_, test_mpi_nothing_, test_mpi_nothing_)
 
 #endif /* TESS_TESTS_HARNESS_MPI_H */

@@ -2,48 +2,38 @@
  * (PBLAS p?gemm_ on a BLACS grid of the same shape and rank order) under mpirun; registered
  * with 1, 2, 4, 6 and 8 ranks. Exits 77 when built without MPI or without ScaLAPACK.
  *
- * What it checks, on every grid shape that fits the ranks it got (1x1, 1x2, 2x1, 2x2, 1x4,
- * 4x1, 2x3, 3x2, 1x6, 2x4, 4x2, in 'R' and 'C' order, plus one grid that leaves ranks outside):
- *   - random cases (seeded, the same on every rank; case i runs alone with TEST_PGEMM_CASE=i
- *     and the same rank count, seed and case count): s, d, c, z; transa/transb in N, T, C; MB/NB from 1 to more than
- *     the matrix; nonzero RSRC/CSRC; submatrices off block boundaries and smaller than the
- *     matrix; LLD larger than needed (a different gap on each rank; A's and B's gaps hold
- *     NaN); random alpha/beta, beta = 0 with sub(C) full of NaN (the reference runs with
- *     sub(C) = 0), beta = 1, alpha = 0, k = 0, m = 0, n = 0; some cases with a tiny
- *     TESSERA_PGEMM_CHUNK (many pipelined exchanges) or TESSERA_PGEMM_MEM (k in passes);
- *     30% forced to stationary A or B (TESSERA_PGEMM_VARIANT=a|b), the rest chosen by shape.
- *   - the variant by shape: a tall A (m, k >> n) runs stationary A, a wide B stationary B, a
- *     cube stationary C (stats.variant), each checked like the random cases.
- *     Every byte of each rank's local C: inside sub(C) within a tolerance of ScaLAPACK's
- *     result (and finite), outside sub(C), LLD gap included, unchanged byte for byte; A and
- *     B unchanged. The expected sub(C) must differ from the input C somewhere on the grid
- *     unless the call is C = 1 C (no trivial pass); every rank must have compared some.
- *   - tess_pgemm_last_stats: the same a_local/b_local on every rank; bytes sent over the
- *     grid = bytes received; each rank receives at least the elements it needs that other
- *     ranks own and at most its rows of op(A) and columns of op(B) once; an operand used in
- *     place needs nothing from elsewhere; on 1 rank both operands are in place and nothing
- *     moves; on a P x 1 grid op(A) = A with C's row map is in place (1 x Q: B likewise);
- *     passes > 1 when TESSERA_PGEMM_MEM forces it. Stationary A/B: the same variant on
- *     every rank, the stationary operand in place, one pass, at most the other operand and
- *     a partial of the rank's sub(C) from every rank received.
- *   - the device panels' cap (TESSERA_PGEMM_NCCL=2, 1 x Q grids): A's panel of 0.65 of the
- *     heap beside a thin in-place B runs in one pass (half the heap would need two).
- *   - one-rank mode: a 1 x 1 grid over MPI_COMM_SELF on every rank, tess_p?gemm against
- *     tess_?gemm (the node runtime) on the same data.
- *   - bad input: an LLD too small on one rank only, m < 0, k < 0 on one rank only, ia out
- *     of range, ic + m > M_, MB_ = 0, RSRC_ >= NPROW on one rank, alpha different on one
- *     rank, TESSERA_PGEMM_VARIANT unknown or set on one rank only: every rank returns
- *     TESS_EINVAL with the same message, nothing is written, and
- *     the next call works (a hang is caught by the per-case watchdog and CTest's TIMEOUT).
+ * Each test below runs on every grid shape that fits the ranks it got (1x1, 1x2, 2x1, 2x2,
+ * 1x4, 4x1, 2x3, 3x2, 1x6, 2x4, 4x2, in 'R' and 'C' order, plus one grid that leaves ranks
+ * outside; shapes_for), each grid opened afresh, and says above it what it checks. Every
+ * case against ScaLAPACK (run_case) checks every byte of each rank's local C: inside sub(C)
+ * within a tolerance of ScaLAPACK's result (and finite), outside sub(C), LLD gap included,
+ * unchanged byte for byte; A and B unchanged; the expected sub(C) differs from the input
+ * somewhere on the grid unless the call is C = 1 C (no trivial pass); and
+ * tess_pgemm_last_stats:
+ *   - the same a_local/b_local and variant on every rank; bytes sent over the grid = bytes
+ *     received; no product to compute: no pass, nothing moved;
+ *   - stationary C: each rank receives at least the elements it needs that other ranks own
+ *     and at most its rows of op(A) and columns of op(B) once; an operand used in place
+ *     needs nothing from elsewhere; on 1 rank both operands are in place and nothing moves;
+ *     on a P x 1 grid op(A) = A with C's row map is in place (1 x Q: B likewise); passes > 1
+ *     when TESSERA_PGEMM_MEM forces it; the GPU transport exactly where
+ *     TESSERA_PGEMM_NCCL=2 lets the emulated devices take it, and bytes packed D2D only
+ *     there;
+ *   - stationary A/B: the stationary operand in place, one pass, at most the other operand
+ *     and a partial of the rank's sub(C) from every rank received, one unit unless a small
+ *     TESSERA_PGEMM_CHUNK splits it.
+ * A check that fails is counted and printed with its case (failf) and the test goes on; at
+ * its end the test fails on every rank if any rank saw a failure (a failed ASSERT aborts
+ * the job, harness_mpi.h). A hang is caught by the per-case watchdog and CTest's TIMEOUT.
  *
  * The runtime runs on emulated devices: unless set, TESSERA_DEVICES=none,
  * TESSERA_EMULATE=2, TESSERA_TILE=16, TESSERA_CPU_WORKER=0, TESSERA_EMULATE_MEM=16M.
  * Environment: TEST_PGEMM_SEED (default 1), TEST_PGEMM_CASES (random ScaLAPACK cases per
- * run, default 1200), TEST_PGEMM_CASE (run that case id only), TEST_PGEMM_
- * VERBOSE=1 (print every case), TEST_PGEMM_WATCHDOG (seconds per case, default 60),
- * TEST_PGEMM_ONE_RANK_CASES (default 12 per rank). TESSERA_PGEMM_CHUNK/_MEM are set per case
- * (the distributed GEMM reads them at every call).
- * Rank 0 prints one summary line; the exit status is 1 on any failure (on every rank).
+ * run, default 1200), TEST_PGEMM_CASE (run that case id only: the other tests return),
+ * TEST_PGEMM_VERBOSE=1 (print every case), TEST_PGEMM_WATCHDOG (seconds per case, default
+ * 60), TEST_PGEMM_ONE_RANK_CASES (default 12 per rank). TESSERA_PGEMM_CHUNK/_MEM/_VARIANT
+ * are set per case (the distributed GEMM reads them at every call). Rank 0 prints one
+ * summary line at the end.
  */
 #include <stdio.h>
 
@@ -68,8 +58,7 @@ int main(void) {
 #include <string.h>
 #include <unistd.h>
 
-#include <mpi.h>
-
+#include "harness_mpi.h"
 #include "tessera_mpi.h"
 
 /* ---- BLACS and PBLAS (Fortran symbols of libscalapack-openmpi) ------------------------- */
@@ -90,14 +79,17 @@ PGEMM_PROTO(pcgemm_)
 PGEMM_PROTO(pzgemm_)
 
 /* ---- state, reporting ------------------------------------------------------------------ */
-static int wrank, wsize;
-static long n_fail;          /* failures seen by this rank */
-static long n_cases_ref, n_cases_one, n_cases_bad, n_multipass, n_pipelined, n_inplace, n_devxport,
-    n_d2d_cases;
-static long n_split[2];      /* cases that ran stationary A, B (this rank) */
-static long n_split_units;   /* of those, pipelined over several units */
-static long long n_compared; /* elements of sub(C) compared on this rank */
-static long n_bitwise_one;   /* one-rank cases where tess_p?gemm == tess_?gemm bit for bit */
+static long n_fail; /* failures seen by this rank */
+/* what this rank's cases reached, for the tests' coverage checks and the summary line */
+static struct tally {
+    long cases_ref, cases_one, cases_bad; /* cases vs ScaLAPACK, one-rank, bad input */
+    long multipass, pipelined, inplace;   /* stationary C: k in passes, small chunk, in place */
+    long devxport, d2d;                   /* through the GPU transport, packing D2D */
+    long split[2];                        /* cases that ran stationary A, B */
+    long split_units;                     /* of those, pipelined over several units */
+    long long compared;                   /* elements of sub(C) compared */
+    long bitwise_one;                     /* one-rank cases: tess_p?gemm == tess_?gemm bit for bit */
+} tl;
 static int verbose;
 static unsigned watchdog_s = 60;
 static char cur_case[512] = "startup";
@@ -620,7 +612,7 @@ static void run_case(struct gctx *G, const struct pcase *c) {
     if (rc != TESS_OK) failf("tess_p%cgemm returned %d (%s)", dtc[dt], rc, tess_last_error());
     if (!in) goto out; /* outside the grid: returned at once */
 
-    n_cases_ref++;
+    tl.cases_ref++;
     tess_pgemm_stats_t st;
     memset(&st, 0xff, sizeof st);
     if (tess_pgemm_last_stats(G->g, &st) != TESS_OK) failf("tess_pgemm_last_stats failed");
@@ -630,7 +622,7 @@ static void run_case(struct gctx *G, const struct pcase *c) {
     long long inside = 0;
     long changed = 0;
     compare_C(c, &Cm, P, Q, myrow, mycol, Corig, Ct, Crin, Cr, tol_of(c), 0, &inside, &changed);
-    n_compared += inside;
+    tl.compared += inside;
     if (memcmp(A.p, A0, A.nel * es)) failf("A was written");
     if (memcmp(B.p, B0, B.nel * es)) failf("B was written");
 
@@ -675,7 +667,7 @@ static void run_case(struct gctx *G, const struct pcase *c) {
         if (st.variant == 'A' || st.variant == 'B') {
             /* stationary A (B): that operand never moves; a rank receives at most the
              * other operand's k x n (m x k) and a partial of its sub(C) from every rank */
-            n_split[st.variant == 'B']++;
+            tl.split[st.variant == 'B']++;
             if (st.variant == 'A' ? !st.a_local : !st.b_local)
                 failf("stats: stationary %c but that operand is not in place", st.variant);
             if (st.passes != 1) failf("stats: stationary %c in %d passes", st.variant, st.passes);
@@ -690,7 +682,7 @@ static void run_case(struct gctx *G, const struct pcase *c) {
             if (st.units < 1 || st.units > wfree || (!c->chunk && st.units != 1))
                 failf("stats: stationary %c in %d units, expected 1%s%ld (chunk %ld bytes)",
                       st.variant, st.units, c->chunk ? " to " : ", not ", wfree, c->chunk);
-            if (st.units > 1) n_split_units++;
+            if (st.units > 1) tl.split_units++;
         } else {
             /* stationary C: one exchange unit at least per pass when an operand moves */
             if (st.a_local && st.b_local ? st.units != 0 : st.units < st.passes)
@@ -716,9 +708,9 @@ static void run_case(struct gctx *G, const struct pcase *c) {
                 failf("stats: P x 1 grid, op(A) = A with C's row map, but a_local = 0");
             if (c->aligned && P == 1 && !st.b_local)
                 failf("stats: 1 x Q grid, op(B) = B with C's column map, but b_local = 0");
-            if (st.a_local || st.b_local) n_inplace++;
-            if (c->mem && st.passes > 1) n_multipass++;
-            if (c->chunk) n_pipelined++;
+            if (st.a_local || st.b_local) tl.inplace++;
+            if (c->mem && st.passes > 1) tl.multipass++;
+            if (c->chunk) tl.pipelined++;
             /* a tiny budget must split k (one k index of both moving panels exceeds it) */
             long mmax = 0, nmax = 0;
             for (int r = 0; r < P; r++) {
@@ -739,7 +731,7 @@ static void run_case(struct gctx *G, const struct pcase *c) {
             if (st.nccl != want_dev)
                 failf("stats: nccl = %d, expected %d (TESSERA_PGEMM_NCCL=%s)", st.nccl, want_dev,
                       xk ? xk : "(unset)");
-            if (st.nccl) n_devxport++;
+            if (st.nccl) tl.devxport++;
             /* what went to peers of this node from the own panel: part of what was sent,
              * none without the GPU transport or with TESSERA_PGEMM_PACK_D2D=0 */
             const char *dk = getenv("TESSERA_PGEMM_PACK_D2D");
@@ -748,7 +740,7 @@ static void run_case(struct gctx *G, const struct pcase *c) {
                 failf("stats: %llu bytes packed D2D of %llu sent (nccl %d, PACK_D2D %s)",
                       (unsigned long long)st.bytes_packed_d2d,
                       (unsigned long long)st.bytes_sent, st.nccl, dk ? dk : "(unset)");
-            if (st.bytes_packed_d2d) n_d2d_cases++;
+            if (st.bytes_packed_d2d) tl.d2d++;
             if (c->mem && perk > 0 && c->k > 1 && (long)c->k * perk > 2 * c->mem && st.passes < 2)
                 failf("stats: TESSERA_PGEMM_MEM=%ld < k * %ld panel bytes but passes = %d", c->mem,
                       perk, st.passes);
@@ -889,7 +881,7 @@ static void run_bad(struct gctx *G) {
                              beta, (double *)Cm.p, ic, 0, &dc);
         unsetenv("TESSERA_PGEMM_VARIANT");
         if (in) {
-            n_cases_bad++;
+            tl.cases_bad++;
             /* alpha or the variant differing cannot be seen on one rank: a valid call there */
             int expect = ((v == ALPHA_ONE || v == VAR_ONE) && gsize == 1) ? TESS_OK : TESS_EINVAL;
             char msg[512];
@@ -1003,9 +995,9 @@ static void run_one_rank(int ncases) {
         /* the node runtime's result is the reference; tess_?gemm wrote sub(C) only: its
          * input for the "outside" check is Corig */
         compare_C(&c, &Cm, 1, 1, 0, 0, Corig, Ct, Corig, Cn, tol_of(&c), 0, &inside, &changed);
-        n_compared += inside;
-        if (memcmp(Ct, Cn, Cm.nel * es) == 0) n_bitwise_one++;
-        n_cases_one++;
+        tl.compared += inside;
+        if (memcmp(Ct, Cn, Cm.nel * es) == 0) tl.bitwise_one++;
+        tl.cases_one++;
         alarm(0);
         free(A.p), free(B.p), free(Cm.p), free(Ct), free(Cn), free(Corig);
     }
@@ -1088,7 +1080,158 @@ static long env_long(const char *name, long def) {
     return v && *v ? strtol(v, NULL, 10) : def;
 }
 
-int main(int argc, char **argv) {
+/* ---- the run: settings, every grid, the end of a test ----------------------------------- */
+static long n_random = 1200, only = -1; /* TEST_PGEMM_CASES, TEST_PGEMM_CASE */
+static struct shape shapes[32];       /* the grid shapes for this rank count */
+static int nshapes;
+static char gridlist[256];            /* their names, for the summary */
+static double t0;
+
+/* fn(G, s) on every grid shape s, each grid opened afresh and closed after (collective over
+ * all ranks; a grid that cannot be opened is a failure, reported by grid_open). */
+static void for_each_grid(void (*fn)(struct gctx *G, int s)) {
+    for (int s = 0; s < nshapes; s++) {
+        struct gctx G;
+        if (grid_open(&G, shapes[s])) continue;
+        fn(&G, s);
+        grid_close(&G);
+    }
+}
+
+/* The end of a test: no rank saw a failure since n_fail was `from` (collective). */
+static void assert_no_failures(long from, const char *what) {
+    long mine = n_fail - from, most = 0;
+    MPI_Allreduce(&mine, &most, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    ASSERT_MSG(most == 0, "%s: up to %ld failures on a rank (%ld on this one), printed above",
+               what, most, mine);
+}
+
+/* ---- the tests ------------------------------------------------------------------------- */
+
+/* The comparator catches a wrong element, a NaN and a write outside sub(C), in the LLD gap
+ * too (selftest_compare): the checks of every other test rest on it. */
+TEST(pgemm_comparator_catches_errors) {
+    long f0 = n_fail;
+    selftest_compare();
+    assert_no_failures(f0, "the comparator's self-test");
+}
+
+/* TEST_PGEMM_CASES random cases (make_case: seeded, the same on every rank; ids are global,
+ * so case i runs alone with TEST_PGEMM_CASE=i and the same rank count, seed and case count)
+ * shared out over the grids, each against ScaLAPACK (run_case): s, d, c, z; transa/transb
+ * in N, T, C; typed and generic entries; MB/NB from 1 to more than the matrix; nonzero
+ * RSRC/CSRC; submatrices off block boundaries and smaller than the matrix; LLD larger than
+ * needed (a different gap on each rank; A's and B's gaps hold NaN); B = A; random
+ * alpha/beta, beta = 0 with sub(C) full of NaN (the reference runs with sub(C) = 0), beta =
+ * 1, alpha = 0, k = 0, m = 0, n = 0; some with a tiny TESSERA_PGEMM_CHUNK (many pipelined
+ * exchanges) or TESSERA_PGEMM_MEM (k in passes); 35% forced to stationary A, B or C
+ * (TESSERA_PGEMM_VARIANT=a|b|c), the rest chosen by shape. Every rank compared some of
+ * sub(C), and the draw reached every path (rank 0's cases): k in several passes (more
+ * than one rank), a small chunk, an operand in place, stationary A and B, stationary A/B
+ * in several units, the GPU transport where TESSERA_PGEMM_NCCL=2 and, with peers on the
+ * node, its packing D2D from the own panel. */
+static void random_cases(struct gctx *G, int s) {
+    long per = (n_random + nshapes - 1) / nshapes;
+    for (long t = 0; t < per; t++) {
+        long id = s * per + t;
+        if (only >= 0 && id != only) continue;
+        struct pcase c;
+        make_case((int)id, G->P, G->Q, 0, &c);
+        run_case(G, &c);
+    }
+}
+
+TEST(pgemm_random_cases_vs_scalapack) {
+    long f0 = n_fail;
+    struct tally before = tl;
+    for_each_grid(random_cases);
+    snprintf(cur_case, sizeof cur_case, "the random cases' coverage");
+    if (only < 0 && tl.compared == before.compared)
+        failf("this rank compared no element of sub(C)");
+    if (only < 0 && wrank == 0) {
+        if (tl.multipass == before.multipass && wsize > 1) failf("no case ran k in several passes");
+        if (tl.pipelined == before.pipelined) failf("no case ran with a small TESSERA_PGEMM_CHUNK");
+        if (tl.inplace == before.inplace) failf("no case used an operand in place");
+        if (tl.split[0] == before.split[0] || tl.split[1] == before.split[1])
+            failf("no case ran stationary A (%ld) or B (%ld)", tl.split[0] - before.split[0],
+                  tl.split[1] - before.split[1]);
+        if (tl.split_units == before.split_units)
+            failf("no stationary A / B case ran in several units");
+        const char *xk = getenv("TESSERA_PGEMM_NCCL");
+        if (xk && !strcmp(xk, "2") && wsize > 1 && tl.devxport == before.devxport)
+            failf("TESSERA_PGEMM_NCCL=2 but no case ran the GPU transport");
+        /* with peers on the node (not TESSERA_PGEMM_NODE_RANKS=1) something is packed */
+        const char *dk = getenv("TESSERA_PGEMM_PACK_D2D"), *nk = getenv("TESSERA_PGEMM_NODE_RANKS");
+        if (tl.devxport > before.devxport && !(dk && !strcmp(dk, "0")) &&
+            !(nk && !strcmp(nk, "1")) && tl.d2d == before.d2d)
+            failf("the GPU transport never packed from the own panel");
+    }
+    assert_no_failures(f0, "random cases against ScaLAPACK");
+}
+
+/* The variant by shape under the automatic choice (run_shapes): a tall A (m, k >> n) runs
+ * stationary A, a wide B (n, k >> m) stationary B, a cube stationary C (on one rank: C
+ * always), in d, z, s, c with transposes; each checked against ScaLAPACK like the random
+ * cases. */
+static void shape_cases(struct gctx *G, int s) { run_shapes(G, 900000 + s * 8); }
+
+TEST(pgemm_variant_by_shape) {
+    if (only >= 0) return;
+    long f0 = n_fail;
+    for_each_grid(shape_cases);
+    assert_no_failures(f0, "the variant by shape");
+}
+
+/* The device panels' cap (run_panel_cap; TESSERA_PGEMM_NCCL=2, 1 x Q grids): A's panel of
+ * 0.65 of the heap beside a thin in-place B runs in one pass through the GPU transport
+ * (half the heap would need two), and its result is ScaLAPACK's. */
+static void panel_cap_case(struct gctx *G, int s) { run_panel_cap(G, 950000 + s); }
+
+TEST(pgemm_device_panel_cap) {
+    if (only >= 0) return;
+    const char *xk = getenv("TESSERA_PGEMM_NCCL");
+    if (!xk || strcmp(xk, "2")) {
+        if (wrank == 0) fprintf(stderr, "  (the GPU transport is not on: TESSERA_PGEMM_NCCL=2 runs this)\n");
+        return;
+    }
+    long f0 = n_fail;
+    for_each_grid(panel_cap_case);
+    assert_no_failures(f0, "the device panels' cap");
+}
+
+/* Bad input on every grid (run_bad): an LLD too small on one rank only, m < 0, k < 0 on
+ * one rank only, ia out of range, ic + m > M_, MB_ = 0, RSRC_ >= NPROW on one rank, alpha
+ * different on one rank, TESSERA_PGEMM_VARIANT unknown or set on one rank only: every rank
+ * in the grid returns TESS_EINVAL with the same message (naming LLD_ or the knob where
+ * that is the fault), nothing is written, ranks outside return TESS_OK at once, nobody
+ * hangs; a valid case right after is right. */
+static void bad_cases(struct gctx *G, int s) {
+    (void)s;
+    run_bad(G);
+}
+
+TEST(pgemm_bad_input_fails_on_every_rank) {
+    if (only >= 0) return;
+    long f0 = n_fail;
+    for_each_grid(bad_cases);
+    assert_no_failures(f0, "bad input");
+}
+
+/* One-rank mode (run_one_rank): a 1 x 1 grid over MPI_COMM_SELF on every rank (different
+ * cases on each; the first four do work in every precision, one through tess_pdgemm with
+ * beta = 0 and a NaN sub(C)), tess_p?gemm against tess_?gemm, the node runtime, on the same
+ * data: within the tolerance, nothing written outside sub(C), both operands in place and
+ * nothing moved. */
+TEST(pgemm_one_rank_matches_node_runtime) {
+    if (only >= 0) return;
+    long f0 = n_fail;
+    run_one_rank((int)env_long("TEST_PGEMM_ONE_RANK_CASES", 12));
+    assert_no_failures(f0, "one-rank mode");
+}
+
+/* ---- setup, summary ------------------------------------------------------------------------ */
+
+static void pgemm_setup(void) {
     /* emulated devices, small tiles: the runtime really runs tiles (the knobs are read at
      * tess_init; CTest's ENVIRONMENT or the caller may set others) */
     setenv("TESSERA_DEVICES", "none", 0);
@@ -1099,21 +1242,13 @@ int main(int argc, char **argv) {
     unsetenv("TESSERA_PGEMM_CHUNK"); /* cases set these themselves */
     unsetenv("TESSERA_PGEMM_MEM");
     unsetenv("TESSERA_PGEMM_VARIANT");
-    int prov;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &prov);
-    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    double t0 = MPI_Wtime();
+    t0 = MPI_Wtime();
     seed0 = (uint64_t)env_long("TEST_PGEMM_SEED", 1);
-    long ncases = env_long("TEST_PGEMM_CASES", 1200), only = env_long("TEST_PGEMM_CASE", -1);
+    n_random = env_long("TEST_PGEMM_CASES", 1200);
+    only = env_long("TEST_PGEMM_CASE", -1);
     verbose = (int)env_long("TEST_PGEMM_VERBOSE", 0);
     watchdog_s = (unsigned)env_long("TEST_PGEMM_WATCHDOG", 60);
     signal(SIGALRM, on_alarm);
-    if (wsize > 64) {
-        if (wrank == 0) fprintf(stderr, "SKIP: at most 64 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
     int rc = tess_init();
     if (rc) {
         fprintf(stderr, "rank %d: tess_init: %s (%s)\n", wrank, tess_strerror(rc), tess_last_error());
@@ -1125,59 +1260,22 @@ int main(int argc, char **argv) {
         fprintf(stderr, "rank %d: BLACS says process %d of %d\n", wrank, bme, bnp);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    selftest_compare();
-
-    struct shape sh[32];
-    int nsh = shapes_for(wsize, sh);
-    char gridlist[256] = "";
-    int next_id = 0;
-    for (int s = 0; s < nsh; s++) {
-        struct gctx G;
-        if (grid_open(&G, sh[s])) continue;
+    nshapes = shapes_for(wsize, shapes);
+    for (int s = 0; s < nshapes; s++) {
         size_t L = strlen(gridlist);
-        snprintf(gridlist + L, sizeof gridlist - L, "%s%dx%d%c", s ? " " : "", sh[s].P, sh[s].Q,
-                 sh[s].order);
-        /* random cases: ids are global, so a failing id reproduces with TEST_PGEMM_CASE */
-        long per = (ncases + nsh - 1) / nsh;
-        for (long t = 0; t < per; t++, next_id++) {
-            if (only >= 0 && next_id != only) continue;
-            struct pcase c;
-            make_case(next_id, G.P, G.Q, 0, &c);
-            run_case(&G, &c);
-        }
-        if (only < 0) run_shapes(&G, 900000 + s * 8);
-        if (only < 0) run_panel_cap(&G, 950000 + s);
-        if (only < 0) run_bad(&G);
-        grid_close(&G);
+        snprintf(gridlist + L, sizeof gridlist - L, "%s%dx%d%c", s ? " " : "", shapes[s].P,
+                 shapes[s].Q, shapes[s].order);
     }
-    if (only < 0) run_one_rank((int)env_long("TEST_PGEMM_ONE_RANK_CASES", 12));
+}
+
+/* Rank 0's summary line: what every rank checked, what rank 0's cases reached. */
+static void pgemm_teardown(void) {
     snprintf(cur_case, sizeof cur_case, "shutdown");
     alarm(watchdog_s);
-
-    /* every rank must have compared some of sub(C): no rank passes by holding nothing */
-    if (only < 0 && n_compared == 0) failf("this rank compared no element of sub(C)");
-    long loc[9] = {n_fail, n_cases_ref, n_cases_one, n_cases_bad, n_multipass, n_pipelined,
-                   n_inplace, n_bitwise_one, (long)(n_compared > 0x7fffffff ? 0x7fffffff : n_compared)};
-    long sum[9], fmax;
-    if (only < 0 && wrank == 0) {
-        /* the special paths were reached at all (rank 0's counters) */
-        if (n_multipass == 0 && wsize > 1) failf("no case ran k in several passes");
-        if (n_pipelined == 0) failf("no case ran with a small TESSERA_PGEMM_CHUNK");
-        if (n_inplace == 0) failf("no case used an operand in place");
-        if (!n_split[0] || !n_split[1]) failf("no case ran stationary A (%ld) or B (%ld)", n_split[0], n_split[1]);
-        if (!n_split_units) failf("no stationary A / B case ran in several units");
-        const char *xk = getenv("TESSERA_PGEMM_NCCL");
-        if (xk && !strcmp(xk, "2") && wsize > 1 && n_devxport == 0)
-            failf("TESSERA_PGEMM_NCCL=2 but no case ran the GPU transport");
-        /* with peers on the node (not TESSERA_PGEMM_NODE_RANKS=1) something is packed */
-        const char *dk = getenv("TESSERA_PGEMM_PACK_D2D"), *nk = getenv("TESSERA_PGEMM_NODE_RANKS");
-        if (n_devxport && !(dk && !strcmp(dk, "0")) && !(nk && !strcmp(nk, "1")) &&
-            n_d2d_cases == 0)
-            failf("the GPU transport never packed from the own panel");
-    }
-    loc[0] = n_fail;
-    MPI_Allreduce(loc, sum, 9, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&n_fail, &fmax, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    long loc[6] = {n_fail, tl.cases_ref, tl.cases_one, tl.cases_bad, tl.bitwise_one,
+                   (long)(tl.compared > 0x7fffffff ? 0x7fffffff : tl.compared)};
+    long sum[6];
+    MPI_Allreduce(loc, sum, 6, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     alarm(0);
     Cblacs_exit(1);
     tess_finalize();
@@ -1188,12 +1286,12 @@ int main(int argc, char **argv) {
                "several units), %ld through the GPU transport (%ld packing D2D) (rank 0) | "
                "%ld failures | "
                "%.1f s\n",
-               wsize, gridlist, sum[1], sum[2], sum[7], sum[3], sum[8], n_multipass, n_pipelined,
-               n_inplace, n_split[0], n_split[1], n_split_units, n_devxport, n_d2d_cases, sum[0],
+               wsize, gridlist, sum[1], sum[2], sum[4], sum[3], sum[5], tl.multipass, tl.pipelined,
+               tl.inplace, tl.split[0], tl.split[1], tl.split_units, tl.devxport, tl.d2d, sum[0],
                MPI_Wtime() - t0);
     fflush(stdout);
-    MPI_Finalize();
-    return fmax ? 1 : 0;
 }
+
+TEST_MPI_MAIN_WITH(1, 64, pgemm_setup, pgemm_teardown)
 
 #endif

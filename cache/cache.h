@@ -1,30 +1,16 @@
-/* cache/cache.h: the tile caches of a node. Three pieces and the facade over them:
- *
- *   heap.c   one pre-allocated arena per device, first-fit with split and merge (BLASX
- *            Fig. 6): no cudaMalloc/cudaFree per tile. Has its own lock. Working blocks are
- *            fixed segments; the room planning over them is what admission uses (B7).
- *   alru.c   per-device Approximate LRU list of cached tile copies (BLASX Alg. 2): a copy
- *            with readers > 0 is never a victim; the victim is the least recently used
- *            copy with no readers whose fill has completed. Not locked (the facade's lock).
- *   mesix.c  the MESI-X directory: per tile, which devices hold a valid copy (BLASX Fig. 3).
- *            Not locked (the facade's lock).
- *   cache.c  the facade the workers call: acquire a tile on a device (L1 hit, L2 hit from a
- *            peer, or a copy from the tile's home), release it at a sync point, working
- *            blocks for output tiles, purge a job's tiles.
- *
- * MESI-X states of one tile on one device (derived from the directory entry):
- *   I  the device holds no valid copy.
- *   E  the device holds the only valid device copy (the host copy is valid too).
- *   S  the device and at least one other device hold valid copies.
- *   M  the device wrote the tile; ephemeral: the copy is written back to its home and
- *      every copy, this one included, becomes I (Fig. 3: M -> write back -> I).
- * Transitions: fill from home or peer: I -> E (or -> S, and the other holders E -> S);
- * eviction: E -> I, or S -> I (and a last remaining holder S -> E); write on d: d -> M,
- * every other holder -> I; write-back done: M -> I.
- *
- * Lock order: cache lock (struct tess__cache.lock) before a device heap's lock. The
- * backend is called with the cache lock held only for hooks that queue work or query
- * events (never for event_sync).
+/* cache/cache.h: the tile caches of a node: per device a pre-allocated heap (heap.c, BLASX
+ * Fig. 6; working blocks are fixed segments, the room planning admission uses), an
+ * approximate LRU of cached copies (alru.c, Alg. 2: a copy with readers is never a victim,
+ * nor one whose fill has not completed), the MESI-X directory of which devices hold a valid
+ * copy of each tile (mesix.c, Fig. 3), and the facade the workers call (cache.c): acquire a
+ * tile on a device (L1 hit, L2 hit from a peer, or a copy from its home), release it at a
+ * sync point, working blocks for output tiles, purge a job's tiles.
+ * MESI-X of a tile on a device: I no valid copy; E the only valid device copy; S one of
+ * several; M written, ephemeral (written back, then every copy I). Fill I -> E or S (other
+ * holders E -> S); eviction E -> I or S -> I (a last holder S -> E); write: others -> I.
+ * Lock order: the cache lock (struct tess__cache.lock; alru.c and mesix.c run under it)
+ * before a device heap's lock. The backend is called under the cache lock only for hooks
+ * that queue work or query events (never event_sync).
  */
 #ifndef TESS_CACHE_H
 #define TESS_CACHE_H

@@ -1,37 +1,17 @@
-/* cache/heap.c: the device heap of BLASX Fig. 6, one per device arena.
- * Owns the bookkeeping of [base, base + size): which byte ranges are used and which are
- * free. It does not own the arena memory (the backend allocates and frees it) and never
- * touches the bytes it manages (device memory is not host-addressable).
- * Lock order: the heap lock is a leaf. The cache lock (cache/cache.h) may be held when it
- * is taken; nothing else is called while it is held.
- *
- * Three structures over segment records (Fig. 6):
- *   metadata  every segment, used or free, in one doubly linked list in address order
- *             (prev/next); free() merges a segment with its free neighbours there, so two
- *             free segments are never adjacent.
- *   free list the free segments, also in address order (fprev/fnext); alloc() takes the
- *             first one that is large enough (first fit) and splits it.
- *   occupied  a chained hash table from a used segment's address to its record, so free()
- *             finds the record without a scan.
- * Records come from a pool grown in chunks: after warm-up, alloc/free call no malloc
- * (except when the occupied table doubles).
- *
- * Fixed segments (B7): a used segment is *fixed* when its owner keeps it until a task ends
- * (a working block: an output tile, a transport buffer); every other used segment is a
- * cached copy that the cache can evict. The *runs* are the maximal ranges between fixed
- * segments (and the ends of the heap): once every cached copy is evicted they are exactly
- * the free segments, and first fit places n blocks of x bytes in them iff the sum over the
- * runs of floor(run / x) is at least n. tess__heap_plan_fixed chooses where a new fixed
- * block goes so that this still holds for the sizes the running tasks need; the runtime
- * admits a task only then (docs/design.md, "Device heap"), which is what keeps blocks of
- * different sizes from fragmenting the heap into a deadlock.
- *
- * Conventions:
- *   - The managed range is base rounded up to `align`, its length rounded down to a
- *     multiple of `align`; that length is tess__heap_capacity.
- *   - Request sizes are rounded up to `align`; every returned pointer is aligned.
- *   - tess__heap_alloc(h, 0) returns a minimal segment of `align` bytes (a distinct pointer
- *     that must be freed like any other), so NULL always means "no room".
+/* cache/heap.c: the device heap of BLASX Fig. 6, one per device arena. Owns the bookkeeping
+ * of [base, base + size): which byte ranges are used and which are free; never the arena
+ * memory nor its bytes. Segment records (from a chunked pool: no malloc after warm-up but a
+ * table doubling) sit in three structures: every segment in address order (free() merges
+ * free neighbours: two free segments are never adjacent), the free ones in address order
+ * (first fit, split), and a hash of the used ones by address.
+ * Fixed segments: a working block kept until its task ends; every other used segment is an
+ * evictable cached copy. Once the copies are evicted the runs between fixed segments are
+ * the free segments, and first fit places n blocks of x bytes iff the runs hold n of them;
+ * tess__heap_plan_fixed places a new fixed block so that this still holds for the running
+ * tasks' needs (docs/design.md, "Device heap"), which keeps mixed block sizes from
+ * fragmenting the heap into a deadlock.
+ * Conventions: range and sizes rounded to `align`; alloc(0) returns a distinct minimal
+ * segment, so NULL always means "no room". Lock: the heap lock is a leaf.
  */
 #include <assert.h>
 #include <stdbool.h>

@@ -1,19 +1,12 @@
 /* cache/mesix.c: the MESI-X directory (BLASX Fig. 3): per tile, which devices hold a valid
- * copy and which one writes it.
- * Owns the directory entries (struct tess__dentry) and their hash table; the state of a
- * tile on a device is derived from its entry (see the comment at the top of cache.h):
- *   M  writer == dev;
- *   I  otherwise, if bit dev of holders is clear (or there is no entry);
- *   E  dev is the only holder;
- *   S  dev and at least one other device are holders.
- * Does not own the copies (struct tess__blk, cache/cache.c), their memory (heap.c) or
- * their LRU order (alru.c); copy[] only points at them.
- * Not locked: every call is made with the cache lock held (cache/cache.h).
- *
- * Entry lifetime: tess__dir_get creates an entry in state I everywhere; tess__dir_evict and
- * tess__dir_writeback free it once no device holds the tile and none writes it (an entry
- * left empty after a failed fill is freed by evicting it from any device). The table is a
- * chained hash on every key field, doubled when entries outnumber buckets.
+ * copy and which one writes it. Owns the directory entries (struct tess__dentry) and their
+ * hash table (chained on every key field, doubled when entries outnumber buckets); not the
+ * copies (cache.c), their memory (heap.c) or their LRU order (alru.c).
+ * The state of a tile on a device, from its entry (cache.h): M writer == dev; I bit dev of
+ * holders clear (or no entry); E dev the only holder; S dev and another.
+ * Entry life: tess__dir_get creates one in state I everywhere; evict and writeback free it
+ * once no device holds the tile and none writes it.
+ * Not locked: every call is made with the cache lock held.
  */
 #include <stdlib.h>
 

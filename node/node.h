@@ -1,21 +1,14 @@
-/* node/node.h: the node runtime of BLASX Alg. 1. A level-3 call becomes a job of tasks
- * (one task per output tile C_ij, a list of k steps); tasks go to one non-blocking queue;
- * one worker thread per device pulls them by demand into its reservation station, ranks
- * them by expected cache hits (Eq. 3), runs the top ones on its streams with their k steps
- * interleaved, and steals from other stations when the queue is empty.
- *
- *   queue.c    bounded lock-free MPMC queue of task pointers
- *   rs.c       reservation stations (priority slots, stealing)
- *   worker.c   the per-device worker loop: slots, k-step issue, sync points, write-back
- *   runtime.c  devices, workers, init/finalize, submitting a job and waiting for it
- *
- * Task states: QUEUED (in the queue) -> RESERVED (in a station) -> RUNNING (on a stream
- * slot of one device) -> DONE. A RESERVED task may be stolen (RESERVED on another device).
- * A RUNNING task on a device that fails goes back to QUEUED unless its write-back was
- * already queued, in which case its job fails with TESS_EDEVICE.
- *
- * Lock order: the runtime's life lock (runtime.c), station lock, then cache lock
- * (cache/cache.h), then heap lock. The queue has no lock. A job's lock is a leaf.
+/* node/node.h: the node runtime of BLASX Alg. 1. A level-3 call becomes a job of tasks (one
+ * per output tile C_ij, a list of k steps) in one non-blocking queue (queue.c); one worker
+ * per device (worker.c) pulls them by demand into its reservation station (rs.c), ranks
+ * them by expected cache hits (Eq. 3), runs the best on its stream slots with their k steps
+ * interleaved, steals when the queue is dry, and leaves a task to a faster peer at the end
+ * (balance.c). runtime.c: devices, workers, life, jobs; trace.c: timeline; tune.c: tile.
+ * Task states: QUEUED -> RESERVED (a station; may be stolen) -> RUNNING (a slot) -> DONE; a
+ * RUNNING task of a failed device goes back to QUEUED unless its write-back was queued
+ * (then its job fails TESS_EDEVICE). Each field has one writer, named at its struct.
+ * Lock order: the runtime's life lock (runtime.c), a station lock, the cache lock
+ * (cache/cache.h), a heap lock. The queue has no lock; a job's lock is a leaf.
  */
 #ifndef TESS_NODE_H
 #define TESS_NODE_H

@@ -1,27 +1,17 @@
-/* node/runtime.c: the node runtime's life and its front door. Owns the device list (GPUs
- * first, then emulated devices, then the CPU worker, in that index order), their heaps,
- * reservation stations and worker threads, the task queue and the cache; starts them once
- * (BLASX: streams, heaps and handles are created once, not per call), runs jobs, and tears
- * everything down. Does not own tile scheduling (worker.c) or tile placement (cache/).
- *
- * Life. g_rt is the attached runtime: started by the first tess_init or, as if by one, by
- * the first call (tess__rt_get); tess_init/tess_finalize count references (g_refs). Every
- * call holds a call reference (rt->calls) from tess__rt_get to tess__rt_put, and an object
- * that outlives a call (the distributed GEMM's transport) a pin (rt->pins). The last
- * tess_finalize detaches g_rt (a call that starts later starts a new runtime), waits until
- * the calls of other threads on it have returned, and stops it; a runtime still pinned,
- * or still used by a call of the finalizing thread itself, is stopped by whoever lets go
- * last. A call that begins while a finalize waits waits for that runtime's stop first (one
- * runtime's devices at a time), except a call nested in one the thread already holds: it
- * gets that same runtime (t_rt) and never waits, so a finalize cannot wait on it. Worker
- * threads take no reference. Release a call reference on the thread that took it.
- * After fork the child forgets every runtime of the parent (its threads are not in the
- * child; the copies are leaked there) and starts anew on first use.
- *
- * Lock order: g_lock (the runtime's life: g_rt, g_refs, rt->calls, rt->pins) before every
- * lock of a runtime and of its backends (the fork handlers take g_lock, then the host
- * backend's): it is held while one starts or stops, never while a job runs, and no worker
- * takes it. rt->mu only guards the workers' sleep.
+/* node/runtime.c: the node runtime's life and its front door. Owns the device list (GPUs,
+ * then emulated devices, then the CPU worker, in index order), their heaps, stations and
+ * worker threads, the task queue and the cache; starts them once, runs jobs, tears down.
+ * Does not own tile scheduling (worker.c) or tile placement (cache/).
+ * Life (docs/design.md, "Runtime life"): g_rt, started by the first tess_init or call;
+ * tess_init/tess_finalize count references (g_refs); every call holds a call reference
+ * (rt->calls) on its thread, an object that outlives a call a pin (rt->pins). The last
+ * tess_finalize detaches g_rt, waits for other threads' calls on it and stops it; the last
+ * to let go of a pinned or self-held runtime stops it. A call nested in one its thread holds
+ * gets the same runtime (t_rt) and never waits. Workers take no reference. After fork the
+ * child forgets the parent's runtimes and starts anew on first use.
+ * Lock order: g_lock (g_rt, g_refs, rt->calls, rt->pins; the fork handlers take it, then the
+ * host backend's locks) before every lock of a runtime and its backends; held while one
+ * starts or stops, never while a job runs, never by a worker. rt->mu guards workers' sleep.
  */
 #include <math.h>
 #include <sched.h>

@@ -1,55 +1,17 @@
-/* node/tune.c: the tile edge a GEMM gets when TESSERA_TILE is 0 (issue 3). Owns the model
- * of a call's time per candidate edge, the measurements it needs (each device kind's
- * tile-kernel rate per edge and precision, and its host link), and the file that keeps
- * them per machine, so that they are measured once, not per process.
- *
- * Model (tess__tile_model), per candidate edge t, for C (m x n) += op(A) op(B) over k on
- * ndev alike devices of R(t) flop/s each (measured with nstreams kernels at once, as the
- * worker runs them) and a host link of L bytes/s each way:
- *   compute   W / (ndev R),  W = flop_mul m n k, R the rate of the tile's real size
- *   traffic   X = bytes per device / L: A, B and C once (es (mk + kn + mn) / ndev) when
- *             they fit in the heaps; otherwise every step streams its A and B tiles
- *             (es (mk ceil(n/t) + kn ceil(m/t)) / ndev), the bound 1/bm + 1/bn < L/(es R)
- *             of BLASX's reference 004 in its cold form
- *   body      max(compute, X) when a device has two or more tasks to overlap copies and
- *             kernels; compute + X when it has fewer
- *   fill      the first A and B tiles in, the last C tile out: es (2 t^2 + t^2) / L
- *   tail      (ceil(tasks / ndev) - tasks / ndev) x one task's time: the last round
- * and the edge with the least time wins (a smaller one only when it saves more than 2%:
- * the model leaves out each step's own costs, which favour large edges; H100 DGEMM at
- * n = 32768: edge 6144 and 8192 ran at 0.98-0.99 of in-core, 4096 at 0.93-0.95, where the
- * model put all three within 1%), among those whose three-tile working set fits twelve
- * times in the smallest heap.
- * Slow edges: an edge whose kernels run below 80% of the fastest candidate's rate is not
- * taken while a faster, larger edge still gives every stream of every device a task. A
- * slot's copies and kernels share its stream, so at small sizes the slots run in rounds
- * that load, then compute, and the kernels' time is not hidden as "body" assumes (H100
- * DGEMM, 2026-11-25: edge 1024 took 60 ms at n = 8192 where the model said 36, edge 2048
- * 50 ms; with fewer tasks than streams, n = 4096, edge 2048 was faster on pinned operands
- * but 1.9-2.3x slower on pageable ones, whose few 32 MB copies the staging cannot overlap;
- * docs/benchmarks.md).
- *
- * Measurements (tess__tune_start, before the workers start): on the first device that is
- * not unified, for each precision not in the file: three tiles of the largest candidate are
- * taken from its heap and filled from a host buffer of values in [-1, 1] (the copies time
- * the link), then per candidate one warm-up round and two timed rounds of nstreams GEMMs of
- * t x t x t at once (beta = 1, one C per stream). GPUs measure 1024 ... 8192; emulated
- * devices (measured only under TESSERA_TUNE=2, read back only from a TESSERA_TUNE_FILE: for
- * the tests) 64 ... 512. A device with injected
- * faults (TESSERA_FAULT) is never measured: the measurements would spend its fault count.
- *
- * The file (TESSERA_TUNE_FILE, default $XDG_CACHE_HOME/tessera/tune or
- * ~/.cache/tessera/tune): the version line TUNE_HEADER, then one line per device kind and
- * precision,
- *   <kind> <s|d|c|z> <link bytes/s> <edge>:<flop/s> ...
- * rewritten whole (temporary file, then rename) after a measurement, keeping other kinds'
- * well-formed lines; malformed lines are ignored and dropped, a file that cannot be written
- * only costs the next process the measurement again. Reading is bounded and never blocks:
- * a file that is not a regular one (a device such as /dev/zero, a FIFO, a folder) or cannot
- * be opened is ignored and never replaced; one over TUNE_MAX_BYTES, holding NUL bytes or
- * opening with another version line is ignored and replaced after a measurement; lines
- * past TUNE_MAX_LINES and a last line without its newline (a truncated file) are dropped.
- * Each of these is a warning (TESSERA_VERBOSE >= 1); nothing is printed otherwise.
+/* node/tune.c: the tile edge a GEMM gets when TESSERA_TILE is 0. Owns the model of a call's
+ * time per candidate edge (tess__tile_model), the measurements it needs (each device kind's
+ * tile-kernel rate per edge and precision, and its host link) and the file that keeps them
+ * per machine, so that they are measured once, not per process (docs/design.md, "Tile
+ * edge"). Measured by tess__tune_start before the workers start, on the first device that
+ * is not unified, for each precision the file lacks; never on a device with injected
+ * faults (the measurement would spend its fault count).
+ * The file (TESSERA_TUNE_FILE): the version line TUNE_HEADER, then per device kind and
+ * precision "<kind> <s|d|c|z> <link bytes/s> <edge>:<flop/s> ...", rewritten whole
+ * (temporary file, then rename). Reading is bounded and never blocks: a file that is not
+ * regular is ignored and never replaced; one over TUNE_MAX_BYTES, with NUL bytes or another
+ * version is ignored and replaced after a measurement; malformed or truncated lines are
+ * dropped; each a warning only under TESSERA_VERBOSE.
+ * Invariants: the runtime's tune record is written here only, before the workers start.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -1,43 +1,17 @@
-/* node/worker.c: the loop one thread runs for one device (BLASX Alg. 1, ComputingKernel).
- * Owns the device's stream slots: each slot runs one task, its k steps issued in order on
- * the slot's stream; the worker interleaves the slots step by step so that the copies of
- * one slot overlap the kernels of another. It does not own tiles (cache/) or the queue.
- *
- * One pass of the loop:
- *   reap      sync point: query the events of issued steps; a completed step releases its
- *             operand tiles (ALRU readers); a completed write-back finishes the task.
- *   refill    demand-driven: pull tasks from the global queue into the reservation station
- *             until it is full; with the queue empty and a slot idle, steal from the
- *             fullest station of another device.
- *   activate  move the best-ranked station task (Eq. 3) onto each free slot, unless a
- *             peer would finish it sooner (the end game, balance.c), if the heap can hold
- *             it. Admission (B7): the bytes of C + A + B of every running task fit
- *             the heap, and the task's C block (allocated here, fixed until the task ends)
- *             can be placed so that, around the C blocks alone, two operand tiles of each
- *             running task still fit in one piece each (tess__cache_alloc_planned).
- *   issue     round-robin over the slots, one k step each per round, up to TESS__DEPTH
- *             steps in flight per slot; step 0 loads C (unless beta = 0), the last step is
- *             followed by the write-back of C on the same stream. C stays on the device
- *             across all k steps. A step whose streamed operands have not arrived
- *             (job_ops.ready) waits: its slot issues nothing this round.
- * When a pass made no progress the worker blocks on the event queued first (by issue
- * time), naps 100 us when a slot waits for operands, or sleeps briefly on the runtime's
- * condition variable when it has nothing in flight.
- *
- * Tight heaps (B7): a step that finds no room stalls its slot; the stalled slot is tried
- * first from then on and no slot issues after it in a pass, so the device drains; once
- * nothing of its own is in flight every copy it used is idle, and the worker evicts them all
- * (tess__cache_flush_dev) and tries the step again. The admission above guarantees that
- * the two operand tiles of any one running task then fit around the C blocks, so every
- * running task progresses however the blocks of different sizes were placed. Only copies
- * that peers still read (a P2P fill in flight) can delay it, briefly.
- *
- * TESSERA_RECOVER: a C tile the call reads is written back into its slot's bounce buffer;
- * the device's commit thread (struct tess__commit) copies it into C, and the slot finishes
- * after that, so a failure never leaves a C tile half written.
- *
+/* node/worker.c: the loop one thread runs for one device (BLASX Alg. 1, ComputingKernel):
+ * reap completed steps, refill the station from the queue (steal when dry), activate the
+ * best station tasks on free slots, issue one k step per slot per round (docs/design.md,
+ * "The worker loop"). Owns the device's slots (struct tess__slot: ring, out, rec; balance.c
+ * and trace.c own bal and tr), their events and bounce buffers, and the commit thread of
+ * TESSERA_RECOVER; not tiles (cache/) nor the queue (runtime.c).
+ * Invariants: a task is activated only if the heap admits it (C + A + B of every running
+ * task fit, and its C block is placed so that two operand tiles of each running task still
+ * fit around the C blocks: tess__cache_alloc_planned); a step without room stalls its slot,
+ * which then goes first until the device drains and flushes its idle copies, so every
+ * running task progresses. No task is lost: a station push that fails requeues it.
  * Stream ownership: slot s uses stream s; only this thread queues work on this device's
- * streams. Locks taken here: a station's lock (rs.c), then the cache lock inside cache.c.
+ * streams. Locks taken here: a station's lock (rs.c), then the cache lock inside cache.c;
+ * the commit queue's lock is a leaf.
  */
 #include <sched.h>
 #include <stdlib.h>

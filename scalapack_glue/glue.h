@@ -1,23 +1,11 @@
-/* scalapack_glue/glue.h: what the files of libtessera_scalapack.so share. Nothing here is
- * exported; the exported names are in exports.map.
- *
- * One call of a PBLAS level-3 routine:
- *
- *   pblas.c    the 30 entry points: the arguments read as PB_CargFtoC does (9 or 11 entries
- *              -> 11, indices 0-based), PBLAS's checks (pbcheck.c), PBLAS's quick return,
- *              then the routine's path below with the reference routine as the way out
- *   pbcheck.c  PBLAS's argument checks, order, info codes and PB_Cwarn texts, per routine
- *   route.c    where a call runs: the routing policy (knobs, sizes, replicated operands),
- *              the context's tessera grid, the agreement of every process before tessera
- *              runs, the failure policy; p?gemm_'s path (one tess__pgemm_run)
- *   reduce.c   p?symm_/p?hemm_, the SYRK family, p?trmm_: reductions to tess__pgemm_run
- *              plus ScaLAPACK's own auxiliary routines
- *   trsm.c     p?trsm_: blocked, diagonal blocks inverted (p?trtri), updates by GEMM
- *   dist.c     distributed temporaries, element access, the GEMM and ScaLAPACK-auxiliary
- *              calls the reductions make
- *   state.c    the process-wide state: the program's BLACS/PBLAS symbols, the reference and
- *              auxiliary routines (dlsym), knobs, counters and the exit summary, the node
- *              runtime's start and release
+/* scalapack_glue/glue.h: what the files of libtessera_scalapack.so share; nothing here is
+ * exported (exports.map). One PBLAS level-3 call: pblas.c reads the arguments as
+ * PB_CargFtoC does, runs PBLAS's checks (pbcheck.c) and quick return, then the routine's
+ * path with the reference routine as the way out: route.c (the policy, the context's grid,
+ * the agreement, the failure policy; p?gemm_), reduce.c (p?symm_ ... p?trmm_ as reductions
+ * to the distributed GEMM), trsm.c (p?trsm_), over dist.c (distributed temporaries, the
+ * GEMM and ScaLAPACK-auxiliary calls). state.c: the program's BLACS/PBLAS symbols, the
+ * reference and auxiliary routines, knobs, counters, the exit summary.
  */
 #ifndef TESS_SCALAPACK_GLUE_H
 #define TESS_SCALAPACK_GLUE_H

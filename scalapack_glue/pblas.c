@@ -1,19 +1,13 @@
-/* scalapack_glue/pblas.c: the 30 PBLAS level-3 entry points of libtessera_scalapack.so:
- * p?gemm_, p?symm_, p?hemm_, p?syrk_, p?herk_, p?syr2k_, p?her2k_, p?trmm_, p?trsm_.
- *
- * Each reads its arguments exactly as PBLAS 2.0 (ScaLAPACK's PBLAS/SRC) does, runs PBLAS's
- * argument checks in PBLAS's order (pbcheck.c) and reports a bad argument the way PBLAS does:
- * each problem through PB_Cwarn (same text, same line numbers as Debian's ScaLAPACK 2.2.1),
- * then PB_Cabort(ctxt, "PDSYMM", info) with PBLAS's info code, and returns. Those handlers
- * belong to the program (its own definitions when it has them, the ScaLAPACK library's
- * otherwise): found with dlsym, never defined here. A good call takes PBLAS's quick return,
- * or goes to its path: route.c (p?gemm_), reduce.c (p?symm_ ... p?trmm_), trsm.c (p?trsm_),
- * each of which computes through tessera or runs the reference routine underneath
- * (dlsym(RTLD_NEXT)) with the original arguments.
- *
- * Arguments are taken as PBLAS's C prototypes declare them; the hidden CHARACTER lengths a
- * Fortran caller appends are not read (PBLAS does not read them either). HERK's alpha and
- * beta and HER2K's beta are real (one float or double), as in PBLAS.
+/* scalapack_glue/pblas.c: the 30 PBLAS level-3 entry points of libtessera_scalapack.so
+ * (p?gemm_, p?symm_, p?hemm_, p?syrk_, p?herk_, p?syr2k_, p?her2k_, p?trmm_, p?trsm_).
+ * Each reads its arguments exactly as PBLAS 2.0 does (its C prototypes; the hidden
+ * CHARACTER lengths are not read; HERK's alpha and beta and HER2K's beta are real), runs
+ * PBLAS's checks in PBLAS's order (pbcheck.c) and reports a bad argument as PBLAS does:
+ * PB_Cwarn per problem (same texts and line numbers as Debian's ScaLAPACK 2.2.1), then
+ * PB_Cabort with PBLAS's info code (the program's handlers, found with dlsym). A good call
+ * takes PBLAS's quick return or its path (route.c, reduce.c, trsm.c), which computes
+ * through tessera or runs the reference routine underneath (dlsym(RTLD_NEXT)) with the
+ * original arguments.
  */
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,34 +1,16 @@
-/* scalapack_glue/reduce.c: p?symm_/p?hemm_, the SYRK family (p?syrk_, p?herk_, p?syr2k_,
- * p?her2k_) and p?trmm_ as reductions to tessera's distributed GEMM (tess__pgemm_run) plus
- * ScaLAPACK's own auxiliary routines (p?tradd_, p?geadd_), in one generic path for the four
- * precisions. Each builds what the GEMM needs in a temporary of the call's context whose
- * blocks sit where the blocks of the operand it comes from sit (dist.c), so the copies move
- * nothing between processes:
- *
- *   SYMM/HEMM  T = the full symmetric/Hermitian matrix of sub(A)'s referenced triangle:
- *              p?tradd(uplo, 'N', beta = 0) writes that triangle, p?tradd(other uplo, 'T'
- *              (HEMM: 'C'), beta = 0) its transpose over the other triangle (the diagonal
- *              written twice, the second time with A's own diagonal, so nothing is added
- *              twice); HEMM: T's diagonal set to the real parts of A's (the imaginary parts
- *              of A's diagonal are not referenced: a NaN there never reaches T); then
- *              sub(C) = alpha T sub(B) + beta sub(C) (SIDE = 'L') or alpha sub(B) T + ...
- *              Extra: one ka x ka temporary; flops: those of the GEMM, 2 m n ka.
- *   SYRK...    W = alpha op(A) op(A)^T (HERK: ^H; SYR2K: + alpha op(B) op(A)^T after
- *              alpha op(A) op(B)^T; HER2K: alpha op(A) op(B)^H + conj(alpha) op(B) op(A)^H)
- *              in a temporary with beta = 0, then sub(C)'s triangle = beta C + W through
- *              p?tradd(uplo, 'N'), which zeroes the triangle without reading it when
- *              beta = 0 (PB_Cptradd scales by beta first, PB_Cplapad for 0). HERK/HER2K:
- *              the imaginary parts of C's diagonal are not read on input (zeroed before the
- *              scaling, so a NaN there never reaches the real part) and are zero on output.
- *              Extra: one n x n temporary; flops: full GEMMs, 2x the routine's.
- *   TRMM       T = sub(A)'s triangle (zeros elsewhere, ones on the diagonal for DIAG = 'U'),
- *              W = sub(B) (p?geadd, an exact copy), sub(B) = alpha op(T) W (SIDE = 'L') or
- *              alpha W op(T), beta = 0. Extra: a ka x ka and an m x n temporary; flops: a
- *              full GEMM, 2x the routine's. Should the GEMM fail, sub(B) is put back from W
- *              and the reference computes the call.
- * alpha = 0 (and k = 0 for the SYRK family) reads neither A nor B, as PBLAS: SYMM and TRMM
- * scale (zero) sub(C)/sub(B) through tess__pgemm_run with k = 0, the SYRK family scales its
- * triangle with p?tradd(alpha = 0).
+/* scalapack_glue/reduce.c: p?symm_/p?hemm_, the SYRK family and p?trmm_ as reductions to
+ * tessera's distributed GEMM (tess__pgemm_run) plus ScaLAPACK's own p?tradd_/p?geadd_, one
+ * generic path for the four precisions (docs/scalapack.md). Each builds what the GEMM needs
+ * in a temporary whose blocks sit where the source operand's blocks sit (dist.c), so the
+ * copies move nothing between processes:
+ *   SYMM/HEMM  T = the full matrix of sub(A)'s triangle (HEMM: real diagonal), then
+ *              sub(C) = alpha T sub(B) + beta sub(C) (or alpha sub(B) T + ...);
+ *   SYRK...    W = the full product with beta = 0, then sub(C)'s triangle = beta C + W by
+ *              p?tradd (HERK/HER2K: C's diagonal imaginary parts not read, zero on output);
+ *   TRMM       T = sub(A)'s triangle, W = sub(B), sub(B) = alpha op(T) W (or W op(T)); a
+ *              failed GEMM puts sub(B) back from W and the reference computes the call.
+ * Invariants: alpha = 0 (SYRK family: or k = 0) reads neither A nor B, as PBLAS; a NaN in a
+ * part PBLAS does not reference never reaches the result.
  */
 #include <string.h>
 

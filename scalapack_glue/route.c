@@ -1,41 +1,16 @@
-/* scalapack_glue/route.c: where a checked PBLAS level-3 call runs. It owns the routing
- * policy, the tessera grid of each BLACS context, the agreement of every process before
- * tessera computes, the failure policy, and p?gemm_'s path (one tess__pgemm_run); the other
- * routines' paths (reduce.c, trsm.c) use the same three steps.
- *
- * Policy for a call that passed PBLAS's checks and is not a quick return (the knobs must be
- * the same on every process of the context, as mpirun passes them):
- *   - an operand with RSRC_ or CSRC_ = -1 (replicated), or the knobs unreadable
- *                                       -> the reference routine;
- *   - TESSERA_SCALAPACK_FORCE=1         -> tessera, whatever the sizes;
- *   - otherwise                         -> tessera iff min(m, n, k) >= TESSERA_SCALAPACK_MIN_DIM
- *                                          and m n k >= TESSERA_SCALAPACK_MIN_VOLUME, with the
- *                                          sizes of the GEMM the routine amounts to (global
- *                                          sizes, so every process decides alike); the
- *                                          defaults are placeholders until measured on GPUs.
- * Before tessera computes, one MPI_Allreduce over the context's processes agrees that every
- * process can take it (its own preparations done, e.g. temporaries allocated; the runtime
- * started and, unforced, with a device other than the CPU worker; comm/ accepts the
- * descriptors) and that every process passed the same global arguments. Arguments that
- * differ are a bad call: a second MPI_Allreduce (minimum and maximum of each argument)
- * tells every process which, and each reports them as PBLAS reports bad arguments (the
- * same PB_Cwarn texts, then PB_Cabort with the same info code) and returns without
- * computing or calling the reference (its processes would wait for each other in BLACS).
- * Otherwise, if some process cannot take the call, every process calls the reference
- * routine instead. tessera's own failures come back the same on every process
- * (tess__pgemm_run agrees on them): when the output's input is intact (or not an input:
- * beta = 0) the call runs again on the reference routine; otherwise the process stops with
- * a message (Cblacs_abort) rather than return a wrong result.
- *
- * The BLACS context: Cblacs_gridinfo gives its shape and this process's coordinates (as
- * PBLAS reads them), blacs_get(ctxt, 10) its communicator (the one the context's processes
- * talk over, not MPI_COMM_WORLD). The tessera grid of a context (tess__comm_grid_from_blacs,
- * collective, once) is cached as an MPI attribute of that communicator: when the program
- * frees the context (blacs_gridexit frees the communicator) MPI hands the grid to our
- * delete callback, which parks it; it is freed at this process's next grid lookup (outside
- * any MPI callback). A context handle reused later names a new communicator without the
- * attribute, so it gets a new grid: a stale grid is never used.
- *
+/* scalapack_glue/route.c: where a checked PBLAS level-3 call runs: the routing policy,
+ * the tessera grid of each BLACS context, the agreement of every process before tessera
+ * computes, the failure policy, and p?gemm_'s path; reduce.c and trsm.c use the same steps.
+ * Policy (knobs alike on every process): a replicated operand or unreadable knobs -> the
+ * reference; TESSERA_SCALAPACK_FORCE=1 -> tessera; else tessera iff the GEMM the routine
+ * amounts to has min(m, n, k) >= MIN_DIM and m n k >= MIN_VOLUME (global sizes).
+ * Agreement: one MPI_Allreduce: every process can take the call and passed the same global
+ * arguments; differing ones are reported by every process as PBLAS reports bad arguments;
+ * a process that cannot take it sends every process to the reference. A tessera failure
+ * (the same on every process) reruns the call on the reference when its output still holds
+ * its input, else stops the job (Cblacs_abort) rather than return a wrong result.
+ * Grids: one per context's communicator (blacs_get 10), cached as an MPI attribute; the
+ * delete callback parks a freed context's grid, freed at the next lookup outside MPI.
  * Lock order: grave_mu is a leaf.
  */
 #include <pthread.h>

@@ -1,39 +1,16 @@
 /* scalapack_glue/trsm.c: p?trsm_ through tessera's distributed GEMM: a blocked solve whose
- * diagonal blocks are inverted (ScaLAPACK's p?trtri), so all of its O(n^3) work but the
- * inversions is GEMMs. One generic path for the four precisions.
- *
- * op(A) X = alpha B (SIDE = 'L') or X op(A) = alpha B (SIDE = 'R'), X over B, op(A) of order
- * ka (m or n). op(A) is lower triangular when (UPLO = 'L') == (TRANSA = 'N'). Its diagonal is
- * cut into blocks of bs = TESSERA_SCALAPACK_TRSM_BLOCK (the last one shorter), walked in the
- * order the triangle needs: forward (first block first) for SIDE = 'L' with op(A) lower and
- * for SIDE = 'R' with op(A) upper, backward otherwise. Step k, block rows (SIDE = 'L') or
- * columns (SIDE = 'R') [k0, k0 + bk) of B:
- *   1. Tinv = the triangle of A_kk (p?tradd into a bk x bk temporary in the 9-entry form,
- *      zeros elsewhere), inverted in place by p?trtri (UPLO, DIAG; the unit diagonal of
- *      DIAG = 'U' is never read from A and set to 1 afterwards);
- *   2. W = B_k (p?geadd, an exact copy into a temporary placed where B_k's blocks are);
- *   3. B_k = s op(Tinv) W (SIDE = 'L') or s W op(Tinv), beta = 0: X_k (op(inv(A_kk)) =
- *      inv(op(A_kk)));
- *   4. the blocks of B still to solve, B_r = -op(A)_rk X_k + s B_r (SIDE = 'L') or
- *      B_r = -X_k op(A)_kr + s B_r: one GEMM against the panel of op(A) beside the block.
- * s = alpha at the first step and 1 after: every block of B is scaled by alpha exactly once,
- * by the first GEMM that writes it (step 1's update reaches all the others). alpha = 0 sets
- * sub(B) = 0 without reading A (tess__pgemm_run with k = 0), as PBLAS does.
- *
- * Before anything is computed, every process checks that the temporaries can be had and
- * (DIAG = 'N') that no diagonal entry of sub(A) it holds is exactly 0 (p?trtri would stop
- * there, the reference returns Inf/NaN): any "no" sends the call to the reference on every
- * process. A failure in the first GEMM puts B_0 back from W (nothing else was written) and
- * the reference computes the call; a later failure has lost B's input and stops the job.
- *
- * Inverting the diagonal blocks is what the GPU TRSMs of MAGMA and cuBLAS-XT style
- * libraries do: the solve becomes GEMMs, which run at GEMM speed, instead of a substitution.
- * The price is numerical: the error of X_k grows with cond(A_kk) (the inverse is formed,
- * then applied) where a substitution is backward stable, so for ill-conditioned diagonal
- * blocks the result can differ from the reference's by much more than rounding. A smaller
- * block (down to 1, a plain blocked substitution) narrows the gap at the cost of speed.
- * Extra memory: a bs x bs and a bs x n (or m x bs) temporary; extra flops: the inversions
- * (bs^2 ka / 3) and the full square GEMMs of step 3 (bs ka n in all, 2x the diagonal part).
+ * diagonal blocks of order TESSERA_SCALAPACK_TRSM_BLOCK are inverted (ScaLAPACK's p?trtri),
+ * so all of its O(n^3) work but the inversions is GEMMs (docs/scalapack.md, "TRSM"). One
+ * generic path for the four precisions. Step k: Tinv = the inverted triangle of A_kk,
+ * W = B_k (an exact copy), B_k = s op(Tinv) W (or s W op(Tinv)), then one GEMM updates the
+ * blocks still to solve; s = alpha at the first step, 1 after, so every block of B is
+ * scaled once. alpha = 0 sets sub(B) = 0 without reading A.
+ * Invariants: every process checks before computing that the temporaries can be had and
+ * (DIAG = 'N') that no diagonal entry of sub(A) it holds is 0; any "no" sends the call to the
+ * reference on every process. A failure in the first GEMM puts B_0 back from W and the
+ * reference computes the call; a later one has lost B's input and stops the job.
+ * Numerics: the error of X_k grows with cond(A_kk) where a substitution is backward stable;
+ * a smaller block (down to 1: plain blocked substitution) narrows the gap.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,22 +1,14 @@
-/* src/backend/backend.h: the device interface. Each backend is one const ops table; the
- * node runtime (node/) and the cache (cache/) drive every device through it and nothing
- * else. Backends: cuda.c (cuBLAS, CUDA streams/events, P2P), host.c (the CPU worker, which
- * computes in place on host memory, and the emulated devices: separate capped arenas,
- * stream threads, throttles, injected faults).
- *
- * Semantics every backend keeps, the CUDA ones:
- *  - Work queued on one stream runs in order; streams of one device run concurrently and
- *    in no particular order relative to each other.
- *  - Every hook that queues work (copy2d, gemm, event_record, stream_wait) returns at once;
- *    its effect is visible only after an event recorded behind it completes.
- *  - An event records the position of a stream at the time of event_record; a later
- *    stream_wait captures the event as it is at that call (a re-record afterwards does not
- *    affect that wait). event_query answers TESS_OK (reached), TESS_EAGAIN (not yet) or an
- *    error. An event may be waited on by a stream of another device of the same backend.
- *  - Errors are sticky per device: after a failure every later call of that device
- *    returns TESS_EDEVICE and its events never report TESS_OK.
- *  - Only the device's worker thread queues work on its streams; event_query and
- *    event_sync may be called from any thread.
+/* src/backend/backend.h: the device interface. Each backend is one const ops table; the node
+ * runtime (node/) and the cache (cache/) drive every device through it and nothing else.
+ * Backends: cuda.c (cuBLAS, CUDA streams and events, P2P) and the host backend (host.c: the
+ * CPU worker, in place on host memory, and the emulated devices).
+ * Semantics every backend keeps, CUDA's: work on one stream runs in order, streams in no
+ * order relative to each other; a hook that queues work returns at once, its effect visible
+ * once an event recorded behind it completes; an event records a stream's position at
+ * event_record, and stream_wait captures the event as it is at that call; event_query
+ * answers TESS_OK, TESS_EAGAIN or an error; a stream may wait on another device's event of
+ * the same backend; errors are sticky per device (TESS_EDEVICE, events never OK). Only the
+ * device's worker queues work on its streams; event_query/event_sync from any thread.
  */
 #ifndef TESS_BACKEND_H
 #define TESS_BACKEND_H

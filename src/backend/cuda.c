@@ -1,46 +1,17 @@
 /* src/backend/cuda.c: the CUDA backend, one NVIDIA GPU per device instance: its streams
  * (non-blocking), one cuBLAS handle per stream, its heap arena (one cudaMalloc), 2D copies
- * straight from host matrices, peer copies over NVLink/PCIe, events (pooled), sticky
- * failure and injected faults. Semantics of every hook: backend.h.
- *
- * Owns: the CUDA/cuBLAS objects of each opened GPU and the peer-access answers. Does not own
- * what is carved out of the arena (cache/heap.c) nor the order of work (node/worker.c).
- *
- * Threads. The device's worker thread calls the hooks that queue work (copy2d, gemm,
- * event_record, stream_wait); they make the device current (cudaSetDevice) and leave it so.
- * The cold hooks (open, close, arena, can_peer, event_create on a pool miss) may run on a
- * user's thread: they make the device current and restore the caller's device afterwards.
- * event_query and event_sync may run on any thread and leave the current device alone:
- * cudaEventQuery/cudaEventSynchronize succeed for an event of a device other than the
- * current one (CUDA Programming Guide, "Stream and Event Behavior").
- *
- * Failure. Every CUDA and cuBLAS call goes through TESS_CU(d, call): on an error it marks
- * the device failed (sticky) and records, via tess__fail, the device, the call, file:line
- * and CUDA's message; every later hook of that device answers TESS_EDEVICE and its events
- * never report TESS_OK. The few calls whose failure is an answer rather than a device
- * failure are checked by hand: cudaGetDeviceCount (no GPU), peer queries, cudaMalloc out of
- * memory, cudaEventQuery's "not ready", and teardown in close. Argument errors (our own
- * invariants: bad stream index, ld < rows) answer TESS_EINVAL and leave the device healthy;
- * an arena that does not fit answers TESS_ENOMEM. As in host.c (the reference), another
- * device is not dragged down by a failed one: its stream_wait on an event of the failed
- * device is skipped (logged at info level) and returns TESS_OK, since the work behind that
- * event may never run; a P2P copy from the failed device's memory is still queued. Data
- * read from a failed device is not to be trusted; the runtime drops it.
- * fault_at counts the copy2d/gemm calls that queue work (not zero-sized copies), failing
- * the fault_at-th as if CUDA had; work queued before it still runs to completion.
- *
- * Lifetime. Events come from a per-device pool and outlive their device, as in host.c:
- * event_destroy may come before or after close. The device record is reference counted
- * (the device itself and each event); close frees the pooled events and the CUDA objects,
- * the record goes with its last event. The CUDA context (primary) is never destroyed.
- *
- * Pageable host memory. With TESSERA_STAGING > 0 an H2D or D2H copy whose host side is
- * pageable goes through pinned staging pages, copied by a pool of staging threads and
- * ordered on the stream by cuStreamWaitValue32 (stage.c; docs/design.md, "Pageable
- * operands: staging"); the worker never waits for that memcpy. Pinned host memory, small
- * copies, and copies that find no free page go straight to cudaMemcpy2DAsync as before.
- *
- * Lock order: the event-pool mutex is a leaf; so are stage.c's locks.
+ * straight from host matrices (pageable ones through stage.c), peer copies, pooled events,
+ * sticky failure and injected faults. Semantics of every hook: backend.h.
+ * Owns: the CUDA/cuBLAS objects of each opened GPU and the peer-access answers.
+ * Threads: the worker's hooks make the device current and leave it so; the cold ones (open,
+ * close, arena, can_peer, an event-pool miss) restore the caller's device; event_query and
+ * event_sync run on any thread without changing it.
+ * Failure: every CUDA and cuBLAS call goes through TESS_CU (cuda_check.h): an error marks the
+ * device failed for good (later hooks TESS_EDEVICE, events never OK); the few answers that
+ * are not failures (no GPU, peer queries, out of memory, not ready, teardown) are checked by
+ * hand; a wait on a failed device's event is skipped, as in the host backend.
+ * Lifetime: events outlive their device (the record is counted by the device and each
+ * event). Lock order: the event-pool mutex is a leaf; so are stage.c's locks.
  */
 #include <math.h>
 #include <pthread.h>

@@ -1,37 +1,17 @@
-/* src/backend/hostkernel.c: every tile kernel kind of the backend interface (backend.h) run on
- * host memory through the CPU BLAS table (hostblas.h): the host backend's stream threads
- * call it for the CPU worker and the emulated devices, the drop-in library for the calls
- * it keeps on the CPU. Owns the mapping of kinds and precisions to CBLAS calls and what
- * makes 64-bit arguments safe for the CPU BLAS's int ones, nothing else.
- *
- * The CPU BLAS is LP64: its dimensions and leading dimensions are int. Nothing is ever
- * truncated (issue 8, B3); one generic path serves every kind and precision:
- *   - a dimension beyond INT_MAX is split: GEMM along m, n and k, SYMM/HEMM/TRMM/TRSM along
- *     their free dimension (the columns of B/C for side L, the rows for side R), the SYRK
- *     family along k. beta goes to the first k piece, one to the others. The order of a
- *     square operand (A of SYMM/HEMM/TRMM/TRSM, C of the SYRK family) cannot exceed
- *     INT_MAX for an operand that can be addressed: TESS_EINVAL;
- *   - a leading dimension beyond INT_MAX (the CPU worker computes in place on the caller's
- *     arrays, whose leading dimensions are the caller's): that operand's block is copied
- *     into a temporary with the smallest leading dimension, the call runs on it, and the
- *     output's block is copied back: its referenced part only (the triangle uplo for the
- *     SYRK family); C is copied in only when the kernel reads it (beta != 0, TRMM/TRSM).
- *     The free dimensions are cut to HK_BLK first, so a temporary holds at most HK_BLK
- *     columns (or rows) of an operand (GEMM: HK_BLK x HK_BLK).
- * The SYRK family (SYRK, HERK, SYR2K, HER2K) scales its triangle of C by beta here (beta
- * != 0, 1; HERK/HER2K: the diagonal's imaginary parts zeroed, not read), right before the
- * CPU BLAS call (on the copy, if C is copied; on the first k piece), which then runs with
- * beta = 1 (beta = 0 is passed on: C is not read). OpenBLAS 0.3.21's s/c/z variants take
- * a NaN beta as 0 on the triangle (issue 8, B6), where netlib, dsyrk and the GEMM of the
- * off-diagonal tiles give NaN: one call, two answers.
- * STRSM with side R runs its rows in multiples of 4 in place and the 1 to 3 rows left over
- * in a copy padded to 4 rows (trsm_right_rows): OpenBLAS 0.3.21's single-precision kernels
- * for side R on Zen and Haswell (strsm_kernel_RN/RT) solve those left-over rows four
- * columns at a time against the packed triangle, its structural zeros included, so a NaN
- * or Inf in one column of B spreads (0 x NaN) into up to three columns netlib keeps
- * finite, and which rows are left over depends on the call's rows: a tile and the whole
- * call differ. Rows of a side-R solve are independent, so the split changes nothing
- * else; dtrsm, ctrsm, ztrsm and side L are exact as they are. */
+/* src/backend/hostkernel.c: every tile kernel kind of backend.h run on host memory through
+ * the CPU BLAS table (hostblas.h), for the host backend's stream threads and the drop-in's
+ * CPU calls. Owns the mapping of kinds and precisions to CBLAS calls and what makes 64-bit
+ * arguments safe for the CPU BLAS's int ones; one generic path for every kind and precision.
+ * Invariants: nothing is truncated: a dimension beyond INT_MAX is split (GEMM along m, n, k;
+ * the others along their free dimension or k; beta to the first k piece), a leading
+ * dimension beyond INT_MAX is served from a copy of at most HK_BLK columns (C copied in
+ * only when read, its referenced part copied back); a square operand beyond INT_MAX is
+ * TESS_EINVAL. The SYRK family scales its triangle by beta here (HERK/HER2K: the diagonal's
+ * imaginary parts zeroed, not read), then calls with beta = 1, so a NaN beta gives NaN as
+ * netlib does (OpenBLAS 0.3.21 takes it as 0: B6). STRSM side R solves its 1-3 left-over
+ * rows in a copy padded to 4 rows, so OpenBLAS's Zen/Haswell kernels cannot spread a NaN
+ * across columns (B12).
+ */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>

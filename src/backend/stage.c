@@ -1,45 +1,17 @@
 /* src/backend/stage.c: pinned staging for copies between a GPU and pageable host memory
- * (stage.h). The protocol, its ordering guarantees and the fallbacks are described in
- * docs/design.md, "Pageable operands: staging"; in short:
- *
- * Pages. Each device owns up to TESSERA_STAGING bytes of pinned host pages of PAGE bytes
- * (cudaHostAlloc, in slabs of SLAB_PAGES pages, allocated on demand: the first slab by the
- * worker at its first pageable copy, the others by a staging thread in the background). Each
- * page has a 32-bit flag word in mapped pinned memory and a generation counter: the k-th use
- * of a page is generation k, and its flag holds the generation whose CPU copy last finished.
- *
- * A staged copy (a group) is cut into segments of whole columns (rows of the 2D copy) that
- * fit one page; segment j uses page j mod P (P pages taken, P <= segments). For segment j a
- * piece (the CPU memcpy between the user's memory and the page) runs on a staging thread,
- * which then stores the piece's generation in the page's flag. On the stream:
- *   H2D: [wait flag >= gen(j)] [DMA page -> device], for j = 0..N-1; pieces 0..P-1 are
- *        posted at once, piece j+P (which reuses the page of piece j) by a host function
- *        placed after DMA j.
- *   D2H: [DMA device -> page] [host function posting the pieces whose DMA is behind it];
- *        before the DMA of segment j >= P a wait on piece j-P; at the end a wait on every
- *        piece not yet waited for.
- * then an event; the group's pages are free again once that event is reached (checked by
- * the worker before its next staged copy). A copy that finds no free page waits for the
- * oldest pending group's event and takes the pages back (wait_oldest); it goes direct only
- * when no group is pending (no pool: its first slab failed). Every later operation of the stream (the
- * runtime's events among them) comes after these waits: a D2H copy is complete in the
- * user's memory, and an H2D copy read the user's memory, before any event recorded behind
- * it reports completion. The stream wait is cuStreamWaitValue32 on the flag (the driver
- * entry point, found through the runtime: no libcuda at link time); where the driver lacks
- * it (probed at open) it is a host function that blocks CUDA's callback thread until the
- * flag is reached (slower: it serialises host functions; still correct).
- *
- * Threads. The worker of the device queues the group (stream operations, page and event
- * bookkeeping: `pending`, page generations and the event pool are the worker's alone).
- * A pool of staging threads, shared by all devices, runs pieces (FIFO) and page allocations.
- * Host functions only append pieces to the pool's queue. A piece never waits for anything,
- * so every wait on a flag is eventually satisfied: a piece is posted before any stream
- * operation that waits for it, and what a piece needs (a page free of DMA) is ordered
- * before its posting on the stream.
- *
- * Locks: the pool mutex (queue, per-device busy/closed, the allocation list) and each
- * device's page mutex (free list, slab list) are leaves, never held together, never held
- * across a CUDA call. The worker may call in here with the cache lock held.
+ * (stage.h; the protocol, its ordering guarantees and fallbacks: docs/design.md, "Pageable
+ * operands: staging"). A device owns up to TESSERA_STAGING bytes of pinned pages, allocated
+ * in slabs on demand; each page has a flag word in mapped pinned memory holding the
+ * generation of its last finished CPU copy. A staged copy is cut into page-sized segments:
+ * a staging thread copies each piece and stores its generation; the stream waits on the
+ * flag (cuStreamWaitValue32, or a blocking host function where the driver lacks it) before
+ * the DMA (H2D), or posts the piece from a host function after it (D2H). A copy with no
+ * free page waits for the oldest pending group; it goes direct only with no pool at all.
+ * Threads: the device's worker queues groups and alone owns `pending`, page generations and
+ * the event pool; a pool of staging threads shared by all devices runs pieces (FIFO) and
+ * slab allocations; a piece never waits, so every flag wait is eventually met.
+ * Locks: the pool mutex and each device's page mutex are leaves, never held together nor
+ * across a CUDA call. The worker may call in with the cache lock held.
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,24 +1,12 @@
 /* src/blas/blas.h: what the drop-in library's files share (libtessera_blas.so: fortran.c,
- * cblas.c, scipy64.c, check.c, route.c). Nothing here is exported; the exported names are
- * the netlib Fortran symbols (sgemm_ ... ztrsm_), the CBLAS ones (cblas_sgemm ...
- * cblas_ztrsm) and numpy's wheel names (scipy_cblas_?gemm64_, ?syrk64_), listed in
- * exports.map.
- *
+ * cblas.c, scipy64.c, check.c, route.c). Nothing here is exported (exports.map lists the
+ * netlib, CBLAS and numpy-wheel names).
  * One call, whichever door it came in by, becomes a struct tess__blas_call: column-major,
- * netlib letters (upper case), 64-bit dimensions, scalars by pointer, and the door it came
- * by. The Fortran door fills it straight from its arguments; the CBLAS doors fold row-major
- * into it exactly as the reference CBLAS does before it calls the Fortran routine (an
- * argument the reference's C layer rejects is reported there). Then every door calls
- *
- *   tess__blas_submit(call)            the one checked path (check.c):
- *     info = tess__blas_check(call)    netlib's checks, netlib's order, Fortran positions,
- *                                       then the spans of the arrays the call touches
- *     info != 0 -> tess__blas_report   the program's handlers, as the reference calls them
- *     else tess__blas_run(call)        quick returns, then the routing table (route.c):
- *                                       the devices (tess_gemm ...) or the CPU BLAS
- *
- * Error handlers (xerbla_, cblas_xerbla) belong to the program or its BLAS: they are found
- * with dlsym, never defined here.
+ * netlib letters (upper case), 64-bit dimensions, scalars by pointer, and its door. Then
+ * every door calls tess__blas_submit (check.c): netlib's checks and the spans of the arrays
+ * it touches; a bad argument goes to tess__blas_report (the program's handlers, found with
+ * dlsym, never defined here), a good call to tess__blas_run (route.c: quick returns, then
+ * the devices or the CPU BLAS).
  */
 #ifndef TESS_BLAS_H
 #define TESS_BLAS_H

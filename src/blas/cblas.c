@@ -1,25 +1,14 @@
 /* src/blas/cblas.c: the CBLAS level-3 symbols of the drop-in library, cblas_sgemm to
- * cblas_ztrsm (30 routines), with <cblas.h>'s prototypes (LP64: int dimensions).
- *
- * Each call is handled as the reference CBLAS (netlib's CBLAS/src, Debian's libblas3) handles
- * it, quirks included:
- *   1. its C layer checks the layout, then the enumerated arguments in argument order, and
- *      turns them into netlib letters; row-major folds into the column-major problem the
- *      reference hands its Fortran routine (operands and dimensions swapped, side and uplo
- *      flipped, SYRK-like transposes flipped, HER2K's alpha conjugated). A rejected
- *      argument goes to cblas_xerbla with the reference's position and message; the
- *      reference's positions are not always the argument's (row-major: GEMM's TransB is 2,
- *      the SYRK, HERK and SYR2K family's Uplo is 3, HER2K's 2);
- *   2. what the C layer lets through is the reference's Fortran routine's to reject:
- *      column-major SYRK/SYR2K take ConjTrans and HERK/HER2K Trans to it (the complex
- *      routines reject them there), row-major takes both as the transposing one;
- *   3. the folded call goes the one checked path (check.c: tess__blas_submit), which
- *      reports what the Fortran routine would reject as the reference does: xerbla_ with
- *      the Fortran name and the position in the folded call, RowMajorStrg set for a
- *      row-major call.
- * The reference's column-major ctrmm/ztrmm call its Fortran routine after reporting a bad
- * Diag (with DI unset); here, as in every other routine, the call ends at the report.
- * Owns nothing but this translation.
+ * cblas_ztrsm (30 routines), with <cblas.h>'s prototypes (LP64). Owns this translation only.
+ * Each call is handled as the reference CBLAS (netlib's, Debian's libblas3) handles it:
+ * its C layer checks the layout and the enumerated arguments in order and reports a
+ * rejected one to cblas_xerbla with the reference's position (not always the argument's:
+ * row-major GEMM's TransB is 2, the SYRK family's Uplo 3, HER2K's 2); row-major folds into
+ * the column-major call the reference hands its Fortran routine (operands and dimensions
+ * swapped, side and uplo flipped, SYRK-like transposes flipped, HER2K's alpha conjugated);
+ * the folded call then goes the one checked path (check.c), which reports as the Fortran
+ * routine would. Unlike the reference's column-major ctrmm/ztrmm, a bad Diag ends the call
+ * at the report.
  */
 #include <cblas.h>
 #include <stdio.h>

@@ -2,46 +2,15 @@
  * program's error handlers. Every door (fortran.c, cblas.c, scipy64.c; 32- and 64-bit
  * integers) hands its column-major call to tess__blas_submit, which checks it, reports a bad
  * argument or runs it (route.c): nothing reaches the CPU BLAS or the devices unchecked.
- * Owns no state; the handlers are looked up on every (rare) error, so a handler loaded late
- * is still found.
- *
- * The checks, per routine (position: condition), LSAME being case-insensitive; netlib's,
- * in netlib's order:
- *   GEMM   1 transa not N/T/C   2 transb not N/T/C   3 m < 0   4 n < 0   5 k < 0
- *          8 lda < max(1, transa = N ? m : k)   10 ldb < max(1, transb = N ? k : n)
- *          13 ldc < max(1, m)
- *   SYMM, HEMM   1 side not L/R   2 uplo not U/L   3 m < 0   4 n < 0
- *          7 lda < max(1, side = L ? m : n)   9 ldb < max(1, m)   12 ldc < max(1, m)
- *   SYRK, HERK   1 uplo   2 trans (real SYRK: N/T/C, complex SYRK: N/T, HERK: N/C)
- *          3 n < 0   4 k < 0   7 lda < max(1, trans = N ? n : k)   10 ldc < max(1, n)
- *   SYR2K, HER2K 1 uplo   2 trans (as SYRK / HERK)   3 n < 0   4 k < 0
- *          7 lda < max(1, trans = N ? n : k)   9 ldb < the same   12 ldc < max(1, n)
- *   TRMM, TRSM   1 side   2 uplo   3 transa not N/T/C   4 diag not U/N   5 m < 0   6 n < 0
- *          9 lda < max(1, side = L ? m : n)   11 ldb < max(1, m)
- * then the spans, which netlib does not check and tess_gemm does (src/level3/level3.c): every
- * array the call reads or writes (netlib's quick returns and alpha = 0 touch fewer) must be
- * addressable, its bytes ((cols - 1) ld + rows elements) at most PTRDIFF_MAX without
- * wrapping the address (tess__span_ok). A bad one is reported at the array's position:
- *   GEMM A 7, B 9, C 12   SYMM/HEMM, SYR2K/HER2K A 6, B 8, C 11   SYRK/HERK A 6, C 9
- *   TRMM/TRSM A 8, B 10
- * so a size whose span overflows reaches the program's handler, never memcpy.
- *
- * Reporting, as the reference (Debian's libblas3: netlib BLAS with netlib's CBLAS and its
- * CBLAS/src/xerbla.c) does:
- *   Fortran door: xerbla_(SRNAME, info), SRNAME "DGEMM " (blank-padded to 6).
- *   CBLAS door, an argument its C layer rejects (cblas.c): cblas_xerbla(pos, "cblas_dgemm",
- *     "Illegal TransA setting, %d\n", value), with the reference's positions.
- *   CBLAS door, anything the checks above reject: the reference calls the Fortran routine
- *     on the folded arguments, which calls xerbla_(SRNAME, info) with the position in that
- *     folded call (row-major cblas_dgemm with lda < k: "DGEMM ", 10). A program without
- *     xerbla_ gets the reference's own XERBLA, which calls cblas_xerbla(info + 1,
- *     "cblas_dgemm ", "") (the routine name in lower case, blank kept): the same here.
- *   Around a CBLAS report the reference's globals RowMajorStrg (1 for a row-major call, so a
- *     handler can swap positions back) and CBLAS_CallFromC (1) are set wherever the process
- *     has them (the program, the CPU BLAS), and 0 again afterwards.
- * Each handler is looked up in the program's global scope first (as a call through the PLT
- * would resolve it), then in the CPU BLAS; without any, netlib's message goes to stderr and
- * the call returns. The library defines none of these names.
+ * Checks: netlib's, in netlib's order and positions (tess__blas_check below, one case per
+ * routine family), then the spans of every array the call touches (at most PTRDIFF_MAX
+ * bytes without wrapping: tess__span_ok), reported at the array's position.
+ * Reporting, as the reference (netlib BLAS and CBLAS, Debian's libblas3) does: xerbla_ with
+ * the Fortran name; for a CBLAS call that name and the position in the folded call (or,
+ * without xerbla_, cblas_xerbla(info + 1, "cblas_dgemm ", "")), with the reference's
+ * RowMajorStrg and CBLAS_CallFromC set around it (docs/dropin.md). Handlers are looked up
+ * on every (rare) error in the program's global scope, then in the CPU BLAS; without any,
+ * netlib's message goes to stderr. The library defines none of them. Owns no state.
  */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,27 +1,14 @@
-/* src/blas/model.h: the drop-in's crossover model, which decides whether a level-3 call
- * runs faster on the CPU BLAS or on the devices through tessera. Header-only: route.c
- * (libtessera_blas.so) decides with it, and tessera-crossover (src/tools/tessera_crossover.c)
- * fits its parameters from measurements and shows its decisions next to the measured times.
- *
- * For a call of precision p with F real flops, D bytes of operands moved over the host
- * links (each operand once; C out, and in as well when beta != 0) and smallest dimension
- * d = min(m, n, inner):
- *
+/* src/blas/model.h: the drop-in's crossover model: does a level-3 call run faster on the
+ * CPU BLAS or on the devices through tessera? Header-only: route.c decides with it,
+ * tessera-crossover fits its parameters from measurements. For a call of precision p with F
+ * flops, D bytes of operands over the host links (each once; C out, and in when beta != 0)
+ * and smallest dimension d = min(m, n, inner):
  *   cpu(call) = F / cpu_rate[p]
- *   dev(call) = overhead + max( F / (dev_rate[p] * d / (d + dev_half)),  D / link )
- *
- * and the call goes to the devices when margin * dev(call) < cpu(call). cpu_rate is what the
- * CPU BLAS reaches on this machine (tessera-crossover takes the best rate it measured, so
- * the CPU time is never overestimated); dev_rate the devices' rate (all of them together)
- * on large operands; dev_half the smallest dimension at which the devices reach half of
- * dev_rate (thin and small products run far below peak); link the host-device bandwidth for
- * pageable operands (what numpy passes); overhead the fixed cost of one tessera call (job
- * set-up, first copies, synchronisation).
- *
- * Parameters: the knobs TESSERA_BLAS_CPU_GFLOPS, TESSERA_BLAS_DEV_GFLOPS (one value, or four:
- * s,d,c,z), TESSERA_BLAS_DEV_HALF, TESSERA_BLAS_LINK_GBS, TESSERA_BLAS_OVERHEAD_US and
- * TESSERA_BLAS_MARGIN (src/base/knobs.c, docs/knobs.md), whose defaults are the TESS__BLAS_DEF_*
- * strings of src/base/dropin_defaults.h.
+ *   dev(call) = overhead + max(F / (dev_rate[p] d / (d + dev_half)), D / link)
+ * and the call goes to the devices when margin * dev(call) < cpu(call). cpu_rate: the best
+ * the CPU BLAS reached here; dev_rate: all devices on large operands; dev_half: where they
+ * reach half of it; link: pageable host-device GB/s; overhead: one call's fixed cost.
+ * Parameters: the TESSERA_BLAS_* knobs (src/base/knobs.c), defaults in dropin_defaults.h.
  */
 #ifndef TESS_BLAS_MODEL_H
 #define TESS_BLAS_MODEL_H

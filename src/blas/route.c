@@ -1,19 +1,15 @@
 /* src/blas/route.c: where a checked drop-in call runs, and the drop-in's process-wide
- * state: knobs, the crossover model, counters and the exit summary.
- *
- * Owns: the routing table (one row per routine kind: its tessera entry point, NULL while
- * the runtime has none), the policy, the CPU forwarding through the CPU BLAS table
- * (src/base/hostblas.h: function pointers from dlopen, never a symbol lookup that could find
- * this library's own exports), the counters and the TESSERA_BLAS_VERBOSE summary.
- * Does not own: argument checks (check.c), the two doors (fortran.c, cblas.c), the
- * runtime's start, release and fork rule (src/autostart.c).
- *
- * Policy, for a call whose kind has a tessera entry point: TESSERA_BLAS_FORCE=1 -> the
- * runtime; otherwise the runtime iff the crossover model (model.h, knobs measured by
- * tessera-crossover) says the devices win by the margin and the runtime has a GPU
- * (TESSERA_BLAS_EMULATED=1: or an emulated device). Everything else goes to the CPU BLAS.
- * A tessera call that fails with beta = 0 runs again on the CPU BLAS; otherwise its input
- * is lost and the process stops with a message rather than return a wrong result.
+ * state: knobs, the crossover model, counters and the exit summary. Owns the routing table
+ * (per routine kind its tessera entry point, NULL while the runtime has none), the policy,
+ * the CPU forwarding through the CPU BLAS table (hostblas.h: pointers from dlopen, never a
+ * lookup that could find this library's own exports), the counters and the
+ * TESSERA_BLAS_VERBOSE summary; not the checks (check.c), the doors, nor the runtime's
+ * start, release and fork rule (src/autostart.c).
+ * Policy, for a kind with a tessera entry point: TESSERA_BLAS_FORCE=1 -> the runtime; else
+ * the runtime iff the crossover model (model.h) says the devices win by the margin and it
+ * has a GPU (TESSERA_BLAS_EMULATED=1: or an emulated device); everything else the CPU BLAS.
+ * A failed tessera call with beta = 0 runs again on the CPU BLAS; otherwise its input is
+ * lost and the process stops with a message rather than return a wrong result.
  */
 #include <pthread.h>
 #include <stdatomic.h>

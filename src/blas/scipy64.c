@@ -1,26 +1,13 @@
-/* src/blas/scipy64.c: the drop-in's door for numpy's pip wheels. numpy >= 2.0 from PyPI
- * does not call cblas_dgemm: it calls its bundled, renamed ILP64 OpenBLAS
- * (numpy.libs/libscipy_openblas64_-*.so) as scipy_cblas_<p>gemm64_ and
- * scipy_cblas_<p>syrk64_ (<cblas.h>'s prototypes with 64-bit integers; `a @ b` and
- * `a @ a.T`). This file exports those eight names, so LD_PRELOAD=libtessera_blas.so reaches
- * them as it reaches Debian numpy's cblas_dgemm.
- *
- * A call is folded as the CBLAS door folds it (cblas.c) and goes the same one checked path
- * (check.c: tess__blas_submit), then routed (route.c). What does not go to tessera (small
- * calls, and every call the policy keeps on the CPU) runs on the wheel's own OpenBLAS, the
- * next definition of the same name, with the folded column-major arguments: numpy's own
- * library stays the CPU baseline. A call with an argument netlib rejects is passed to that
- * library unchanged, which reports it in its own way; a call whose arrays cannot be
- * addressed (a span that overflows, which that library does not check: m = lda = 2^61) is
- * refused here, through the CBLAS door's report, before any memory is touched.
- *
- * The next definition: numpy's extension module is dlopen'ed RTLD_LOCAL, so its OpenBLAS
- * is outside the global scope that dlsym(RTLD_NEXT) searches. The loaded objects are walked
- * (dl_iterate_phdr) instead, skipping this library, and the name looked up in each
- * (dlopen RTLD_NOLOAD). Without any (a program that links this library and calls the name
- * itself) the call is an ordinary CBLAS call: the CPU BLAS table, cblas_xerbla for errors.
- *
- * Owns the eight symbols and that lookup, nothing else.
+/* src/blas/scipy64.c: the drop-in's door for numpy's pip wheels, which call their bundled
+ * ILP64 OpenBLAS as scipy_cblas_<p>gemm64_ and scipy_cblas_<p>syrk64_ (numpy >= 2.0: `a @ b`,
+ * `a @ a.T`). Owns those eight symbols and the lookup of the next definition, nothing else.
+ * A call is folded as the CBLAS door folds it (cblas.c) and goes the one checked path
+ * (check.c), then routed (route.c). What stays on the CPU runs on the wheel's own OpenBLAS
+ * with the folded arguments (numpy's library stays the CPU baseline); a call netlib rejects
+ * is passed to it unchanged; a call whose arrays cannot be addressed is refused here first.
+ * The next definition: numpy's module is dlopen'ed RTLD_LOCAL, out of dlsym(RTLD_NEXT)'s
+ * reach, so the loaded objects are walked (dl_iterate_phdr, skipping this library) and the
+ * name looked up in each; without one the call is an ordinary CBLAS call.
  */
 #include <cblas.h>
 #include <dlfcn.h>

@@ -1,26 +1,12 @@
-/* src/level3/symm.c: tess_?symm and tess_?hemm. Checks the arguments (CBLAS order: layout, side,
- * uplo, m, n, lda, ldb, ldc, then pointers), folds row-major into column-major, takes the
- * quick returns on the host, and turns the rest into a job of one task per C tile whose
- * steps symm_step below describes. Owns the SYMM/HEMM tile algorithm only; the runtime
- * (node/) runs it.
- *
- * Tile algorithm (column-major, tile edge T; A_ik is the stored T x T block (i, k) of A,
- * op^ = ^T for SYMM and ^H for HEMM). Side L, A m x m, mt = ceil(m / T):
- *
- *     C_ij = alpha sum_{k=0}^{mt-1} Ah_ik B_kj + beta C_ij,
- *
- *     Ah_ik = A_ik     (k > i for uplo U, k < i for uplo L: the block is stored; GEMM 'N')
- *             A_ki^op  (k < i for uplo U, k > i for uplo L: its mirror is stored; GEMM 'T'/'C')
- *             A_ii     (k = i: a SYMM/HEMM tile kernel, side L, uplo, on the diagonal block)
- *
- * Side R, A n x n, nt = ceil(n / T):  C_ij = alpha sum_{k=0}^{nt-1} B_ik Ah_kj + beta C_ij,
- * with Ah_kj = A_kj (k < j for U, k > j for L), A_jk^op (the mirror), and a SYMM/HEMM
- * kernel, side R, on A_jj for k = j. Step s of a task is term k = s; beta goes to step 0
- * only, one to the others. The diagonal of A is read by the diagonal kernels only, so
- * HEMM's rule (the imaginary parts of A's diagonal are taken as zero) is the kernel's.
- *
- * Row-major (CBLAS): C^T = B^T A^T or A^T B^T on the column-major views, A^T symmetric
- * (Hermitian) stored in the other triangle: swap side and uplo, swap m and n.
+/* src/level3/symm.c: tess_?symm and tess_?hemm. Checks the arguments (CBLAS order: layout,
+ * side, uplo, m, n, lda, ldb, ldc, then pointers), folds row-major into column-major (swap
+ * side and uplo, swap m and n), takes the quick returns on the host, and turns the rest
+ * into a job of one task per C tile; symm_step below gives the steps (docs/level3.md).
+ * Owns the SYMM/HEMM tile algorithm only; the runtime (node/) runs it.
+ * Invariants: step s is term k = s: a GEMM on the stored block (or its mirror, 'T'/'C') off
+ * the diagonal, a SYMM/HEMM tile kernel on the diagonal block; beta goes to step 0 only.
+ * Only the diagonal kernels read A's diagonal, so HEMM's rule (its imaginary parts taken
+ * as zero) is the kernel's.
  */
 #include <string.h>
 

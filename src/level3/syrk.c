@@ -1,36 +1,13 @@
 /* src/level3/syrk.c: tess_?syrk, tess_?herk, tess_?syr2k, tess_?her2k. Checks the arguments
- * (CBLAS order: layout, uplo, trans, n, k, lda, [ldb,] ldc, then pointers), folds
- * row-major into column-major, takes the quick returns on the host (beta * C on the
- * triangle), and turns the rest into a job of one task per C tile of the triangle uplo
- * whose steps syrk_step below describes. Owns these four tile algorithms only; the
- * runtime (node/) runs them.
- *
- * Tile algorithm (column-major, tile edge T, kt = ceil(k / T); op(X)_ik is the T x T
- * block (i, k) of the n x k matrix op(X), named by its stored block: X_ik for trans 'N',
- * X_ki read with 'T' ('C' for HERK/HER2K) otherwise; ^* = ^T for SYRK/SYR2K, ^H for
- * HERK/HER2K). Tasks exist for the tiles of the triangle only: i <= j (uplo U) or i >= j
- * (uplo L).
- *
- *   SYRK/HERK:   C_ij = alpha sum_{k<kt} op(A)_ik op(A)_jk^* + beta C_ij
- *     i != j: one GEMM step per k (a = op(A)_ik, b = op(A)_jk^*);
- *     i == j: one SYRK/HERK tile kernel per k on op(A)_ik (uplo, trans): only the
- *             triangle uplo of the diagonal tile is read and written.
- *   SYR2K/HER2K: C_ij = sum_k (alpha op(A)_ik op(B)_jk^* + alpha' op(B)_ik op(A)_jk^*)
- *                       + beta C_ij,   alpha' = alpha (SYR2K), conj(alpha) (HER2K)
- *     i != j: two GEMM steps per k (step 2k: alpha, A then B; step 2k+1: alpha', B then A);
- *     i == j: one SYR2K/HER2K tile kernel per k on (op(A)_ik, op(B)_ik).
- *
- * beta goes to step 0 only, one to the others. HERK's alpha and beta and HER2K's beta are
- * real: the GEMM steps take them as complex (x, 0), the Hermitian kernels as real. The
- * diagonal tiles are always loaded (load_c = 1): their other triangle must survive the
- * write-back; a kernel with beta = 0 does not read the triangle it writes.
- *
- * Row-major (CBLAS): the column-major view of C is C^T: swap uplo and trans (N <-> T, or
- * N <-> C for HERK/HER2K); HER2K also conjugates alpha.
- *
- * alpha = 0 or k = 0 is C = beta C on the triangle uplo, on the host; HERK/HER2K then set
- * the imaginary parts of C's diagonal to zero, as netlib does (unless beta = 1: a quick
- * return that writes nothing).
+ * (CBLAS order: layout, uplo, trans, n, k, lda, [ldb,] ldc, then pointers), folds row-major
+ * into column-major (swap uplo and trans; HER2K conjugates alpha), takes the quick returns
+ * on the host (beta C on the triangle; HERK/HER2K zero the imaginary parts of C's diagonal
+ * unless beta = 1), and turns the rest into a job of one task per C tile of the triangle
+ * uplo; syrk_step below gives the steps (docs/level3.md). Owns these tile algorithms only.
+ * Invariants: off-diagonal tiles are GEMM steps (two per k for SYR2K/HER2K), diagonal tiles
+ * one SYRK-family kernel per k that reads and writes the triangle uplo only, and are always
+ * loaded (their other triangle survives the write-back). beta goes to step 0 only; HERK's
+ * alpha and beta and HER2K's beta are real: complex (x, 0) for the GEMM steps.
  */
 #include <string.h>
 

@@ -1,39 +1,14 @@
-/* src/level3/trxm.c: tess_?trmm and tess_?trsm. Checks the arguments (CBLAS order: layout, side,
- * uplo, transa, diag, m, n, lda, ldb, then pointers), folds row-major into column-major,
- * takes the quick returns on the host (alpha = 0: B = 0), and turns the rest into a job of
- * one task per B tile, chained along each column (side L) or row (side R) of tiles, whose
- * steps trxm_step below describes. Owns these two tile algorithms only; the runtime
+/* src/level3/trxm.c: tess_?trmm and tess_?trsm. Checks the arguments (CBLAS order: layout,
+ * side, uplo, transa, diag, m, n, lda, ldb, then pointers), folds row-major into
+ * column-major (swap side and uplo, swap m and n, keep transa), takes the quick returns on
+ * the host (alpha = 0: B = 0), and turns the rest into a job of one task per B tile,
+ * chained along each column (side L) or row (side R) of tiles; trxm_step below gives the
+ * steps (docs/level3.md, "TRMM, TRSM"). Owns these two tile algorithms only; the runtime
  * (node/) runs them and orders the chains.
- *
- * Tile algorithm (column-major, tile edge T; op(A)_ik is the T x T block (i, k) of op(A),
- * named by its stored block: A_ik for transa 'N', A_ki read with 'T'/'C' otherwise).
- * op(A) is effectively upper when (uplo U, 'N') or (uplo L, 'T'/'C'), else effectively
- * lower. Side L (A m x m, B m x n, mt = ceil(m / T)): the task of B_ij is chained along
- * column j; its terms are K(i) = {k > i} (effectively upper) or {k < i} (lower):
- *
- *   TRSM  op(A) X = alpha B:   X_ij = op(A)_ii^-1 (alpha B_ij - sum_{k in K(i)} op(A)_ik X_kj)
- *     steps: GEMM(op(A)_ik, X_kj) for each k in K(i), farthest first (upper: k = mt-1 down
- *     to i+1; lower: k = 0 up to i-1), alpha -1, beta = alpha on the first step, 1 after;
- *     then a TRSM kernel on A_ii (uplo, transa, diag) with alpha 1 (alpha if it is the
- *     only step). X_kj is the tile of B at (k, j), already solved: task k precedes task i
- *     (upper: chain i+1 -> i, bottom-up; lower: i-1 -> i, top-down). The solved tiles are
- *     published (job_ops.publish): the writer keeps its copy (MESI-X E) for later readers.
- *   TRMM  B := alpha op(A) B:  B_ij = alpha (op(A)_ii B_ij + sum_{k in K(i)} op(A)_ik B_kj)
- *     steps: a TRMM kernel on A_ii in place on the loaded B_ij (alpha), then GEMM(op(A)_ik,
- *     B_kj) for k in K(i), alpha, beta 1, with B_kj the ORIGINAL values: task i overwrites
- *     B_ij, which the tasks i' with i in K(i') read, so it runs after them (upper: chain
- *     i-1 -> i, top-down; lower: i+1 -> i, bottom-up). Nothing is published.
- *
- * Side R (A n x n, nt = ceil(n / T)) mirrors it along row i of tiles:
- *   TRSM  X op(A) = alpha B:  X_ij = (alpha B_ij - sum_{k in K(j)} X_ik op(A)_kj) op(A)_jj^-1
- *   TRMM  B := alpha B op(A): B_ij = alpha (B_ij op(A)_jj + sum_{k in K(j)} B_ik op(A)_kj)
- * with K(j) = {k < j} (effectively upper) or {k > j} (lower), and the chains likewise.
- * In every case "the terms lie above" (k > the task's index) exactly when side L and
- * effectively upper agree; TRSM chains run towards those terms' opposite end first,
- * TRMM's from it.
- *
- * Row-major (CBLAS): B^T := alpha B^T op(A)^T (or op(A)^T B^T) on the column-major views,
- * with A^T stored in the other triangle: swap side and uplo, swap m and n, keep transa.
+ * Invariants: a TRSM task runs after the tasks that solve the tiles it reads (its terms,
+ * farthest first, then the diagonal solve) and publishes its solved tile (MESI-X E); a TRMM
+ * task runs after every task that reads its tile's original values (the diagonal kernel
+ * first, then its terms) and publishes nothing.
  */
 #include <string.h>
 

@@ -1,21 +1,12 @@
 /* tests/test_balance.c: the end game (node/balance.c, TESSERA_BALANCE) on emulated devices
  * with one compute engine each (TESSERA_EMULATE_SHARED=1: their two streams take turns on
- * it, so a task alone runs at the device's whole rate, as on a GPU).
- *   - Two devices, the second 50 times slower; a DGEMM of 4 x 4 tiles (4 k steps each)
- *     that the two stations (8 places each) swallow at once. A first call measures the
- *     rates. In the second, without the end game (TESSERA_BALANCE=0) the slow device starts
- *     a tile on each of its two streams, and the two share its engine: the call lasts as
- *     long as two slow tiles. With it, the slow device runs one tile (it runs nothing when
- *     it takes its first) and leaves the rest of its station to the fast device, which
- *     finishes them sooner, also once the slow one is idle again: the call is clearly
- *     shorter, and the slow device ran at most one tile.
- *   - Four equal devices, 25 tiles: they end together (tiles per device differ by at most
- *     2) and the answer is right.
- *   - Two equal devices, the second's rate misjudged 50 times low: it holds tasks back,
- *     runs again once its patience is spent, and a later call is shared.
- *   - A device 40 times slower holds back through small calls with pauses between them:
- *     the pauses do not spend its patience.
- * Results against OpenBLAS, sizes not multiples of the tile. */
+ * it, so a task alone runs at the device's whole rate, as on a GPU): a device 50 times
+ * slower leaves its station to the fast one and the call is clearly shorter than without
+ * the end game; four equal devices end together; a device whose rate is misjudged low runs
+ * again once its patience is spent; pauses between small calls do not spend a slow
+ * device's patience. Each case is described at its TEST. Results against OpenBLAS, sizes
+ * not multiples of the tile.
+ */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -108,6 +99,13 @@ static struct outcome run(int ndev, const char *gflops, const char *balance, int
     return o;
 }
 
+/* Two devices, the second 50 times slower; a DGEMM of 4 x 4 tiles (4 k steps each) that the
+ * two stations (8 places each) swallow at once. A first call measures the rates. In the
+ * second, without the end game (TESSERA_BALANCE=0) the slow device starts a tile on each of
+ * its two streams, which share its engine: the call lasts as long as two slow tiles. With
+ * it, the slow device runs one tile (it runs nothing when it takes its first) and leaves the
+ * rest of its station to the fast device, which finishes them sooner, also once the slow
+ * one is idle again: the call is clearly shorter, and the slow device ran at most one tile. */
 TEST(slow_device_leaves_its_station) {
     const int64_t n = 4 * TILE - 5; /* 16 tiles, 4 k steps */
     struct outcome off = run(2, "2,0.04", "0", n), on = run(2, "2,0.04", "1", n);
@@ -137,6 +135,8 @@ TEST(slow_device_leaves_its_station) {
                off.seconds);
 }
 
+/* Four equal devices, 25 tiles: they end together (tiles per device differ by at most 2)
+ * and the answer is right. */
 TEST(equal_devices_end_together) {
     const int64_t n = 5 * TILE - 3; /* 25 tiles over 4 devices */
     struct outcome on = run(4, "1", "1", n);

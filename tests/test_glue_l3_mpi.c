@@ -1,32 +1,13 @@
 /* tests/test_glue_l3_mpi.c: the ScaLAPACK glue's p?symm_, p?hemm_, p?syrk_, p?herk_,
- * p?syr2k_, p?her2k_, p?trmm_ and p?trsm_ (libtessera_scalapack.so, issue 7) against the
- * reference PBLAS routines underneath it, under mpirun (registered with 1, 2, 4 and 6 ranks;
- * every grid from 1 x 1 to 2 x 3 / 3 x 2 that fits the ranks it got).
- *
- * The program links the glue before Debian's ScaLAPACK, so pdsymm_ & co. are the glue's; the
- * reference routines are taken from the ScaLAPACK library itself (dlopen of the library that
- * defines Cblacs_gridinfo, then dlsym). Both run on the same inputs:
- *   - random calls of every routine in every precision, every SIDE/UPLO/TRANS/DIAG (cycled so
- *     that each grid sees each combination in turn, lower case now and then), sizes 0..30,
- *     odd block sizes 1..7 (often larger than the matrix), 9- and 11-entry descriptors (first
- *     blocks IMB/INB), IA/JA off the block boundaries, nonzero RSRC/CSRC, LLD gaps, now and
- *     then a replicated operand (RSRC/CSRC = -1: the glue must hand it to the reference),
- *     alpha and beta 0 and 1, and NaN planted wherever the routine must not read: sub(C)
- *     when beta = 0, the unreferenced triangle of A (SYMM/HEMM/TRMM/TRSM), A's diagonal
- *     when DIAG = 'U', the imaginary parts of A's diagonal (HEMM) and of C's diagonal
- *     (HERK/HER2K), all of sub(A) and sub(B) when alpha = 0. The output agrees within a
- *     tolerance of k eps (k: the inner dimension), is finite, and everything else of the
- *     local arrays (outside sub(C)/sub(B) or its triangle, the LLD gap, a guard zone after
- *     the array, A and B) is byte for byte unchanged;
- *   - the counters (tess_scalapack_counters): TEST_GLUE_MODE=force (the registration sets
- *     TESSERA_SCALAPACK_FORCE=1) expects every call with work in tessera (p?trsm_'s
- *     inversions call p?trmm_/p?trsm_ inside p?trtri: those come in addition) and none on
- *     the reference, except the replicated ones and TRSM with an exact zero on A's diagonal
- *     (both to the reference, byte-identical results); TEST_GLUE_MODE=default expects these
- *     small calls on the reference;
- *   - bad arguments: the program's own PB_Cabort and PB_Cwarn (defined below) record what
- *     they are told; the glue must report exactly what the reference reports (routine name,
- *     info code, warnings with their text and line numbers) and write nothing.
+ * p?syr2k_, p?her2k_, p?trmm_ and p?trsm_ (libtessera_scalapack.so) against the reference
+ * PBLAS routines underneath it, under mpirun (1, 2, 4 and 6 ranks; every grid from 1 x 1 to
+ * 2 x 3 / 3 x 2 that fits). The program links the glue before Debian's ScaLAPACK, so
+ * pdsymm_ & co. are the glue's; the reference routines come from the ScaLAPACK library
+ * itself (dlopen of the library defining Cblacs_gridinfo, then dlsym). Both run on the same
+ * inputs: random calls (below, "one call"), the counters per TEST_GLUE_MODE (force: every
+ * call with work in tessera but the replicated ones and TRSM with an exact zero on A's
+ * diagonal; default: these small calls on the reference), and bad arguments reported
+ * exactly as the reference reports them (below, "bad arguments").
  * A failed assertion on any rank aborts the whole job (MPI_Abort). TEST_GLUE_SEED changes
  * the random calls, TEST_GLUE_L3_CASES their number per routine and grid (default 3),
  * TEST_GLUE_SHOW=1 prints each call on rank 0.
@@ -119,7 +100,19 @@ static void make_operand(struct mat *x, int dt, int id, int ctxt, int rows, int 
     *jx = j0 + 1;
 }
 
-/* ---- one call ------------------------------------------------------------------------------ */
+/* ---- one call ------------------------------------------------------------------------------
+ * Every routine in every precision, every SIDE/UPLO/TRANS/DIAG (cycled so that each grid sees
+ * each combination in turn, lower case now and then), sizes 0..30, odd block sizes 1..7
+ * (often larger than the matrix), 9- and 11-entry descriptors (first blocks IMB/INB), IA/JA
+ * off the block boundaries, nonzero RSRC/CSRC, LLD gaps, now and then a replicated operand
+ * (RSRC/CSRC = -1: the glue must hand it to the reference), alpha and beta 0 and 1, and NaN
+ * planted wherever the routine must not read: sub(C) when beta = 0, the unreferenced
+ * triangle of A (SYMM/HEMM/TRMM/TRSM), A's diagonal when DIAG = 'U', the imaginary parts of
+ * A's diagonal (HEMM) and of C's diagonal (HERK/HER2K), all of sub(A) and sub(B) when
+ * alpha = 0. The output agrees within k eps (k: the inner dimension), is finite, and
+ * everything else of the local arrays (outside sub(C)/sub(B) or its triangle, the LLD gap, a
+ * guard zone after the array, A and B) is byte for byte unchanged. p?trsm_'s inversions call
+ * p?trmm_/p?trsm_ inside p?trtri: those come in addition to the counted calls. */
 struct call {
     int kk, dt;
     char side, uplo, trans, diag;
@@ -511,7 +504,10 @@ static void fell_back(int k0, int k1) {
 TEST(glue_l3_syrk_fault_fell_back) { fell_back(2, 6); }
 TEST(glue_l3_trmm_fault_fell_back) { fell_back(6, 7); }
 
-/* ---- bad arguments --------------------------------------------------------------------------- */
+/* ---- bad arguments ---------------------------------------------------------------------------
+ * The program's own PB_Cabort and PB_Cwarn (defined below) record what they are told; the
+ * glue must report exactly what the reference reports (routine name, info code, warnings
+ * with their text and line numbers) and write nothing. */
 
 struct mutation {
     const char *what;

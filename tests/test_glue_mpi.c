@@ -1,30 +1,15 @@
-/* tests/test_glue_mpi.c: the ScaLAPACK glue (libtessera_scalapack.so, issue 7) against the
- * reference PBLAS underneath it, under mpirun (registered with 1, 2, 4 and 6 ranks; every
- * grid from 1 x 1 to 2 x 3 / 3 x 2 that fits the ranks it got).
- *
- * The program links the glue before Debian's ScaLAPACK, so pdgemm_ is the glue's; the
- * reference routine is taken from the ScaLAPACK library itself (dlopen of the library that
- * defines Cblacs_gridinfo, then dlsym). Both run on the same inputs:
- *   - random p?gemm_ calls: every precision and transpose, sizes 0..40, odd block sizes,
- *     9- and 11-entry descriptors (first blocks IMB/INB), submatrix offsets, nonzero
- *     RSRC/CSRC, LLD gaps, now and then a replicated A or B (RSRC/CSRC = -1: the glue must
- *     hand it to the reference), alpha and beta 0 and 1, beta = 0 over a NaN-filled C:
- *     sub(C) agrees within rounding, everything else of the local arrays (outside sub(C),
- *     the LLD gap, a guard zone after the array, A and B) is byte for byte unchanged;
- *   - bad arguments: the program's own PB_Cabort and PB_Cwarn (defined below: this program
- *     is "the program", and the executable exports them) record what they are told; the
- *     glue must report exactly what the reference reports (same routine name, info code,
- *     warnings with their text and line numbers), and write nothing;
- *   - global arguments that differ on one process (MB_A = 16 on process 1 only, ALPHA, NB_C,
- *     forced to tessera): every process reports the same PBLAS error (routine, info code,
- *     PB_Cwarn texts) through the program's handlers and returns, nothing written, no
- *     reference call (it would deadlock in BLACS), no hang; the next call is right;
- *   - contexts freed and their handles reused with another shape;
- *   - the counters (tess_scalapack_counters): TEST_GLUE_MODE=force (the registration sets
- *     TESSERA_SCALAPACK_FORCE=1) expects every call with work to go to tessera except the
- *     replicated ones; TEST_GLUE_MODE=default expects these small calls on the reference.
- * A failed assertion on any rank aborts the whole job (MPI_Abort). The other level-3 routines
- * (p?symm_ ... p?trsm_) are tested by tests/test_glue_l3_mpi.c.
+/* tests/test_glue_mpi.c: the ScaLAPACK glue's p?gemm_ (libtessera_scalapack.so) against the
+ * reference PBLAS underneath it, under mpirun (1, 2, 4 and 6 ranks; every grid from 1 x 1 to
+ * 2 x 3 / 3 x 2 that fits). The program links the glue before Debian's ScaLAPACK, so
+ * pdgemm_ is the glue's; the reference comes from the ScaLAPACK library itself (dlopen of
+ * the library defining Cblacs_gridinfo, then dlsym). Both run on the same inputs: random
+ * calls (below, "one random call"), bad arguments reported exactly as the reference reports
+ * them ("bad arguments"), global arguments that differ on one process (every process reports
+ * the same PBLAS error, nothing written, no reference call, no hang), contexts freed and
+ * their handles reused with another shape, and the counters per TEST_GLUE_MODE (force:
+ * every call with work in tessera but the replicated ones; default: these small calls on the
+ * reference). A failed assertion on any rank aborts the whole job (MPI_Abort). The other
+ * level-3 routines: tests/test_glue_l3_mpi.c.
  */
 #include <unistd.h>
 
@@ -85,7 +70,13 @@ static void mat_make(struct mat *x, int dt, int id, int ctxt, int M, int N, int 
 }
 
 
-/* ---- one random call --------------------------------------------------------------------- */
+/* ---- one random call ---------------------------------------------------------------------
+ * Every precision and transpose, sizes 0..40, odd block sizes, 9- and 11-entry descriptors
+ * (first blocks IMB/INB), submatrix offsets, nonzero RSRC/CSRC, LLD gaps, now and then a
+ * replicated A or B (RSRC/CSRC = -1: the glue must hand it to the reference), alpha and beta
+ * 0 and 1, beta = 0 over a NaN-filled C: sub(C) agrees within rounding, everything else of
+ * the local arrays (outside sub(C), the LLD gap, a guard zone after the array, A and B) is
+ * byte for byte unchanged. */
 struct call {
     int dt;
     char ta, tb;
@@ -322,7 +313,11 @@ TEST(glue_gemm_random) {
     if (getenv("TEST_GLUE_SHOW")) fprintf(stderr, "    rank %d: %d cases\n", wrank, ncase);
 }
 
-/* ---- bad arguments --------------------------------------------------------------------------- */
+/* ---- bad arguments ---------------------------------------------------------------------------
+ * The program's own PB_Cabort and PB_Cwarn (defined below: this program is "the program",
+ * and the executable exports them) record what they are told; the glue must report exactly
+ * what the reference reports (same routine name, info code, warnings with their text and
+ * line numbers), and write nothing. */
 
 /* A valid base call, then one mutation; both routines must report the same. */
 struct mutation {

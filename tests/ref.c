@@ -1,8 +1,11 @@
 /* tests/ref.c: the shared test helpers declared in ref.h: generator, matrices of any
- * precision, the OpenBLAS reference GEMM, the error-bounded comparison, the probe-vector
- * oracle and the GEMM case runner. Calls tessera only through its public API.
+ * precision, the OpenBLAS reference GEMM, the comparison under the oracle's bound, the
+ * GEMM case runner and its probe check (the tools' oracle, src/tools/oracle.h). Calls
+ * tessera only through its public API.
  */
 #include "ref.h"
+
+#include "oracle.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -269,11 +272,7 @@ static void msgf(char *msg, size_t len, const char *fmt, ...) {
     va_end(ap);
 }
 
-static double bound_factor(tess_dtype_t dt, int64_t k) {
-    return (2.0 * (double)k + 10.0) * ref_eps(dt) * (ref_is_complex(dt) ? 4.0 : 1.0);
-}
-
-/* ---- probe-vector oracle -------------------------------------------------------------- */
+/* ---- probe-vector oracle (src/tools/oracle.c) ----------------------------------------------- */
 
 int ref_probe_check(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta,
                     tess_trans_t tb, int64_t m, int64_t n, int64_t k, const void *alpha,
@@ -281,95 +280,33 @@ int ref_probe_check(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta,
                     const void *beta, const void *C0, const void *C, int64_t ldc,
                     int nprobe, uint64_t seed, char *msg, size_t len) {
     if (m == 0 || n == 0) return 0;
-    int cplx = ref_is_complex(dt);
-    long double ar, ai, br, bi;
-    get_el(dt, alpha, 0, &ar, &ai);
-    get_el(dt, beta, 0, &br, &bi);
-    int use_ab = k > 0 && !(ar == 0 && ai == 0);
-    int use_c0 = !(br == 0 && bi == 0);
-    long double aabs = abs1(ar, ai), babs = abs1(br, bi);
-    double fac = bound_factor(dt, k);
-    int64_t nk = k > 0 ? k : 1;
-
-    long double *t = ref_malloc(sizeof(long double) * 2 * (size_t)n);
-    long double *ta_ = ref_malloc(sizeof(long double) * (size_t)n);  /* |t| */
-    long double *u = ref_malloc(sizeof(long double) * 2 * (size_t)nk);
-    long double *ua = ref_malloc(sizeof(long double) * (size_t)nk);
-    int rc = 0;
-    for (int p = 0; p < nprobe && !rc; p++) {
-        uint64_t s = seed * 7919 + (uint64_t)p + 1;
-        for (int64_t j = 0; j < n; j++) {
-            t[2 * j] = ref_rand_unit(&s);
-            t[2 * j + 1] = cplx ? ref_rand_unit(&s) : 0;
-            ta_[j] = abs1(t[2 * j], t[2 * j + 1]);
+    /* row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the same stored
+     * matrices with the roles of A and B (and m and n) swapped */
+    const char tc[3] = {'N', 'T', 'C'};
+    char a = tc[ta == TESS_NO_TRANS ? 0 : ta == TESS_TRANS ? 1 : 2];
+    char b = tc[tb == TESS_NO_TRANS ? 0 : tb == TESS_TRANS ? 1 : 2];
+    if (layout == TESS_ROW_MAJOR) {
+        const void *x = A;
+        int64_t lx = lda, mx = m;
+        char cx = a;
+        A = B, lda = ldb, a = b, B = x, ldb = lx, b = cx, m = n, n = mx;
+    }
+    for (int p = 0; p < nprobe; p++) {
+        struct oracle_gemm o;
+        if (oracle_gemm_begin(&o, dt, m, n, C0, ldc, seed * 7919 + (uint64_t)p + 1)) {
+            msgf(msg, len, "probe %d: out of memory", p);
+            return 1;
         }
-        /* u = op(B) t, ua = |op(B)| |t| */
-        if (use_ab)
-            for (int64_t l = 0; l < k; l++) {
-                long double sr = 0, si = 0, sa = 0;
-                for (int64_t j = 0; j < n; j++) {
-                    long double xr, xi;
-                    op_get(dt, layout, tb, B, ldb, l, j, &xr, &xi);
-                    sr += xr * t[2 * j] - xi * t[2 * j + 1];
-                    si += xr * t[2 * j + 1] + xi * t[2 * j];
-                    sa += abs1(xr, xi) * ta_[j];
-                }
-                u[2 * l] = sr;
-                u[2 * l + 1] = si;
-                ua[l] = sa;
-            }
-        for (int64_t i = 0; i < m && !rc; i++) {
-            long double yr = 0, yi = 0;     /* (C t)_i */
-            long double er = 0, ei = 0;     /* expected */
-            long double bound = 0;
-            for (int64_t j = 0; j < n; j++) {
-                long double xr, xi;
-                get_el(dt, C, ref_index(layout, i, j, ldc), &xr, &xi);
-                yr += xr * t[2 * j] - xi * t[2 * j + 1];
-                yi += xr * t[2 * j + 1] + xi * t[2 * j];
-            }
-            if (use_ab) {
-                long double vr = 0, vi = 0, va = 0;
-                for (int64_t l = 0; l < k; l++) {
-                    long double xr, xi;
-                    op_get(dt, layout, ta, A, lda, i, l, &xr, &xi);
-                    vr += xr * u[2 * l] - xi * u[2 * l + 1];
-                    vi += xr * u[2 * l + 1] + xi * u[2 * l];
-                    va += abs1(xr, xi) * ua[l];
-                }
-                er += ar * vr - ai * vi;
-                ei += ar * vi + ai * vr;
-                bound += aabs * va;
-            }
-            if (use_c0) {
-                long double wr = 0, wi = 0, wa = 0;
-                for (int64_t j = 0; j < n; j++) {
-                    long double xr, xi;
-                    get_el(dt, C0, ref_index(layout, i, j, ldc), &xr, &xi);
-                    wr += xr * t[2 * j] - xi * t[2 * j + 1];
-                    wi += xr * t[2 * j + 1] + xi * t[2 * j];
-                    wa += abs1(xr, xi) * ta_[j];
-                }
-                er += br * wr - bi * wi;
-                ei += br * wi + bi * wr;
-                bound += babs * wa;
-            }
-            bound *= fac;
-            long double diff = abs1(yr - er, yi - ei);
-            if (!(diff <= bound)) {
-                msgf(msg, len,
-                     "probe %d: row %lld: (C t) = %.10Lg%+.10Lgi, expected %.10Lg%+.10Lgi, "
-                     "|diff| %.3Lg > bound %.3Lg",
-                     p, (long long)i, yr, yi, er, ei, diff, bound);
-                rc = 1;
-            }
+        int64_t row;
+        double r = oracle_gemm_check(&o, a, b, k, alpha, A, lda, B, ldb, beta, C, ldc, &row);
+        oracle_gemm_end(&o);
+        if (!(r <= 1)) {
+            msgf(msg, len, "probe %d: %s %lld: error/bound %.3g (oracle.h)", p,
+                 layout == TESS_ROW_MAJOR ? "column" : "row", (long long)row, r);
+            return 1;
         }
     }
-    free(t);
-    free(ta_);
-    free(u);
-    free(ua);
-    return rc;
+    return 0;
 }
 
 /* ---- one GEMM case ---------------------------------------------------------------------- */
@@ -496,7 +433,8 @@ static int compare_ref(const struct ref_gemm_data *d, char *msg, size_t len) {
         free(aa);
         free(bb);
     }
-    double fac = bound_factor(dt, k);
+    /* both results carry the oracle's bound (oracle.h): twice gamma_N and the floor */
+    double fac = 2 * (double)oracle_gamma(dt, k), tiny = 2 * (double)oracle_floor(dt, k);
     int rc = 0;
     for (int64_t j = 0; j < n && !rc; j++)
         for (int64_t i = 0; i < m && !rc; i++) {
@@ -510,7 +448,7 @@ static int compare_ref(const struct ref_gemm_data *d, char *msg, size_t len) {
                 get_el(dt, d->C0, idx, &zr, &zi);
                 bound += babs * (double)abs1(zr, zi);
             }
-            bound *= fac;
+            bound = bound * fac + tiny;
             long double diff = abs1(xr - yr, xi - yi);
             if (!(diff <= bound)) {
                 msgf(msg, len,

@@ -8,12 +8,11 @@
  * ld holds element (r, c) at r + c*ld (TESS_COL_MAJOR) or r*ld + c (TESS_ROW_MAJOR), and
  * takes ld * outer elements, outer = cols (column-major) or rows (row-major).
  *
- * Error bound of one element of C = alpha op(A) op(B) + beta C0 (first order, any summation
- * order, both the result and the reference carry it):
- *   |C_ij - Cref_ij| <= (2k + 10) eps f (|alpha| (|op(A)| |op(B)|)_ij + |beta| |C0_ij|)
- * with eps the unit roundoff (6e-8 float, 1.1e-16 double), f = 1 real, 4 complex, and
- * |x| = |re| + |im| for complex. The probe oracle checks C t against beta C0 t +
- * alpha op(A) (op(B) t), computed in long double, with the same bound applied to |t|.
+ * Error bound: the one of the tools' probe-vector oracle (src/tools/oracle.h, derived there).
+ * The elementwise comparison with OpenBLAS takes twice it, both results carrying it:
+ *   |C_ij - Cref_ij| <= 2 gamma_N (|alpha| (|op(A)| |op(B)|)_ij + |beta| |C0_ij|) + 2 floor
+ * with N = f (k + 4), f = 1 real, 2 complex, gamma_N = N u / (1 - N u), u the unit roundoff,
+ * |x| = |re| + |im| for complex; the probe check (ref_probe_check) is the oracle's GEMM check.
  */
 #ifndef TESS_TEST_REF_H
 #define TESS_TEST_REF_H
@@ -119,8 +118,9 @@ void ref_gemm_describe(const struct ref_gemm_case *c, char *buf, size_t len);
 /* setup + call + verify + free: 0 on success, else 1 with msg (status included). */
 int ref_gemm_run(const struct ref_gemm_case *c, char *msg, size_t len);
 
-/* Probe-vector oracle on its own: 0 if C t matches beta C0 t + alpha op(A) (op(B) t) for
- * nprobe random vectors t within the bound, else 1 with msg. */
+/* The oracle's GEMM check (src/tools/oracle.h) on its own: 0 if C t matches beta C0 t +
+ * alpha op(A) (op(B) t) for nprobe random complex vectors t within its bound, else 1 with
+ * msg. */
 int ref_probe_check(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta,
                     tess_trans_t tb, int64_t m, int64_t n, int64_t k, const void *alpha,
                     const void *A, int64_t lda, const void *B, int64_t ldb,

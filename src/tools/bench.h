@@ -9,21 +9,20 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "oracle_l3.h" /* enum routine */
+#include "par.h"
 #include "tessera.h"
 
 #define MAX_LIST 32     /* entries of -n, --xt-blocks */
 #define MAX_GPUS 64     /* cuBLAS-XT devices */
 #define MAX_REPS 100
-#define MAX_THREADS 256
+#define MAX_THREADS PAR_MAX_THREADS
 
 /* rows of the GEMM table; K_INCORE_COPY and K_CPU (in-core cuBLAS timed with its copies,
  * the CPU BLAS) are GEMM-table rows only, for the small sizes (n <= CPU_ROW_MAX_N) */
 enum kind { K_INCORE, K_XT, K_XT_PAGE, K_TESS, K_TESS_PAGE, K_INCORE_COPY, K_CPU, K_NKINDS };
 #define CPU_ROW_MAX_N 8192
 enum verify_mode { V_ALL, V_ENDS, V_NONE };
-
-/* level-3 routines of --routine (bench_level3.c); a bit each in opts.routines */
-enum routine { R_GEMM, R_SYMM, R_HEMM, R_SYRK, R_HERK, R_SYR2K, R_HER2K, R_TRMM, R_TRSM, R_N };
 
 struct opts {
     int64_t sizes[MAX_LIST];

@@ -12,7 +12,7 @@
  * One warm-up, then --reps timed runs, the median reported; before every run C is reset (C0
  * again, B0 for TRMM/TRSM in place, zero for an out-of-place TRMM, so that a call that writes
  * nothing fails), and after every run (--verify) the result is checked by the probe-vector
- * oracle (bench_oracle.h) against values computed from A, B and C0 on the host.
+ * oracle (oracle_l3.h) against values computed from A, B and C0 on the host.
  *
  * Routine options come from --side, --uplo, --trans (TRMM/TRSM transa, SYRK-like trans) and
  * --diag. TRSM's A is the same random A with its off-diagonal part scaled by 1/(2N) and its
@@ -47,8 +47,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "bench_oracle.h"
-#include "probe.h"
+#include "oracle.h"
+#include "oracle_l3.h"
 #include "tessera.h"
 
 enum row_status { ROW_OK, ROW_SKIPPED, ROW_FAILED };
@@ -551,8 +551,8 @@ static void trmm_inplace_check(tess_dtype_t dt) {
             failed = 1;
         }
         if (!failed) {
-            probe_fill(dt, A, ka, ka, ka, 11 + (uint64_t)s);
-            probe_fill(dt, B, m, n, m, 12 + (uint64_t)s);
+            oracle_fill(dt, A, ka, ka, ka, 11 + (uint64_t)s);
+            oracle_fill(dt, B, m, n, m, 12 + (uint64_t)s);
         }
         if (!failed && (CU(cudaSetDevice(o.dev[0])) || CU(cudaMalloc(&dA, abytes)) ||
                         CU(cudaMalloc(&dB, bbytes)) || CU(cudaMalloc(&dC, bbytes)) ||
@@ -567,6 +567,7 @@ static void trmm_inplace_check(tess_dtype_t dt) {
                         struct check_flags f;
                         prob_init(&p, R_TRMM, dt, sides[a], uplos[b], transes[t], diags[d], m, n,
                                   0, A, ka, B, m);
+                        p.threads = o.threads;
                         /* out of place into dC, then in place on dB (C == B) */
                         if (CU(cudaMemcpy(dB, B, bbytes, cudaMemcpyHostToDevice)) ||
                             CU(cudaMemset(dC, 0, bbytes)) ||
@@ -931,6 +932,7 @@ static void run_group(tess_dtype_t dt, int64_t n, size_t want, int trmm_check) {
         struct l3case *c = &g->cases[i];
         prob_init(&c->p, c->r, dt, o.side, o.uplo, o.trans, o.diag, n, n, n,
                   c->r == R_TRSM ? g->At : g->A, n, g->B, n);
+        c->p.threads = o.threads;
         if (o.verify == V_NONE) continue;
         if (prob_begin(&c->p, c->r == R_TRMM || c->r == R_TRSM ? NULL : g->C, n)) {
             printf("\n%c n = %lld: not run: out of host memory for the oracle\n", prec_char(dt),

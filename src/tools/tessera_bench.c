@@ -14,7 +14,7 @@
  * The last two run for n <= CPU_ROW_MAX_N (8192) only (issue 3's small sizes: tessera is to
  * be no slower than the better of them), and the table then ends with that ratio.
  * Each row: one warm-up, then reps timed runs, the median reported; C is refilled with the
- * same C0 before every run and every result is checked by the probe-vector oracle of probe.c,
+ * same C0 before every run and every result is checked by the probe-vector oracle (oracle.h),
  * run on a P x Q grid of C blocks by all cores (one probe per block: C0 t once per size, the
  * check after each run). tessera rows also report each device's bytes per run.
  *
@@ -32,7 +32,7 @@
  * an error (CUDA, cuBLAS, tessera; the call is printed and the row skipped), 77 no GPU.
  *
  * With --routine the same comparison covers every level-3 routine instead (bench_level3.c,
- * its oracle bench_oracle.c); this file then only parses the options and prints the header.
+ * its oracle oracle_l3.c); this file then only parses the options and prints the header.
  */
 #include <cublasXt.h>
 #include <dlfcn.h>
@@ -52,7 +52,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "probe.h"
+#include "oracle.h"
+#include "par.h"
 #include "tessera.h"
 
 #define MAX_DEVSTATS 16 /* tessera devices reported per row */
@@ -105,31 +106,9 @@ int tess_check(int rc, const char *what, const char *file, int line) {
 
 /* ---- a parallel for over n items on o.threads threads ----------------------------------- */
 
-struct par {
-    void (*fn)(void *ctx, int i);
-    void *ctx;
-    int n;
-    atomic_int next;
-};
+void par_for(int n, void (*fn)(void *, int), void *ctx) { par_run(o.threads, n, fn, ctx); }
 
-static void *par_worker(void *arg) {
-    struct par *p = arg;
-    for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) p->fn(p->ctx, i);
-    return NULL;
-}
-
-void par_for(int n, void (*fn)(void *, int), void *ctx) {
-    struct par p = {.fn = fn, .ctx = ctx, .n = n};
-    atomic_init(&p.next, 0);
-    pthread_t th[MAX_THREADS];
-    int nt = o.threads < n ? o.threads : n, started = 0;
-    for (int i = 1; i < nt; i++)
-        if (pthread_create(&th[started], NULL, par_worker, &p) == 0) started++;
-    par_worker(&p); /* a thread that could not start leaves its share to the others */
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-}
-
-/* ---- random operands: probe_fill on chunks of FILL_COLS columns, each with its own seed,
+/* ---- random operands: oracle_fill on chunks of FILL_COLS columns, each with its own seed,
  * so a matrix is the same whatever the thread count and pinned and pageable copies match -- */
 
 struct fill_ctx {
@@ -142,8 +121,8 @@ struct fill_ctx {
 static void fill_chunk(void *c, int i) {
     const struct fill_ctx *f = c;
     int64_t j0 = (int64_t)i * FILL_COLS, w = f->n - j0 < FILL_COLS ? f->n - j0 : FILL_COLS;
-    probe_fill(f->dt, f->x + (size_t)j0 * (size_t)f->n * esize(f->dt), f->n, w, f->n,
-               f->seed * 1000003u + (uint64_t)i);
+    oracle_fill(f->dt, f->x + (size_t)j0 * (size_t)f->n * esize(f->dt), f->n, w, f->n,
+                f->seed * 1000003u + (uint64_t)i);
 }
 
 /* Fill the n x n matrix x (ld = n) with uniform values in [-1, 1] from seed. */
@@ -164,7 +143,7 @@ struct probeset {
     tess_dtype_t dt;
     int64_t n, ld; /* problem size and leading dimension of A, B, C */
     int P, Q;
-    struct probe *p;
+    struct oracle_gemm *p;
     int *begin_rc;
     double *worst;
     /* arguments of the check in progress */
@@ -186,8 +165,9 @@ static void begin_block(void *c, int b) {
     int64_t r0, r1, c0, c1;
     size_t es = esize(s->dt);
     block_bounds(s, b, &r0, &r1, &c0, &c1);
-    s->begin_rc[b] = probe_begin(&s->p[b], s->dt, r1 - r0, c1 - c0,
-                                 s->C0 + ((size_t)r0 + (size_t)c0 * (size_t)s->ld) * es, s->ld);
+    s->begin_rc[b] = oracle_gemm_begin(&s->p[b], s->dt, r1 - r0, c1 - c0,
+                                       s->C0 + ((size_t)r0 + (size_t)c0 * (size_t)s->ld) * es,
+                                       s->ld, 0);
 }
 
 /* Task i = (J, chunk): rows k0..k1 of strip J's B_:J t_J (block (0, J) holds t_J). */
@@ -196,11 +176,11 @@ static void bt_chunk(void *c, int i) {
     int J = i / s->P, ch = i % s->P;
     int64_t r0, r1, c0, c1, k0 = s->n * ch / s->P, k1 = s->n * (ch + 1) / s->P;
     block_bounds(s, J * s->P, &r0, &r1, &c0, &c1);
-    const struct probe *pr = &s->p[J * s->P];
+    const struct oracle_gemm *pr = &s->p[J * s->P];
     size_t es = esize(s->dt), ld = (size_t)s->ld;
-    probe_matvec(s->dt, 'N', k1 - k0, c1 - c0, s->B + ((size_t)k0 + (size_t)c0 * ld) * es, s->ld,
-                 pr->t, pr->tabs, s->bt + (size_t)J * 2 * s->n + 2 * k0,
-                 s->btabs + (size_t)J * s->n + k0);
+    oracle_matvec(s->dt, 'N', k1 - k0, c1 - c0, s->B + ((size_t)k0 + (size_t)c0 * ld) * es,
+                  s->ld, pr->t, pr->tabs, s->bt + (size_t)J * 2 * s->n + 2 * k0,
+                  s->btabs + (size_t)J * s->n + k0);
 }
 
 static void check_block(void *c, int b) {
@@ -209,14 +189,15 @@ static void check_block(void *c, int b) {
     size_t es = esize(s->dt), ld = (size_t)s->ld;
     block_bounds(s, b, &r0, &r1, &c0, &c1);
     int J = b / s->P;
-    s->worst[b] = probe_check_bt(&s->p[b], 'N', s->n, s->al, s->A + (size_t)r0 * es, s->ld,
-                                 s->bt + (size_t)J * 2 * s->n, s->btabs + (size_t)J * s->n, s->be,
-                                 s->C + ((size_t)r0 + (size_t)c0 * ld) * es, s->ld);
+    s->worst[b] = oracle_gemm_check_bt(&s->p[b], 'N', s->n, s->al, s->A + (size_t)r0 * es,
+                                       s->ld, s->bt + (size_t)J * 2 * s->n,
+                                       s->btabs + (size_t)J * s->n, s->be,
+                                       s->C + ((size_t)r0 + (size_t)c0 * ld) * es, s->ld, NULL);
 }
 
 static void probeset_end(struct probeset *s) {
     for (int b = 0; s->p && b < s->P * s->Q; b++)
-        if (s->begin_rc && s->begin_rc[b] == 0) probe_end(&s->p[b]);
+        if (s->begin_rc && s->begin_rc[b] == 0) oracle_gemm_end(&s->p[b]);
     free(s->p), free(s->begin_rc), free(s->worst), free(s->bt), free(s->btabs);
     memset(s, 0, sizeof *s);
 }
@@ -245,7 +226,7 @@ static int probeset_begin(struct probeset *s, tess_dtype_t dt, int64_t n, int64_
     for (int b = 0; b < nb; b++)
         if (s->begin_rc[b]) {
             probeset_end(s);
-            return fail_msg("probe_begin", "out of host memory", __FILE__, __LINE__);
+            return fail_msg("oracle_gemm_begin", "out of host memory", __FILE__, __LINE__);
         }
     return 0;
 }

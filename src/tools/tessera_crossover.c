@@ -48,6 +48,7 @@
 #include "blas/model.h"
 #include "hostblas.h"
 #include "internal.h"
+#include "oracle.h"
 #include "tessera.h"
 
 #define PROG "tessera-crossover"
@@ -228,15 +229,16 @@ static double measure(void (*call)(const struct point *), const struct point *p,
     return samples % 2 ? v[samples / 2] : 0.5 * (v[samples / 2 - 1] + v[samples / 2]);
 }
 
-/* Check NSAMPLE entries of C against sums taken here (long double) from A and B: the
- * error of a correct result is within gamma_k of sum |a| |b| (x 4 for complex); 1 fails. */
+/* Check NSAMPLE entries of C against sums taken here (long double) from A and B, under the
+ * oracle's bound (oracle.h: one row of one entry); 1 fails. */
 static int check_c(const struct point *p) {
-    const int cplx = tess__dtypes[p->dt].complex_, sp = p->dt == TESS_S || p->dt == TESS_C;
-    const double u = sp ? 0x1p-24 : 0x1p-53;
+    const int cplx = p->dt == TESS_C || p->dt == TESS_Z, sp = p->dt == TESS_S || p->dt == TESS_C;
+    struct oracle_bound b;
+    oracle_bound_init(&b, p->dt, p->k, 1, 1);
     for (int i = 0; i < NSAMPLE; i++) {
         int64_t r = (int64_t)((uint64_t)i * 7919u % (uint64_t)p->m);
         int64_t c = (int64_t)((uint64_t)i * 104729u % (uint64_t)p->n);
-        long double re = 0, im = 0, mag = 0;
+        long double e[2] = {0, 0}, mag = 0;
         for (int64_t l = 0; l < p->k; l++) {
             size_t ia = (size_t)r + (size_t)l * (size_t)p->m, ib = (size_t)l + (size_t)c * (size_t)p->k;
             long double ar, ai = 0, br, bi = 0;
@@ -249,17 +251,16 @@ static int check_c(const struct point *p) {
                 ar = cplx ? A[2 * ia] : A[ia], br = cplx ? B[2 * ib] : B[ib];
                 if (cplx) ai = A[2 * ia + 1], bi = B[2 * ib + 1];
             }
-            re += ar * br - ai * bi, im += ar * bi + ai * br;
+            e[0] += ar * br - ai * bi, e[1] += ar * bi + ai * br;
             mag += (fabsl(ar) + fabsl(ai)) * (fabsl(br) + fabsl(bi));
         }
         size_t at = (size_t)r + (size_t)c * (size_t)p->m;
-        long double gr, gi = 0;
-        if (sp) gr = cplx ? ((float *)bufC)[2 * at] : ((float *)bufC)[at];
-        else gr = cplx ? ((double *)bufC)[2 * at] : ((double *)bufC)[at];
-        if (cplx) gi = sp ? ((float *)bufC)[2 * at + 1] : ((double *)bufC)[2 * at + 1];
-        long double err = fabsl(gr - re) + fabsl(gi - im);
-        double tol = (double)(p->k + 4) * u * (cplx ? 4 : 1) * (double)mag;
-        if (!(err <= tol)) return 1;
+        long double y[2] = {0, 0}, yabs;
+        if (sp) y[0] = cplx ? ((float *)bufC)[2 * at] : ((float *)bufC)[at];
+        else y[0] = cplx ? ((double *)bufC)[2 * at] : ((double *)bufC)[at];
+        if (cplx) y[1] = sp ? ((float *)bufC)[2 * at + 1] : ((double *)bufC)[2 * at + 1];
+        yabs = fabsl(y[0]) + fabsl(y[1]);
+        if (!(oracle_rows(&b, 1, y, &yabs, e, &mag, 0, NULL) <= 1)) return 1;
     }
     return 0;
 }

@@ -8,19 +8,15 @@
  * Entries are a hash of (matrix, global row, global column), so the operands are the same
  * matrices whatever the grid and block size.
  *
- * Verification, the probe-vector oracle of probe.c, distributed: for the real probe vector
- * t (n entries in [1, 2]) every run must satisfy, row by row,
- *     | C t - beta (C0 t) - alpha op(A) (op(B) t) |_i
- *         <= tol * ( |alpha| |op(A)| |op(B)| |t| + |beta| |C0| |t| + |C| |t| )_i
- * with tol = (k + 4) u (u the unit roundoff; x4 for complex): Higham's gamma_{k+2} with
- * room to spare, so a correct result never fails and a wrong block fails by orders of
- * magnitude. Each rank multiplies its local blocks by the entries of the vector they meet
- * (long double, several threads), into a vector of global length; MPI_Allreduce sums the
- * partial vectors: O(mn / ranks) work and O(m + n + k) traffic per rank, no matrix is ever
- * gathered. op(A) (op(B) t) is formed once (A and B do not change); C0 t is taken before
- * each call, since the call overwrites C: from the filled C before the first run, then the
- * previous run's C t. |x| of a complex entry is taken as |re| + |im| (>= the modulus, so
- * the bound only grows).
+ * Verification, the probe-vector oracle of oracle.h (its bound), distributed: for the fixed
+ * probe t every run must satisfy, row by row, |C t - beta (C0 t) - alpha op(A) (op(B) t)|_i
+ * <= gamma_N (|alpha| |op(A)| |op(B)| |t| + |beta| |C0| |t|)_i + (the oracle's own rounding
+ * and underflow terms); "rel err" is the worst error/bound times gamma_N, the "tolerance".
+ * Each rank multiplies its local blocks by the entries of the vector they meet (long double,
+ * several threads), into a vector of global length; MPI_Allreduce sums the partial vectors:
+ * O(mn / ranks) work and O(m + n + k) traffic per rank, no matrix is ever gathered. op(A)
+ * (op(B) t) is formed once; C0 t before each call: from the filled C, then the previous run's
+ * C t.
  *
  * Output: only rank 0 prints (a rank that meets an error names itself on stderr): the
  * header, one line per run, the median rate, the verdict ("verified: ok (rel err ...)"),
@@ -47,6 +43,8 @@
 #else
 #include "tessera.h"
 #endif
+
+#include "oracle.h"
 
 #define PROG "tessera-gemm"
 #ifdef TESS_HAVE_MPI
@@ -428,58 +426,42 @@ static void mv(tess_dtype_t dt, char trans, const struct part *p, const long dou
 
 struct oracle {
     int64_t m, n, k;
+    tess_dtype_t dt;
     long double *t, *tabs;     /* n: the probe */
     long double *bt, *btabs;   /* k: op(B) t */
     long double *abt, *abtabs; /* m: op(A) op(B) t */
     long double *c0t, *c0abs;  /* m: C0 t before the call */
     long double *ct, *ctabs;   /* m: C t after it */
-    long double tol;
+    long double *e, *eabs;     /* m: alpha op(A) op(B) t + beta C0 t, its terms */
+    struct oracle_bound bound; /* oracle.h */
 };
 
 static void oracle_free(struct oracle *o) {
     free(o->t), free(o->tabs), free(o->bt), free(o->btabs), free(o->abt), free(o->abtabs);
-    free(o->c0t), free(o->c0abs), free(o->ct), free(o->ctabs);
+    free(o->c0t), free(o->c0abs), free(o->ct), free(o->ctabs), free(o->e), free(o->eabs);
 }
 
 static bool oracle_alloc(struct oracle *o, int64_t m, int64_t n, int64_t k, tess_dtype_t dt) {
     memset(o, 0, sizeof *o);
-    o->m = m, o->n = n, o->k = k;
+    o->m = m, o->n = n, o->k = k, o->dt = dt;
 #define V(x, len) ((x) = calloc((size_t)(len) + 1, sizeof(long double)))
     bool ok = V(o->t, 2 * n) && V(o->tabs, n) && V(o->bt, 2 * k) && V(o->btabs, k) &&
               V(o->abt, 2 * m) && V(o->abtabs, m) && V(o->c0t, 2 * m) && V(o->c0abs, m) &&
-              V(o->ct, 2 * m) && V(o->ctabs, m);
+              V(o->ct, 2 * m) && V(o->ctabs, m) && V(o->e, 2 * m) && V(o->eabs, m);
 #undef V
     if (!ok) return false;
-    for (int64_t j = 0; j < n; j++) {
-        o->t[2 * j] = o->tabs[j] = 1.0L + (long double)((j * 7919) % 1000) / 1000.0L;
-        o->t[2 * j + 1] = 0;
-    }
-    long double u = (dt == TESS_S || dt == TESS_C) ? 0x1p-24L : 0x1p-53L;
-    o->tol = (long double)(k + 4) * u * (cplx(dt) ? 4 : 1);
+    oracle_bound_init(&o->bound, dt, k, n, oracle_probe(n, 0, 0, o->t, o->tabs));
     return true;
 }
 
-/* worst relative error of the run over the rows (NaN: a NaN somewhere) */
-static double oracle_check(const struct oracle *o, const double al[2], const double be[2],
+/* the worst error/bound of the run over the rows (oracle_rows; NaN: a NaN somewhere) */
+static double oracle_check(struct oracle *o, const double al[2], const double be[2],
                            int64_t *worst_row) {
-    long double ar = al[0], ai = al[1], br = be[0], bi = be[1];
-    long double amag = sqrtl(ar * ar + ai * ai), bmag = sqrtl(br * br + bi * bi);
-    double worst = 0;
-    *worst_row = -1;
-    for (int64_t i = 0; i < o->m; i++) {
-        const long double *x = &o->abt[2 * i], *c0 = &o->c0t[2 * i];
-        long double er = o->ct[2 * i] - (ar * x[0] - ai * x[1]) - (br * c0[0] - bi * c0[1]);
-        long double ei = o->ct[2 * i + 1] - (ar * x[1] + ai * x[0]) - (br * c0[1] + bi * c0[0]);
-        long double err = sqrtl(er * er + ei * ei);
-        long double scale = amag * o->abtabs[i] + bmag * o->c0abs[i] + o->ctabs[i];
-        double r = scale > 0 ? (double)(err / scale) : err > 0 ? INFINITY : 0;
-        if (isnan(r) || isnan((double)scale)) {
-            *worst_row = i;
-            return NAN;
-        }
-        if (r > worst) worst = r, *worst_row = i;
-    }
-    return worst;
+    memset(o->e, 0, sizeof *o->e * 2 * (size_t)o->m);
+    memset(o->eabs, 0, sizeof *o->eabs * (size_t)o->m);
+    oracle_axpy(o->e, o->eabs, al[0], al[1], o->abt, o->abtabs, o->m);
+    oracle_axpy(o->e, o->eabs, be[0], be[1], o->c0t, o->c0abs, o->m);
+    return oracle_rows(&o->bound, o->m, o->ct, o->ctabs, o->e, o->eabs, 0, worst_row);
 }
 
 /* ---- the job ---------------------------------------------------------------------------- */
@@ -773,8 +755,9 @@ static int job_main(const struct opts *o) {
         if (verify) {
             mv(j.dt, 'N', &j.C, orc.t, orc.tabs, orc.ct, orc.ctabs, m);
             int64_t row;
-            double w = oracle_check(&orc, al, be, &row);
-            bool pass = w <= (double)orc.tol;
+            /* rel err: error/bound in units of gamma_N, the bound's relative tolerance */
+            double w = oracle_check(&orc, al, be, &row) * (double)orc.bound.g;
+            bool pass = w <= (double)orc.bound.g;
             if (!pass) bad++;
             if (!(w <= worst_all)) worst_all = w, worst_row = row; /* NaN sticks */
             snprintf(verdict, sizeof verdict, "%s (rel err %.1e)", pass ? "verified" : "WRONG", w);
@@ -815,10 +798,10 @@ static int job_main(const struct opts *o) {
                 printf("not verified (--no-verify)\n");
             else if (!bad)
                 printf("verified: ok (rel err %.1e <= tolerance %.1e, every run)\n", worst_all,
-                       (double)orc.tol);
+                       (double)orc.bound.g);
             else
                 printf("verified: FAILED in %d run%s (rel err %.1e at row %lld > tolerance %.1e)\n",
-                       bad, bad == 1 ? "" : "s", worst_all, (long long)worst_row, (double)orc.tol);
+                       bad, bad == 1 ? "" : "s", worst_all, (long long)worst_row, (double)orc.bound.g);
         }
         for (int d = 0; d < ndev; d++) tess_device_stats(d, &devs[d]);
         rep.ndev = ndev;

@@ -1,31 +1,26 @@
-/* comm/comm.h: the distributed layer's one internal header.
- *
- * comm/ owns the process grid, the 2D block-cyclic map of distributed matrices, and the
- * transports that move blocks between ranks:
- *
- *   bcyclic.c   index math of the block-cyclic map (ScaLAPACK's numroc, indxg2p, indxg2l,
- *               indxl2g, first blocks IMB/INB), submatrix coverage, descriptors (9- and
- *               11-entry forms) and their validation. Pure arithmetic: no MPI, no state.
- *   grid.c      P x Q process grids over an MPI communicator (row and column
- *               sub-communicators), the MPI error wrapper, and tess__comm_agree (every rank
- *               returns the same status and message).
- *   xport_mpi.c the MPI transport: non-blocking broadcast of a block of a local array
- *               along a process row or column, host memory only; the backing-off wait.
- *   xport_nccl.c the GPU transport: panels into device memory, NCCL among the ranks of one
- *               node, MPI through pinned host memory with ranks of other nodes.
- *   redist.c    which pieces of op(A)/op(B) each rank needs, as MPI datatypes or block
- *               lists, and the exchange that moves them.
- *   pgemm.c     the distributed GEMM, stationary C, and the public grid calls.
- *   pgemm_split.c stationary A / B for skinny shapes, and the choice of the variant.
- *
- * It does not own: the node runtime (node/, cache/: the local updates), the ScaLAPACK
- * entry points (scalapack_glue/). No locks: a grid and its requests are used by
- * one thread at a time.
- *
- * Indices are 0-based everywhere in this header (ScaLAPACK's are 1-based); messages print
- * them 1-based as a ScaLAPACK user would write them.
- *
- * ---- The process grid -----------------------------------------------------------------
+/* comm/comm.h: the distributed layer's shared header: the block-cyclic map and its
+ * descriptors (bcyclic.c), process grids and the agreement on a status (grid.c), the MPI
+ * wait (mpiwait.c), block broadcasts (bcast.c) and the distributed GEMM's entry points
+ * (pgemm.c, pgemm_split.c). Gathering the panels is redist.h's, moving them xport.h's;
+ * comm/README.md lists every file. comm/ does not own the node runtime (node/, cache/:
+ * the local updates, reached through node/node_comm.h and src/level3/level3.h) nor the
+ * ScaLAPACK entry points (scalapack_glue/). No locks: a grid, its transport and its
+ * requests are used by one thread at a time. Indices are 0-based everywhere here
+ * (ScaLAPACK's are 1-based); messages print them 1-based as a ScaLAPACK user writes them.
+ */
+#ifndef TESS_COMM_H
+#define TESS_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#ifdef TESS_HAVE_MPI
+#include "tessera_mpi.h"
+#endif
+
+/* ---- The process grid -----------------------------------------------------------------
  *
  * nprow x npcol processes of a communicator of size >= nprow * npcol. Process (r, c) is
  * rank r * npcol + c ('R', row-major, BLACS's default) or c * nprow + r ('C'). Ranks from
@@ -94,17 +89,6 @@
  * block-cyclic: first block = what is left of the block holding i0, same nb, first block
  * on owner(i0) (tess__comm_bc_sub), plus that per-process local offset.
  */
-#ifndef TESS_COMM_H
-#define TESS_COMM_H
-
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "internal.h"
-#ifdef TESS_HAVE_MPI
-#include "tessera_mpi.h"
-#endif
 
 /* ---- bcyclic.c: one dimension of the map --------------------------------------------- */
 
@@ -226,9 +210,22 @@ void tess__comm_grid_shape(int nprocs, int *nprow, int *npcol);
 #ifdef TESS_HAVE_MPI
 #include <mpi.h>
 
+/* What the distributed GEMM keeps on a grid across calls (owner: pgemm.c). */
+struct tess__pgemm_buf {
+    void *ptr;        /* host memory, pinned where a GPU is used (tess_malloc_host) */
+    size_t bytes;
+};
+struct tess__pgemm_keep {
+    struct tess__pgemm_buf ws;     /* the MPI transport's panels, the split variants' Y and W */
+    struct tess_pgemm_stats last;  /* the last call's (tess_pgemm_last_stats) */
+};
+
+struct tess__xport;
+
 /* A P x Q process grid. Created and destroyed collectively; then used by one thread at a
  * time. Our communicators have MPI_ERRORS_RETURN, so MPI failures come back as
- * TESS_ECOMM. */
+ * TESS_ECOMM. Each part has one owner: the grid's facts grid.c, pgemm pgemm.c, xport
+ * xport.c. */
 struct tess__comm_grid {
     struct tess__comm_coords at; /* nprow, npcol, myrow, mycol (-1, -1 outside the grid) */
     char order;       /* 'R' or 'C' when ranks follow that order, 0 otherwise (from BLACS) */
@@ -237,14 +234,8 @@ struct tess__comm_grid {
     MPI_Comm col;     /* my process column: nprow ranks, rank == myrow */
     int rank;         /* my rank in comm: equal to my rank in the caller's communicator */
     int *ranks;       /* ranks[r + c * nprow]: the rank in comm of process (r, c) */
-    /* pgemm.c: work buffers kept across calls (pinned when a GPU is used), last stats */
-    void *ws;
-    size_t ws_bytes;
-    struct tess_pgemm_stats last;
-    /* xport_nccl.c: the NCCL transport, opened on first use; nccl_state 0 not tried,
-     * 1 open, 2 not available on this grid (then MPI carries everything) */
-    struct tess__nccl *nccl;
-    int nccl_state;
+    struct tess__pgemm_keep pgemm;
+    struct tess__xport *xport;  /* the grid's transport (xport.h), NULL until it is opened */
 };
 
 /* Build a nprow x npcol grid over comm (collective over comm; comm itself is left alone).
@@ -286,14 +277,11 @@ int tess__comm_agree_on(MPI_Comm comm, int status);
  * naming file:line, the call and MPI's error string. */
 int tess__comm_mpi_status(int rc, const char *call, const char *file, int line);
 #define TESS__MPI(call) tess__comm_mpi_status((call), #call, __FILE__, __LINE__)
-/* MPI_Wait that backs off where cores are scarce: MPI_Test, and after about 100 us of failed
- * tests short sleeps (up to 100 us). Open MPI's MPI_Wait spins (sched_yield), which on a
- * node with more ranks and threads than cores starves the rank the others wait for. Where
- * the rank's CPU set has two cores per rank of the node it spins on MPI_Test instead (a
- * sleeping waiter slows large copy-in/copy-out messages: each test moves one fragment). */
+/* MPI_Wait that spins where the rank has two cores per rank of its node and backs off
+ * (short sleeps) where cores are scarce (mpiwait.c). */
 int tess__mpi_wait(MPI_Request *req);
 
-/* ---- transports ------------------------------------------------------------------------ */
+/* ---- bcast.c: a block broadcast along a process row or column --------------------------- */
 
 /* Broadcast directions: along my process row (over g->row, root is a process column) or
  * along my process column (over g->col, root is a process row). */
@@ -307,83 +295,28 @@ struct tess__comm_block {
     size_t esize;
 };
 
-struct tess__xport_ops;
-/* One broadcast in flight. Filled by bcast_start; done after bcast_test returns TESS_OK or
- * after bcast_wait. */
-struct tess__xport_req {
-    const struct tess__xport_ops *ops;
-    MPI_Request mpi;  /* the MPI transport's request */
-    void *impl;       /* for other transports */
+/* One broadcast in flight: done after tess__comm_bcast_test returns TESS_OK or after
+ * tess__comm_bcast_wait. */
+struct tess__comm_bcast {
+    MPI_Request mpi;
 };
 
-/* A transport: the const table of how blocks move between the ranks of a grid. The MPI
- * transport (tess__xport_mpi) takes host memory only (Open MPI here is not CUDA-aware);
- * the GPU transport (comm/xport_nccl.c) lands panels in device memory. */
-struct tess__xport_ops {
-    const char *name;
-    /* Start broadcasting a block from the process at position root of my row (axis ROW:
-     * root is a process column) or column (axis COL: root is a process row). Collective
-     * over that communicator: every member calls with the same axis, root, rows, cols and
-     * esize. The root reads blk (ptr, ld); every other member receives the block packed
-     * (ld = rows) into recv. On the root, recv may be NULL (the block is sent from the
-     * local array directly) or a buffer the root packs its block into before sending, so
-     * every member ends with the same packed copy. Nothing passed may be touched until the
-     * request is done. Returns TESS_OK (started), TESS_EINVAL (a block too large for one
-     * MPI call or a NULL buffer) or TESS_ECOMM; req is then not in flight. */
-    int (*bcast_start)(const struct tess__comm_grid *g, enum tess__comm_axis axis, int root,
-                       const struct tess__comm_block *blk, void *recv,
-                       struct tess__xport_req *req);
-    /* Poll: TESS_OK when done, TESS_EAGAIN while in flight, TESS_ECOMM. */
-    int (*bcast_test)(struct tess__xport_req *req);
-    /* Block until done: TESS_OK or TESS_ECOMM. */
-    int (*bcast_wait)(struct tess__xport_req *req);
-};
-
-extern const struct tess__xport_ops tess__xport_mpi;
-
-/* ---- xport_nccl.c: panels into device memory, NCCL within a node (see the file) ------- */
-
-struct tess__nccl;
-struct tess__redist_op;
-/* The grid's GPU transport, opened on first use (collective over g->comm): TESS_ENOSYS
- * on every rank when any rank cannot use it (no NCCL or CUDA in the build,
- * TESSERA_PGEMM_NCCL=0, a rank whose runtime has no GPU as device 0; with
- * TESSERA_PGEMM_NCCL=2 emulated devices do: MPI then stands in for NCCL) or the ranks
- * differ in that; other errors are agreed. Closed by tess_grid_free. */
-int tess__nccl_get(struct tess__comm_grid *g, struct tess__nccl **out);
-void tess__nccl_close(struct tess__nccl *n);
-/* After a call that failed (agreed): if a device was lost during an exchange anywhere,
- * every rank closes its transport; the next call opens a new one. Collective. */
-int tess__nccl_after_failure(struct tess__comm_grid *g);
-/* The runtime device whose memory holds the panels, and its heap size. */
-int tess__nccl_device(const struct tess__nccl *n);
-size_t tess__nccl_heap_bytes(const struct tess__nccl *n);
-/* How many units may be queued before waiting for the oldest (2 when ranks of other nodes
- * take part: each unit in flight holds a pinned receive buffer). */
-int tess__nccl_units_in_flight(const struct tess__nccl *n);
-/* The device buffers one unit takes beside the panels, each at most the unit's bytes. */
-int tess__nccl_unit_buffers(const struct tess__nccl *n);
-/* The least bytes per unit (TESSERA_PGEMM_CHUNK is raised to it). */
-int64_t tess__nccl_min_unit(const struct tess__nccl *n);
-/* Device memory from the runtime's heap on that device (freed after the stream drains). */
-int tess__nccl_alloc(struct tess__nccl *n, size_t bytes, void **ptr, void **handle);
-void tess__nccl_free(struct tess__nccl *n, void *handle);
-/* Queue one exchange unit (k in [k0, k1), selected buffer positions in [s0, s1)) of the
- * two operands ops (their buf: device panels) among the size ranks with coordinates
- * prow/pcol; its completion is event slot (mod the units in flight; slot 0 starts a pass).
- * Collective over the grid: returns the status agreed by every rank over `prior` (the
- * caller's last wait), the errors of earlier units and this unit's preparation; when it is
- * not TESS_OK nothing of the unit was queued anywhere. Adds the bytes sent to and received
- * from other ranks to *sent, *recvd. */
-int tess__nccl_unit(struct tess__nccl *n, const struct tess__comm_grid *g,
-                    const struct tess__redist_op *ops, const int *prow, const int *pcol, int size,
-                    int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1, int slot,
-                    int prior, uint64_t *sent, uint64_t *recvd);
-/* Bytes packed for peers from the own panel (D2D) since the transport opened. */
-uint64_t tess__nccl_packed_d2d(const struct tess__nccl *n);
-/* Wait for unit slot: TESS_OK, TESS_EDEVICE or TESS_ECOMM (also for an error of an
- * earlier unit of the pass that happened after its agreement). */
-int tess__nccl_wait(struct tess__nccl *n, int slot);
+/* Start broadcasting a block from the process at position root of my row (axis ROW: root
+ * is a process column) or column (axis COL: root is a process row); host memory only.
+ * Collective over that communicator: every member calls with the same axis, root, rows,
+ * cols and esize. The root reads blk (ptr, ld); every other member receives the block
+ * packed (ld = rows) into recv. On the root, recv may be NULL (the block is sent from the
+ * local array directly) or a buffer the root packs its block into before sending, so every
+ * member ends with the same packed copy. Nothing passed may be touched until the request
+ * is done. Returns TESS_OK (started), TESS_EINVAL (a block too large for one MPI call or a
+ * NULL buffer) or TESS_ECOMM; req is then not in flight. */
+int tess__comm_bcast_start(const struct tess__comm_grid *g, enum tess__comm_axis axis, int root,
+                           const struct tess__comm_block *blk, void *recv,
+                           struct tess__comm_bcast *req);
+/* Poll: TESS_OK when done, TESS_EAGAIN while in flight, TESS_ECOMM. */
+int tess__comm_bcast_test(struct tess__comm_bcast *req);
+/* Block until done: TESS_OK or TESS_ECOMM. */
+int tess__comm_bcast_wait(struct tess__comm_bcast *req);
 
 /* ---- pgemm.c: the distributed GEMM ------------------------------------------------------ */
 
@@ -404,7 +337,7 @@ int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t cap, int64_t *ou
 /* The device panels' cap on a heap of heap bytes beside an in-place operand of inplace bytes
  * and nbuf exchange buffers of at most unit bytes each (and at most the panels' bytes). */
 int64_t tess__pgemm_panel_cap(int64_t heap, int64_t inplace, int nbuf, int64_t unit);
-/* The grid's host work buffer (g->ws; pinned where a GPU is used), grown to at least bytes
+/* The grid's host work buffer (g->pgemm.ws), grown to at least bytes
  * (TESS_ENOMEM with a message when it cannot be). */
 int tess__pgemm_ws(struct tess__comm_grid *g, size_t bytes);
 /* Bytes a rank receives per pipelined exchange (TESSERA_PGEMM_CHUNK, default 128 MiB),

@@ -31,6 +31,7 @@
 
 #include "level3.h"
 #include "redist.h"
+#include "xport.h"
 
 /* ---- grids and descriptors (tessera_mpi.h) ------------------------------------------- */
 
@@ -60,8 +61,8 @@ int tess_grid_info(const tess_grid_t *g, int *nprow, int *npcol, int *myrow, int
 
 void tess_grid_free(tess_grid_t *g) {
     if (!g) return;
-    tess__nccl_close(g->nccl);
-    tess_free_host(g->ws);
+    tess__xport_drop(g);
+    tess_free_host(g->pgemm.ws.ptr);
     tess__comm_grid_destroy(g);
     free(g);
 }
@@ -99,7 +100,7 @@ int64_t tess_desc_local(const tess_grid_t *g, const tess_desc_t *d, int dim) {
 
 int tess_pgemm_last_stats(const tess_grid_t *g, tess_pgemm_stats_t *out) {
     if (!g || !out) return tess__fail(TESS_EINVAL, "tess_pgemm_last_stats: NULL argument");
-    *out = g->last;
+    *out = g->pgemm.last;
     return TESS_OK;
 }
 
@@ -152,14 +153,15 @@ int64_t tess__pgemm_panel_cap(int64_t heap, int64_t inplace, int nbuf, int64_t u
 }
 
 int tess__pgemm_ws(struct tess__comm_grid *g, size_t bytes) {
-    if (bytes <= g->ws_bytes) return TESS_OK;
-    tess_free_host(g->ws);
-    g->ws_bytes = 0;
-    g->ws = tess_malloc_host(bytes);
-    if (!g->ws)
+    struct tess__pgemm_buf *ws = &g->pgemm.ws;
+    if (bytes <= ws->bytes) return TESS_OK;
+    tess_free_host(ws->ptr);
+    ws->bytes = 0;
+    ws->ptr = tess_malloc_host(bytes);
+    if (!ws->ptr)
         return tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of panel buffers: out of host memory "
                           "(lower TESSERA_PGEMM_MEM)", bytes);
-    g->ws_bytes = bytes;
+    ws->bytes = bytes;
     return TESS_OK;
 }
 
@@ -179,7 +181,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
                     int64_t ic, int64_t jc, const struct tess__comm_desc *dc) {
     if (!tess__comm_grid_in(g)) return TESS_OK;
     double t0 = now_s();
-    memset(&g->last, 0, sizeof g->last);
+    memset(&g->pgemm.last, 0, sizeof g->pgemm.last);
     if (m == 0 || n == 0) return TESS_OK;
     size_t es = tess__dtypes[dt].size;
     int P = g->at.nprow, Q = g->at.npcol, myrow = g->at.myrow, mycol = g->at.mycol;
@@ -195,7 +197,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     if (k == 0 || tess__scalar_is_zero(dt, &al)) {
         /* no product: C = beta C on what this rank holds (beta = 0: zeros, C not read) */
         if (mloc > 0 && nloc > 0) tess__host_scale(dt, mloc, nloc, &be, Cloc, dc->lld);
-        g->last.seconds = now_s() - t0;
+        g->pgemm.last.seconds = now_s() - t0;
         return TESS_OK;
     }
     if (!tess__dtypes[dt].complex_) {
@@ -238,47 +240,37 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     for (int c = 0; c < Q; c++) nmax = TESS__MAX(nmax, tess__redist_sel_count(&ops[1], c));
     int64_t per_k = ((ops[0].in_place ? 0 : mmax) + (ops[1].in_place ? 0 : nmax)) * (int64_t)es;
     bool moving = !ops[0].in_place || !ops[1].in_place, xok = false;
-    /* the transport: the GPU one (panels in device memory; NCCL within a node, MPI then H2D
-     * across nodes) when every rank drives a GPU, MPI through host memory otherwise */
-    struct tess__nccl *nc = NULL;
-    if (moving) {
-        st = tess__nccl_get(g, &nc);
-        if (st == TESS_ENOSYS) st = TESS_OK;
-    }
-    uint64_t d2d0 = nc ? tess__nccl_packed_d2d(nc) : 0;
+    /* the grid's transport (xport.h): chosen at its first exchange, kept */
+    struct tess__xport *xp = NULL;
+    if (moving) st = tess__xport_get(g, &xp);
+    const uint64_t d2d0 = xp ? xp->packed_d2d : 0;
     int64_t budget = 0, kpass = k;
     int64_t cbytes = 128 << 20;
     int cst0 = tess__pgemm_chunk(g, &cbytes); /* collective: every rank gets here */
-    if (nc) cbytes = TESS__MAX(cbytes, tess__nccl_min_unit(nc));
+    if (xp) cbytes = TESS__MAX(cbytes, xp->min_unit);
     /* device panels: what the job and the exchange leave of the heap (st is agreed here:
      * every rank or none takes the collective budget) */
-    const int64_t heap = nc ? (int64_t)tess__nccl_heap_bytes(nc) : 0;
+    const int64_t heap = xp ? (int64_t)xp->heap : 0;
     const int64_t inplace = (ops[0].in_place ? mloc : ops[1].in_place ? nloc : 0) * k * (int64_t)es;
     if (!st)
         st = tess__pgemm_budget(
-            g, nc ? tess__pgemm_panel_cap(heap, inplace, tess__nccl_unit_buffers(nc), cbytes) : 0,
+            g, heap > 0 ? tess__pgemm_panel_cap(heap, inplace, xp->unit_buffers, cbytes) : 0,
             &budget);
     if (!st) st = cst0;
     if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
     int64_t kc = per_k > 0 ? TESS__MAX(1, TESS__MIN(kpass, cbytes / per_k)) : kpass;
 
-    /* panel buffers for one pass: device memory from the runtime's heap (NCCL), or host
-     * memory cached on the grid (MPI) */
+    /* panel buffers for one pass, from the transport: device memory from the runtime's heap,
+     * or host memory cached on the grid */
     size_t abytes = ops[0].in_place ? 0 : ((size_t)mloc * (size_t)kpass * es + 255) & ~(size_t)255;
     size_t bbytes = ops[1].in_place ? 0 : (size_t)nloc * (size_t)kpass * es;
     void *panel = NULL, *panel_h = NULL;
-    if (!st && nc && abytes + bbytes > 0) {
-        st = tess__nccl_alloc(nc, abytes + bbytes, &panel, &panel_h);
-    } else if (!st) {
-        st = tess__pgemm_ws(g, abytes + bbytes);
-    }
-    if (!nc) panel = g->ws;
-    struct tess__redist_exch x;
-    if (!st && moving) xok = !(st = tess__redist_exch_init(&x, g, ops, 2, es));
+    if (!st && xp) st = tess__xport_alloc(xp, abytes + bbytes, &panel, &panel_h);
+    if (!st && xp) xok = !(st = tess__xport_begin(xp, ops, 2));
     st = tess__comm_agree(g, st);
     if (st) {
-        if (xok) tess__redist_exch_free(&x);
-        if (panel_h) tess__nccl_free(nc, panel_h);
+        if (xok) tess__xport_end(xp);
+        if (panel_h) tess__xport_free(xp, panel_h);
         tess__redist_free(&ops[0]);
         tess__redist_free(&ops[1]);
         tess__rt_put(rt);
@@ -286,6 +278,7 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
     }
     ops[0].buf = panel;
     ops[1].buf = (char *)panel + abytes;
+    const int pdev = xp ? xp->dev : -1;
 
     double tcomm = 0;
     int passes = 0, units = 0;
@@ -330,8 +323,8 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         struct tess__gemm_async *job = NULL;
         int jst = TESS_OK;
         struct tess__gemm_opts jo = {.ready = moving ? &ready : NULL, .ready_dim = mode,
-                                     .a_dev = nc && !ops[0].in_place ? tess__nccl_device(nc) : -1,
-                                     .b_dev = nc && !ops[1].in_place ? tess__nccl_device(nc) : -1,
+                                     .a_dev = !ops[0].in_place ? pdev : -1,
+                                     .b_dev = !ops[1].in_place ? pdev : -1,
                                      .panel_share = heap > 0 ? (double)(abytes + bbytes) / (double)heap : 0};
         if (job_here)
             jst = tess__gemm_start(dt, ta, tb, mloc, nloc, kp, &al, Ap, lda, Bp, ldb,
@@ -341,29 +334,28 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         if (moving) {
             double tc = now_s();
             /* W units in flight: unit u is queued once unit u - W landed */
-            int W = nc ? tess__nccl_units_in_flight(nc) : 2;
+            const int W = xp->in_flight;
             units += (int)nunits;
             for (int64_t u = 0; u < nunits + W && !cst; u++) {
                 int wst = TESS_OK;
                 if (u >= W) { /* unit u - W landed: its tasks may go */
-                    wst = nc ? tess__nccl_wait(nc, (int)(u - W)) : tess__mpi_wait(&x.req[u % 2]);
+                    wst = tess__xport_wait(xp, (int)(u - W));
                     int64_t done = (u - W + 1) * unit;
                     if (!wst)
                         atomic_store_explicit(&ready, TESS__MIN(mode == 'k' ? kp : lmine, done),
                                               memory_order_release);
                 }
-                if (u >= nunits || (wst && !nc)) {
+                if (u >= nunits) {
                     cst = wst;
                     continue;
                 }
-                int64_t k0 = p0, k1 = p1, s0 = 0, s1 = INT64_MAX;
-                if (mode == 'k') k0 = p0 + u * unit, k1 = TESS__MIN(p1, p0 + (u + 1) * unit);
-                else s0 = u * unit, s1 = (u + 1) * unit;
-                /* the GPU transport agrees on every unit (a wait that failed here included),
-                 * so that all ranks stop at the same one */
-                cst = nc ? tess__nccl_unit(nc, g, ops, x.prow, x.pcol, x.size, k0, k1, p0, s0, s1,
-                                           (int)u, wst, &x.sent, &x.recvd)
-                         : tess__redist_exch_post(&x, (int)(u % 2), k0, k1, p0, s0, s1);
+                struct tess__xport_unit xu = {.k0 = p0, .k1 = p1, .kbase = p0, .s0 = 0,
+                                              .s1 = INT64_MAX, .slot = (int)u};
+                if (mode == 'k') xu.k0 = p0 + u * unit, xu.k1 = TESS__MIN(p1, p0 + (u + 1) * unit);
+                else xu.s0 = u * unit, xu.s1 = (u + 1) * unit;
+                /* a transport that agrees on every unit (a wait that failed here included)
+                 * stops all ranks at the same one */
+                cst = tess__xport_post(xp, &xu, wst);
             }
             tcomm += now_s() - tc;
             if (cst && job) tess__gemm_abort(job, cst);
@@ -372,25 +364,25 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         st = tess__comm_agree(g, cst ? cst : jst);
     }
     if (moving) {
-        g->last.bytes_sent = x.sent;
-        g->last.bytes_received = x.recvd;
-        tess__redist_exch_free(&x);
+        g->pgemm.last.bytes_sent = xp->sent;
+        g->pgemm.last.bytes_received = xp->recvd;
+        tess__xport_end(xp);
     }
-    if (panel_h) tess__nccl_free(nc, panel_h);
-    g->last.nccl = nc != NULL;
-    g->last.bytes_packed_d2d = nc ? tess__nccl_packed_d2d(nc) - d2d0 : 0;
+    if (panel_h) tess__xport_free(xp, panel_h);
+    g->pgemm.last.nccl = pdev >= 0;
+    g->pgemm.last.bytes_packed_d2d = xp ? xp->packed_d2d - d2d0 : 0;
     /* a device lost during an exchange ends the transport on every rank (st is agreed:
      * every rank gets here); the call's own status stands */
-    if (st && nc) (void)tess__nccl_after_failure(g);
+    if (st && xp) (void)tess__xport_after_failure(g);
     tess__redist_free(&ops[0]);
     tess__redist_free(&ops[1]);
-    g->last.seconds = now_s() - t0;
-    g->last.comm_seconds = tcomm;
-    g->last.passes = passes;
-    g->last.units = units;
-    g->last.a_local = ops[0].in_place;
-    g->last.b_local = ops[1].in_place;
-    g->last.variant = 'C';
+    g->pgemm.last.seconds = now_s() - t0;
+    g->pgemm.last.comm_seconds = tcomm;
+    g->pgemm.last.passes = passes;
+    g->pgemm.last.units = units;
+    g->pgemm.last.a_local = ops[0].in_place;
+    g->pgemm.last.b_local = ops[1].in_place;
+    g->pgemm.last.variant = 'C';
     tess__rt_put(rt);
     return st;
 }

@@ -43,6 +43,7 @@
 
 #include "level3.h"
 #include "redist.h"
+#include "xport.h"
 
 /* ---- the choice ------------------------------------------------------------------------- */
 
@@ -285,7 +286,7 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
                       const struct tess__comm_desc *db, void *C, int64_t ic, int64_t jc,
                       const struct tess__comm_desc *dc) {
     double t0 = tess__now(), tcomm = 0;
-    g->last.units = 0;
+    g->pgemm.last.units = 0;
     const int P = g->at.nprow, Q = g->at.npcol, myrow = g->at.myrow, mycol = g->at.mycol;
     struct run R;
     memset(&R, 0, sizeof R);
@@ -350,12 +351,17 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
     if (!cnt || !ucnt || !scratch)
         st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
     if (!st) st = tess__pgemm_ws(g, ybytes + wbytes);
-    struct tess__redist_exch x;
+    /* Y's gather: the MPI transport (host memory), one unit; opened on every rank */
+    struct tess__xport *x = NULL;
     bool xok = false;
+    if (!y.in_place) {
+        int xst = tess__xport_open_mpi(g, &x); /* collective, agreed */
+        if (!st) st = xst;
+    }
     if (!st && !y.in_place) {
-        y.buf = g->ws;
+        y.buf = g->pgemm.ws.ptr;
         y.ldbuf = TESS__MAX(1, yrows);
-        xok = !(st = tess__redist_exch_init(&x, g, &y, 1, es));
+        xok = !(st = tess__xport_begin(x, &y, 1));
     }
     /* the partials: everything this rank sends and receives, unit after unit (a unit's
      * pieces rank by rank in grid order); received ones are added once all units landed */
@@ -392,15 +398,16 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
                      : kloc > 0 && yfree > 0 ? tess__redist_in_place_ptr(&y, myrow, mycol, 0)
                                              : NULL;
     const int64_t ldy = y.in_place ? y.ldx : y.ldbuf;
-    char *W = (char *)g->ws + ybytes;
+    char *W = (char *)g->pgemm.ws.ptr + ybytes;
     if (wr > 0 && wc > 0 && kloc == 0) tess__host_scale(dt, wr, wc, tess__scalar_zero(), W, R.ldw);
     int *sc = cnt, *sd = cnt + nranks, *rc = cnt + 2 * nranks, *rd = cnt + 3 * nranks;
     MPI_Request red = MPI_REQUEST_NULL;
     int64_t soff = 0, roff = 0;
     double tc = tess__now();
     if (!y.in_place) {
-        st = tess__redist_exch_post(&x, 0, 0, yfree, 0, 0, INT64_MAX);
-        if (!st) st = tess__mpi_wait(&x.req[0]);
+        const struct tess__xport_unit whole = {.k0 = 0, .k1 = yfree, .s1 = INT64_MAX};
+        st = tess__xport_post(x, &whole, TESS_OK);
+        if (!st) st = tess__xport_wait(x, 0);
     }
     tcomm += tess__now() - tc;
     st = tess__comm_agree(g, st);
@@ -470,23 +477,24 @@ int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char
         }
     }
     tcomm += tess__now() - tc;
-    g->last.units = (int)units;
+    g->pgemm.last.units = (int)units;
 out:
     if (elem != MPI_DATATYPE_NULL) MPI_Type_free(&elem);
     free(sbuf), free(rbuf);
     if (xok) {
-        sent += x.sent, recvd += x.recvd;
-        tess__redist_exch_free(&x);
+        sent += x->sent, recvd += x->recvd;
+        tess__xport_end(x);
     }
+    tess__xport_close(x);
     tess__redist_free(&y);
     free(R.w[0].d.seg), free(R.w[1].d.seg);
     free(cnt), free(ucnt), free(scratch);
-    g->last.seconds = tess__now() - t0;
-    g->last.comm_seconds = tcomm;
-    g->last.bytes_sent = sent, g->last.bytes_received = recvd;
-    g->last.passes = 1;
-    g->last.a_local = var == 'A' || (var == 'B' && y.in_place);
-    g->last.b_local = var == 'B' || (var == 'A' && y.in_place);
-    g->last.variant = var;
+    g->pgemm.last.seconds = tess__now() - t0;
+    g->pgemm.last.comm_seconds = tcomm;
+    g->pgemm.last.bytes_sent = sent, g->pgemm.last.bytes_received = recvd;
+    g->pgemm.last.passes = 1;
+    g->pgemm.last.a_local = var == 'A' || (var == 'B' && y.in_place);
+    g->pgemm.last.b_local = var == 'B' || (var == 'A' && y.in_place);
+    g->pgemm.last.variant = var;
     return st;
 }

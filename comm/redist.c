@@ -9,21 +9,19 @@
  * block boundaries of the two maps, so each dimension is cut into segments: maximal ranges
  * of sub(X) indices with one source process and one destination coordinate.
  *
- * The exchange of one chunk (a k range [k0, k1) of both operands; or, when only one
- * operand moves, a range [s0, s1) of each destination's selected buffer indices with all
- * k) is one MPI_Ialltoallw: for every pair (owner,
- * destination) an MPI datatype lists, in the same order on both sides (the blocks of
- * tess__redist_blocks: operand, column segment, row segment, each block column-major),
- * the elements the owner holds and the destination needs: on the owner at their place in
- * its local array, on the destination at their place in its panel buffer. The GPU
- * transport packs and unpacks by the same block list, so every exchange has one order. MPI moves them directly (no packing by us); A's and B's pieces share the
- * one call through absolute addresses (MPI_BOTTOM).
+ * A unit of the exchange (a k range [k0, k1) of both operands; or, when only one operand
+ * moves, a range [s0, s1) of each destination's selected buffer indices with all k) is,
+ * for every pair (owner, destination), a list of 2D blocks in one fixed order (operand,
+ * column segment, row segment, each block column-major: tess__redist_blocks), or the same
+ * blocks as one MPI datatype at their place in the owner's local arrays or the
+ * destination's panel (tess__redist_types). The transports (xport.h) move them by these
+ * lists, so every exchange has one order.
  *
  * An operand whose selected dimension follows C's map exactly and whose k dimension is
  * not split over processes is used in place: every rank already holds what it needs, in
  * local order (always on one rank; A = op(A) on a P x 1 grid and B = op(B) on a 1 x Q grid
  * when their blocks match C's).
- * Owns no memory but the segment lists; the buffers belong to pgemm.c.
+ * Owns no memory but the segment lists; the panels belong to the caller.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -306,78 +304,4 @@ int tess__redist_types(const struct tess__redist_op *ops, int nops, int orow, in
     free(a.bl), free(a.dp), free(a.ty), free(a.own);
     if (a.st && *type != MPI_DATATYPE_NULL) MPI_Type_free(type);
     return a.st;
-}
-
-/* ---- the exchange: one MPI_Ialltoallw per unit, two units in flight ------------------- */
-
-
-int tess__redist_exch_post(struct tess__redist_exch *x, int slot, int64_t k0, int64_t k1, int64_t kbase, int64_t s0,
-                     int64_t s1) {
-    struct tess__comm_grid *g = x->g;
-    int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK;
-    for (int j = 0; j < x->size && !st; j++) {
-        MPI_Datatype ts = MPI_DATATYPE_NULL, tr = MPI_DATATYPE_NULL;
-        st = tess__redist_types(x->ops, x->nops, me_r, me_c, x->prow[j], x->pcol[j], k0, k1, kbase,
-                                s0, s1, true, x->elem, &ts);
-        if (!st)
-            st = tess__redist_types(x->ops, x->nops, x->prow[j], x->pcol[j], me_r, me_c, k0, k1,
-                                    kbase, s0, s1, false, x->elem, &tr);
-        x->ty_s[slot][j] = ts != MPI_DATATYPE_NULL ? ts : x->elem;
-        x->ty_r[slot][j] = tr != MPI_DATATYPE_NULL ? tr : x->elem;
-        x->cnt_s[j] = ts != MPI_DATATYPE_NULL;
-        x->cnt_r[j] = tr != MPI_DATATYPE_NULL;
-        MPI_Count sz;
-        if (ts != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(ts, &sz) == MPI_SUCCESS)
-            x->sent += (uint64_t)sz;
-        if (tr != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(tr, &sz) == MPI_SUCCESS)
-            x->recvd += (uint64_t)sz;
-    }
-    if (!st)
-        st = TESS__MPI(MPI_Ialltoallw(MPI_BOTTOM, x->cnt_s, x->dsp, x->ty_s[slot], MPI_BOTTOM,
-                                      x->cnt_r, x->dsp, x->ty_r[slot], g->comm, &x->req[slot]));
-    /* the call holds what it needs: the types can go now (MPI frees them when done) */
-    for (int j = 0; j < x->size; j++) {
-        if (x->ty_s[slot][j] != x->elem && x->ty_s[slot][j] != MPI_DATATYPE_NULL)
-            MPI_Type_free(&x->ty_s[slot][j]);
-        if (x->ty_r[slot][j] != x->elem && x->ty_r[slot][j] != MPI_DATATYPE_NULL)
-            MPI_Type_free(&x->ty_r[slot][j]);
-        x->ty_s[slot][j] = x->ty_r[slot][j] = MPI_DATATYPE_NULL;
-    }
-    return st;
-}
-
-void tess__redist_exch_free(struct tess__redist_exch *x) {
-    free(x->prow), free(x->pcol), free(x->cnt_s), free(x->cnt_r), free(x->dsp);
-    for (int s = 0; s < 2; s++) free(x->ty_s[s]), free(x->ty_r[s]);
-    if (x->elem != MPI_DATATYPE_NULL) MPI_Type_free(&x->elem);
-}
-
-int tess__redist_exch_init(struct tess__redist_exch *x, struct tess__comm_grid *g,
-                           struct tess__redist_op *ops, int nops, size_t es) {
-    memset(x, 0, sizeof *x);
-    x->g = g;
-    x->ops = ops;
-    x->nops = nops;
-    x->elem = MPI_DATATYPE_NULL;
-    x->req[0] = x->req[1] = MPI_REQUEST_NULL;
-    MPI_Comm_size(g->comm, &x->size);
-    size_t n = (size_t)x->size;
-    x->prow = calloc(n, sizeof(int)), x->pcol = calloc(n, sizeof(int));
-    x->cnt_s = calloc(n, sizeof(int)), x->cnt_r = calloc(n, sizeof(int)), x->dsp = calloc(n, sizeof(int));
-    for (int s = 0; s < 2; s++)
-        x->ty_s[s] = calloc(n, sizeof(MPI_Datatype)), x->ty_r[s] = calloc(n, sizeof(MPI_Datatype));
-    if (!x->prow || !x->pcol || !x->cnt_s || !x->cnt_r || !x->dsp || !x->ty_s[0] || !x->ty_s[1] ||
-        !x->ty_r[0] || !x->ty_r[1]) {
-        tess__redist_exch_free(x);
-        return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-    }
-    for (int r = 0; r < g->at.nprow; r++)
-        for (int c = 0; c < g->at.npcol; c++) {
-            int k = tess__comm_grid_rank(g, r, c);
-            x->prow[k] = r, x->pcol[k] = c;
-        }
-    int st = TESS__MPI(MPI_Type_contiguous((int)es, MPI_BYTE, &x->elem));
-    if (!st) st = TESS__MPI(MPI_Type_commit(&x->elem));
-    if (st) tess__redist_exch_free(x);
-    return st;
 }

@@ -1,5 +1,7 @@
-/* comm/redist.h: gathering the operand panels of the distributed GEMM (redist.c). See
- * redist.c for the scheme; pgemm.c is the only user. */
+/* comm/redist.h: what each rank's local GEMM needs of a distributed operand, and where it
+ * lies on both sides (redist.c: the scheme), as block lists and MPI datatypes in one
+ * order. Users: the GEMM variants (pgemm.c, pgemm_split.c) and the transports (xport*.c),
+ * which move what these lists describe. */
 #ifndef TESS_REDIST_H
 #define TESS_REDIST_H
 
@@ -82,28 +84,5 @@ int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, i
 int tess__redist_types(const struct tess__redist_op *ops, int nops, int orow, int ocol, int drow,
                        int dcol, int64_t k0, int64_t k1, int64_t kbase, int64_t s0, int64_t s1,
                        bool send, MPI_Datatype elem, MPI_Datatype *type);
-
-/* The exchange of the gathered panels: one MPI_Ialltoallw per unit over g->comm (two
- * slots, so two units may be in flight), the elements of every (owner, destination) pair
- * described by tess__redist_types at their place on both sides. */
-struct tess__redist_exch {
-    struct tess__comm_grid *g;
-    struct tess__redist_op *ops;
-    int nops;
-    MPI_Datatype elem;
-    int size;                   /* ranks in g->comm */
-    int *prow, *pcol;           /* coordinates of each rank of g->comm */
-    int *cnt_s, *cnt_r, *dsp;   /* per rank: count (0/1) out and in, displacements (0) */
-    MPI_Datatype *ty_s[2], *ty_r[2];
-    MPI_Request req[2];
-    uint64_t sent, recvd;       /* bytes to and from other ranks, all units so far */
-};
-int tess__redist_exch_init(struct tess__redist_exch *x, struct tess__comm_grid *g,
-                           struct tess__redist_op *ops, int nops, size_t es);
-/* Start the unit of k in [k0, k1) (buffer index k - kbase) and selected buffer positions
- * in [s0, s1) in slot (0 or 1; its request must be done). */
-int tess__redist_exch_post(struct tess__redist_exch *x, int slot, int64_t k0, int64_t k1,
-                           int64_t kbase, int64_t s0, int64_t s1);
-void tess__redist_exch_free(struct tess__redist_exch *x);
 
 #endif

@@ -1,149 +1,139 @@
-/* comm/xport_mpi.c: the MPI transport. A block of a local array is broadcast along a
- * process row or column with MPI_Ibcast, host memory only (the Open MPI here is not
- * CUDA-aware; device panels go through comm/xport_nccl.c once it exists).
- * Owns the request's MPI state only; the buffers belong to the caller until the request is
- * done. No packing on the root unless it asks for the packed copy: the root sends through a
- * derived datatype (columns of rows elements, ld apart), the others receive contiguous
- * columns; both type signatures are rows * cols * esize bytes.
+/* comm/xport_mpi.c: the MPI transport (xport.h): panels in host memory (the grid's work
+ * buffer, tess__pgemm_ws: the Open MPI here is not CUDA-aware), one MPI_Ialltoallw over
+ * g->comm per unit, two units in flight (two slots). For every (owner, destination) pair a
+ * datatype of redist.c (tess__redist_types) lists the elements the owner holds and the
+ * destination needs, at their place in the owner's local arrays and in the destination's
+ * panel: MPI moves them directly, no packing by us; the operands share the one call
+ * through absolute addresses (MPI_BOTTOM).
+ * Owns, per call (begin to end), the element type, the per-rank counts and the types of
+ * the units in flight; the panels belong to the grid.
  */
-#include <limits.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "comm.h"
-#include "launcher.h"
+#include "redist.h"
+#include "xport.h"
 
-/* An MPI type of n contiguous elements of esize bytes: MPI_BYTE counts would overflow int
- * at 2 GiB, so the element is a type of its own. */
-static int column_type(size_t esize, int64_t rows, MPI_Datatype *col) {
+struct xmpi {
+    struct tess__xport base;  /* first */
+    struct tess__redist_op *ops;
+    int nops;
     MPI_Datatype elem;
-    int st = TESS__MPI(MPI_Type_contiguous((int)esize, MPI_BYTE, &elem));
-    if (st) return st;
-    st = TESS__MPI(MPI_Type_contiguous((int)rows, elem, col));
-    MPI_Type_free(&elem);
-    if (!st) st = TESS__MPI(MPI_Type_commit(col));
-    return st;
-}
-
-static int mpi_bcast_start(const struct tess__comm_grid *g, enum tess__comm_axis axis,
-                           int root, const struct tess__comm_block *blk, void *recv,
-                           struct tess__xport_req *req) {
-    req->ops = &tess__xport_mpi;
-    req->mpi = MPI_REQUEST_NULL;
-    req->impl = NULL;
-    MPI_Comm comm = axis == TESS__COMM_ROW ? g->row : g->col;
-    const int me = axis == TESS__COMM_ROW ? g->at.mycol : g->at.myrow;
-    const int n = axis == TESS__COMM_ROW ? g->at.npcol : g->at.nprow;
-    if (comm == MPI_COMM_NULL)
-        return tess__fail(TESS_EINVAL, "block broadcast from a process outside the grid");
-    if (root < 0 || root >= n)
-        return tess__fail(TESS_EINVAL, "block broadcast root %d outside 0..%d", root, n - 1);
-    if (blk->rows < 0 || blk->cols < 0 || blk->rows > INT_MAX || blk->cols > INT_MAX ||
-        blk->esize == 0 || blk->esize > INT_MAX)
-        return tess__fail(TESS_EINVAL, "block %lld x %lld of %zu-byte elements: cannot be "
-                          "broadcast in one MPI call", (long long)blk->rows,
-                          (long long)blk->cols, blk->esize);
-    const int64_t rows = blk->rows, cols = blk->cols;
-    const size_t colbytes = (size_t)rows * blk->esize;
-    const bool empty = rows == 0 || cols == 0;
-    if (me == root && !empty && (!blk->ptr || blk->ld < rows))
-        return tess__fail(TESS_EINVAL, "block broadcast root: block %p with ld %lld < rows "
-                          "%lld", blk->ptr, (long long)blk->ld, (long long)rows);
-    if (me != root && !empty && !recv)
-        return tess__fail(TESS_EINVAL, "block broadcast: NULL receive buffer");
-
-    MPI_Datatype col, vec = MPI_DATATYPE_NULL;
-    int st = column_type(blk->esize, rows > 0 ? rows : 1, &col);
-    if (st) return st;
-    void *buf = recv;
-    MPI_Datatype type = col;
-    int count = (int)cols;
-    if (me == root && !recv) {
-        /* send straight from the local array: cols columns, ld elements apart */
-        st = TESS__MPI(MPI_Type_create_hvector((int)cols, 1,
-                                               (MPI_Aint)(blk->ld * (int64_t)blk->esize), col,
-                                               &vec));
-        if (!st) st = TESS__MPI(MPI_Type_commit(&vec));
-        buf = blk->ptr;
-        type = vec;
-        count = 1;
-    } else if (me == root && !empty) {
-        /* the root packs its block into recv, so every member has the same packed copy */
-        const char *src = blk->ptr;
-        char *dst = recv;
-        for (int64_t j = 0; j < cols; j++)
-            memcpy(dst + (size_t)j * colbytes, src + (size_t)(j * blk->ld) * blk->esize,
-                   colbytes);
-    }
-    if (empty) count = 0;
-    if (!st) st = TESS__MPI(MPI_Ibcast(buf, count, type, root, comm, &req->mpi));
-    /* freeing now is safe: MPI keeps the types until the broadcast completes */
-    if (vec != MPI_DATATYPE_NULL) MPI_Type_free(&vec);
-    MPI_Type_free(&col);
-    return st;
-}
-
-static int mpi_bcast_test(struct tess__xport_req *req) {
-    int done = 0;
-    int st = TESS__MPI(MPI_Test(&req->mpi, &done, MPI_STATUS_IGNORE));
-    if (st) return st;
-    return done ? TESS_OK : TESS_EAGAIN;
-}
-
-/* Spin (MPI_Test in a loop) when this rank's CPU set has two cores for every rank of the
- * node; else back off. A sleeping waiter progresses a large message of a copy-in/copy-out
- * transport (Open MPI's vader without CMA, TCP) one fragment per test, so backing off where
- * cores are plenty slowed 2-rank exchanges on a 16-core machine to under 1 GB/s; spinning
- * where they are scarce starved the rank doing the work (B11). The node's rank count comes
- * from the launcher's environment; without one the waiter backs off. */
-static pthread_once_t wait_once = PTHREAD_ONCE_INIT;
-static bool wait_spins;
-static void wait_mode(void) {
-    long local = tess__launch_local_size();
-    cpu_set_t set;
-    int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    wait_spins = local > 0 && cores >= 2 * local;
-}
-
-int tess__mpi_wait(MPI_Request *req) {
-    pthread_once(&wait_once, wait_mode);
-    if (wait_spins) {
-        for (;;) {
-            int done = 0;
-            int st = TESS__MPI(MPI_Test(req, &done, MPI_STATUS_IGNORE));
-            if (st || done) return st;
-        }
-    }
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    long nap = 0; /* ns */
-    for (;;) {
-        int done = 0;
-        int st = TESS__MPI(MPI_Test(req, &done, MPI_STATUS_IGNORE));
-        if (st || done) return st;
-        if (!nap) {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) < 100000L)
-                continue;
-            nap = 2000;
-        }
-        struct timespec ts = {0, nap};
-        nanosleep(&ts, NULL);
-        if (nap < 100000L) nap *= 2;
-    }
-}
-
-static int mpi_bcast_wait(struct tess__xport_req *req) {
-    return tess__mpi_wait(&req->mpi);
-}
-
-const struct tess__xport_ops tess__xport_mpi = {
-    .name = "mpi",
-    .bcast_start = mpi_bcast_start,
-    .bcast_test = mpi_bcast_test,
-    .bcast_wait = mpi_bcast_wait,
+    int *cnt_s, *cnt_r, *dsp;  /* per rank: count (0/1) out and in, displacements (0) */
+    MPI_Datatype *ty_s[2], *ty_r[2];
+    MPI_Request req[2];
 };
+
+static int mpi_alloc(struct tess__xport *x, size_t bytes, void **ptr, void **handle) {
+    *handle = NULL;
+    int st = tess__pgemm_ws(x->g, bytes);
+    *ptr = x->g->pgemm.ws.ptr;
+    return st;
+}
+
+static void mpi_free(struct tess__xport *x, void *handle) { (void)x, (void)handle; }
+
+static void mpi_end(struct tess__xport *x) {
+    struct xmpi *m = (struct xmpi *)x;
+    free(m->cnt_s), free(m->cnt_r), free(m->dsp);
+    for (int s = 0; s < 2; s++) free(m->ty_s[s]), free(m->ty_r[s]);
+    if (m->elem != MPI_DATATYPE_NULL) MPI_Type_free(&m->elem);
+    m->cnt_s = m->cnt_r = m->dsp = NULL;
+    m->ty_s[0] = m->ty_s[1] = m->ty_r[0] = m->ty_r[1] = NULL;
+}
+
+static int mpi_begin(struct tess__xport *x, struct tess__redist_op *ops, int nops) {
+    struct xmpi *m = (struct xmpi *)x;
+    m->ops = ops;
+    m->nops = nops;
+    m->req[0] = m->req[1] = MPI_REQUEST_NULL;
+    size_t n = (size_t)x->size;
+    m->cnt_s = calloc(n, sizeof(int)), m->cnt_r = calloc(n, sizeof(int));
+    m->dsp = calloc(n, sizeof(int));
+    for (int s = 0; s < 2; s++)
+        m->ty_s[s] = calloc(n, sizeof(MPI_Datatype)), m->ty_r[s] = calloc(n, sizeof(MPI_Datatype));
+    if (!m->cnt_s || !m->cnt_r || !m->dsp || !m->ty_s[0] || !m->ty_s[1] || !m->ty_r[0] ||
+        !m->ty_r[1]) {
+        mpi_end(x);
+        return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    }
+    int st = TESS__MPI(MPI_Type_contiguous((int)ops[0].es, MPI_BYTE, &m->elem));
+    if (!st) st = TESS__MPI(MPI_Type_commit(&m->elem));
+    if (st) mpi_end(x);
+    return st;
+}
+
+static int mpi_post(struct tess__xport *x, const struct tess__xport_unit *u, int prior) {
+    if (prior) return prior;
+    struct xmpi *m = (struct xmpi *)x;
+    const struct tess__comm_grid *g = x->g;
+    int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK, slot = u->slot % 2;
+    for (int j = 0; j < x->size && !st; j++) {
+        MPI_Datatype ts = MPI_DATATYPE_NULL, tr = MPI_DATATYPE_NULL;
+        st = tess__redist_types(m->ops, m->nops, me_r, me_c, x->prow[j], x->pcol[j], u->k0,
+                                u->k1, u->kbase, u->s0, u->s1, true, m->elem, &ts);
+        if (!st)
+            st = tess__redist_types(m->ops, m->nops, x->prow[j], x->pcol[j], me_r, me_c, u->k0,
+                                    u->k1, u->kbase, u->s0, u->s1, false, m->elem, &tr);
+        m->ty_s[slot][j] = ts != MPI_DATATYPE_NULL ? ts : m->elem;
+        m->ty_r[slot][j] = tr != MPI_DATATYPE_NULL ? tr : m->elem;
+        m->cnt_s[j] = ts != MPI_DATATYPE_NULL;
+        m->cnt_r[j] = tr != MPI_DATATYPE_NULL;
+        MPI_Count sz;
+        if (ts != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(ts, &sz) == MPI_SUCCESS)
+            x->sent += (uint64_t)sz;
+        if (tr != MPI_DATATYPE_NULL && j != g->rank && MPI_Type_size_x(tr, &sz) == MPI_SUCCESS)
+            x->recvd += (uint64_t)sz;
+    }
+    if (!st)
+        st = TESS__MPI(MPI_Ialltoallw(MPI_BOTTOM, m->cnt_s, m->dsp, m->ty_s[slot], MPI_BOTTOM,
+                                      m->cnt_r, m->dsp, m->ty_r[slot], g->comm, &m->req[slot]));
+    /* the call holds what it needs: the types can go now (MPI frees them when done) */
+    for (int j = 0; j < x->size; j++) {
+        if (m->ty_s[slot][j] != m->elem && m->ty_s[slot][j] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&m->ty_s[slot][j]);
+        if (m->ty_r[slot][j] != m->elem && m->ty_r[slot][j] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&m->ty_r[slot][j]);
+        m->ty_s[slot][j] = m->ty_r[slot][j] = MPI_DATATYPE_NULL;
+    }
+    return st;
+}
+
+static int mpi_wait(struct tess__xport *x, int slot) {
+    return tess__mpi_wait(&((struct xmpi *)x)->req[slot % 2]);
+}
+
+static void mpi_close(struct tess__xport *x) {
+    mpi_end(x);
+    tess__xport_base_free(x);
+    free(x);
+}
+
+static const struct tess__xport_ops mpi_ops = {
+    .name = "mpi",
+    .alloc = mpi_alloc,
+    .free = mpi_free,
+    .begin = mpi_begin,
+    .post = mpi_post,
+    .wait = mpi_wait,
+    .end = mpi_end,
+    .close = mpi_close,
+};
+
+int tess__xport_open_mpi(struct tess__comm_grid *g, struct tess__xport **out) {
+    *out = NULL;
+    struct xmpi *m = calloc(1, sizeof *m);
+    int st = m ? tess__xport_base_init(&m->base, g) : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    if (m) {
+        m->base.ops = &mpi_ops;
+        m->base.in_flight = 2;
+        m->elem = MPI_DATATYPE_NULL;
+    }
+    st = tess__comm_agree(g, st);
+    if (st) {
+        if (m) mpi_close(&m->base);
+        return st;
+    }
+    *out = &m->base;
+    return TESS_OK;
+}

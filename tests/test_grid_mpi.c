@@ -216,14 +216,14 @@ static void bcast_case(const struct tess__comm_grid *g, enum tess__comm_axis axi
         .ptr = local + (size_t)(i0 + j0 * ld) * es, .rows = rows, .cols = cols, .ld = ld,
         .esize = es};
     void *rbuf = (me == root && !root_packs) ? NULL : recv;
-    struct tess__xport_req req;
-    ASSERT_OK(tess__xport_mpi.bcast_start(g, axis, root, &blk, rbuf, &req));
+    struct tess__comm_bcast req;
+    ASSERT_OK(tess__comm_bcast_start(g, axis, root, &blk, rbuf, &req));
     if (poll) {
         int st;
-        while ((st = tess__xport_mpi.bcast_test(&req)) == TESS_EAGAIN) {}
+        while ((st = tess__comm_bcast_test(&req)) == TESS_EAGAIN) {}
         ASSERT_OK(st);
     } else {
-        ASSERT_OK(tess__xport_mpi.bcast_wait(&req));
+        ASSERT_OK(tess__comm_bcast_wait(&req));
     }
     /* the root of my row is process (myrow, root); of my column (root, mycol) */
     int src = axis == TESS__COMM_ROW ? tess__comm_grid_rank(g, g->at.myrow, root)
@@ -293,11 +293,11 @@ TEST(bcast_row_and_column_overlap) {
     for (int step = 0; step < 3; step++) {
         int rootc = step % q, rootr = step % p;
         struct tess__comm_block ba = {a, R, C, R, sizeof(double)}, bb = {b, R, C, R, sizeof(double)};
-        struct tess__xport_req qa, qb;
-        ASSERT_OK(tess__xport_mpi.bcast_start(&g, TESS__COMM_ROW, rootc, &ba, ra, &qa));
-        ASSERT_OK(tess__xport_mpi.bcast_start(&g, TESS__COMM_COL, rootr, &bb, rb, &qb));
-        ASSERT_OK(tess__xport_mpi.bcast_wait(&qb));
-        ASSERT_OK(tess__xport_mpi.bcast_wait(&qa));
+        struct tess__comm_bcast qa, qb;
+        ASSERT_OK(tess__comm_bcast_start(&g, TESS__COMM_ROW, rootc, &ba, ra, &qa));
+        ASSERT_OK(tess__comm_bcast_start(&g, TESS__COMM_COL, rootr, &bb, rb, &qb));
+        ASSERT_OK(tess__comm_bcast_wait(&qb));
+        ASSERT_OK(tess__comm_bcast_wait(&qa));
         int sa = tess__comm_grid_rank(&g, g.at.myrow, rootc);
         int sb = tess__comm_grid_rank(&g, rootr, g.at.mycol);
         for (int k = 0; k < R * C; k++) {
@@ -314,14 +314,14 @@ TEST(bcast_bad_arguments) {
     ASSERT_OK(tess__comm_grid_create(MPI_COMM_WORLD, 1, wsize, 'R', &g));
     double x[4];
     struct tess__comm_block blk = {x, 2, 2, 2, sizeof(double)};
-    struct tess__xport_req req;
-    ASSERT_EQ(tess__xport_mpi.bcast_start(&g, TESS__COMM_ROW, wsize, &blk, x, &req), TESS_EINVAL);
+    struct tess__comm_bcast req;
+    ASSERT_EQ(tess__comm_bcast_start(&g, TESS__COMM_ROW, wsize, &blk, x, &req), TESS_EINVAL);
     blk.ld = 1;
-    ASSERT_EQ(tess__xport_mpi.bcast_start(&g, TESS__COMM_ROW, g.at.mycol, &blk, NULL, &req),
+    ASSERT_EQ(tess__comm_bcast_start(&g, TESS__COMM_ROW, g.at.mycol, &blk, NULL, &req),
               TESS_EINVAL);
     blk.ld = 2;
     blk.rows = (int64_t)1 << 40;
-    ASSERT_EQ(tess__xport_mpi.bcast_start(&g, TESS__COMM_COL, 0, &blk, x, &req), TESS_EINVAL);
+    ASSERT_EQ(tess__comm_bcast_start(&g, TESS__COMM_COL, 0, &blk, x, &req), TESS_EINVAL);
     tess__comm_grid_destroy(&g);
 }
 

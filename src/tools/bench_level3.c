@@ -1,42 +1,15 @@
-/* src/tools/bench_level3.c: tessera-bench --routine, the level-3 comparison of issue 4 in one
- * run. For each precision and size N (square: m = n = k = N) it fills pinned host operands A,
- * B, C0 once (TRSM: its own A, below) and, for each routine asked (gemm, symm, hemm, syrk,
- * herk, syr2k, her2k, trmm, trsm; the Hermitian ones in c and z only), times as rows:
- *   in-core     cuBLAS on the first GPU, operands already there (_64 API); TRMM out of place
- *               (C = alpha op(A) B, cuBLAS's form), TRSM in place on a copy of B;
- *   xt default  cuBLAS-XT on the pinned host operands with its own block size, and
- *   xt b=B      one row per --xt-blocks entry (default: default, 8192, 12288); TRMM out of
- *               place into C, TRSM in place on a copy of B in C;
- *   tess        tess_<routine> on the pinned host operands; TRMM and TRSM in place on a copy
- *               of B in C.
- * One warm-up, then --reps timed runs, the median reported; before every run C is reset (C0
- * again, B0 for TRMM/TRSM in place, zero for an out-of-place TRMM, so that a call that writes
- * nothing fails), and after every run (--verify) the result is checked by the probe-vector
- * oracle (oracle_l3.h) against values computed from A, B and C0 on the host.
- *
- * Routine options come from --side, --uplo, --trans (TRMM/TRSM transa, SYRK-like trans) and
- * --diag. TRSM's A is the same random A with its off-diagonal part scaled by 1/(2N) and its
- * diagonal moved to 1 + |a_ii| (complex: plus i Im(a_ii)/2), diagonally dominant by rows and
- * by columns, so X is well conditioned for every option; the values do not change the work.
- *
- * Order within a size: the in-core rows of every routine (its device buffers freed after;
- * with trmm, first the check of cuBLAS TRMM with C == B below), then tess_init, the tessera
- * rows and tess_finalize (the runtime takes nearly all free device memory while it lives),
- * then the cuBLAS-XT rows, one handle per block. --time-limit cuts the rows that would pass
- * it. Tables print per routine, then one summary table of every routine and size (the ratios:
- * to in-core, to the best XT row, and tessera's rate over tessera's own GEMM rate in the same
- * run and precision).
- *
- * cuBLAS TRMM in place: the CUDA backend runs its TRMM tile kernel as cublas<t>trmm with
- * C == B (src/backend/cuda.c). With trmm asked and in-core rows on, for every precision the
- * bench runs cublas<t>trmm_64 out of place and with C == B for every side, uplo, transa and
- * diag at 777 x 1000 and 4096 x 4096, checks both with the oracle and compares them bitwise,
- * and prints one line per precision.
- *
- * Vendor results that break netlib's contract outside the numbers (SYRK-like: the other
- * triangle of C changed; HERK/HER2K: nonzero imaginary parts on the diagonal) are counted and
- * noted; for the tessera rows they count as wrong results. Exit status as without --routine.
- */
+/* src/tools/bench_level3.c: tessera-bench --routine, the level-3 comparison (issue 4). For each
+ * precision and size N (m = n = k = N) it fills pinned A, B, C0 once and, per routine asked,
+ * times the rows in-core (cuBLAS on the first GPU, _64 API; TRMM out of place), xt default and
+ * xt b=B (cuBLAS-XT on the host operands, per --xt-blocks) and tess: one warm-up and --reps
+ * timed runs, the median; before each run C is reset (C0, B0 for TRMM/TRSM in place, zero for
+ * an out-of-place TRMM, so a call that writes nothing fails), after it checked by the oracle
+ * (oracle_l3.h). Order within a size: the in-core rows (with trmm, first the C == B check of
+ * bench_l3calls.c), tess_init, the tessera rows, tess_finalize, then cuBLAS-XT, one handle per
+ * block; --time-limit cuts what would pass it. Tables print per routine, then a summary of
+ * every routine and size (ratios to in-core, to the best XT row, to tessera's own GEMM).
+ * Results that break netlib's contract outside the numbers (SYRK-like: C's other triangle
+ * changed; HERK/HER2K: an imaginary diagonal) are counted and noted, wrong for tessera. */
 #include <cublasXt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -51,30 +24,14 @@
 #include "oracle_l3.h"
 #include "tessera.h"
 
-enum row_status { ROW_OK, ROW_SKIPPED, ROW_FAILED };
 #define MAX_ROWS (2 + MAX_LIST)
 #define MAX_SUMMARY (4 * MAX_LIST * R_N)
-
-struct l3row {
-    char name[32];
-    enum kind kind;
-    int block; /* cuBLAS-XT block; 0 its default */
-    enum row_status status;
-    int reps;
-    double med, tmin, tmax, rate;
-    double worst;
-    int nver, wrong;
-    int other_bad, diag_bad; /* runs breaking the SYRK-like / Hermitian contract */
-    int has_bytes;
-    double h2d, d2h, p2p; /* tessera: bytes per timed run, all devices */
-    char note[400];
-};
 
 struct l3case {
     enum routine r;
     struct prob p;
     int begun; /* prob_begin done */
-    struct l3row rows[MAX_ROWS];
+    struct row rows[MAX_ROWS];
     int nrows;
 };
 
@@ -99,55 +56,25 @@ struct summary {
 };
 static struct summary summ[MAX_SUMMARY];
 static int nsumm;
-/* the TRMM C == B check, per precision: its line holds the failing option sets (up to
- * TRMM_BAD bytes) or the failing call (last_err) after about 300 bytes of its own */
-enum { TRMM_BAD = 2048 };
-static char trmm_lines[4][TRMM_BAD + 512];
+/* the TRMM C == B check, per precision: its line holds the failing option sets (up to 2048
+ * bytes) or the failing call (last_err) after about 300 bytes of its own */
+static char trmm_lines[4][2048 + 512];
 static FILE *csv;
-
-static const char *const kind_label[K_NKINDS] = {"incore", "xt", "xt-pageable", "tess",
-                                                 "tess-pageable", "incore-copies", "cpu-blas"};
 
 /* ---- rows -------------------------------------------------------------------------------------- */
 
-static void note(struct l3row *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct l3row *r, const char *fmt, ...) {
-    size_t len = strlen(r->note);
-    if (len + 3 >= sizeof r->note) return;
-    if (len) strcpy(r->note + len, "; "), len += 2;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->note + len, sizeof r->note - len, fmt, ap);
-    va_end(ap);
-}
-
-static struct l3row *new_row(struct l3case *c, enum kind k, int block) {
-    struct l3row *r = &c->rows[c->nrows++];
-    memset(r, 0, sizeof *r);
-    r->kind = k, r->block = block, r->worst = NAN;
-    if (k == K_INCORE) snprintf(r->name, sizeof r->name, "in-core");
-    else if (k == K_TESS) snprintf(r->name, sizeof r->name, "tess");
-    else if (block) snprintf(r->name, sizeof r->name, "xt b=%d", block);
-    else snprintf(r->name, sizeof r->name, "xt default");
+static struct row *new_row(struct l3case *c, enum kind k, int block) {
+    struct row *r = &c->rows[c->nrows++];
+    char name[32];
+    if (k == K_INCORE) snprintf(name, sizeof name, "in-core");
+    else if (k == K_TESS) snprintf(name, sizeof name, "tess");
+    else if (block) snprintf(name, sizeof name, "xt b=%d", block);
+    else snprintf(name, sizeof name, "xt default");
+    row_init(r, k, block, 0, name);
     return r;
 }
 
-static void row_fail(struct l3row *r) {
-    r->status = ROW_FAILED;
-    note(r, "%s", last_err[0] ? last_err : "failed");
-    n_errors++;
-}
-
-static int row_out_of_time(struct l3row *r) {
-    if (o.time_limit <= 0 || elapsed() <= o.time_limit) return 0;
-    if (!out_of_time)
-        fprintf(stderr, "tessera-bench: --time-limit %.0f s reached after %.0f s: skipping the "
-                        "remaining rows\n", o.time_limit, elapsed());
-    out_of_time = 1;
-    r->status = ROW_SKIPPED;
-    note(r, "skipped: --time-limit %.0f s reached at %.0f s", o.time_limit, elapsed());
-    return 1;
-}
+static int out_of_time_row(struct row *r) { return row_out_of_time(r, o.time_limit); }
 
 static char cname[16]; /* "dsyrk" */
 static const char *case_name(const struct group *g, const struct l3case *c) {
@@ -181,7 +108,9 @@ struct trsm_a {
     int64_t n;
 };
 #define TRSM_COLS 256
-/* off-diagonal / (2n); diagonal 1 + |re| (+ i im / 2) */
+/* TRSM's A: the random A with its off-diagonal part / (2n) and its diagonal 1 + |re| (+ i im /
+ * 2): diagonally dominant by rows and by columns, so X is well conditioned for every option;
+ * the values do not change the work */
 static void trsm_a_chunk(void *c, int q) {
     struct trsm_a *t = c;
     int64_t j0 = (int64_t)q * TRSM_COLS, j1 = j0 + TRSM_COLS < t->n ? j0 + TRSM_COLS : t->n;
@@ -204,218 +133,57 @@ static void trsm_a_chunk(void *c, int q) {
         }
 }
 
-/* ---- the calls, one switch per library ------------------------------------------------------- */
+/* ---- one row: warm-up, timed runs, checks (drive, bench_lib.h) ---------------------------------- */
 
-static cublasOperation_t cb_op(char t) {
-    return t == 'N' ? CUBLAS_OP_N : t == 'T' ? CUBLAS_OP_T : CUBLAS_OP_C;
-}
-
-/* In-core: A, B (TRMM: input), C (TRMM: output; TRSM: B0 copy, solved in place) on the device.
- * trmm_c: TRMM's output (dC, or dB for the in-place check). */
-static cublasStatus_t incore_call(cublasHandle_t h, const struct prob *p, const void *dA,
-                                  const void *dB, void *dC, int64_t ldc) {
-#if CUBLAS_VER_MAJOR >= 12 /* the _64 API: 64-bit dimensions and leading dimensions */
-    const cublasSideMode_t sd = p->side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
-    const cublasFillMode_t ul = p->uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
-    const cublasOperation_t tr = cb_op(p->trans), N = CUBLAS_OP_N;
-    const cublasDiagType_t dg = p->diag == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
-    const int64_t m = p->m, n = p->n, k = p->k, lda = p->lda, ldb = p->ldb;
-    const void *al = p->alpha, *be = p->beta;
-#define CALLS_(X)                                                                              \
-    switch (p->r) {                                                                            \
-    case R_GEMM: return cublas##X##gemm_64(h, N, N, m, n, k, al, dA, lda, dB, ldb, be, dC, ldc); \
-    case R_SYMM: return cublas##X##symm_64(h, sd, ul, m, n, al, dA, lda, dB, ldb, be, dC, ldc); \
-    case R_SYRK: return cublas##X##syrk_64(h, ul, tr, n, k, al, dA, lda, be, dC, ldc);         \
-    case R_SYR2K:                                                                              \
-        return cublas##X##syr2k_64(h, ul, tr, n, k, al, dA, lda, dB, ldb, be, dC, ldc);        \
-    case R_TRMM:                                                                               \
-        return cublas##X##trmm_64(h, sd, ul, tr, dg, m, n, al, dA, lda, dB, ldb, dC, ldc);     \
-    case R_TRSM: return cublas##X##trsm_64(h, sd, ul, tr, dg, m, n, al, dA, lda, dC, ldc);     \
-    default: break;                                                                            \
-    }
-#define HERM_(X)                                                                               \
-    switch (p->r) {                                                                            \
-    case R_HEMM: return cublas##X##hemm_64(h, sd, ul, m, n, al, dA, lda, dB, ldb, be, dC, ldc); \
-    case R_HERK: return cublas##X##herk_64(h, ul, tr, n, k, al, dA, lda, be, dC, ldc);         \
-    case R_HER2K:                                                                              \
-        return cublas##X##her2k_64(h, ul, tr, n, k, al, dA, lda, dB, ldb, be, dC, ldc);        \
-    default: break;                                                                            \
-    }
-    switch (p->dt) {
-    case TESS_S: CALLS_(S) break;
-    case TESS_D: CALLS_(D) break;
-    case TESS_C: CALLS_(C) HERM_(C) break;
-    case TESS_Z: CALLS_(Z) HERM_(Z) break;
-    }
-#undef CALLS_
-#undef HERM_
-    return CUBLAS_STATUS_INVALID_VALUE;
-#else
-    return CUBLAS_STATUS_NOT_SUPPORTED; /* the level-3 rows need the _64 API (cuBLAS >= 12) */
-#endif
-}
-
-/* cuBLAS-XT on host operands: TRMM out of place B -> C, TRSM in place on C. */
-static cublasStatus_t xt_call(cublasXtHandle_t h, const struct prob *p, void *C, size_t ldc) {
-    const cublasSideMode_t sd = p->side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
-    const cublasFillMode_t ul = p->uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
-    const cublasOperation_t tr = cb_op(p->trans), N = CUBLAS_OP_N;
-    const cublasDiagType_t dg = p->diag == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
-    const size_t m = (size_t)p->m, n = (size_t)p->n, k = (size_t)p->k, lda = (size_t)p->lda,
-                 ldb = (size_t)p->ldb;
-    const void *al = p->alpha, *be = p->beta, *A = p->A, *B = p->B;
-#define CALLS_(X)                                                                              \
-    switch (p->r) {                                                                            \
-    case R_GEMM: return cublasXt##X##gemm(h, N, N, m, n, k, al, A, lda, B, ldb, be, C, ldc);   \
-    case R_SYMM: return cublasXt##X##symm(h, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);    \
-    case R_SYRK: return cublasXt##X##syrk(h, ul, tr, n, k, al, A, lda, be, C, ldc);            \
-    case R_SYR2K: return cublasXt##X##syr2k(h, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc);  \
-    case R_TRMM: return cublasXt##X##trmm(h, sd, ul, tr, dg, m, n, al, A, lda, B, ldb, C, ldc); \
-    case R_TRSM: return cublasXt##X##trsm(h, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);        \
-    default: break;                                                                            \
-    }
-#define HERM_(X)                                                                               \
-    switch (p->r) {                                                                            \
-    case R_HEMM: return cublasXt##X##hemm(h, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);    \
-    case R_HERK: return cublasXt##X##herk(h, ul, tr, n, k, al, A, lda, be, C, ldc);            \
-    case R_HER2K: return cublasXt##X##her2k(h, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc);  \
-    default: break;                                                                            \
-    }
-    switch (p->dt) {
-    case TESS_S: CALLS_(S) break;
-    case TESS_D: CALLS_(D) break;
-    case TESS_C: CALLS_(C) HERM_(C) break;
-    case TESS_Z: CALLS_(Z) HERM_(Z) break;
-    }
-#undef CALLS_
-#undef HERM_
-    return CUBLAS_STATUS_INVALID_VALUE;
-}
-
-/* tessera on host operands: TRMM and TRSM in place on C (a copy of B0). */
-static int tess_call(const struct prob *p, void *C, int64_t ldc) {
-    const tess_layout_t L = TESS_COL_MAJOR;
-    const tess_side_t sd = p->side == 'L' ? TESS_LEFT : TESS_RIGHT;
-    const tess_uplo_t ul = p->uplo == 'U' ? TESS_UPPER : TESS_LOWER;
-    const tess_trans_t tr = p->trans == 'N' ? TESS_NO_TRANS : p->trans == 'T' ? TESS_TRANS
-                                                                             : TESS_CONJ_TRANS;
-    const tess_diag_t dg = p->diag == 'U' ? TESS_UNIT : TESS_NON_UNIT;
-    const tess_dtype_t dt = p->dt;
-    const int64_t m = p->m, n = p->n, k = p->k, lda = p->lda, ldb = p->ldb;
-    const void *al = p->alpha, *be = p->beta, *A = p->A, *B = p->B;
-    switch (p->r) {
-    case R_GEMM:
-        return tess_gemm(dt, L, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, al, A, lda, B, ldb, be, C,
-                         ldc);
-    case R_SYMM: return tess_symm(dt, L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-    case R_HEMM: return tess_hemm(dt, L, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);
-    case R_SYRK: return tess_syrk(dt, L, ul, tr, n, k, al, A, lda, be, C, ldc);
-    case R_HERK: return tess_herk(dt, L, ul, tr, n, k, al, A, lda, be, C, ldc);
-    case R_SYR2K: return tess_syr2k(dt, L, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc);
-    case R_HER2K: return tess_her2k(dt, L, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc);
-    case R_TRMM: return tess_trmm(dt, L, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);
-    case R_TRSM: return tess_trsm(dt, L, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);
-    default: break;
-    }
-    return TESS_EINVAL;
-}
-
-/* ---- one row: warm-up, timed runs, checks ------------------------------------------------------ */
-
-/* run(): reset C, one timed call, the result in host memory at runner.R */
-struct runner {
-    int (*run)(struct runner *self, double *secs);
+/* run(): reset C, one timed call, the result in host memory at R */
+struct l3runner {
+    struct runner r;
     struct group *g;
     struct l3case *c;
     const void *R; /* host result the check reads (ld = n) */
 };
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void verify_run(struct runner *rn, struct l3row *row, char *verdict, size_t vlen) {
+static void verify_run(struct runner *self, struct row *row, char *verdict, size_t vlen) {
+    struct l3runner *rn = (struct l3runner *)self;
     double t0 = now();
     struct check_flags f;
     double w = prob_check(&rn->c->p, rn->R, rn->g->n, &f);
     double ver = now() - t0;
     int bad = !(w <= 1.0);
-    row->nver++;
-    if (row->nver == 1 || isnan(w) || w > row->worst) row->worst = w;
     if (f.other_changed) row->other_bad++;
     if (f.diag_imag) row->diag_bad++;
     if (row->kind == K_TESS && (f.other_changed || f.diag_imag)) bad = 1; /* our contract */
-    if (bad) row->wrong++, n_wrong++;
+    row_verified(row, w, bad);
     snprintf(verdict, vlen, "%s %.1e%s%s (check %.2f s)", bad ? "WRONG" : "ok", w,
              f.other_changed ? ", other triangle CHANGED" : "",
              f.diag_imag ? ", diagonal imag != 0" : "", ver);
 }
 
-static void drive(struct runner *rn, struct l3row *row) {
-    struct group *g = rn->g;
-    struct l3case *c = rn->c;
-    double times[MAX_REPS], flops = c->p.flops, secs;
-    char verdict[160] = "not verified";
-    double t_it = now(), t_ver = 0;
-    last_err[0] = 0;
-    if (rn->run(rn, &secs)) {
-        row_fail(row);
-        return;
-    }
-    double t_run = now() - t_it;
-    if (o.verify != V_NONE) {
-        double t0 = now();
-        verify_run(rn, row, verdict, sizeof verdict);
-        t_ver = now() - t0;
-    }
-    fprintf(stderr, "  %-7s %-6lld %-12s warm-up %8.3f s %8.2f TFLOP/s  %s\n", case_name(g, c),
-            (long long)g->n, row->name, secs, flops / secs * 1e-12, verdict);
-    int reps = o.reps;
-    if (o.time_limit > 0) { /* project the timed runs from the warm-up */
-        double per = t_run + (o.verify == V_ALL ? t_ver : 0), last = o.verify == V_ENDS ? t_ver : 0;
-        double left = o.time_limit - elapsed() - last;
-        int fit = left <= 0 ? 0 : (int)(left / per);
-        if (fit < reps) {
-            if (fit < 1) {
-                row->status = ROW_SKIPPED;
-                note(row, "warm-up %.3f s = %.2f TFLOP/s (%s), but no timed run fits in "
-                          "--time-limit %.0f s", secs, flops / secs * 1e-12, verdict, o.time_limit);
-                return;
-            }
-            note(row, "%d timed runs instead of %d: --time-limit", fit, reps);
-            reps = fit;
-        }
-    }
+static void tess_before(struct runner *self, struct row *row) {
     if (row->kind == K_TESS) tess_reset_stats();
-    for (int i = 0; i < reps; i++) {
-        if (rn->run(rn, &secs)) {
-            row_fail(row);
-            return;
-        }
-        times[i] = secs;
-        snprintf(verdict, sizeof verdict, "not verified");
-        if (o.verify == V_ALL || (o.verify == V_ENDS && i == reps - 1))
-            verify_run(rn, row, verdict, sizeof verdict);
-        fprintf(stderr, "  %-7s %-6lld %-12s run %-3d %8.3f s %8.2f TFLOP/s  %s\n", case_name(g, c),
-                (long long)g->n, row->name, i + 1, secs, flops / secs * 1e-12, verdict);
+}
+
+/* tessera: bytes per timed run, all devices */
+static void tess_after(struct runner *self, struct row *row, double timed_s) {
+    if (row->kind != K_TESS) return;
+    int nd = tess_device_count();
+    for (int d = 0; d < nd; d++) {
+        tess_dev_stats_t s;
+        if (TS(tess_device_stats(d, &s))) continue;
+        row->h2d += (double)s.bytes_h2d / row->reps, row->d2h += (double)s.bytes_d2h / row->reps;
+        row->p2p += (double)s.bytes_p2p / row->reps;
     }
-    if (row->kind == K_TESS) { /* bytes per timed run, all devices */
-        int nd = tess_device_count();
-        for (int d = 0; d < nd; d++) {
-            tess_dev_stats_t s;
-            if (TS(tess_device_stats(d, &s))) continue;
-            row->h2d += (double)s.bytes_h2d / reps, row->d2h += (double)s.bytes_d2h / reps;
-            row->p2p += (double)s.bytes_p2p / reps;
-        }
-        row->has_bytes = 1;
-    }
-    qsort(times, (size_t)reps, sizeof *times, cmp_double);
-    row->reps = reps;
-    row->med = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
-    row->tmin = times[0], row->tmax = times[reps - 1];
-    row->rate = flops / row->med * 1e-12;
-    row->status = ROW_OK;
+    row->has_bytes = 1;
+}
+
+static void l3_drive(struct l3runner *rn, struct row *row) {
+    struct timing tm = bench_timing();
+    rn->r.verify = verify_run, rn->r.before_timed = tess_before, rn->r.after_timed = tess_after;
+    rn->r.secs_width = 8, rn->r.note_decimals = 3, rn->r.flops = rn->c->p.flops;
+    snprintf(rn->r.label, sizeof rn->r.label, "  %-7s %-6lld %-12s", case_name(rn->g, rn->c),
+             (long long)rn->g->n, row->name);
+    drive(&rn->r, row, &tm);
+    if (row->status != ROW_OK) return;
     if (row->other_bad) note(row, "the other triangle of C changed in %d run(s)", row->other_bad);
     if (row->diag_bad)
         note(row, "nonzero imaginary parts on C's diagonal in %d run(s) (netlib sets them to 0)",
@@ -432,7 +200,7 @@ static void reset_host_c(struct group *g, struct l3case *c, int out_of_place_trm
 /* ---- in-core cuBLAS ------------------------------------------------------------------------------ */
 
 struct incore {
-    struct runner r;
+    struct l3runner r;
     int dev;
     cublasHandle_t h;
     cudaEvent_t e0, e1;
@@ -442,8 +210,8 @@ struct incore {
 
 static int incore_run(struct runner *self, double *secs) {
     struct incore *ic = (struct incore *)self;
-    struct group *g = self->g;
-    struct l3case *c = self->c;
+    struct group *g = ic->r.g;
+    struct l3case *c = ic->r.c;
     float ms = 0;
     if (CU(cudaSetDevice(ic->dev))) return -1;
     if (c->r == R_TRMM) { /* out of place: C is not read; zero so a no-op fails */
@@ -457,7 +225,7 @@ static int incore_run(struct runner *self, double *secs) {
         if (CU(cudaMemcpy(ic->dC, g->C, g->bytes, cudaMemcpyHostToDevice))) return -1;
     }
     if (CU(cudaDeviceSynchronize()) || CU(cudaEventRecord(ic->e0, 0)) ||
-        CB(incore_call(ic->h, &c->p, ic->dA, ic->dB, ic->dC, g->n)) ||
+        CB(l3_incore_call(ic->h, &c->p, ic->dA, ic->dB, ic->dC, g->n)) ||
         CU(cudaEventRecord(ic->e1, 0)) || CU(cudaEventSynchronize(ic->e1)) ||
         CU(cudaEventElapsedTime(&ms, ic->e0, ic->e1)) ||
         CU(cudaMemcpy(g->C, ic->dC, g->bytes, cudaMemcpyDeviceToHost)))
@@ -500,8 +268,8 @@ static void incore_close(struct incore *ic) {
 
 static void row_incore(struct incore *ic, struct group *g, struct l3case *c, int open_rc,
                        const char *why) {
-    struct l3row *row = new_row(c, K_INCORE, 0);
-    if (row_out_of_time(row)) return;
+    struct row *row = new_row(c, K_INCORE, 0);
+    if (out_of_time_row(row)) return;
     if (open_rc == -2) {
         row->status = ROW_SKIPPED;
         note(row, "skipped: %s", why);
@@ -520,133 +288,26 @@ static void row_incore(struct incore *ic, struct group *g, struct l3case *c, int
         }
         ic->dA_holds = c->p.A;
     }
-    ic->r.g = g, ic->r.c = c, ic->r.R = g->C, ic->r.run = incore_run;
-    drive(&ic->r, row);
+    ic->r.g = g, ic->r.c = c, ic->r.R = g->C, ic->r.r.run = incore_run;
+    l3_drive(&ic->r, row);
     if (c->r == R_TRMM && row->status == ROW_OK) note(row, "cuBLAS TRMM out of place (C != B)");
-}
-
-static void csv_str(FILE *f, const char *s);
-
-/* ---- the check of cuBLAS TRMM with C == B -------------------------------------------------------- */
-
-static void trmm_inplace_check(tess_dtype_t dt) {
-    static const int64_t shapes[2][2] = {{777, 1000}, {4096, 4096}};
-    static const char sides[2] = {'L', 'R'}, uplos[2] = {'U', 'L'}, transes[3] = {'N', 'T', 'C'},
-                      diags[2] = {'N', 'U'};
-    size_t es = esize(dt);
-    int total = 0, in_ok = 0, out_ok = 0, same = 0, failed = 0;
-    char bad[TRMM_BAD] = "";
-    double worst_in = 0, worst_out = 0;
-    fprintf(stderr, "%ctrmm: checking cuBLAS TRMM with C == B (in place) on cuda:%d\n",
-            prec_char(dt), o.dev[0]);
-    for (int s = 0; s < 2 && !failed; s++) {
-        int64_t m = shapes[s][0], n = shapes[s][1], ka = m > n ? m : n;
-        size_t bbytes = (size_t)m * (size_t)n * es, abytes = (size_t)ka * (size_t)ka * es;
-        char *A = malloc(abytes), *B = malloc(bbytes), *R1 = malloc(bbytes), *R2 = malloc(bbytes);
-        void *dA = NULL, *dB = NULL, *dC = NULL;
-        cublasHandle_t h = NULL;
-        last_err[0] = 0;
-        if (!A || !B || !R1 || !R2) {
-            fail_msg("trmm check", "out of host memory", __FILE__, __LINE__);
-            failed = 1;
-        }
-        if (!failed) {
-            oracle_fill(dt, A, ka, ka, ka, 11 + (uint64_t)s);
-            oracle_fill(dt, B, m, n, m, 12 + (uint64_t)s);
-        }
-        if (!failed && (CU(cudaSetDevice(o.dev[0])) || CU(cudaMalloc(&dA, abytes)) ||
-                        CU(cudaMalloc(&dB, bbytes)) || CU(cudaMalloc(&dC, bbytes)) ||
-                        CB(cublasCreate(&h)) ||
-                        CU(cudaMemcpy(dA, A, abytes, cudaMemcpyHostToDevice))))
-            failed = 1;
-        for (int a = 0; a < 2 && !failed; a++)
-            for (int b = 0; b < 2 && !failed; b++)
-                for (int t = 0; t < 3 && !failed; t++)
-                    for (int d = 0; d < 2 && !failed; d++) {
-                        struct prob p;
-                        struct check_flags f;
-                        prob_init(&p, R_TRMM, dt, sides[a], uplos[b], transes[t], diags[d], m, n,
-                                  0, A, ka, B, m);
-                        p.threads = o.threads;
-                        /* out of place into dC, then in place on dB (C == B) */
-                        if (CU(cudaMemcpy(dB, B, bbytes, cudaMemcpyHostToDevice)) ||
-                            CU(cudaMemset(dC, 0, bbytes)) ||
-                            CB(incore_call(h, &p, dA, dB, dC, m)) ||
-                            CU(cudaMemcpy(R1, dC, bbytes, cudaMemcpyDeviceToHost)) ||
-                            CB(incore_call(h, &p, dA, dB, dB, m)) ||
-                            CU(cudaMemcpy(R2, dB, bbytes, cudaMemcpyDeviceToHost))) {
-                            failed = 1;
-                            break;
-                        }
-                        if (prob_begin(&p, NULL, 0)) {
-                            fail_msg("trmm check", "out of host memory", __FILE__, __LINE__);
-                            failed = 1;
-                            break;
-                        }
-                        double w1 = prob_check(&p, R1, m, &f), w2 = prob_check(&p, R2, m, &f);
-                        prob_end(&p);
-                        total++;
-                        out_ok += w1 <= 1.0, in_ok += w2 <= 1.0;
-                        same += memcmp(R1, R2, bbytes) == 0;
-                        if (!(w1 <= worst_out)) worst_out = w1;
-                        if (!(w2 <= worst_in)) worst_in = w2;
-                        if (!(w2 <= 1.0) || !(w1 <= 1.0)) {
-                            size_t len = strlen(bad);
-                            if (len + 160 < sizeof bad)
-                                snprintf(bad + len, sizeof bad - len,
-                                         "%s %lldx%lld side %c uplo %c trans %c diag %c: in place "
-                                         "%.1e, out of place %.1e", len ? ";" : "", (long long)m,
-                                         (long long)n, sides[a], uplos[b], transes[t], diags[d], w2,
-                                         w1);
-                        }
-                    }
-        if (h) (void)CB(cublasDestroy(h));
-        if (dA) (void)CU(cudaFree(dA));
-        if (dB) (void)CU(cudaFree(dB));
-        if (dC) (void)CU(cudaFree(dC));
-        free(A), free(B), free(R1), free(R2);
-    }
-    char *line = trmm_lines[dt];
-    if (failed) {
-        snprintf(line, sizeof trmm_lines[dt], "cuBLAS %ctrmm with C == B: check FAILED to run: %s",
-                 prec_char(dt), last_err);
-        n_errors++;
-    } else {
-        snprintf(line, sizeof trmm_lines[dt],
-                 "cuBLAS %ctrmm_64 with C == B (in place): %s: correct in %d/%d option sets "
-                 "(worst error/bound %.1e), out of place correct in %d/%d (%.1e), bitwise equal "
-                 "in %d/%d [side x uplo x transa x diag at 777x1000 and 4096x4096]%s%s",
-                 prec_char(dt), in_ok == total ? "OK" : "WRONG", in_ok, total, worst_in, out_ok,
-                 total, worst_out, same, total, bad[0] ? "; failing:" : "", bad);
-    }
-    printf("\n%s\n", line);
-    fflush(stdout);
-    if (csv) {
-        /* precision .. row, kind, then 12 empty columns (block .. worst_ratio) */
-        fprintf(csv, "%c,,trmm,,,,,\"cuBLAS trmm C == B\",trmm-inplace,,,,,,,,,,,,,%d,%d,%s,",
-                prec_char(dt), total, failed ? 0 : total - in_ok,
-                failed ? "failed" : in_ok == total ? "ok" : "wrong");
-        csv_str(csv, line);
-        fputc('\n', csv);
-        fflush(csv);
-    }
 }
 
 /* ---- cuBLAS-XT ------------------------------------------------------------------------------------ */
 
 struct xt {
-    struct runner r;
+    struct l3runner r;
     cublasXtHandle_t h;
 };
 
 static int xt_run(struct runner *self, double *secs) {
     struct xt *x = (struct xt *)self;
-    struct group *g = self->g;
-    struct l3case *c = self->c;
+    struct group *g = x->r.g;
+    struct l3case *c = x->r.c;
     reset_host_c(g, c, 1);
     double t0 = now();
     /* blocking: C is final on the host when it returns */
-    if (CB(xt_call(x->h, &c->p, g->C, (size_t)g->n))) return -1;
+    if (CB(l3_xt_call(x->h, &c->p, g->C, (size_t)g->n))) return -1;
     *secs = now() - t0;
     return 0;
 }
@@ -654,39 +315,35 @@ static int xt_run(struct runner *self, double *secs) {
 /* ---- tessera ---------------------------------------------------------------------------------------- */
 
 static int tess_run(struct runner *self, double *secs) {
-    struct group *g = self->g;
-    struct l3case *c = self->c;
+    struct l3runner *rn = (struct l3runner *)self;
+    struct group *g = rn->g;
+    struct l3case *c = rn->c;
     reset_host_c(g, c, 0);
     double t0 = now();
-    if (TS(tess_call(&c->p, g->C, g->n))) return -1;
+    if (TS(l3_tess_call(&c->p, g->C, g->n))) return -1;
     *secs = now() - t0;
     return 0;
 }
 
 /* ---- printing ------------------------------------------------------------------------------------- */
 
-static void ratio(char *buf, size_t len, double num, double den) {
-    if (num > 0 && den > 0) snprintf(buf, len, "%.3f", num / den);
-    else snprintf(buf, len, "-");
-}
-
-static const struct l3row *best_xt(const struct l3case *c) {
-    const struct l3row *b = NULL;
+static const struct row *best_xt(const struct l3case *c) {
+    const struct row *b = NULL;
     for (int i = 0; i < c->nrows; i++) {
-        const struct l3row *r = &c->rows[i];
+        const struct row *r = &c->rows[i];
         if (r->kind == K_XT && r->status == ROW_OK && !r->wrong && (!b || r->rate > b->rate)) b = r;
     }
     return b;
 }
 static double rate_of(const struct l3case *c, enum kind k) {
     for (int i = 0; i < c->nrows; i++)
-        if (c->rows[i].kind == k && c->rows[i].status == ROW_OK) return c->rows[i].rate;
+        if (c->rows[i].kind == (int)k && c->rows[i].status == ROW_OK) return c->rows[i].rate;
     return 0;
 }
 
 static void print_case(const struct group *g, const struct l3case *c) {
     char opts[64];
-    const struct l3row *bx = best_xt(c);
+    const struct row *bx = best_xt(c);
     double incore = rate_of(c, K_INCORE), bxr = bx ? bx->rate : 0;
     char al[40], be[40];
     if (is_complex(g->dt) && c->p.ai != 0) snprintf(al, sizeof al, "%.3Lg%+.3Lgi", c->p.ar, c->p.ai);
@@ -702,43 +359,24 @@ static void print_case(const struct group *g, const struct l3case *c) {
     static const enum kind order[3] = {K_INCORE, K_XT, K_TESS};
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < c->nrows; i++) {
-            const struct l3row *r = &c->rows[i];
-            if (r->kind != order[k]) continue;
+            const struct row *r = &c->rows[i];
+            if (r->kind != (int)order[k]) continue;
             if (r->status != ROW_OK) {
                 printf("%-12s %s\n", r->name,
                        r->status == ROW_SKIPPED ? "skipped (see notes)" : "FAILED (see notes)");
                 continue;
             }
-            char ri[16], rx[16], h2d[16] = "-", d2h[16] = "-", p2p[16] = "-", chk[64];
+            char ri[16], rx[16], h2d[16], d2h[16], p2p[16], chk[64];
             ratio(ri, sizeof ri, r->rate, incore);
             ratio(rx, sizeof rx, r->rate, bxr);
-            if (r->has_bytes) {
-                snprintf(h2d, sizeof h2d, "%.2f", r->h2d * 1e-9);
-                snprintf(d2h, sizeof d2h, "%.2f", r->d2h * 1e-9);
-                snprintf(p2p, sizeof p2p, "%.2f", r->p2p * 1e-9);
-            }
-            if (!r->nver) snprintf(chk, sizeof chk, "not verified");
-            else if (r->wrong) snprintf(chk, sizeof chk, "WRONG %d/%d %.1e", r->wrong, r->nver, r->worst);
-            else snprintf(chk, sizeof chk, "ok %.1e (%d runs)", r->worst, r->nver);
+            row_bytes_cells(r, h2d, d2h, p2p, sizeof h2d);
+            row_check_cell(r, chk, sizeof chk);
             printf("%-12s %10.3f %9.2f %8s %8s %8s %8s %8s  %s\n", r->name, r->med, r->rate, ri, rx,
                    h2d, d2h, p2p, chk);
         }
     int first = 1;
-    for (int i = 0; i < c->nrows; i++)
-        if (c->rows[i].note[0]) {
-            if (first) printf("notes:\n"), first = 0;
-            printf("  %s: %s\n", c->rows[i].name, c->rows[i].note);
-        }
+    for (int i = 0; i < c->nrows; i++) print_note(&c->rows[i], &first);
     fflush(stdout);
-}
-
-static void csv_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
 }
 
 static const char csv_header[] =
@@ -747,15 +385,15 @@ static const char csv_header[] =
     "note\n";
 
 static void csv_case(const struct group *g, const struct l3case *c) {
-    const struct l3row *bx = best_xt(c);
+    const struct row *bx = best_xt(c);
     double incore = rate_of(c, K_INCORE);
     for (int i = 0; i < c->nrows; i++) {
-        const struct l3row *r = &c->rows[i];
+        const struct row *r = &c->rows[i];
         const char *st = r->status == ROW_OK ? "ok" : r->status == ROW_SKIPPED ? "skipped" : "failed";
         fprintf(csv, "%c,%lld,%s,%c,%c,%c,%c,", prec_char(g->dt), (long long)g->n,
                 routine_name[c->r], c->p.side, c->p.uplo, c->p.trans, c->p.diag);
         csv_str(csv, r->name);
-        fprintf(csv, ",%s,%d,%d,", kind_label[r->kind], r->block, r->reps);
+        fprintf(csv, ",%s,%d,%d,", kind_names[r->kind], r->block, r->reps);
         if (r->status == ROW_OK) {
             fprintf(csv, "%.6f,%.6f,%.6f,%.4f,", r->med, r->tmin, r->tmax, r->rate);
             if (incore > 0) fprintf(csv, "%.4f", r->rate / incore);
@@ -788,17 +426,17 @@ static void add_summary(const struct group *g) {
         s->dt = g->dt, s->r = c->r, s->n = g->n, s->tess_gemm = tess_gemm;
         prob_opts(&c->p, s->opts, sizeof s->opts);
         s->incore = rate_of(c, K_INCORE), s->tess = rate_of(c, K_TESS);
-        const struct l3row *bx = best_xt(c);
+        const struct row *bx = best_xt(c);
         if (bx) s->xt_best = bx->rate, s->xt_best_block = bx->block;
         for (int k = 0; k < c->nrows; k++) {
-            const struct l3row *r = &c->rows[k];
+            const struct row *r = &c->rows[k];
             if (r->kind == K_XT && r->block == 0 && r->status == ROW_OK)
                 s->xt_default = r->rate, s->has_xt_default = 1;
         }
         int wrong = 0, failed = 0, skipped = 0, verified = 0;
         char who[64] = "";
         for (int k = 0; k < c->nrows; k++) {
-            const struct l3row *r = &c->rows[k];
+            const struct row *r = &c->rows[k];
             if (r->status == ROW_FAILED) failed++;
             if (r->status == ROW_SKIPPED) skipped++;
             if (r->nver) verified++;
@@ -951,7 +589,8 @@ static void run_group(tess_dtype_t dt, int64_t n, size_t want, int trmm_check) {
     if (!o.skip[K_INCORE] && o.ndev > 0) {
         if (trmm_check && !(o.time_limit > 0 && elapsed() > o.time_limit))
             for (int i = 0; i < g->ncases; i++)
-                if (g->cases[i].r == R_TRMM) trmm_inplace_check(dt);
+                if (g->cases[i].r == R_TRMM)
+                    trmm_inplace_check(dt, trmm_lines[dt], sizeof trmm_lines[dt], csv);
         struct incore ic;
         memset(&ic, 0, sizeof ic);
         char why[200] = "";
@@ -962,7 +601,7 @@ static void run_group(tess_dtype_t dt, int64_t n, size_t want, int trmm_check) {
         incore_close(&ic);
     } else if (!o.skip[K_INCORE]) {
         for (int i = 0; i < g->ncases; i++) {
-            struct l3row *row = new_row(&g->cases[i], K_INCORE, 0);
+            struct row *row = new_row(&g->cases[i], K_INCORE, 0);
             row->status = ROW_SKIPPED;
             note(row, "skipped: no GPU");
         }
@@ -983,15 +622,15 @@ static void run_group(tess_dtype_t dt, int64_t n, size_t want, int trmm_check) {
         snprintf(init_err, sizeof init_err, "%s", last_err);
         for (int i = 0; i < g->ncases; i++) {
             struct l3case *c = &g->cases[i];
-            struct l3row *row = new_row(c, K_TESS, 0);
-            if (row_out_of_time(row)) continue;
+            struct row *row = new_row(c, K_TESS, 0);
+            if (out_of_time_row(row)) continue;
             if (trc) {
                 snprintf(last_err, sizeof last_err, "%s", init_err);
                 row_fail(row);
                 continue;
             }
-            struct runner rn = {.run = tess_run, .g = g, .c = c, .R = g->C};
-            drive(&rn, row);
+            struct l3runner rn = {.r = {.run = tess_run}, .g = g, .c = c, .R = g->C};
+            l3_drive(&rn, row);
         }
         if (inited) tess_finalize();
     }
@@ -1009,20 +648,20 @@ static void run_group(tess_dtype_t dt, int64_t n, size_t want, int trmm_check) {
         snprintf(herr, sizeof herr, "%s", last_err);
         for (int i = 0; i < g->ncases; i++) {
             struct l3case *c = &g->cases[i];
-            struct l3row *row = new_row(c, K_XT, o.blocks[b]);
+            struct row *row = new_row(c, K_XT, o.blocks[b]);
             if (o.ndev < 1) {
                 row->status = ROW_SKIPPED;
                 note(row, "skipped: no GPU");
                 continue;
             }
-            if (row_out_of_time(row)) continue;
+            if (out_of_time_row(row)) continue;
             if (hrc) {
                 snprintf(last_err, sizeof last_err, "%s", herr);
                 row_fail(row);
                 continue;
             }
-            x.r.run = xt_run, x.r.g = g, x.r.c = c, x.r.R = g->C;
-            drive(&x.r, row);
+            x.r.r.run = xt_run, x.r.g = g, x.r.c = c, x.r.R = g->C;
+            l3_drive(&x.r, row);
         }
         if (x.h) (void)CB(cublasXtDestroy(x.h));
     }

@@ -1,29 +1,16 @@
-/* src/tools/tessera_gemm.c: tessera-gemm, the main job: a timed, verified GEMM on random
- * host matrices. Built with MPI (TESS_HAVE_MPI) it is a distributed GEMM launched by mpirun
- * or srun (or run alone: an MPI singleton): the ranks form a P x Q grid (tess_grid_create),
- * each fills its blocks of A, B and C in the 2D block-cyclic layout (nb x nb blocks, first
- * block on process (0, 0)), and every run is one tess_p?gemm. Built without MPI it is the
- * same job in one process through tess_gemm.
- *
- * Entries are a hash of (matrix, global row, global column), so the operands are the same
- * matrices whatever the grid and block size.
- *
- * Verification, the probe-vector oracle of oracle.h (its bound), distributed: for the fixed
- * probe t every run must satisfy, row by row, |C t - beta (C0 t) - alpha op(A) (op(B) t)|_i
- * <= gamma_N (|alpha| |op(A)| |op(B)| |t| + |beta| |C0| |t|)_i + (the oracle's own rounding
- * and underflow terms); "rel err" is the worst error/bound times gamma_N, the "tolerance".
- * Each rank multiplies its local blocks by the entries of the vector they meet (long double,
- * several threads), into a vector of global length; MPI_Allreduce sums the partial vectors:
- * O(mn / ranks) work and O(m + n + k) traffic per rank, no matrix is ever gathered. op(A)
- * (op(B) t) is formed once; C0 t before each call: from the filled C, then the previous run's
- * C t.
- *
- * Output: only rank 0 prints (a rank that meets an error names itself on stderr): the
- * header, one line per run, the median rate, the verdict ("verified: ok (rel err ...)"),
- * each rank's device counters and each rank's tess_pgemm_last_stats. A progress line goes
- * to stderr every few seconds of a long job. Exit status, the same on every rank: 0 when
- * every run passed, 1 on a failed run or an error, 2 on bad usage.
- */
+/* src/tools/tessera_gemm.c: tessera-gemm, the main job: a timed, verified GEMM on random host
+ * matrices. Built with MPI (TESS_HAVE_MPI) it is a distributed GEMM under mpirun or srun (or
+ * an MPI singleton): the ranks form a P x Q grid (tess_grid_create), each fills its blocks of
+ * A, B and C in the 2D block-cyclic layout (nb x nb, first block on process (0, 0)) and every
+ * run is one tess_p?gemm; without MPI the same job through tess_gemm. Entries are a hash of
+ * (matrix, global row, global column): the same matrices whatever the grid and block size.
+ * Every run is checked by the probe-vector oracle (oracle.h, its bound), distributed: each
+ * rank multiplies its local blocks by the probe entries they meet (long double, threads) into
+ * vectors of global length that MPI_Allreduce sums; no matrix is gathered; "rel err" is the
+ * worst error/bound times gamma_N, the "tolerance". Output: rank 0 alone prints the header,
+ * one line per run, the median, the verdict ("verified: ok (rel err ...)"), each rank's
+ * counters and tess_pgemm_last_stats; a progress line goes to stderr every few seconds.
+ * Exit status, the same on every rank: 0 every run passed, 1 a failure, 2 bad usage. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -424,7 +411,7 @@ static void mv(tess_dtype_t dt, char trans, const struct part *p, const long dou
     sum_all_ld(yabs, out);
 }
 
-struct oracle {
+struct dprobe {
     int64_t m, n, k;
     tess_dtype_t dt;
     long double *t, *tabs;     /* n: the probe */
@@ -436,12 +423,12 @@ struct oracle {
     struct oracle_bound bound; /* oracle.h */
 };
 
-static void oracle_free(struct oracle *o) {
+static void dprobe_free(struct dprobe *o) {
     free(o->t), free(o->tabs), free(o->bt), free(o->btabs), free(o->abt), free(o->abtabs);
     free(o->c0t), free(o->c0abs), free(o->ct), free(o->ctabs), free(o->e), free(o->eabs);
 }
 
-static bool oracle_alloc(struct oracle *o, int64_t m, int64_t n, int64_t k, tess_dtype_t dt) {
+static bool dprobe_alloc(struct dprobe *o, int64_t m, int64_t n, int64_t k, tess_dtype_t dt) {
     memset(o, 0, sizeof *o);
     o->m = m, o->n = n, o->k = k, o->dt = dt;
 #define V(x, len) ((x) = calloc((size_t)(len) + 1, sizeof(long double)))
@@ -455,7 +442,7 @@ static bool oracle_alloc(struct oracle *o, int64_t m, int64_t n, int64_t k, tess
 }
 
 /* the worst error/bound of the run over the rows (oracle_rows; NaN: a NaN somewhere) */
-static double oracle_check(struct oracle *o, const double al[2], const double be[2],
+static double dprobe_check(struct dprobe *o, const double al[2], const double be[2],
                            int64_t *worst_row) {
     memset(o->e, 0, sizeof *o->e * 2 * (size_t)o->m);
     memset(o->eabs, 0, sizeof *o->eabs * (size_t)o->m);
@@ -681,7 +668,7 @@ static int job_main(const struct opts *o) {
     double flops = (cplx(j.dt) ? 8.0 : 2.0) * (double)m * (double)n * (double)k;
     int status = 1;
     double *times = calloc((size_t)o->reps, sizeof *times);
-    struct oracle orc;
+    struct dprobe orc;
     bool verify = o->verify;
     memset(&orc, 0, sizeof orc);
     if (ok && g_rank == 0) {
@@ -706,7 +693,7 @@ static int job_main(const struct opts *o) {
         for (int i = 0; i < 3; i++) parallel_for(f[i].p->lc, fill_cols, &f[i]);
     }
     if (ok && verify) {
-        bool mine = oracle_alloc(&orc, m, n, k, j.dt);
+        bool mine = dprobe_alloc(&orc, m, n, k, j.dt);
         if (!mine) fprintf(stderr, PROG ": rank %d: no memory for the oracle's vectors\n", g_rank);
         ok = agree(mine);
         if (ok) {
@@ -756,7 +743,7 @@ static int job_main(const struct opts *o) {
             mv(j.dt, 'N', &j.C, orc.t, orc.tabs, orc.ct, orc.ctabs, m);
             int64_t row;
             /* rel err: error/bound in units of gamma_N, the bound's relative tolerance */
-            double w = oracle_check(&orc, al, be, &row) * (double)orc.bound.g;
+            double w = dprobe_check(&orc, al, be, &row) * (double)orc.bound.g;
             bool pass = w <= (double)orc.bound.g;
             if (!pass) bad++;
             if (!(w <= worst_all)) worst_all = w, worst_row = row; /* NaN sticks */
@@ -809,7 +796,7 @@ static int job_main(const struct opts *o) {
         status = bad ? 1 : 0;
     }
     fflush(stdout);
-    oracle_free(&orc);
+    dprobe_free(&orc);
     free(times);
     free(devs);
 #ifdef TESS_HAVE_MPI

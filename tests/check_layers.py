@@ -4,8 +4,10 @@
 Each source folder is one layer (LAYERS, lowest first). A file may include its own folder's
 headers, the public headers (src/include) and the headers of lower layers; a quoted include
 that resolves to a higher layer, or any "../" include, is an upward (or hidden) arrow and
-fails the check. The tools (src/tools) may include only the public headers and their own
-benchmark library. --graph prints the layer-to-layer arrows that exist.
+fails the check. The tools (src/tools) may include only the public headers, their own
+libraries and the headers of TOOLS_SHARED: header-only formulas and constants the library
+and a tool must agree on, which must include nothing but public headers (checked).
+--graph prints the layer-to-layer arrows that exist.
 Usage: check_layers.py [--graph] [repo root]
 """
 import os
@@ -27,6 +29,9 @@ LAYERS = [  # (folder, layer), lowest first; the public headers are below everyt
 ]
 RANK = dict(LAYERS)
 TOOLS_MAY = {"src/include", "src/tools"}
+# What a tool may share with a lower layer: the drop-in's crossover model (the formula
+# tessera-crossover fits, route.c decides with) and its built-in parameters.
+TOOLS_SHARED = {"src/blas/crossover_model.h", "src/base/dropin_defaults.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -40,6 +45,18 @@ def resolve(root, here, name):
         return os.path.normpath(os.path.join(here, os.path.dirname(name)))
     hits = [d for d, _ in LAYERS if os.path.isfile(os.path.join(root, d, name))]
     return os.path.normpath(os.path.join(hits[0], os.path.dirname(name))) if hits else None
+
+
+def self_contained(root, folder, name):
+    """True for a header in `folder` whose quoted includes all resolve to the public headers."""
+    path = os.path.join(root, folder, os.path.basename(name))
+    if not name.endswith(".h") or not os.path.isfile(path):
+        return False
+    with open(path, encoding="utf-8") as fh:
+        for inc in INCLUDE.findall(fh.read()):
+            if "../" in inc or resolve(root, folder, inc) not in (None, "src/include"):
+                return False
+    return True
 
 
 def main(argv):
@@ -66,8 +83,13 @@ def main(argv):
                 if to not in RANK:
                     bad.append(f"{where}: resolves to {to}, which is no layer")
                     continue
-                if d == "src/tools" and to not in TOOLS_MAY:
-                    bad.append(f"{where}: a tool may use only the public API and src/tools")
+                shared = os.path.join(to, os.path.basename(name)) in TOOLS_SHARED
+                if d == "src/tools" and to not in TOOLS_MAY and not shared:
+                    bad.append(f"{where}: a tool may use only the public API, src/tools and "
+                               f"TOOLS_SHARED")
+                elif shared and not self_contained(root, to, name):
+                    bad.append(f"{where}: {name} (TOOLS_SHARED) includes more than the "
+                               f"public headers")
                 elif RANK[to] > rank:
                     bad.append(f"{where}: {d} (layer {rank}) reaches up to {to} "
                                f"(layer {RANK[to]})")

@@ -1,14 +1,7 @@
-/* src/blas/model.h: the drop-in's crossover model: does a level-3 call run faster on the
- * CPU BLAS or on the devices through tessera? Header-only: route.c decides with it,
- * tessera-crossover fits its parameters from measurements. For a call of precision p with F
- * flops, D bytes of operands over the host links (each once; C out, and in when beta != 0)
- * and smallest dimension d = min(m, n, inner):
- *   cpu(call) = F / cpu_rate[p]
- *   dev(call) = overhead + max(F / (dev_rate[p] d / (d + dev_half)), D / link)
- * and the call goes to the devices when margin * dev(call) < cpu(call). cpu_rate: the best
- * the CPU BLAS reached here; dev_rate: all devices on large operands; dev_half: where they
- * reach half of it; link: pageable host-device GB/s; overhead: one call's fixed cost.
- * Parameters: the TESSERA_BLAS_* knobs (src/base/knobs.c), defaults in dropin_defaults.h.
+/* src/blas/model.h: the drop-in's use of its crossover model (crossover_model.h: the formula,
+ * shared with tessera-crossover, which fits the parameters): the cost of a call by its kind
+ * (blas.h), and the model's parameters from the TESSERA_BLAS_* knobs (src/base/knobs.c,
+ * defaults in dropin_defaults.h). Header-only: route.c decides with it.
  */
 #ifndef TESS_BLAS_MODEL_H
 #define TESS_BLAS_MODEL_H
@@ -19,108 +12,26 @@
 #include <stdlib.h>
 
 #include "blas.h"
+#include "crossover_model.h"
 
 #include "dropin_defaults.h"  /* TESS__BLAS_DEF_*: the knobs' built-in defaults */
 
-struct tess__blas_model {
-    double cpu_gflops[4];   /* s, d, c, z: the CPU BLAS's rate, GFLOP/s */
-    double dev_gflops[4];   /* s, d, c, z: the devices' rate on large operands, GFLOP/s */
-    double dev_half;        /* smallest dimension at which the devices reach half their rate */
-    double link_gbs;        /* host <-> devices, pageable operands, GB/s (1e9 bytes) */
-    double overhead_us;     /* fixed cost of one tessera call, microseconds */
-    double margin;          /* the devices must win by this factor */
-};
-
-/* The cost of one call: real flops, operand bytes moved, smallest dimension. */
-struct tess__blas_cost {
-    double flops, bytes, dmin;
-};
-
-/* The cost of a level-3 call (column-major form, blas.h): m, n, k as in the call; inner the
- * inner dimension (k for GEMM and the SYRK family, m for a left-sided SYMM/HEMM/TRMM/TRSM,
- * n for a right one); read_c: beta != 0 (always for TRMM/TRSM, whose B is read and written). */
+/* The cost of a level-3 call of one kind (crossover_model.h: tess__blas_shape_cost). */
 static inline struct tess__blas_cost tess__blas_cost(enum tess__blas_kind kind, tess_dtype_t dt,
                                                      double m, double n, double k, double inner,
                                                      int read_c) {
-    const double es = (double)tess__dtypes[dt].size, mul = tess__dtypes[dt].flop_mul;
-    struct tess__blas_cost c = {0, 0, 0};
-    double cout;  /* elements of C written */
+    enum tess__blas_shape shape = TESS__SHAPE_TRI;
     switch (kind) {
-    case TESS__BLAS_GEMM:
-        c.flops = m * n * k * mul;
-        c.bytes = m * k + k * n;
-        cout = m * n;
-        c.dmin = fmin(fmin(m, n), k);
-        break;
+    case TESS__BLAS_GEMM: shape = TESS__SHAPE_GEMM; break;
     case TESS__BLAS_SYMM:
-    case TESS__BLAS_HEMM:
-        c.flops = m * n * inner * mul;
-        c.bytes = inner * inner + m * n;
-        cout = m * n;
-        c.dmin = fmin(m, n);
-        break;
+    case TESS__BLAS_HEMM: shape = TESS__SHAPE_SYMM; break;
     case TESS__BLAS_SYRK:
-    case TESS__BLAS_HERK:
+    case TESS__BLAS_HERK: shape = TESS__SHAPE_RANK; break;
     case TESS__BLAS_SYR2K:
-    case TESS__BLAS_HER2K: {
-        int two = kind == TESS__BLAS_SYR2K || kind == TESS__BLAS_HER2K;
-        c.flops = 0.5 * n * (n + 1) * k * mul * (two ? 2 : 1);
-        c.bytes = n * k * (two ? 2 : 1);
-        cout = 0.5 * n * (n + 1);
-        c.dmin = fmin(n, k);
-        break;
+    case TESS__BLAS_HER2K: shape = TESS__SHAPE_RANK2; break;
+    default: break;
     }
-    case TESS__BLAS_TRMM:
-    case TESS__BLAS_TRSM:
-    default:
-        c.flops = 0.5 * m * n * inner * mul;
-        c.bytes = 0.5 * inner * (inner + 1);
-        cout = m * n;
-        read_c = 1;
-        c.dmin = fmin(m, n);
-        break;
-    }
-    c.bytes = (c.bytes + cout * (read_c ? 2 : 1)) * es;
-    return c;
-}
-
-/* Seconds on the CPU BLAS and on the devices, by the model. */
-static inline double tess__blas_model_cpu(const struct tess__blas_model *md, tess_dtype_t dt,
-                                          const struct tess__blas_cost *c) {
-    return c->flops / (md->cpu_gflops[dt] * 1e9);
-}
-static inline double tess__blas_model_dev(const struct tess__blas_model *md, tess_dtype_t dt,
-                                          const struct tess__blas_cost *c) {
-    double eff = c->dmin / (c->dmin + md->dev_half);
-    double compute = eff > 0 ? c->flops / (md->dev_gflops[dt] * 1e9 * eff) : INFINITY;
-    double move = c->bytes / (md->link_gbs * 1e9);
-    return md->overhead_us * 1e-6 + fmax(compute, move);
-}
-/* 1: the call goes to the devices. */
-static inline int tess__blas_model_to_dev(const struct tess__blas_model *md, tess_dtype_t dt,
-                                          const struct tess__blas_cost *c) {
-    return md->margin * tess__blas_model_dev(md, dt, c) < tess__blas_model_cpu(md, dt, c);
-}
-
-/* "v" or "s,d,c,z": positive finite numbers into out[4]. 0, or -1 when it cannot be parsed. */
-static inline int tess__blas_model_list(const char *s, double out[4]) {
-    double v[4];
-    int n = 0;
-    const char *p = s;
-    for (;;) {
-        char *end;
-        errno = 0;
-        double x = strtod(p, &end);
-        if (end == p || errno || !(x > 0) || !isfinite(x) || n == 4) return -1;
-        v[n++] = x;
-        while (*end == ' ') end++;
-        if (!*end) break;
-        if (*end != ',') return -1;
-        p = end + 1;
-    }
-    if (n != 1 && n != 4) return -1;
-    for (int i = 0; i < 4; i++) out[i] = v[n == 1 ? 0 : i];
-    return 0;
+    return tess__blas_shape_cost(shape, dt, m, n, k, inner, read_c);
 }
 
 /* The model from the knob values (struct tess__config, knobs.c): 0, or -1 with a message

@@ -1,74 +1,17 @@
 /* tests/test_fuzz_l3.c: random calls of EVERY level-3 routine (gemm, symm, hemm, syrk, herk,
  * syr2k, her2k, trmm, trsm) in s, d, c and z against OpenBLAS, from several host threads at
- * once (issue 8, "Load").
- *
- * Each call draws: the routine, the precision, the entry (generic tess_X or typed
- * tess_?X), the layout, every option the routine has (side, uplo, trans/transa, transb,
- * diag), shapes with 0, 1, 2, 3, tile edges +-1 and arbitrary sizes up to a few tiles,
- * leading dimensions larger than needed (the padding must stay byte for byte untouched),
- * alpha and beta among 0, 1, -1, random, NaN, +Inf and -Inf, and sometimes NaN or +-Inf
- * planted in the inputs (A, B, and C when beta != 0; not TRMM's B, see fz_setup). The
- * unreferenced triangle of a symmetric/Hermitian/triangular A, the diagonal of a
- * unit-triangular A, the imaginary parts of HEMM's A diagonal and of HERK/HER2K's C
- * diagonal are NaN: never read. beta = 0 sometimes comes with a C full of NaN (C must not
- * be read), alpha = 0 with A and B full of NaN (TRMM/TRSM: B too).
- *
- * Verification of every call, in this order:
- *   - status TESS_OK; A and B byte for byte unchanged; the output unchanged outside its
- *     m x n part (padding, a guard tail) and, for the SYRK family, outside its triangle;
- *   - NaN/Inf: the same entries as OpenBLAS's result are non-finite. When no Inf is
- *     involved (finite or NaN inputs and scalars) the classes match exactly: NaN where the
- *     reference has NaN, finite where it is finite. With an Inf in a scalar or an input,
- *     "finite" must match but NaN and Inf may trade places (Inf - Inf depends on the
- *     summation order and on where alpha is applied: per tile here, per call there).
- *     The SYRK family under beta = NaN expects netlib's NaN everywhere (OpenBLAS 0.3.21's
- *     s, c and z variants return finite values there); single-precision TRSM's reference is
- *     solved in double precision (fz_strsm_netlib: OpenBLAS's strsm spreads a NaN or Inf
- *     of B through side R's packed triangle where netlib does not);
- *   - every entry finite in both is within the rounding bound
- *       |C - Cref| <= 2 (2K + 10) eps f (|alpha| |op(A)| |op(B)| + |beta| |C0|)
- *     (K the inner dimension, twice k for the rank-2k updates; f = 1 real, 4 complex;
- *     |x| = |re| + |im|), evaluated by the same OpenBLAS routine on absolute values;
- *     TRSM by its residual |op(A) X - alpha B| against |op(A)| |X| + |alpha| |B|
- *     (A diagonally dominant unless its diagonal is unit);
- *   - HERK/HER2K: the diagonal of C comes out real (imaginary parts exactly 0) unless the
- *     call is netlib's quick return (alpha = 0 or k = 0 with beta = 1: nothing written).
- * A wrong result fails: fuzz_l3_verifier_self_check corrupts real results (one entry moved
- * by 4 x its bound, a NaN, a padding element, the other triangle) and requires each to be
- * caught, and TESS_FUZZ_CORRUPT=N moves one entry of call N (from 0) of thread 0 (when
- * its output is not empty): the run must then fail. Library bugs planted in a scratch copy
- * (beta at every k step of SYRK's off-diagonal tiles, TRMM's chains reversed, HEMM's
- * mirrored tiles not conjugated) were each caught within the first 125 calls of a run
- * (docs/reliability.md).
- *
- * fuzz_l3_syrk_family_beta_nan runs the SYRK family (SYRK, HERK, SYR2K, HER2K) under a
- * NaN beta (real part, imaginary part) in every precision, layout, uplo and trans, over
- * several tiles (diagonal and off-diagonal tiles), with alpha != 0, alpha = 0 and k = 0,
- * on every run: netlib's C is NaN all over the triangle (bug B6, fixed).
- *
- * fuzz_l3_strsm_right_nonfinite runs single-precision TRSM whose column-major view has side
- * R with a NaN or Inf planted in B, at each column of a diagonal tile, in every uplo,
- * transa, diag and layout, on every run: non-finite exactly where netlib's X is (bug B12,
- * fixed: OpenBLAS's strsm spread them within the rows left over below a multiple of 4).
- *
- * Known bugs (issue 8 report): the cases of library bugs found here and not fixed yet are
- * not drawn (each place says which) unless TESS_TEST_KNOWN_BUGS=1; none is left in this
- * file (test_exhaust.c uses fz_known_bugs for B7).
- *
- * Setups: the table `configs` below (`test_fuzz_l3 CONFIG`, CTest's test_fuzz_l3:CONFIG)
- * holds each one's knobs, its call count and what it must show besides right results (a
- * device failed under an injected fault, tasks held back by the end game).
- * Environment: TESS_FUZZ_CALLS (default: the setup's count; 400 without a setup),
- * TESS_FUZZ_THREADS (default 8),
- * TESS_FUZZ_SEED (default: from the clock; printed, so a failure can be replayed with the
- * same seed and tile), TESS_FUZZ_ONLY=t:i (replay call i of thread t alone),
- * TESS_FUZZ_CORRUPT=N (above). TESSERA_TILE, when unset, is drawn in 8..24 from the seed
- * before the runtime starts (edge tiles everywhere). The documented full run is
- * TESS_FUZZ_CALLS=10000.
- *
- * The case machinery (case setup, verification; the routine dispatch is tests/l3_dispatch.c)
- * is shared: test_args.c and test_exhaust.c include this file with TESS_FUZZ_L3_NO_TESTS
- * defined, which leaves out the tests and main below.
+ * once (issue 8, "Load"); what a call draws is said above fz_random_case, how it is
+ * verified above fz_verify. Setups: the table `configs` below (`test_fuzz_l3 CONFIG`,
+ * CTest's test_fuzz_l3:CONFIG): knobs, call count, what each must show besides right
+ * results. Environment: TESS_FUZZ_CALLS (default: the setup's count; 400 without one),
+ * TESS_FUZZ_THREADS (default 8), TESS_FUZZ_SEED (default: from the clock; printed with the
+ * tile, for a replay), TESS_FUZZ_ONLY=t:i (replay call i of thread t alone),
+ * TESS_FUZZ_CORRUPT=N (fz_verify), TESS_TEST_KNOWN_BUGS=1 (also draw the cases of library
+ * bugs found here and not fixed yet: none is left in this file; test_exhaust.c uses
+ * fz_known_bugs for B7). TESSERA_TILE, when unset, is drawn in 8..24 from the seed before
+ * the runtime starts. The documented full run is TESS_FUZZ_CALLS=10000. test_args.c and
+ * test_exhaust.c include this file with TESS_FUZZ_L3_NO_TESTS defined for its case
+ * machinery (setup, verification; the routine dispatch is tests/l3_dispatch.c).
  */
 #include <cblas.h>
 #include <math.h>
@@ -545,7 +488,33 @@ FZ_FN void fz_describe(const struct fz_case *c, char *buf, size_t len) {
              (unsigned long long)c->seed);
 }
 
-/* Verify tessera's output d->X[2] after a TESS_OK call; 0, or 1 with msg. */
+/* Verify tessera's output d->X[2] after a TESS_OK call; 0, or 1 with msg. In this order:
+ *   - status TESS_OK; A and B byte for byte unchanged; the output unchanged outside its
+ *     m x n part (padding, a guard tail) and, for the SYRK family, outside its triangle;
+ *   - NaN/Inf: the same entries as OpenBLAS's result are non-finite. When no Inf is
+ *     involved (finite or NaN inputs and scalars) the classes match exactly: NaN where the
+ *     reference has NaN, finite where it is finite. With an Inf in a scalar or an input,
+ *     "finite" must match but NaN and Inf may trade places (Inf - Inf depends on the
+ *     summation order and on where alpha is applied: per tile here, per call there).
+ *     The SYRK family under beta = NaN expects netlib's NaN everywhere (OpenBLAS 0.3.21's
+ *     s, c and z variants return finite values there); single-precision TRSM's reference is
+ *     solved in double precision (fz_strsm_netlib: OpenBLAS's strsm spreads a NaN or Inf
+ *     of B through side R's packed triangle where netlib does not);
+ *   - every entry finite in both is within the rounding bound
+ *       |C - Cref| <= 2 (2K + 10) eps f (|alpha| |op(A)| |op(B)| + |beta| |C0|)
+ *     (K the inner dimension, twice k for the rank-2k updates; f = 1 real, 4 complex;
+ *     |x| = |re| + |im|), evaluated by the same OpenBLAS routine on absolute values;
+ *     TRSM by its residual |op(A) X - alpha B| against |op(A)| |X| + |alpha| |B|
+ *     (A diagonally dominant unless its diagonal is unit);
+ *   - HERK/HER2K: the diagonal of C comes out real (imaginary parts exactly 0) unless the
+ *     call is netlib's quick return (alpha = 0 or k = 0 with beta = 1: nothing written).
+ * A wrong result fails: fuzz_l3_verifier_self_check corrupts real results (one entry moved
+ * by 4 x its bound, a NaN, a padding element, the other triangle) and requires each to be
+ * caught, and TESS_FUZZ_CORRUPT=N moves one entry of call N (from 0) of thread 0 (when
+ * its output is not empty): the run must then fail. Library bugs planted in a scratch copy
+ * (beta at every k step of SYRK's off-diagonal tiles, TRMM's chains reversed, HEMM's
+ * mirrored tiles not conjugated) were each caught within the first 125 calls of a run
+ * (docs/reliability.md). */
 FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
     const struct fz_case *c = &d->c;
     tess_dtype_t dt = c->dt;
@@ -722,7 +691,16 @@ static void fz_pick_scalar(uint64_t *s, double v[2], int p0, int p1) {
     }
 }
 
-/* Draw a random case of any routine (tile: the shape unit). */
+/* Draw a random case of any routine (tile: the shape unit): the routine, the precision,
+ * the entry (generic tess_X or typed tess_?X), the layout, every option the routine has
+ * (side, uplo, trans/transa, transb, diag), shapes with 0, 1, 2, 3, tile edges +-1 and
+ * arbitrary sizes up to a few tiles, leading dimensions larger than needed (the padding
+ * must stay byte for byte untouched), alpha and beta among 0, 1, -1, random, NaN, +Inf and
+ * -Inf, and sometimes NaN or +-Inf planted in the inputs (A, B, and C when beta != 0; not
+ * TRMM's B, see fz_setup). The unreferenced triangle of a symmetric/Hermitian/triangular
+ * A, the diagonal of a unit-triangular A, the imaginary parts of HEMM's A diagonal and of
+ * HERK/HER2K's C diagonal are NaN: never read. beta = 0 sometimes comes with a C full of
+ * NaN (C must not be read), alpha = 0 with A and B full of NaN (TRMM/TRSM: B too). */
 FZ_FN void fz_random_case(uint64_t *s, int64_t tile, struct fz_case *c) {
     static const tess_trans_t tr[3] = {TESS_NO_TRANS, TESS_TRANS, TESS_CONJ_TRANS};
     memset(c, 0, sizeof *c);

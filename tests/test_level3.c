@@ -4,21 +4,13 @@
  * precision, both layouts, shapes that are not multiples of the tile (1 and 0 included),
  * padded leading dimensions (padding untouched), alpha = 0 with NaN operands, beta = 0 with
  * a NaN C, the unreferenced triangle of A full of NaN (never read), the untouched triangle
- * of C checked byte for byte, netlib's quick returns, and every argument error.
- *
- * Verification: the result must match the reference element by element within the
- * rounding bound  (2K + 10) eps f (|alpha| |op(A)| |op(B)| + |beta| |C0|), evaluated by
- * running the same reference routine on the absolute values (f = 1 real, 4 complex; K the
- * inner dimension, twice k for the rank-2k updates). TRSM is checked by its residual:
- * |op(A) X - alpha B| within the same bound of |op(A)| |X| + |alpha| |B| (A diagonally
- * dominant, so X is well defined).
- *
- * Run under each setup of the table `configs` below (`test_level3 CONFIG`, CTest's
- * test_level3:CONFIG): CPU worker, 2 emulated devices with tile 7, 3 under a memory cap
- * that forces eviction, jitter, emulated + CPU. Shapes scale with TESSERA_TILE (the unit
- * U below; 8 when unset). A setup may turn on the counter assertions of level3_counters:
- * spread (SYRK and TRSM tasks on more than one device), hits (TRSM operands served from a
- * device cache: L1 or L2), evict.
+ * of C checked byte for byte, netlib's quick returns, and every argument error; each result
+ * within a rounding bound (verify). Run under each setup of the table `configs` below
+ * (`test_level3 CONFIG`, CTest's test_level3:CONFIG): CPU worker, 2 emulated devices with
+ * tile 7, 3 under a memory cap that forces eviction, jitter, emulated + CPU. Shapes scale
+ * with TESSERA_TILE (the unit U below; 8 when unset). A setup may turn on the counter
+ * assertions of level3_counters: spread (SYRK and TRSM tasks on more than one device),
+ * hits (TRSM operands served from a device cache: L1 or L2), evict.
  */
 #include <cblas.h>
 #include <math.h>
@@ -295,7 +287,13 @@ static int64_t inner_dim(const struct l3case *c) {
 
 #define MSG(...) snprintf(msg, len, __VA_ARGS__)
 
-/* Verify tessera's output d->X against the reference; 0 or 1 with msg. */
+/* Verify tessera's output d->X against the reference; 0 or 1 with msg. The result must
+ * match the reference element by element within the rounding bound
+ * (2K + 10) eps f (|alpha| |op(A)| |op(B)| + |beta| |C0|), evaluated by running the same
+ * reference routine on the absolute values (f = 1 real, 4 complex; K the inner dimension,
+ * twice k for the rank-2k updates). TRSM is checked by its residual: |op(A) X - alpha B|
+ * within the same bound of |op(A)| |X| + |alpha| |B| (A diagonally dominant, so X is well
+ * defined). */
 static int verify(const struct data *d, char *msg, size_t len) {
     const struct l3case *c = &d->c;
     tess_dtype_t dt = c->dt;

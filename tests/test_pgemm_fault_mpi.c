@@ -1,25 +1,13 @@
-/* tests/test_pgemm_fault_mpi.c: a device failing in the middle of the distributed GEMM, on
- * one rank of two (registered with 2 ranks). Each case starts the runtime afresh on one
- * emulated device per rank (no CPU worker, so nothing can take the failed device's work);
- * rank 1's device fails at its K-th copy or kernel (TESSERA_FAULT=0:K), rank 0's never.
- * For every variant (TESSERA_PGEMM_VARIANT = a, b, c; small TESSERA_PGEMM_CHUNK, so the
- * split variants run several units) on grids 1 x 2 and 2 x 1, and K from the first
- * operation to one never reached:
- *   - both ranks return the same status, TESS_OK, or TESS_EDEVICE / TESS_ENODEV (the one
- *     device failed);
- *   - TESS_OK: each rank's sub(C) is alpha A B + beta C0 within a tolerance;
- *   - a failure under stationary A or B: C unchanged byte for byte on BOTH ranks (the
- *     partials are added only after every unit's job succeeded everywhere);
- *   - the fault must have failed some calls of each variant, and the unreached K none.
- * With TESSERA_PGEMM_NCCL=2 (ctest's :np2_devxport) stationary C runs the GPU transport on
- * the emulated devices, whose copies the fault then hits as well; there, too, rank 1's
- * device is lost in the middle of a unit (TESSERA_FAULT=xport:U): no rank may hang, both
- * return TESS_EDEVICE, the next call is right.
- * A NULL operand is the other fault checked here: A or B NULL on a rank that holds part of
- * it (on one rank or on every rank) makes both ranks return the same TESS_EINVAL and
- * message, C untouched, and the next call is right; NULL where the rank's local part of
- * the operand is empty (or alpha = 0: not read) is fine.
- * Exits 77 when built without MPI or run on other than 2 ranks.
+/* tests/test_pgemm_fault_mpi.c: faults in the middle of the distributed GEMM, on one rank
+ * of two (registered with 2 ranks; exits 77 without MPI or on other than 2 ranks): a
+ * device failing at its K-th copy or kernel (TESSERA_FAULT=0:K on rank 1) under every
+ * variant, a device lost in the middle of a GPU-transport unit, and NULL operands. Each
+ * case starts the runtime afresh on one emulated device per rank (one_device_env: no CPU
+ * worker, so nothing can take the failed device's work). Whatever fails, both ranks return
+ * the same status and message, nobody hangs, a failed call leaves C as it was where the
+ * variant promises it, and the next call is right; each test says what it checks. With
+ * TESSERA_PGEMM_NCCL=2 (ctest's :np2_devxport) stationary C runs the GPU transport on the
+ * emulated devices, whose copies the fault then hits as well.
  */
 #include <stdio.h>
 
@@ -167,8 +155,14 @@ static void one_case(char v, int P, int Q, long K) {
     ASSERT_EQ(tess_finalize(), TESS_OK);
 }
 
-/* The fault at many points of each variant's call: the same status on both ranks, C
- * untouched on both when a split variant fails, the right product when nothing failed. */
+/* The fault at many points of each variant's call (TESSERA_PGEMM_VARIANT = a, b, c; a small
+ * TESSERA_PGEMM_CHUNK, so the split variants run several units), on grids 1 x 2 and 2 x 1,
+ * K from the first operation to one never reached: both ranks return the same status,
+ * TESS_OK, or TESS_EDEVICE / TESS_ENODEV (the one device failed); TESS_OK: each rank's C is
+ * alpha A B + beta C0 within a tolerance; a failure under stationary A or B leaves C
+ * unchanged byte for byte on BOTH ranks (the partials are added only after every unit's
+ * job succeeded everywhere); the fault failed some calls of each variant, and the
+ * unreached K none. */
 TEST(pgemm_device_fault_on_one_rank) {
     const long Ks[] = {1, 3, 8, 21, 55, 144, 377, 610, 987, 1597, 2584, 4181, 0};
     for (int vi = 0; vi < 3; vi++)

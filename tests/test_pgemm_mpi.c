@@ -1,39 +1,17 @@
 /* tests/test_pgemm_mpi.c: the distributed GEMM (tess_p?gemm) against Debian's ScaLAPACK
- * (PBLAS p?gemm_ on a BLACS grid of the same shape and rank order) under mpirun; registered
- * with 1, 2, 4, 6 and 8 ranks. Exits 77 when built without MPI or without ScaLAPACK.
- *
- * Each test below runs on every grid shape that fits the ranks it got (1x1, 1x2, 2x1, 2x2,
- * 1x4, 4x1, 2x3, 3x2, 1x6, 2x4, 4x2, in 'R' and 'C' order, plus one grid that leaves ranks
- * outside; shapes_for), each grid opened afresh, and says above it what it checks. Every
- * case against ScaLAPACK (run_case) checks every byte of each rank's local C: inside sub(C)
- * within a tolerance of ScaLAPACK's result (and finite), outside sub(C), LLD gap included,
- * unchanged byte for byte; A and B unchanged; the expected sub(C) differs from the input
- * somewhere on the grid unless the call is C = 1 C (no trivial pass); and
- * tess_pgemm_last_stats:
- *   - the same a_local/b_local and variant on every rank; bytes sent over the grid = bytes
- *     received; no product to compute: no pass, nothing moved;
- *   - stationary C: each rank receives at least the elements it needs that other ranks own
- *     and at most its rows of op(A) and columns of op(B) once; an operand used in place
- *     needs nothing from elsewhere; on 1 rank both operands are in place and nothing moves;
- *     on a P x 1 grid op(A) = A with C's row map is in place (1 x Q: B likewise); passes > 1
- *     when TESSERA_PGEMM_MEM forces it; the GPU transport exactly where
- *     TESSERA_PGEMM_NCCL=2 lets the emulated devices take it, and bytes packed D2D only
- *     there;
- *   - stationary A/B: the stationary operand in place, one pass, at most the other operand
- *     and a partial of the rank's sub(C) from every rank received, one unit unless a small
- *     TESSERA_PGEMM_CHUNK splits it.
- * A check that fails is counted and printed with its case (failf) and the test goes on; at
- * its end the test fails on every rank if any rank saw a failure (a failed ASSERT aborts
- * the job, harness_mpi.h). A hang is caught by the per-case watchdog and CTest's TIMEOUT.
- *
- * The runtime runs on emulated devices: unless set, TESSERA_DEVICES=none,
- * TESSERA_EMULATE=2, TESSERA_TILE=16, TESSERA_CPU_WORKER=0, TESSERA_EMULATE_MEM=16M.
- * Environment: TEST_PGEMM_SEED (default 1), TEST_PGEMM_CASES (random ScaLAPACK cases per
- * run, default 1200), TEST_PGEMM_CASE (run that case id only: the other tests return),
- * TEST_PGEMM_VERBOSE=1 (print every case), TEST_PGEMM_WATCHDOG (seconds per case, default
- * 60), TEST_PGEMM_ONE_RANK_CASES (default 12 per rank). TESSERA_PGEMM_CHUNK/_MEM/_VARIANT
- * are set per case (the distributed GEMM reads them at every call). Rank 0 prints one
- * summary line at the end.
+ * (PBLAS p?gemm_ on a BLACS grid of the same shape and rank order) under mpirun, with 1, 2,
+ * 4, 6 and 8 ranks; exits 77 when built without MPI or ScaLAPACK. Each test runs on every
+ * grid shape that fits the ranks (shapes_for), each grid opened afresh; what a case against
+ * ScaLAPACK checks is said above run_case. A failed check is counted and printed with its
+ * case (failf) and the test goes on; at its end the test fails on every rank if any rank
+ * saw a failure. A hang is caught by the per-case watchdog and CTest's TIMEOUT.
+ * The runtime runs on emulated devices: unless set, TESSERA_DEVICES=none, TESSERA_EMULATE=2,
+ * TESSERA_TILE=16, TESSERA_CPU_WORKER=0, TESSERA_EMULATE_MEM=16M. Environment:
+ * TEST_PGEMM_SEED (default 1), TEST_PGEMM_CASES (random cases, default 1200),
+ * TEST_PGEMM_CASE (that case id only; the other tests return), TEST_PGEMM_VERBOSE=1,
+ * TEST_PGEMM_WATCHDOG (seconds per case, default 60), TEST_PGEMM_ONE_RANK_CASES (default 12
+ * per rank). TESSERA_PGEMM_CHUNK/_MEM/_VARIANT are set per case (read at every call). Rank 0
+ * prints one summary line at the end.
  */
 #include <stdio.h>
 
@@ -555,7 +533,23 @@ static void set_knob(const char *name, long v) {
     }
 }
 
-/* One random case on a grid: tess against ScaLAPACK, stats. Collective over the grid. */
+/* One case on a grid, tess against ScaLAPACK; collective over the grid. Every byte of
+ * each rank's local C: inside sub(C) within a tolerance of ScaLAPACK's result (and
+ * finite), outside sub(C), LLD gap included, unchanged byte for byte; A and B unchanged;
+ * the same status on every rank; the expected sub(C) differs from the input somewhere on
+ * the grid unless the call is C = 1 C (no trivial pass). And tess_pgemm_last_stats:
+ *   - the same a_local/b_local and variant on every rank (the one c->expect names, if
+ *     any; stationary C on one rank unless forced); bytes sent over the grid = bytes
+ *     received; no product to compute: no pass, nothing moved;
+ *   - stationary C: each rank receives at least the elements it needs that other ranks own
+ *     and at most its rows of op(A) and columns of op(B) once; an operand in place needs
+ *     nothing from elsewhere; both in place: no unit, nothing moves; on a P x 1 grid op(A)
+ *     = A with C's row map is in place (1 x Q: B likewise); passes > 1 when
+ *     TESSERA_PGEMM_MEM forces it; the GPU transport exactly where TESSERA_PGEMM_NCCL=2 lets
+ *     the emulated devices take it, bytes packed D2D only there and within what was sent;
+ *   - stationary A/B: the stationary operand in place, one pass, at most the other operand
+ *     and a partial of the rank's sub(C) from every rank received, one unit unless a small
+ *     TESSERA_PGEMM_CHUNK splits it. */
 static void run_case(struct gctx *G, const struct pcase *c) {
     describe(c, G->P, G->Q, G->order, cur_case, sizeof cur_case);
     fail_budget = 6;

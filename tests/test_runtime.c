@@ -4,17 +4,13 @@
  * (tasks spread over the devices, peer fetches, evictions under a memory cap, stealing from
  * a throttled device, C written back once), and injected device faults end in a clean
  * status, never a wrong result with TESS_OK and never a hang.
- *
  * Run under each setup of the table `configs` below (`test_runtime CONFIG`, CTest's
- * test_runtime:CONFIG): its knobs, and what it must show: the counters of
- * runtime_counters_dgemm (tasks: every device computed a task; l2: an operand tile came
- * from a peer; evict: a cached tile was evicted; steal: a task was stolen from another
- * device's reservation station) and which fault test applies (TESSERA_FAULT "dev:k" makes
- * the other tests return at once: their calls would fail by design). The tests read the
- * knobs back from the environment (cfg_read). Every test opens the runtime with tess_init
- * and closes it with tess_finalize, so each starts from fresh devices and counters. The
- * assertions that need given devices to take part are checked on a runtime slowed down
- * (tests/slowdown.h).
+ * test_runtime:CONFIG): its knobs, the counters runtime_counters_dgemm must see, which fault
+ * test runs (with TESSERA_FAULT set the other tests return at once: their calls would fail
+ * by design). The tests read the knobs back from the environment (cfg_read). Every test
+ * opens the runtime with tess_init and closes it with tess_finalize, so each starts from
+ * fresh devices and counters; assertions that need given devices to take part are checked
+ * on a runtime slowed down (tests/slowdown.h).
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -44,7 +40,10 @@ enum fault_test {
 
 static const struct rt_config {
     const char *name, *knobs;
-    bool tasks, l2, evict, steal; /* what runtime_counters_dgemm must see */
+    /* what runtime_counters_dgemm must see: every device computed a task; an operand tile
+     * came from a peer; a cached tile was evicted; a task was stolen from another device's
+     * reservation station */
+    bool tasks, l2, evict, steal;
     enum fault_test fault;
 } configs[] = {
     {"emu1", EMU16 "TESSERA_EMULATE=1 TESSERA_TILE=32", .tasks = true},

@@ -320,48 +320,31 @@ int tess__comm_bcast_wait(struct tess__comm_bcast *req);
 
 /* ---- pgemm.c: the distributed GEMM ------------------------------------------------------ */
 
-/* sub(C) = alpha op(sub(A)) op(sub(B)) + beta sub(C) on grid g, arguments already checked
- * and agreed on every rank (ta, tb in 'N', 'T', 'C'; indices 0-based; alpha, beta point to
- * scalars of dt). Collective over the grid; returns the same status on every rank (device
- * failures and MPI errors included). Ranks outside the grid return TESS_OK at once. */
+/* One call: sub(C) = alpha op(sub(A)) op(sub(B)) + beta sub(C), arguments already checked
+ * and agreed on every rank. sub(A) is op(A)'s m x k (ta = 'N': rows [ia, ia + m), columns
+ * [ja, ja + k) of A), likewise sub(B) (k x n) and sub(C) (m x n); indices 0-based. */
+struct tess__pgemm_call {
+    tess_dtype_t dt;
+    char ta, tb;                      /* 'N', 'T', 'C' */
+    int64_t m, n, k;
+    tess__scalar_t alpha, beta;       /* of precision dt */
+    const void *A, *B;                /* this rank's local arrays (NULL where it holds none, */
+    void *C;                          /* or where the call reads none of it) */
+    int64_t ia, ja, ib, jb, ic, jc;   /* the first row and column of sub(A), sub(B), sub(C) */
+    struct tess__comm_desc da, db, dc;
+};
+
+/* Run call c on grid g. Collective over the grid; returns the same status on every rank
+ * (device failures and MPI errors included). Ranks outside the grid return TESS_OK at
+ * once. tess_pgemm_last_stats then tells what ran. */
+int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c);
+/* The same with the arguments one by one (alpha, beta point to scalars of dt), for the
+ * ScaLAPACK glue. */
 int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
                     int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
                     int64_t ja, const struct tess__comm_desc *da, const void *B, int64_t ib,
                     int64_t jb, const struct tess__comm_desc *db, const void *beta, void *C,
                     int64_t ic, int64_t jc, const struct tess__comm_desc *dc);
-
-/* Bytes per rank the gathered panels may take (TESSERA_PGEMM_MEM, at most `cap` where
- * cap > 0, e.g. the device panels' cap; else cap, or 40% of RAM shared by the ranks of a node),
- * the minimum over the grid. Collective. */
-int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t cap, int64_t *out);
-/* The device panels' cap on a heap of heap bytes beside an in-place operand of inplace bytes
- * and nbuf exchange buffers of at most unit bytes each (and at most the panels' bytes). */
-int64_t tess__pgemm_panel_cap(int64_t heap, int64_t inplace, int nbuf, int64_t unit);
-/* The grid's host work buffer (g->pgemm.ws), grown to at least bytes
- * (TESS_ENOMEM with a message when it cannot be). */
-int tess__pgemm_ws(struct tess__comm_grid *g, size_t bytes);
-/* Bytes a rank receives per pipelined exchange (TESSERA_PGEMM_CHUNK, default 128 MiB),
- * the minimum over the grid, so every rank cuts the same units. Collective. */
-int tess__pgemm_chunk(const struct tess__comm_grid *g, int64_t *out);
-
-/* ---- pgemm_split.c: stationary A / B for skinny shapes ---------------------------------- */
-
-/* Which variant runs this call (the same on every rank; collective): 'C' (stationary C,
- * tess__pgemm_run's own), 'A' or 'B'. a_in_place/b_in_place: whether stationary C would
- * use that operand in place. */
-int tess__pgemm_pick(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
-                     int64_t n, int64_t k, int64_t ia, int64_t ja, const struct tess__comm_desc *da,
-                     int64_t ib, int64_t jb, const struct tess__comm_desc *db, int64_t ic,
-                     int64_t jc, const struct tess__comm_desc *dc, bool a_in_place,
-                     bool b_in_place, char *var);
-/* Run variant var ('A' or 'B') of tess__pgemm_run (m, n, k >= 1, alpha != 0; real
- * precisions with 'C' already turned to 'T'). Collective; the same status on every rank. */
-int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char ta, char tb,
-                      int64_t m, int64_t n, int64_t k, const tess__scalar_t *al,
-                      const tess__scalar_t *be, const void *A, int64_t ia, int64_t ja,
-                      const struct tess__comm_desc *da, const void *B, int64_t ib, int64_t jb,
-                      const struct tess__comm_desc *db, void *C, int64_t ic, int64_t jc,
-                      const struct tess__comm_desc *dc);
 
 #endif /* TESS_HAVE_MPI */
 

@@ -30,7 +30,8 @@
 #include <unistd.h>
 
 #include "level3.h"
-#include "redist.h"
+#include "node_comm.h"
+#include "pgemm.h"
 #include "xport.h"
 
 /* ---- grids and descriptors (tessera_mpi.h) ------------------------------------------- */
@@ -106,8 +107,6 @@ int tess_pgemm_last_stats(const tess_grid_t *g, tess_pgemm_stats_t *out) {
 
 /* ---- the distributed GEMM ------------------------------------------------------------- */
 
-static double now_s(void) { return tess__now(); }
-
 /* Bytes per rank the panels may take (TESSERA_PGEMM_MEM, at most `cap` where cap > 0; else
  * cap, or 40% of RAM shared by the ranks of this node); the minimum over the grid, so every
  * rank cuts k the same way. */
@@ -174,45 +173,43 @@ int tess__pgemm_chunk(const struct tess__comm_grid *g, int64_t *out) {
     return st;
 }
 
-int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
-                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
-                    int64_t ja, const struct tess__comm_desc *da, const void *B, int64_t ib,
-                    int64_t jb, const struct tess__comm_desc *db, const void *beta, void *C,
-                    int64_t ic, int64_t jc, const struct tess__comm_desc *dc) {
+int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *call) {
     if (!tess__comm_grid_in(g)) return TESS_OK;
-    double t0 = now_s();
-    memset(&g->pgemm.last, 0, sizeof g->pgemm.last);
-    if (m == 0 || n == 0) return TESS_OK;
-    size_t es = tess__dtypes[dt].size;
-    int P = g->at.nprow, Q = g->at.npcol, myrow = g->at.myrow, mycol = g->at.mycol;
-    struct tess__comm_bc cr = tess__comm_desc_rows(dc, P), cc = tess__comm_desc_cols(dc, Q);
-    int64_t cr0, mloc, cc0, nloc;
-    tess__comm_bc_range(&cr, ic, m, myrow, &cr0, &mloc);
-    tess__comm_bc_range(&cc, jc, n, mycol, &cc0, &nloc);
-    /* C may be NULL where this rank holds none of it (then mloc or nloc is 0) */
-    char *Cloc = C ? (char *)C + (size_t)(cr0 + cc0 * dc->lld) * es : NULL;
-    tess__scalar_t al, be;
-    tess__scalar_load(dt, &al, alpha);
-    tess__scalar_load(dt, &be, beta);
-    if (k == 0 || tess__scalar_is_zero(dt, &al)) {
-        /* no product: C = beta C on what this rank holds (beta = 0: zeros, C not read) */
-        if (mloc > 0 && nloc > 0) tess__host_scale(dt, mloc, nloc, &be, Cloc, dc->lld);
-        g->pgemm.last.seconds = now_s() - t0;
+    const double t0 = tess__now();
+    struct tess_pgemm_stats *last = &g->pgemm.last;
+    memset(last, 0, sizeof *last);
+    if (call->m == 0 || call->n == 0) return TESS_OK;
+    struct tess__pgemm_call c = *call;
+    const tess_dtype_t dt = c.dt;
+    const size_t es = tess__dtypes[dt].size;
+    const struct tess__comm_bc cr = tess__comm_desc_rows(&c.dc, g->at.nprow);
+    const struct tess__comm_bc cc = tess__comm_desc_cols(&c.dc, g->at.npcol);
+    if (c.k == 0 || tess__scalar_is_zero(dt, &c.alpha)) {
+        /* no product: C = beta C on what this rank holds (beta = 0: zeros, C not read; C
+         * may be NULL where this rank holds none of it) */
+        int64_t r0, mloc, c0, nloc;
+        tess__comm_bc_range(&cr, c.ic, c.m, g->at.myrow, &r0, &mloc);
+        tess__comm_bc_range(&cc, c.jc, c.n, g->at.mycol, &c0, &nloc);
+        if (mloc > 0 && nloc > 0)
+            tess__host_scale(dt, mloc, nloc, &c.beta, (char *)c.C + (size_t)(r0 + c0 * c.dc.lld) * es,
+                             c.dc.lld);
+        last->seconds = tess__now() - t0;
         return TESS_OK;
     }
     if (!tess__dtypes[dt].complex_) {
-        if (ta == 'C') ta = 'T';
-        if (tb == 'C') tb = 'T';
+        if (c.ta == 'C') c.ta = 'T';
+        if (c.tb == 'C') c.tb = 'T';
     }
     /* the call's reference, released on every return below (a runtime that does not start
      * fails the first job, as a status every rank agrees on) */
     struct tess__rt *rt = NULL;
     (void)tess__rt_get(&rt);
-
     /* the two operands: A's selected dimension follows C's rows, B's C's columns */
     struct tess__redist_op ops[2];
-    tess__redist_setup(&ops[0], g, A, da, ia, ja, es, ta == 'N' ? 1 : 0, k, m, &cr, ic, 0);
-    tess__redist_setup(&ops[1], g, B, db, ib, jb, es, tb == 'N' ? 0 : 1, k, n, &cc, jc, 1);
+    tess__redist_setup(&ops[0], g, c.A, &c.da, c.ia, c.ja, es, c.ta == 'N' ? 1 : 0, c.k, c.m, &cr,
+                       c.ic, 0);
+    tess__redist_setup(&ops[1], g, c.B, &c.db, c.ib, c.jb, es, c.tb == 'N' ? 0 : 1, c.k, c.n, &cc,
+                       c.jc, 1);
     int st = tess__redist_plan(&ops[0]);
     if (!st && (st = tess__redist_plan(&ops[1]))) tess__redist_free(&ops[0]);
     if (st) {
@@ -220,171 +217,31 @@ int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb
         return tess__comm_agree(g, st);
     }
     for (int i = 0; i < 2; i++) ops[i].in_place = tess__redist_in_place(&ops[i]);
-    /* skinny shapes: stationary A or B (pgemm_split.c) */
+    /* skinny shapes: stationary A or B (pgemm_split.c); else stationary C */
     char var = 'C';
-    st = tess__pgemm_pick(g, dt, ta, tb, m, n, k, ia, ja, da, ib, jb, db, ic, jc, dc,
-                          ops[0].in_place, ops[1].in_place, &var);
-    if (st || var != 'C') {
-        tess__redist_free(&ops[0]);
-        tess__redist_free(&ops[1]);
-        if (!st)
-            st = tess__pgemm_split(g, var, dt, ta, tb, m, n, k, &al, &be, A, ia, ja, da, B, ib,
-                                   jb, db, C, ic, jc, dc);
-        tess__rt_put(rt);
-        return st;
+    st = tess__pgemm_pick(g, &c, ops, &var);
+    if (!st && var == 'C') {
+        st = tess__pgemm_statc(g, &c, ops);
+        if (last->variant) last->seconds = tess__now() - t0; /* it got to multiply */
     }
-
-    /* k per pass: the panels of the largest rank fit the budget */
-    int64_t mmax = 0, nmax = 0;
-    for (int r = 0; r < P; r++) mmax = TESS__MAX(mmax, tess__redist_sel_count(&ops[0], r));
-    for (int c = 0; c < Q; c++) nmax = TESS__MAX(nmax, tess__redist_sel_count(&ops[1], c));
-    int64_t per_k = ((ops[0].in_place ? 0 : mmax) + (ops[1].in_place ? 0 : nmax)) * (int64_t)es;
-    bool moving = !ops[0].in_place || !ops[1].in_place, xok = false;
-    /* the grid's transport (xport.h): chosen at its first exchange, kept */
-    struct tess__xport *xp = NULL;
-    if (moving) st = tess__xport_get(g, &xp);
-    const uint64_t d2d0 = xp ? xp->packed_d2d : 0;
-    int64_t budget = 0, kpass = k;
-    int64_t cbytes = 128 << 20;
-    int cst0 = tess__pgemm_chunk(g, &cbytes); /* collective: every rank gets here */
-    if (xp) cbytes = TESS__MAX(cbytes, xp->min_unit);
-    /* device panels: what the job and the exchange leave of the heap (st is agreed here:
-     * every rank or none takes the collective budget) */
-    const int64_t heap = xp ? (int64_t)xp->heap : 0;
-    const int64_t inplace = (ops[0].in_place ? mloc : ops[1].in_place ? nloc : 0) * k * (int64_t)es;
-    if (!st)
-        st = tess__pgemm_budget(
-            g, heap > 0 ? tess__pgemm_panel_cap(heap, inplace, xp->unit_buffers, cbytes) : 0,
-            &budget);
-    if (!st) st = cst0;
-    if (!st && per_k > 0) kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
-    int64_t kc = per_k > 0 ? TESS__MAX(1, TESS__MIN(kpass, cbytes / per_k)) : kpass;
-
-    /* panel buffers for one pass, from the transport: device memory from the runtime's heap,
-     * or host memory cached on the grid */
-    size_t abytes = ops[0].in_place ? 0 : ((size_t)mloc * (size_t)kpass * es + 255) & ~(size_t)255;
-    size_t bbytes = ops[1].in_place ? 0 : (size_t)nloc * (size_t)kpass * es;
-    void *panel = NULL, *panel_h = NULL;
-    if (!st && xp) st = tess__xport_alloc(xp, abytes + bbytes, &panel, &panel_h);
-    if (!st && xp) xok = !(st = tess__xport_begin(xp, ops, 2));
-    st = tess__comm_agree(g, st);
-    if (st) {
-        if (xok) tess__xport_end(xp);
-        if (panel_h) tess__xport_free(xp, panel_h);
-        tess__redist_free(&ops[0]);
-        tess__redist_free(&ops[1]);
-        tess__rt_put(rt);
-        return st;
-    }
-    ops[0].buf = panel;
-    ops[1].buf = (char *)panel + abytes;
-    const int pdev = xp ? xp->dev : -1;
-
-    double tcomm = 0;
-    int passes = 0, units = 0;
-    for (int64_t p0 = 0; p0 < k && !st; p0 += kpass) {
-        int64_t p1 = TESS__MIN(k, p0 + kpass), kp = p1 - p0;
-        passes++;
-        /* where the job reads op(A) and op(B) for this pass */
-        /* an operand used in place is addressed only where the job runs: a rank with no
-         * part of C may hold none of it either, and pass NULL */
-        const void *Ap = NULL, *Bp = NULL;
-        int64_t lda, ldb;
-        const bool job_here = mloc > 0 && nloc > 0;
-        if (ops[0].in_place) {
-            if (job_here) Ap = tess__redist_in_place_ptr(&ops[0], myrow, mycol, p0);
-            lda = ops[0].ldx;
-        } else {
-            ops[0].ldbuf = ta == 'N' ? TESS__MAX(1, mloc) : TESS__MAX(1, kp);
-            Ap = ops[0].buf;
-            lda = ops[0].ldbuf;
-        }
-        if (ops[1].in_place) {
-            if (job_here) Bp = tess__redist_in_place_ptr(&ops[1], myrow, mycol, p0);
-            ldb = ops[1].ldx;
-        } else {
-            ops[1].ldbuf = tb == 'N' ? TESS__MAX(1, kp) : TESS__MAX(1, nloc);
-            Bp = ops[1].buf;
-            ldb = ops[1].ldbuf;
-        }
-        /* the pipeline's unit: a k chunk of both operands, or, when one operand moves, a
-         * range of each destination's rows of op(A) ('m') or columns of op(B) ('n') with
-         * all of this pass's k: tasks along that dimension start as their part lands */
-        char mode = !ops[0].in_place && !ops[1].in_place ? 'k' : !ops[0].in_place ? 'm' : 'n';
-        int64_t lmine = mode == 'm' ? mloc : nloc, unit, nunits;
-        if (mode == 'k') {
-            unit = kc;
-            nunits = TESS__CEILDIV(kp, kc);
-        } else {
-            unit = TESS__MAX(1, cbytes / (kp * (int64_t)es));
-            nunits = TESS__CEILDIV(mode == 'm' ? mmax : nmax, unit);
-        }
-        _Atomic int64_t ready = moving ? 0 : kp;
-        struct tess__gemm_async *job = NULL;
-        int jst = TESS_OK;
-        struct tess__gemm_opts jo = {.ready = moving ? &ready : NULL, .ready_dim = mode,
-                                     .a_dev = !ops[0].in_place ? pdev : -1,
-                                     .b_dev = !ops[1].in_place ? pdev : -1,
-                                     .panel_share = heap > 0 ? (double)(abytes + bbytes) / (double)heap : 0};
-        if (job_here)
-            jst = tess__gemm_start(dt, ta, tb, mloc, nloc, kp, &al, Ap, lda, Bp, ldb,
-                                   p0 == 0 ? &be : tess__scalar_one(dt), Cloc, dc->lld, &jo, &job);
-        /* the exchange runs whatever happened to the job: the other ranks count on it */
-        int cst = TESS_OK;
-        if (moving) {
-            double tc = now_s();
-            /* W units in flight: unit u is queued once unit u - W landed */
-            const int W = xp->in_flight;
-            units += (int)nunits;
-            for (int64_t u = 0; u < nunits + W && !cst; u++) {
-                int wst = TESS_OK;
-                if (u >= W) { /* unit u - W landed: its tasks may go */
-                    wst = tess__xport_wait(xp, (int)(u - W));
-                    int64_t done = (u - W + 1) * unit;
-                    if (!wst)
-                        atomic_store_explicit(&ready, TESS__MIN(mode == 'k' ? kp : lmine, done),
-                                              memory_order_release);
-                }
-                if (u >= nunits) {
-                    cst = wst;
-                    continue;
-                }
-                struct tess__xport_unit xu = {.k0 = p0, .k1 = p1, .kbase = p0, .s0 = 0,
-                                              .s1 = INT64_MAX, .slot = (int)u};
-                if (mode == 'k') xu.k0 = p0 + u * unit, xu.k1 = TESS__MIN(p1, p0 + (u + 1) * unit);
-                else xu.s0 = u * unit, xu.s1 = (u + 1) * unit;
-                /* a transport that agrees on every unit (a wait that failed here included)
-                 * stops all ranks at the same one */
-                cst = tess__xport_post(xp, &xu, wst);
-            }
-            tcomm += now_s() - tc;
-            if (cst && job) tess__gemm_abort(job, cst);
-        }
-        if (job) jst = tess__gemm_finish(job); /* aborted: the exchange's message stands */
-        st = tess__comm_agree(g, cst ? cst : jst);
-    }
-    if (moving) {
-        g->pgemm.last.bytes_sent = xp->sent;
-        g->pgemm.last.bytes_received = xp->recvd;
-        tess__xport_end(xp);
-    }
-    if (panel_h) tess__xport_free(xp, panel_h);
-    g->pgemm.last.nccl = pdev >= 0;
-    g->pgemm.last.bytes_packed_d2d = xp ? xp->packed_d2d - d2d0 : 0;
-    /* a device lost during an exchange ends the transport on every rank (st is agreed:
-     * every rank gets here); the call's own status stands */
-    if (st && xp) (void)tess__xport_after_failure(g);
     tess__redist_free(&ops[0]);
     tess__redist_free(&ops[1]);
-    g->pgemm.last.seconds = now_s() - t0;
-    g->pgemm.last.comm_seconds = tcomm;
-    g->pgemm.last.passes = passes;
-    g->pgemm.last.units = units;
-    g->pgemm.last.a_local = ops[0].in_place;
-    g->pgemm.last.b_local = ops[1].in_place;
-    g->pgemm.last.variant = 'C';
+    if (!st && var != 'C') st = tess__pgemm_split(g, var, &c);
     tess__rt_put(rt);
     return st;
+}
+
+int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
+                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
+                    int64_t ja, const struct tess__comm_desc *da, const void *B, int64_t ib,
+                    int64_t jb, const struct tess__comm_desc *db, const void *beta, void *C,
+                    int64_t ic, int64_t jc, const struct tess__comm_desc *dc) {
+    struct tess__pgemm_call c = {.dt = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
+                                 .A = A, .B = B, .C = C, .ia = ia, .ja = ja, .ib = ib, .jb = jb,
+                                 .ic = ic, .jc = jc, .da = *da, .db = *db, .dc = *dc};
+    tess__scalar_load(dt, &c.alpha, alpha);
+    tess__scalar_load(dt, &c.beta, beta);
+    return tess__pgemm_exec(g, &c);
 }
 
 /* ---- argument checks: every rank, then agreement -------------------------------------- */
@@ -491,11 +348,13 @@ int tess_pgemm(tess_grid_t *g, tess_dtype_t dt, tess_trans_t transa, tess_trans_
                         "on every rank)");
     st = tess__comm_agree(g, st);
     if (st) return st;
-    struct tess__comm_desc a = to_comm(descA), b = to_comm(descB), c = to_comm(descC);
-    char ta = transa == TESS_NO_TRANS ? 'N' : transa == TESS_TRANS ? 'T' : 'C';
-    char tb = transb == TESS_NO_TRANS ? 'N' : transb == TESS_TRANS ? 'T' : 'C';
-    return tess__pgemm_run(g, dt, ta, tb, m, n, k, alpha, A, ia, ja, &a, B, ib, jb, &b, beta, C,
-                           ic, jc, &c);
+    struct tess__pgemm_call c = {
+        .dt = dt, .ta = transa == TESS_NO_TRANS ? 'N' : transa == TESS_TRANS ? 'T' : 'C',
+        .tb = transb == TESS_NO_TRANS ? 'N' : transb == TESS_TRANS ? 'T' : 'C',
+        .m = m, .n = n, .k = k, .alpha = al, .beta = be, .A = A, .B = B, .C = C,
+        .ia = ia, .ja = ja, .ib = ib, .jb = jb, .ic = ic, .jc = jc,
+        .da = to_comm(descA), .db = to_comm(descB), .dc = to_comm(descC)};
+    return tess__pgemm_exec(g, &c);
 }
 
 #define TYPED(name, dt, T, S, ALPHA, BETA)                                                        \

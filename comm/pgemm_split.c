@@ -42,7 +42,7 @@
 #include <strings.h>
 
 #include "level3.h"
-#include "redist.h"
+#include "pgemm.h"
 #include "xport.h"
 
 /* ---- the choice ------------------------------------------------------------------------- */
@@ -81,75 +81,70 @@ struct side {
     int L;                    /* processes along X's k dimension */
 };
 
-static void side_init(struct side *s, const struct tess__comm_grid *g, char var, char ta, char tb,
-                      int64_t m, int64_t n, int64_t k, int64_t ia, int64_t ja,
-                      const struct tess__comm_desc *da, int64_t ib, int64_t jb,
-                      const struct tess__comm_desc *db) {
-    const struct tess__comm_desc *dx = var == 'A' ? da : db;
+static void side_init(struct side *s, const struct tess__comm_grid *g, char var,
+                      const struct tess__pgemm_call *c) {
+    const struct tess__comm_desc *dx = var == 'A' ? &c->da : &c->db;
     s->var = var;
     s->xmap[0] = tess__comm_desc_rows(dx, g->at.nprow);
     s->xmap[1] = tess__comm_desc_cols(dx, g->at.npcol);
     if (var == 'A') {
-        s->xk = ta == 'N' ? 1 : 0;
-        s->xoff[0] = ia, s->xoff[1] = ja;
-        s->xlen[0] = ta == 'N' ? m : k, s->xlen[1] = ta == 'N' ? k : m;
+        s->xk = c->ta == 'N' ? 1 : 0;
+        s->xoff[0] = c->ia, s->xoff[1] = c->ja;
+        s->xlen[0] = c->ta == 'N' ? c->m : c->k, s->xlen[1] = c->ta == 'N' ? c->k : c->m;
     } else {
-        s->xk = tb == 'N' ? 0 : 1;
-        s->xoff[0] = ib, s->xoff[1] = jb;
-        s->xlen[0] = tb == 'N' ? k : n, s->xlen[1] = tb == 'N' ? n : k;
+        s->xk = c->tb == 'N' ? 0 : 1;
+        s->xoff[0] = c->ib, s->xoff[1] = c->jb;
+        s->xlen[0] = c->tb == 'N' ? c->k : c->n, s->xlen[1] = c->tb == 'N' ? c->n : c->k;
     }
     s->L = s->xk == 0 ? g->at.nprow : g->at.npcol;
 }
 
 /* Y's gather: its k dimension selected by X's k map, its free dimension whole. */
 static void side_yop(const struct side *s, struct tess__redist_op *y, const struct tess__comm_grid *g,
-                     char ta, char tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t ia,
-                     int64_t ja, const struct tess__comm_desc *da, const void *B, int64_t ib,
-                     int64_t jb, const struct tess__comm_desc *db, size_t es) {
+                     const struct tess__pgemm_call *c) {
+    const size_t es = tess__dtypes[c->dt].size;
     if (s->var == 'A') /* Y = op(B): k is B's rows when tb = N */
-        tess__redist_setup(y, g, B, db, ib, jb, es, tb == 'N' ? 1 : 0, n, k, &s->xmap[s->xk],
-                           s->xoff[s->xk], s->xk);
+        tess__redist_setup(y, g, c->B, &c->db, c->ib, c->jb, es, c->tb == 'N' ? 1 : 0, c->n, c->k,
+                           &s->xmap[s->xk], s->xoff[s->xk], s->xk);
     else
-        tess__redist_setup(y, g, A, da, ia, ja, es, ta == 'N' ? 0 : 1, m, k, &s->xmap[s->xk],
-                           s->xoff[s->xk], s->xk);
+        tess__redist_setup(y, g, c->A, &c->da, c->ia, c->ja, es, c->ta == 'N' ? 0 : 1, c->m, c->k,
+                           &s->xmap[s->xk], s->xoff[s->xk], s->xk);
 }
 
-int tess__pgemm_pick(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
-                     int64_t n, int64_t k, int64_t ia, int64_t ja, const struct tess__comm_desc *da,
-                     int64_t ib, int64_t jb, const struct tess__comm_desc *db, int64_t ic,
-                     int64_t jc, const struct tess__comm_desc *dc, bool a_in_place,
-                     bool b_in_place, char *var) {
+int tess__pgemm_pick(struct tess__comm_grid *g, const struct tess__pgemm_call *c,
+                     const struct tess__redist_op ops[2], char *var) {
     *var = 'C';
-    int want = variant_knob(), st = want < 0 ? TESS_EINVAL : TESS_OK;
+    /* the knob must be valid and the same on every rank (all reach the reduction) */
+    int want = variant_knob(), bad = want < 0 ? TESS_EINVAL : TESS_OK;
     int v[2] = {want, -want}, vm[2] = {0, 0};
-    if (!st) st = TESS__MPI(MPI_Allreduce(v, vm, 2, MPI_INT, MPI_MAX, g->comm));
-    if (!st && vm[0] != -vm[1])
+    int st = TESS__MPI(MPI_Allreduce(v, vm, 2, MPI_INT, MPI_MAX, g->comm));
+    if (!st && !bad && vm[0] != -vm[1])
         st = tess__fail(TESS_EINVAL, "TESSERA_PGEMM_VARIANT differs across the ranks of the grid");
-    if ((st = tess__comm_agree(g, st))) return st;
+    if ((st = tess__comm_agree(g, bad ? bad : st))) return st;
     const int P = g->at.nprow, Q = g->at.npcol;
     if (want == 'C' || (want == 0 && P * Q == 1)) return TESS_OK;
-    const size_t es = tess__dtypes[dt].size;
-    const struct tess__comm_bc cr = tess__comm_desc_rows(dc, P), cc = tess__comm_desc_cols(dc, Q);
-    const double dm = (double)m, dn = (double)n, dk = (double)k, PQ = (double)(P * Q);
+    const size_t es = tess__dtypes[c->dt].size;
+    const struct tess__comm_bc cr = tess__comm_desc_rows(&c->dc, P), cc = tess__comm_desc_cols(&c->dc, Q);
+    const double dm = (double)c->m, dn = (double)c->n, dk = (double)c->k, PQ = (double)(P * Q);
     double vol[2], need[2];
     bool fits_int[2];
-    const double moved_c = (a_in_place ? 0 : dm * dk * Q) + (b_in_place ? 0 : dk * dn * P);
+    const double moved_c = (ops[0].in_place ? 0 : dm * dk * Q) + (ops[1].in_place ? 0 : dk * dn * P);
     for (int i = 0; i < 2; i++) {
         struct side s;
-        side_init(&s, g, i ? 'B' : 'A', ta, tb, m, n, k, ia, ja, da, ib, jb, db);
+        side_init(&s, g, i ? 'B' : 'A', c);
         struct tess__redist_op y;
-        side_yop(&s, &y, g, ta, tb, m, n, k, NULL, ia, ja, da, NULL, ib, jb, db, es);
+        side_yop(&s, &y, g, c);
         bool y_in_place = tess__redist_in_place(&y);
-        double yfree = i ? dm : dn, xfree = i ? dn : dm;
+        double yfree = i ? dm : dn;
         vol[i] = (y_in_place ? 0 : dk * yfree * PQ / s.L) + dm * dn * s.L;
         /* per rank: Y's panel, W and its packed copy, the partials received */
-        int64_t kmax = max_count(&s.xmap[s.xk], s.xoff[s.xk], k);
-        int64_t fmax = max_count(&s.xmap[1 - s.xk], s.xoff[1 - s.xk], i ? n : m);
+        int64_t kmax = max_count(&s.xmap[s.xk], s.xoff[s.xk], c->k);
+        int64_t fmax = max_count(&s.xmap[1 - s.xk], s.xoff[1 - s.xk], i ? c->n : c->m);
         double w = (double)fmax * (i ? dm : dn);
-        double recv = (double)s.L * (double)max_count(&cr, ic, m) * (double)max_count(&cc, jc, n);
+        double recv = (double)s.L * (double)max_count(&cr, c->ic, c->m) *
+                      (double)max_count(&cc, c->jc, c->n);
         need[i] = ((y_in_place ? 0 : (double)kmax * yfree) + 2 * w + recv) * (double)es;
         fits_int[i] = w < INT_MAX / 2 && recv < INT_MAX / 2 && (double)kmax * yfree < INT_MAX / 2;
-        (void)xfree;
     }
     if (want == 'A' || want == 'B') {
         if (fits_int[want == 'B']) *var = (char)want;
@@ -279,222 +274,285 @@ static void wdim_init(struct wdim *w, bool dist, const struct side *s, const str
     }
 }
 
-int tess__pgemm_split(struct tess__comm_grid *g, char var, tess_dtype_t dt, char ta, char tb,
-                      int64_t m, int64_t n, int64_t k, const tess__scalar_t *al,
-                      const tess__scalar_t *be, const void *A, int64_t ia, int64_t ja,
-                      const struct tess__comm_desc *da, const void *B, int64_t ib, int64_t jb,
-                      const struct tess__comm_desc *db, void *C, int64_t ic, int64_t jc,
-                      const struct tess__comm_desc *dc) {
-    double t0 = tess__now(), tcomm = 0;
-    g->pgemm.last.units = 0;
-    const int P = g->at.nprow, Q = g->at.npcol, myrow = g->at.myrow, mycol = g->at.mycol;
+/* One call of a split variant: W's geometry (R), this rank's parts of X, C and W, Y's
+ * gather, the units, and the partials' counts and buffers. */
+struct split {
+    struct tess__comm_grid *g;
+    const struct tess__pgemm_call *c;
+    char var;
+    size_t es;
     struct run R;
-    memset(&R, 0, sizeof R);
-    R.dt = dt;
-    R.es = tess__dtypes[dt].size;
-    const size_t es = R.es;
-    struct side *s = &R.s;
-    side_init(s, g, var, ta, tb, m, n, k, ia, ja, da, ib, jb, db);
+    const char *Xl;              /* sub(X) here (NULL where none): kloc along k, floc free */
+    int64_t ldx, kloc, floc;
+    char *Cl;                    /* sub(C) here, cn[0] x cn[1] (NULL where none) */
+    int64_t cn[2];
+    char *W;                     /* W here: wr x wc, leading dimension R.ldw */
+    int64_t wr, wc;
+    struct tess__redist_op y;    /* Y, gathered whole through the MPI transport x */
+    int64_t yfree;
+    size_t ybytes;
+    struct tess__xport *x;
+    bool xok;                    /* x begun */
+    int64_t fu, nu;              /* nu units of fu indices of W's distributed dimension */
+    struct wdim *part;           /* that dimension */
+    int nranks;
+    int *cnt;                    /* per rank: send count, displacement, receive count, displ. */
+    int64_t *ucnt;               /* per unit and rank: elements out, in */
+    struct tess__redist_seg *scratch;
+    char *sbuf, *rbuf;           /* every unit's partials, out and in */
+    MPI_Datatype elem;
+    uint64_t sent, recvd;
+    double tcomm;
+    int64_t units;
+};
 
+/* The maps: the side, this rank's parts of X and C, W's dimensions, Y's plan. Agreed. */
+static int split_maps(struct split *S) {
+    struct tess__comm_grid *g = S->g;
+    const struct tess__pgemm_call *c = S->c;
+    const int myrow = g->at.myrow, mycol = g->at.mycol;
+    struct side *s = &S->R.s;
+    side_init(s, g, S->var, c);
     /* what this rank holds of sub(X): local ranges along X's rows and columns */
-    const void *X = var == 'A' ? A : B;
-    const int64_t ldx = var == 'A' ? da->lld : db->lld;
+    const void *X = S->var == 'A' ? c->A : c->B;
+    S->ldx = S->var == 'A' ? c->da.lld : c->db.lld;
     int64_t x0[2], xc[2];
     tess__comm_bc_range(&s->xmap[0], s->xoff[0], s->xlen[0], myrow, &x0[0], &xc[0]);
     tess__comm_bc_range(&s->xmap[1], s->xoff[1], s->xlen[1], mycol, &x0[1], &xc[1]);
-    const int64_t kloc = xc[s->xk], floc = xc[1 - s->xk];
+    S->kloc = xc[s->xk], S->floc = xc[1 - s->xk];
     /* X (and C) may be NULL where this rank holds none of it: then nothing is addressed */
-    const char *Xl = X ? (const char *)X + (size_t)(x0[0] + x0[1] * ldx) * es : NULL;
-
+    S->Xl = X ? (const char *)X + (size_t)(x0[0] + x0[1] * S->ldx) * S->es : NULL;
     /* C's maps and my part of sub(C) */
-    const struct tess__comm_bc cr = tess__comm_desc_rows(dc, P), cc = tess__comm_desc_cols(dc, Q);
-    int64_t c0[2], cn[2];
-    tess__comm_bc_range(&cr, ic, m, myrow, &c0[0], &cn[0]);
-    tess__comm_bc_range(&cc, jc, n, mycol, &c0[1], &cn[1]);
-    char *Cl = C ? (char *)C + (size_t)(c0[0] + c0[1] * dc->lld) * es : NULL;
-
+    const struct tess__comm_bc cr = tess__comm_desc_rows(&c->dc, g->at.nprow);
+    const struct tess__comm_bc cc = tess__comm_desc_cols(&c->dc, g->at.npcol);
+    int64_t c0[2];
+    tess__comm_bc_range(&cr, c->ic, c->m, myrow, &c0[0], &S->cn[0]);
+    tess__comm_bc_range(&cc, c->jc, c->n, mycol, &c0[1], &S->cn[1]);
+    S->Cl = c->C ? (char *)c->C + (size_t)(c0[0] + c0[1] * c->dc.lld) * S->es : NULL;
     /* W: |I| x n (A) or m x |J| (B) */
-    wdim_init(&R.w[0], var == 'A', s, g, m, &cr, ic, 0);
-    wdim_init(&R.w[1], var == 'B', s, g, n, &cc, jc, 1);
-    const int64_t wr = var == 'A' ? floc : m, wc = var == 'A' ? n : floc;
-    R.ldw = TESS__MAX(1, wr);
-
-    struct tess__redist_op y;
-    side_yop(s, &y, g, ta, tb, m, n, k, A, ia, ja, da, B, ib, jb, db, es);
-    int st = tess__redist_plan(&y);
-    if (!st && (st = tess__redist_cut(&R.w[0].d))) tess__redist_free(&y);
-    if (!st && (st = tess__redist_cut(&R.w[1].d))) tess__redist_free(&y), free(R.w[0].d.seg);
+    wdim_init(&S->R.w[0], S->var == 'A', s, g, c->m, &cr, c->ic, 0);
+    wdim_init(&S->R.w[1], S->var == 'B', s, g, c->n, &cc, c->jc, 1);
+    S->wr = S->var == 'A' ? S->floc : c->m, S->wc = S->var == 'A' ? c->n : S->floc;
+    S->R.ldw = TESS__MAX(1, S->wr);
+    side_yop(s, &S->y, g, c);
+    int st = tess__redist_plan(&S->y);
+    if (!st && (st = tess__redist_cut(&S->R.w[0].d))) tess__redist_free(&S->y);
+    if (!st && (st = tess__redist_cut(&S->R.w[1].d))) tess__redist_free(&S->y), free(S->R.w[0].d.seg);
     if ((st = tess__comm_agree(g, st))) return st;
-    y.in_place = tess__redist_in_place(&y);
+    S->y.in_place = tess__redist_in_place(&S->y);
+    return TESS_OK;
+}
 
+/* The units' partials of source (sr, sc) for destination (dr, dc) in unit u: counted
+ * (buf NULL), packed from W, or added into C. Returns the elements walked. */
+static int64_t unit_walk(struct split *S, int64_t u, int sr, int sc, int dr, int dc, char *buf,
+                         const void *W, void *Cl) {
+    S->part->lo = u * S->fu, S->part->hi = (u + 1) * S->fu;
+    return walk(&S->R, sr, sc, dr, dc, buf, W, Cl, Cl ? S->c->dc.lld : 0, S->scratch);
+}
+
+/* Y's panel and W in the grid's host buffer, the transport of Y's gather, the units, every
+ * unit's counts and the partials' buffers. Agreed. */
+static int split_buffers(struct split *S) {
+    struct tess__comm_grid *g = S->g;
+    const struct tess__pgemm_call *c = S->c;
+    const struct side *s = &S->R.s;
+    const size_t es = S->es;
     /* Y's panel (in Y's own orientation: k along its k dimension, kloc long) and W, in the
      * grid's cached host buffer (pinned when a GPU is used) */
-    const int64_t yfree = var == 'A' ? n : m;
-    const int yk = 1 - y.kdim; /* Y's k dimension */
-    const int64_t yrows = yk == 0 ? kloc : yfree;
-    size_t ybytes = y.in_place ? 0 : (((size_t)kloc * (size_t)yfree * es + 255) & ~(size_t)255);
-    size_t wbytes = (size_t)wr * (size_t)wc * es;
+    S->yfree = S->var == 'A' ? c->n : c->m;
+    const int yk = 1 - S->y.kdim; /* Y's k dimension */
+    const int64_t yrows = yk == 0 ? S->kloc : S->yfree;
+    S->ybytes = S->y.in_place ? 0 : (((size_t)S->kloc * (size_t)S->yfree * es + 255) & ~(size_t)255);
+    const size_t wbytes = (size_t)S->wr * (size_t)S->wc * es;
     /* the pipeline's unit: fu of each rank's indices along W's distributed dimension (the
      * same on every rank: global maps and the agreed chunk), a unit's partials about a chunk */
-    const int64_t fmax = max_count(&s->xmap[1 - s->xk], s->xoff[1 - s->xk], var == 'A' ? m : n);
+    const int64_t fmax = max_count(&s->xmap[1 - s->xk], s->xoff[1 - s->xk], S->var == 'A' ? c->m : c->n);
     int64_t chunk = 128 << 20;
-    st = tess__pgemm_chunk(g, &chunk); /* collective; st is 0 on every rank here */
-    const int64_t fu = TESS__MAX(1, TESS__MIN(fmax, chunk / TESS__MAX(1, yfree * (int64_t)es)));
-    const int64_t nu = TESS__MAX(1, TESS__CEILDIV(fmax, fu));
-    struct wdim *part = &R.w[var == 'A' ? 0 : 1];
-
-    int nranks = P * Q;
-    int *cnt = calloc((size_t)nranks * 4, sizeof(int));
-    int64_t *ucnt = malloc(sizeof *ucnt * (size_t)nu * (size_t)nranks * 2); /* per unit, rank: out, in */
-    struct tess__redist_seg *scratch =
-        malloc(sizeof *scratch * (size_t)(R.w[0].d.nseg + R.w[1].d.nseg + 1));
-    if (!cnt || !ucnt || !scratch)
-        st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-    if (!st) st = tess__pgemm_ws(g, ybytes + wbytes);
+    int st = tess__pgemm_chunk(g, &chunk); /* collective; st is 0 on every rank here */
+    S->fu = TESS__MAX(1, TESS__MIN(fmax, chunk / TESS__MAX(1, S->yfree * (int64_t)es)));
+    S->nu = TESS__MAX(1, TESS__CEILDIV(fmax, S->fu));
+    S->part = &S->R.w[S->var == 'A' ? 0 : 1];
+    const int nranks = S->nranks = g->at.nprow * g->at.npcol;
+    S->cnt = calloc((size_t)nranks * 4, sizeof(int));
+    S->ucnt = malloc(sizeof *S->ucnt * (size_t)S->nu * (size_t)nranks * 2);
+    S->scratch = malloc(sizeof *S->scratch * (size_t)(S->R.w[0].d.nseg + S->R.w[1].d.nseg + 1));
+    if (!S->cnt || !S->ucnt || !S->scratch) st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    if (!st) st = tess__pgemm_ws(g, S->ybytes + wbytes);
     /* Y's gather: the MPI transport (host memory), one unit; opened on every rank */
-    struct tess__xport *x = NULL;
-    bool xok = false;
-    if (!y.in_place) {
-        int xst = tess__xport_open_mpi(g, &x); /* collective, agreed */
+    if (!S->y.in_place) {
+        int xst = tess__xport_open_mpi(g, &S->x); /* collective, agreed */
         if (!st) st = xst;
     }
-    if (!st && !y.in_place) {
-        y.buf = g->pgemm.ws.ptr;
-        y.ldbuf = TESS__MAX(1, yrows);
-        xok = !(st = tess__xport_begin(x, &y, 1));
+    if (!st && !S->y.in_place) {
+        S->y.buf = g->pgemm.ws.ptr;
+        S->y.ldbuf = TESS__MAX(1, yrows);
+        S->xok = !(st = tess__xport_begin(S->x, &S->y, 1));
     }
     /* the partials: everything this rank sends and receives, unit after unit (a unit's
      * pieces rank by rank in grid order); received ones are added once all units landed */
-    const bool me_src = contributes(&R, myrow, mycol);
+    const int myrow = g->at.myrow, mycol = g->at.mycol;
+    const bool me_src = contributes(&S->R, myrow, mycol);
     int64_t stot = 0, rtot = 0;
-    uint64_t sent = 0, recvd = 0;
-    for (int64_t u = 0; u < nu && !st; u++) {
-        part->lo = u * fu, part->hi = (u + 1) * fu;
-        for (int r = 0; r < P; r++)
-            for (int c = 0; c < Q; c++) {
-                int j = tess__comm_grid_rank(g, r, c);
-                int64_t ns = me_src ? walk(&R, myrow, mycol, r, c, NULL, NULL, NULL, 0, scratch) : 0;
-                int64_t nr = contributes(&R, r, c) ? walk(&R, r, c, myrow, mycol, NULL, NULL, NULL, 0, scratch) : 0;
-                ucnt[2 * (u * nranks + j)] = ns, ucnt[2 * (u * nranks + j) + 1] = nr;
+    for (int64_t u = 0; u < S->nu && !st; u++)
+        for (int r = 0; r < g->at.nprow; r++)
+            for (int q = 0; q < g->at.npcol; q++) {
+                int j = tess__comm_grid_rank(g, r, q);
+                int64_t ns = me_src ? unit_walk(S, u, myrow, mycol, r, q, NULL, NULL, NULL) : 0;
+                int64_t nr = contributes(&S->R, r, q) ? unit_walk(S, u, r, q, myrow, mycol, NULL, NULL, NULL) : 0;
+                S->ucnt[2 * (u * nranks + j)] = ns, S->ucnt[2 * (u * nranks + j) + 1] = nr;
                 stot += ns, rtot += nr;
-                if (j != g->rank) sent += (uint64_t)ns * es, recvd += (uint64_t)nr * es;
+                if (j != g->rank) S->sent += (uint64_t)ns * es, S->recvd += (uint64_t)nr * es;
             }
-    }
-    char *sbuf = NULL, *rbuf = NULL;
-    MPI_Datatype elem = MPI_DATATYPE_NULL;
     if (!st) {
-        sbuf = malloc((size_t)TESS__MAX(1, stot) * es), rbuf = malloc((size_t)TESS__MAX(1, rtot) * es);
-        if (!sbuf || !rbuf) st = tess__fail(TESS_ENOMEM, "pgemm: reduction buffers: out of host memory");
+        S->sbuf = malloc((size_t)TESS__MAX(1, stot) * es), S->rbuf = malloc((size_t)TESS__MAX(1, rtot) * es);
+        if (!S->sbuf || !S->rbuf) st = tess__fail(TESS_ENOMEM, "pgemm: reduction buffers: out of host memory");
     }
-    if (!st) st = TESS__MPI(MPI_Type_contiguous((int)es, MPI_BYTE, &elem));
-    if (!st) st = TESS__MPI(MPI_Type_commit(&elem));
-    if ((st = tess__comm_agree(g, st))) goto out;
+    if (!st) st = TESS__MPI(MPI_Type_contiguous((int)es, MPI_BYTE, &S->elem));
+    if (!st) st = TESS__MPI(MPI_Type_commit(&S->elem));
+    return tess__comm_agree(g, st);
+}
 
-    /* Y, whole; then the pipeline: while unit u's job runs, unit u - 1's partials travel to
-     * C's owners; the caller drives MPI in its waits */
+/* Unit u: W's part from this rank's job (while unit u - 1's partials travel, *red), then
+ * its partials packed and sent to C's owners (one MPI_Ialltoallv, *red). Agreed. */
+static int split_unit(struct split *S, int64_t u, const void *Yp, int64_t ldy, int64_t *soff,
+                      int64_t *roff, MPI_Request *red) {
+    struct tess__comm_grid *g = S->g;
+    const struct tess__pgemm_call *c = S->c;
+    const size_t es = S->es;
+    const int nranks = S->nranks, xf = 1 - S->R.s.xk; /* X's free dimension: 0 rows, 1 columns */
+    /* my part of the unit: W rows (A) or columns (B) [f0, f1) */
+    const int64_t f0 = TESS__MIN(S->floc, u * S->fu), f1 = TESS__MIN(S->floc, f0 + S->fu), fc = f1 - f0;
+    S->units++;
+    int cst = TESS_OK, jst = TESS_OK, st;
+    struct tess__gemm_async *job = NULL;
+    if (fc > 0 && S->yfree > 0 && S->kloc > 0) {
+        const char *Xu = S->Xl + (size_t)(xf == 0 ? f0 : f0 * S->ldx) * es;
+        jst = S->var == 'A'
+                  ? tess__gemm_start(c->dt, c->ta, c->tb, fc, S->wc, S->kloc, &c->alpha, Xu, S->ldx,
+                                     Yp, ldy, tess__scalar_zero(), S->W + (size_t)f0 * es,
+                                     S->R.ldw, NULL, &job)
+                  : tess__gemm_start(c->dt, c->ta, c->tb, S->wr, fc, S->kloc, &c->alpha, Yp, ldy,
+                                     Xu, S->ldx, tess__scalar_zero(),
+                                     S->W + (size_t)(f0 * S->R.ldw) * es, S->R.ldw, NULL, &job);
+        if (jst) job = NULL;
+    }
+    double tc = tess__now();
+    if (*red != MPI_REQUEST_NULL) cst = tess__mpi_wait(red);
+    S->tcomm += tess__now() - tc;
+    if (job) jst = tess__gemm_finish(job);
+    if ((st = tess__comm_agree(g, cst ? cst : jst))) return st;
+    /* unit u's partials: pack, then one MPI_Ialltoallv */
+    tc = tess__now();
+    int *sc = S->cnt, *sd = S->cnt + nranks, *rc = S->cnt + 2 * nranks, *rd = S->cnt + 3 * nranks;
+    const int64_t s0 = *soff, r0 = *roff;
+    for (int r = 0; r < g->at.nprow; r++)
+        for (int q = 0; q < g->at.npcol; q++) {
+            int j = tess__comm_grid_rank(g, r, q);
+            int64_t ns = S->ucnt[2 * (u * nranks + j)], nr = S->ucnt[2 * (u * nranks + j) + 1];
+            if (ns)
+                unit_walk(S, u, g->at.myrow, g->at.mycol, r, q, S->sbuf + (size_t)*soff * es, S->W, NULL);
+            sc[j] = (int)ns, sd[j] = (int)(*soff - s0);
+            rc[j] = (int)nr, rd[j] = (int)(*roff - r0);
+            *soff += ns, *roff += nr;
+        }
+    st = TESS_OK;
+    if (*soff - s0 > INT_MAX || *roff - r0 > INT_MAX)
+        st = tess__fail(TESS_ENOSYS, "pgemm: a partial product over MPI's int counts");
+    if (!st)
+        st = TESS__MPI(MPI_Ialltoallv(S->sbuf + (size_t)s0 * es, sc, sd, S->elem,
+                                      S->rbuf + (size_t)r0 * es, rc, rd, S->elem, g->comm, red));
+    S->tcomm += tess__now() - tc;
+    return tess__comm_agree(g, st);
+}
+
+/* Y, whole; then the pipeline: while unit u's job runs, unit u - 1's partials travel to
+ * C's owners, the caller driving MPI in its waits; the last partials. Agreed. */
+static int split_units(struct split *S) {
+    struct tess__comm_grid *g = S->g;
+    const struct tess__redist_op *y = &S->y;
     /* Y in place is addressed only where the job runs (kloc, yfree > 0: the rank holds
      * part of Y); elsewhere it may be NULL */
-    const void *Yp = !y.in_place ? y.buf
-                     : kloc > 0 && yfree > 0 ? tess__redist_in_place_ptr(&y, myrow, mycol, 0)
-                                             : NULL;
-    const int64_t ldy = y.in_place ? y.ldx : y.ldbuf;
-    char *W = (char *)g->pgemm.ws.ptr + ybytes;
-    if (wr > 0 && wc > 0 && kloc == 0) tess__host_scale(dt, wr, wc, tess__scalar_zero(), W, R.ldw);
-    int *sc = cnt, *sd = cnt + nranks, *rc = cnt + 2 * nranks, *rd = cnt + 3 * nranks;
+    const void *Yp = !y->in_place ? y->buf
+                     : S->kloc > 0 && S->yfree > 0
+                         ? tess__redist_in_place_ptr(y, g->at.myrow, g->at.mycol, 0)
+                         : NULL;
+    const int64_t ldy = y->in_place ? y->ldx : y->ldbuf;
+    S->W = (char *)g->pgemm.ws.ptr + S->ybytes;
+    if (S->wr > 0 && S->wc > 0 && S->kloc == 0)
+        tess__host_scale(S->c->dt, S->wr, S->wc, tess__scalar_zero(), S->W, S->R.ldw);
     MPI_Request red = MPI_REQUEST_NULL;
     int64_t soff = 0, roff = 0;
+    int st = TESS_OK;
     double tc = tess__now();
-    if (!y.in_place) {
-        const struct tess__xport_unit whole = {.k0 = 0, .k1 = yfree, .s1 = INT64_MAX};
-        st = tess__xport_post(x, &whole, TESS_OK);
-        if (!st) st = tess__xport_wait(x, 0);
+    if (!y->in_place) {
+        const struct tess__xport_unit whole = {.k0 = 0, .k1 = S->yfree, .s1 = INT64_MAX};
+        st = tess__xport_post(S->x, &whole, TESS_OK);
+        if (!st) st = tess__xport_wait(S->x, 0);
     }
-    tcomm += tess__now() - tc;
+    S->tcomm += tess__now() - tc;
     st = tess__comm_agree(g, st);
-    int64_t units = 0;
-    const int xf = 1 - s->xk; /* X's free dimension: 0 rows, 1 columns */
-    for (int64_t u = 0; u < nu && !st; u++) {
-        /* my part of the unit: W rows (A) or columns (B) [f0, f1) */
-        const int64_t f0 = TESS__MIN(floc, u * fu), f1 = TESS__MIN(floc, f0 + fu), fc = f1 - f0;
-        units++;
-        int cst = TESS_OK, jst = TESS_OK;
-        struct tess__gemm_async *job = NULL;
-        if (fc > 0 && yfree > 0 && kloc > 0) {
-            const char *Xu = Xl + (size_t)(xf == 0 ? f0 : f0 * ldx) * es;
-            jst = var == 'A'
-                      ? tess__gemm_start(dt, ta, tb, fc, wc, kloc, al, Xu, ldx, Yp, ldy,
-                                         tess__scalar_zero(), W + (size_t)f0 * es, R.ldw, NULL,
-                                         &job)
-                      : tess__gemm_start(dt, ta, tb, wr, fc, kloc, al, Yp, ldy, Xu, ldx,
-                                         tess__scalar_zero(), W + (size_t)(f0 * R.ldw) * es,
-                                         R.ldw, NULL, &job);
-            if (jst) job = NULL;
-        }
-        tc = tess__now();
-        if (red != MPI_REQUEST_NULL) cst = tess__mpi_wait(&red);
-        tcomm += tess__now() - tc;
-        if (job) jst = tess__gemm_finish(job);
-        if ((st = tess__comm_agree(g, cst ? cst : jst))) break;
-        /* unit u's partials: pack, then one MPI_Ialltoallv */
-        tc = tess__now();
-        part->lo = u * fu, part->hi = (u + 1) * fu;
-        int64_t s0 = soff, r0 = roff;
-        for (int r = 0; r < P; r++)
-            for (int c = 0; c < Q; c++) {
-                int j = tess__comm_grid_rank(g, r, c);
-                int64_t ns = ucnt[2 * (u * nranks + j)], nr = ucnt[2 * (u * nranks + j) + 1];
-                if (ns) walk(&R, myrow, mycol, r, c, sbuf + (size_t)soff * es, W, NULL, 0, scratch);
-                sc[j] = (int)ns, sd[j] = (int)(soff - s0);
-                rc[j] = (int)nr, rd[j] = (int)(roff - r0);
-                soff += ns, roff += nr;
-            }
-        if (soff - s0 > INT_MAX || roff - r0 > INT_MAX)
-            st = tess__fail(TESS_ENOSYS, "pgemm: a partial product over MPI's int counts");
-        if (!st)
-            st = TESS__MPI(MPI_Ialltoallv(sbuf + (size_t)s0 * es, sc, sd, elem, rbuf + (size_t)r0 * es,
-                                          rc, rd, elem, g->comm, &red));
-        tcomm += tess__now() - tc;
-        if ((st = tess__comm_agree(g, st))) break;
-    }
+    for (int64_t u = 0; u < S->nu && !st; u++) st = split_unit(S, u, Yp, ldy, &soff, &roff, &red);
     tc = tess__now();
     if (red != MPI_REQUEST_NULL) {
         int s2 = tess__mpi_wait(&red);
         if (!st) st = s2;
     }
     st = tess__comm_agree(g, st);
+    S->tcomm += tess__now() - tc;
+    return st;
+}
+
+/* C = beta C (beta = 0: zeros, C not read), then every partial: unit by unit, in grid
+ * order within a unit (each element gets its partials in grid order, the same on every
+ * run). */
+static void split_reduce(struct split *S) {
+    const struct tess__comm_grid *g = S->g;
+    double tc = tess__now();
+    if (S->cn[0] > 0 && S->cn[1] > 0)
+        tess__host_scale(S->c->dt, S->cn[0], S->cn[1], &S->c->beta, S->Cl, S->c->dc.lld);
+    int64_t roff = 0;
+    for (int64_t u = 0; u < S->nu; u++)
+        for (int r = 0; r < g->at.nprow; r++)
+            for (int q = 0; q < g->at.npcol; q++)
+                if (S->ucnt[2 * (u * S->nranks + tess__comm_grid_rank(g, r, q)) + 1])
+                    roff += unit_walk(S, u, r, q, g->at.myrow, g->at.mycol,
+                                      S->rbuf + (size_t)roff * S->es, NULL, S->Cl);
+    S->tcomm += tess__now() - tc;
+}
+
+int tess__pgemm_split(struct tess__comm_grid *g, char var, const struct tess__pgemm_call *c) {
+    const double t0 = tess__now();
+    struct split S = {.g = g, .c = c, .var = var, .es = tess__dtypes[c->dt].size,
+                      .elem = MPI_DATATYPE_NULL};
+    S.R.dt = c->dt;
+    S.R.es = S.es;
+    g->pgemm.last.units = 0;
+    int st = split_maps(&S);
+    if (st) return st;
+    st = split_buffers(&S);
     if (!st) {
-        /* C = beta C (beta = 0: zeros, C not read), then every partial: unit by unit, in
-         * grid order within a unit (each element gets its partials in grid order) */
-        if (cn[0] > 0 && cn[1] > 0) tess__host_scale(dt, cn[0], cn[1], be, Cl, dc->lld);
-        roff = 0;
-        for (int64_t u = 0; u < nu; u++) {
-            part->lo = u * fu, part->hi = (u + 1) * fu;
-            for (int r = 0; r < P; r++)
-                for (int c = 0; c < Q; c++)
-                    if (ucnt[2 * (u * nranks + tess__comm_grid_rank(g, r, c)) + 1])
-                        roff += walk(&R, r, c, myrow, mycol, rbuf + (size_t)roff * es, NULL, Cl,
-                                     dc->lld, scratch);
-        }
+        st = split_units(&S);
+        if (!st) split_reduce(&S);
+        g->pgemm.last.units = (int)S.units;
     }
-    tcomm += tess__now() - tc;
-    g->pgemm.last.units = (int)units;
-out:
-    if (elem != MPI_DATATYPE_NULL) MPI_Type_free(&elem);
-    free(sbuf), free(rbuf);
-    if (xok) {
-        sent += x->sent, recvd += x->recvd;
-        tess__xport_end(x);
+    if (S.elem != MPI_DATATYPE_NULL) MPI_Type_free(&S.elem);
+    free(S.sbuf), free(S.rbuf);
+    if (S.xok) {
+        S.sent += S.x->sent, S.recvd += S.x->recvd;
+        tess__xport_end(S.x);
     }
-    tess__xport_close(x);
-    tess__redist_free(&y);
-    free(R.w[0].d.seg), free(R.w[1].d.seg);
-    free(cnt), free(ucnt), free(scratch);
-    g->pgemm.last.seconds = tess__now() - t0;
-    g->pgemm.last.comm_seconds = tcomm;
-    g->pgemm.last.bytes_sent = sent, g->pgemm.last.bytes_received = recvd;
-    g->pgemm.last.passes = 1;
-    g->pgemm.last.a_local = var == 'A' || (var == 'B' && y.in_place);
-    g->pgemm.last.b_local = var == 'B' || (var == 'A' && y.in_place);
-    g->pgemm.last.variant = var;
+    tess__xport_close(S.x);
+    tess__redist_free(&S.y);
+    free(S.R.w[0].d.seg), free(S.R.w[1].d.seg);
+    free(S.cnt), free(S.ucnt), free(S.scratch);
+    struct tess_pgemm_stats *last = &g->pgemm.last;
+    last->seconds = tess__now() - t0;
+    last->comm_seconds = S.tcomm;
+    last->bytes_sent = S.sent, last->bytes_received = S.recvd;
+    last->passes = 1;
+    last->a_local = var == 'A' || (var == 'B' && S.y.in_place);
+    last->b_local = var == 'B' || (var == 'A' && S.y.in_place);
+    last->variant = var;
     return st;
 }

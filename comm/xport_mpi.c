@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redist.h"
+#include "pgemm.h"
 #include "xport.h"
 
 struct xmpi {

@@ -1,7 +1,7 @@
 /* comm/grid.c: P x Q process grids over MPI communicators, the MPI error wrapper, and the
  * agreement on a status (every rank returns the same error, nobody hangs).
  * Owns the grid's communicators (created here, freed by tess__comm_grid_destroy); never
- * the caller's communicator. Does not own the map (bcyclic.c) or data movement (xport_*.c).
+ * the caller's communicator. Does not own the map (bcyclic.c) or data movement (xport.h).
  * Every function here is collective over the communicator it is given.
  */
 #include <stdio.h>
@@ -57,12 +57,18 @@ static char detect_order(const struct tess__comm_grid *g) {
     return row_major ? 'R' : col_major ? 'C' : 0;
 }
 
+/* A cleared grid, and the size of comm and this process's rank in it. */
+static int grid_begin(MPI_Comm comm, struct tess__comm_grid *g, int *size, int *rank) {
+    grid_clear(g);
+    int st = TESS__MPI(MPI_Comm_size(comm, size));
+    if (!st) st = TESS__MPI(MPI_Comm_rank(comm, rank));
+    return st;
+}
+
 int tess__comm_grid_create(MPI_Comm comm, int nprow, int npcol, char order,
                            struct tess__comm_grid *g) {
-    grid_clear(g);
     int size, rank;
-    int st = TESS__MPI(MPI_Comm_size(comm, &size));
-    if (!st) st = TESS__MPI(MPI_Comm_rank(comm, &rank));
+    int st = grid_begin(comm, g, &size, &rank);
     if (st) return st;
     if (order == 'r') order = 'R';
     if (order == 'c') order = 'C';
@@ -113,10 +119,8 @@ int tess__comm_grid_create(MPI_Comm comm, int nprow, int npcol, char order,
 
 int tess__comm_grid_from_blacs(MPI_Comm comm, int nprow, int npcol, int myrow, int mycol,
                                struct tess__comm_grid *g) {
-    grid_clear(g);
     int size, rank;
-    int st = TESS__MPI(MPI_Comm_size(comm, &size));
-    if (!st) st = TESS__MPI(MPI_Comm_rank(comm, &rank));
+    int st = grid_begin(comm, g, &size, &rank);
     if (st) return st;
     int *all = malloc(sizeof *all * 4 * (size_t)size);
     int *table = malloc(sizeof *table * (size_t)size);

@@ -1,11 +1,11 @@
-/* comm/mpiwait.c: tess__mpi_wait, the MPI_Wait every exchange of comm/ uses: it spins on
- * MPI_Test where the rank's CPU set has two cores for every rank of the node, and backs
- * off (short sleeps) where cores are scarce. Open MPI's MPI_Wait spins (sched_yield),
- * which on a node with more ranks and threads than cores starves the rank the others wait
- * for (B11); a sleeping waiter progresses a large message of a copy-in/copy-out transport
- * (vader without CMA, TCP) one fragment per test, which slowed 2-rank exchanges on a
- * 16-core machine to under 1 GB/s. The node's rank count comes from the launcher
- * (node/launcher.c); without one the waiter backs off. Chosen once per process.
+/* comm/mpiwait.c: tess__mpi_wait, the MPI_Wait of every exchange in comm/. It spins on
+ * MPI_Test where the rank's CPU set has two cores for every rank of its node, and backs
+ * off (short sleeps, up to 100 us) where cores are scarce: a spinning waiter (Open MPI's
+ * MPI_Wait yields and spins) starves the rank the others wait for when ranks and threads
+ * outnumber the cores (reliability.md, B11), while a sleeping one progresses a large
+ * message of a copy-in/copy-out transport (vader without CMA, TCP) one fragment per test.
+ * The node's rank count comes from the launcher (node/launcher.c); without one the waiter
+ * backs off. The mode is chosen once per process.
  */
 #include <pthread.h>
 #include <sched.h>

@@ -1,27 +1,13 @@
-/* comm/pgemm.c: the distributed GEMM (tess_p?gemm) and the public grid/descriptor calls of
- * tessera_mpi.h. (TESS_PGEMM_READY: the marker helpers poll for.)
- *
- * Stationary C: each rank updates the part of sub(C) it owns, in place, with ONE node
- * runtime job (tess__gemm_start) over its local C: every C tile is loaded to a device once,
- * stays there across all of k and is written back once. What the job reads of op(A) (the
- * rank's rows of C, all k) and op(B) (all k, the rank's columns) is gathered into panel
- * buffers by redist.c, k chunk by k chunk, in a pipeline: while the runtime multiplies
- * the chunks that arrived, the next ones are in flight (two exchanges outstanding: the
- * look-ahead), and tasks whose k step has not arrived wait on their stream slot
- * (job_ops.ready). An operand every rank already holds in local order (one rank, or
- * A on a P x 1 grid, B on a 1 x Q grid with C's blocks) is used in place: nothing moves.
- * If the panels of all of k exceed TESSERA_PGEMM_MEM, k is split into passes, one job
- * each (C then travels once per pass).
- *
- * Faults: arguments are checked on every rank and agreed (tess__comm_agree) before any
- * data moves (a NULL A, B or C only where the rank's local array of it is empty, or where
- * nothing of it is read); each pass ends with an agreement on the job's status, so a device
- * failure or an MPI error on one rank is reported on every rank and nobody waits for a rank
- * that gave up. Owns the grid's cached panel buffers (pinned when a GPU is used).
- *
- * A call that multiplies holds one call reference on the node runtime from its start to its
- * end (tess__rt_get): its transport, device panels and jobs all use that runtime (nested
- * references get the same one), and a tess_finalize on another thread waits for the call.
+/* comm/pgemm.c: the distributed GEMM's entry (tess_p?gemm, tess__pgemm_exec) and the
+ * public grid and descriptor calls of tessera_mpi.h. A call's arguments are checked on
+ * every rank and agreed (tess__comm_agree) before any data moves: a NULL A, B or C only
+ * where the rank's local array of it is empty or nothing of it is read, and the same
+ * global arguments on every rank (a hash). tess__pgemm_exec then picks the variant
+ * (pgemm_split.c) and runs stationary C (pgemm_statc.c) or stationary A / B; any failure,
+ * of a device or of MPI, comes back the same on every rank. A call that multiplies holds
+ * one call reference on the node runtime from start to end: its transport, device panels
+ * and jobs all use that runtime, and a tess_finalize on another thread waits for the call.
+ * Owns the panels' budget and the grid's host work buffer (g->pgemm).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -140,9 +126,7 @@ int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t cap, int64_t *ou
  * TESS__JOB_HEAP_RESERVE of the heap for its streams' tiles; the exchange holds nbuf
  * buffers of one unit, each at most `unit` bytes and at most the panels' bytes. The
  * largest p with p + nbuf min(unit, p) <= the rest; never less than TESS__PANEL_HEAP_SHARE
- * of the heap (the rule before this one). 4 x H200, 1 x 4 grid, n = 98304: A's panel of
- * all k is 77.3 GB; half the 141.5 GB heap made it two passes (C twice over the host link,
- * two ramps: 0.849 of 4 x in-core, docs/benchmarks.md); this rule leaves one. */
+ * of the heap. */
 int64_t tess__pgemm_panel_cap(int64_t heap, int64_t inplace, int nbuf, int64_t unit) {
     const int64_t floor = (int64_t)((double)heap * TESS__PANEL_HEAP_SHARE);
     const int64_t rest = heap - inplace - (int64_t)((double)heap * TESS__JOB_HEAP_RESERVE);

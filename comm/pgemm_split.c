@@ -1,39 +1,16 @@
 /* comm/pgemm_split.c: the distributed GEMM's variants for skinny shapes, stationary A and
- * stationary B, and the choice among them and stationary C (pgemm.c).
- *
- * Stationary A: A never moves. Process (r, c) holds of sub(op(A)) the rows I and the k
- * indices K its local array covers. It gathers op(B)[K, :] (redist.c, with K following A's
- * map instead of C's), computes the partial product W = alpha op(A)[I, K] op(B)[K, :]
- * (|I| x n) with one node-runtime job, and sends each element of W to the owner of that
- * element of sub(C), which adds what it receives from every process holding the same rows
- * to beta sub(C) (beta = 0: C is not read). Stationary B is the mirror: op(A)[:, K] is
- * gathered following B's k map, W = alpha op(A)[:, K] op(B)[K, J] (m x |J|). Both move the
- * small operands and the partial C only: for a tall A (m, k >> n) stationary C would ship
- * op(A) to every process column.
- *
- *     stationary A, 2 x 2 grid, ta = N:       W(r,c) = A(r,c) * op(B)[K(c), :]
- *        A(0,0) A(0,1)     op(B)[K(0), :]      C rows of process row r = W(r,0) + W(r,1),
- *        A(1,0) A(1,1)     op(B)[K(1), :]      each element sent straight to its owner
- *
- * Pipelined over units: ranges of W's distributed dimension (the rows of X's free one a
- * rank holds: m for A, n for B), so each unit reads its own part of the big operand X once;
- * Y, small by the choice, is gathered whole first (MPI_Ialltoallw, redist.c). While unit
- * u's job runs, unit u - 1's partials travel to C's owners (one MPI_Ialltoallv of packed W
- * pieces per unit); the calling thread drives MPI in its waits while the runtime's workers
- * compute. A receiver keeps every unit's pieces and adds them to beta sub(C) only once all
- * units landed and every job succeeded, unit by unit and in grid order within one (the
- * same result on every run).
- *
- * The choice (the same on every rank: global sizes, the agreed budget and knob only), in
- * elements moved over the grid: stationary C moves m k Q (op(A), unless in place) + k n P
- * (op(B)); stationary A moves k n P Q / L (op(B)'s rows to each of the L process lines
- * along A's k dimension, unless in place) + m n L (each element of C gets L partials); B
- * likewise. A or B is taken when it moves at most half of what C moves and its buffers fit
- * the panel budget (TESSERA_PGEMM_MEM). TESSERA_PGEMM_VARIANT=c|a|b forces one (a forced A
- * or B still falls back to C when a buffer would exceed MPI's int counts).
- *
- * Faults: the job's status is agreed before the reduction, so a device failure on any rank
- * leaves C unwritten on every rank and every rank returns the same error.
+ * stationary B, and the choice among them and stationary C. Stationary A: A never moves;
+ * each process multiplies its part of sub(op(A)) by the rows of op(B) that match its k
+ * indices (gathered whole: Y), and sends each element of the partial product W to the
+ * owner of that element of sub(C), which adds the partials of every process holding the
+ * same rows to beta sub(C). Stationary B is the mirror. Both move the small operand and the
+ * partial C only (a tall A under stationary C would travel to every process column).
+ * Pipelined over units of W's distributed dimension. Invariants: the choice is the same on
+ * every rank (global sizes, the agreed budget and knob only); C is written only once every
+ * unit landed and every job succeeded (agreed: a failure leaves C unwritten everywhere),
+ * unit by unit and in grid order within one (the same result on every run). Owns the
+ * call's W, the partials' buffers and their counts; Y's panel and W live in the grid's
+ * host work buffer.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -45,7 +22,13 @@
 #include "pgemm.h"
 #include "xport.h"
 
-/* ---- the choice ------------------------------------------------------------------------- */
+/* ---- the choice ------------------------------------------------------------------------- *
+ * In elements moved over the grid: stationary C moves m k Q (op(A), unless in place) +
+ * k n P (op(B)); stationary A moves k n P Q / L (op(B)'s rows to each of the L process
+ * lines along A's k dimension, unless in place) + m n L (each element of C gets L
+ * partials); B likewise. A or B is taken when it moves at most half of what C moves and its
+ * buffers fit the panel budget (TESSERA_PGEMM_MEM). TESSERA_PGEMM_VARIANT=c|a|b forces one
+ * (a forced A or B still falls back to C when a buffer would exceed MPI's int counts). */
 
 /* The variant asked for by TESSERA_PGEMM_VARIANT: 0 auto, 'C', 'A', 'B'; -1 not valid
  * (the message names the value). */
@@ -158,7 +141,19 @@ int tess__pgemm_pick(struct tess__comm_grid *g, const struct tess__pgemm_call *c
     return TESS_OK;
 }
 
-/* ---- the run ---------------------------------------------------------------------------- */
+/* ---- the run ---------------------------------------------------------------------------- *
+ * Stationary A, 2 x 2 grid, ta = N:         W(r,c) = A(r,c) * op(B)[K(c), :]
+ *      A(0,0) A(0,1)     op(B)[K(0), :]      C rows of process row r = W(r,0) + W(r,1),
+ *      A(1,0) A(1,1)     op(B)[K(1), :]      each element sent straight to its owner
+ * Process (r, c) holds of sub(op(A)) the rows I and the k indices K its local array covers;
+ * it gathers Y = op(B)[K, :] (redist.c, with K following A's map instead of C's) and
+ * computes W = alpha op(A)[I, K] Y (|I| x n). Stationary B: Y = op(A)[:, K] following B's
+ * k map, W = alpha Y op(B)[K, J] (m x |J|). The units are ranges of W's distributed
+ * dimension (the rows of X's free one a rank holds: m for A, n for B), so each unit reads
+ * its own part of the big operand X once; Y, small by the choice, is gathered whole first
+ * (the MPI transport). While unit u's job runs, unit u - 1's partials travel to C's owners
+ * (one MPI_Ialltoallv of packed W pieces per unit); the calling thread drives MPI in its
+ * waits while the runtime's workers compute. */
 
 /* One dimension of W: distributed like X's free dimension (dist) or whole on every rank;
  * its target is C's map along the same dimension. */

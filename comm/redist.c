@@ -1,27 +1,15 @@
-/* comm/redist.c: gathering what one rank's local GEMM needs of a distributed operand.
- *
- * For C = op(A) op(B) on a P x Q grid, process (r, c) owns the rows of sub(C) that C's row
- * map gives to r and the columns C's column map gives to c. Its local update needs, of
- * op(A), those rows and every k; of op(B), every k and those columns. In terms of the
- * stored operand X (A or B) one dimension is "selected" (the rows or columns of sub(X)
- * that match the destination's rows or columns of sub(C), in C's map) and the other is the
- * k dimension, needed whole ("all"). Owner and destination of an index change only at
- * block boundaries of the two maps, so each dimension is cut into segments: maximal ranges
- * of sub(X) indices with one source process and one destination coordinate.
- *
- * A unit of the exchange (a k range [k0, k1) of both operands; or, when only one operand
- * moves, a range [s0, s1) of each destination's selected buffer indices with all k) is,
- * for every pair (owner, destination), a list of 2D blocks in one fixed order (operand,
- * column segment, row segment, each block column-major: tess__redist_blocks), or the same
- * blocks as one MPI datatype at their place in the owner's local arrays or the
- * destination's panel (tess__redist_types). The transports (xport.h) move them by these
- * lists, so every exchange has one order.
- *
- * An operand whose selected dimension follows C's map exactly and whose k dimension is
- * not split over processes is used in place: every rank already holds what it needs, in
- * local order (always on one rank; A = op(A) on a P x 1 grid and B = op(B) on a 1 x Q grid
- * when their blocks match C's).
- * Owns no memory but the segment lists; the panels belong to the caller.
+/* comm/redist.c: what one rank's local GEMM needs of a distributed operand X (A or B), and
+ * where it lies. Of a destination's local update one dimension of sub(X) is "selected"
+ * (the rows or columns matching its rows or columns of sub(C), in C's map), the other is
+ * k, needed whole. Owner and destination change only at block boundaries of the two maps,
+ * so each dimension is cut into segments (one owner, one destination coordinate). A unit
+ * (k in [k0, k1), or selected panel positions [s0, s1) with all k) is, per (owner,
+ * destination) pair, a list of 2D blocks in one fixed order (operand, column segment, row
+ * segment: tess__redist_blocks) or the same blocks as one MPI datatype at their place on
+ * either side (tess__redist_types): every transport moves them in that order. An operand
+ * whose selected dimension follows C's map and whose k is not split over processes is used
+ * in place (one rank; A on a P x 1 grid, B on 1 x Q, with C's blocks). Owns no memory but
+ * the segment lists; the panels belong to the caller.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -7,12 +7,10 @@
  *                 lost mid-unit: xport_lost.c), on one of two sets of device primitives:
  *                 xport_nccl.c (GPUs: CUDA copies, NCCL) or xport_emu.c (emulated devices,
  *                 CI: the backend's copies, MPI standing in for NCCL)
- * A grid's transport (g->xport, owned by xport.c) is chosen at its first exchange, the same
- * kind on every rank, and kept: reopened only when the runtime it was opened on is gone,
- * closed on every rank after a call in which a device was lost.
- * A call: alloc its panels, begin, units posted in order (slot 0, 1, ...; slot 0 starts a
- * pass) with at most in_flight not yet waited for, each waited for in order, end, free.
- * Used by one thread at a time (the caller of tess_p?gemm).
+ * A grid's transport (g->xport, xport.c) is chosen at its first exchange, the same kind on
+ * every rank. A call: alloc panels, begin, units posted in order (slot 0 starts a pass)
+ * with at most in_flight not waited for, each waited for in order, end, free. Used by one
+ * thread at a time (the caller of tess_p?gemm).
  */
 #ifndef TESS_XPORT_H
 #define TESS_XPORT_H

@@ -1,21 +1,13 @@
-/* comm/xport_unit.c: one unit of the device transport, for every peer of this rank:
- *   pack     the pieces this rank owns and the peer needs: 2D H2D copies from the local
- *            array into a packed send buffer (device), in tess__redist_blocks' order; or,
- *            with TESSERA_PGEMM_PACK_D2D, D2D from the own panel when the peer needs
- *            exactly what this rank took for itself;
- *   self     the pieces this rank owns and needs itself: H2D straight into its panel;
- *   send     the packed pieces among the ranks of the node, all peers at once (hw->exchange);
- *   unpack   2D D2D copies from the receive buffer into the panel;
- *   remote   MPI with the ranks of other nodes, posted with the unit (xport_remote.c);
- * then the unit's event: once it completes the unit is in the panel. A unit with remote
- * pieces records its event in its wait, after the MPI requests completed and the H2D
- * copies of the received pieces were queued. With two streams the copies into the panel
- * and the send buffer run on the pack stream into one of two send buffers (by unit
- * parity), so unit u+1 is packed while unit u travels: the transfer stream waits for the
- * unit's pack (EV_PACKED), the pack stream for the end of the send that last read its
- * buffer (EV_SENT0/1). Every copy's list, offsets and order are the same whatever the
- * device kind. Owns the block lists, the exchange buffers (from the runtime's heap on the
- * panels' device, so they count against the memory of the tiles) and the per-pass error.
+/* comm/xport_unit.c: one unit of the device transport: for every peer of this rank the
+ * pieces it owns and the peer needs are packed on the device, sent among the ranks of the
+ * node (hw->exchange) and unpacked into the peer's panel; the pieces it needs itself go
+ * straight into its panel; ranks of other nodes are served by xport_remote.c. Once the
+ * unit's event completes the unit is in the panel. Invariants: every rank goes on with a
+ * unit or none does (agreed before anything is queued); after that a local error never
+ * stops this rank's part of the exchange (its peers count on it) but is kept for the next
+ * agreement; every copy's block list, offsets and order are the same on every kind of
+ * device. Owns the block lists, the exchange buffers (from the runtime's heap on the
+ * panels' device, counted against the memory of the tiles) and the pass's error.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -150,8 +142,19 @@ static int node_offsets(struct tess__xdev *n, const struct tess__xport_unit *u, 
     return TESS_OK;
 }
 
-/* Queue the copies of an agreed unit: self into the panel, the packing for the node's
- * peers, the exchange (whatever happened before: the peers count on it), the unpack. */
+/* Queue the copies of an agreed unit on the transport's streams:
+ *   self     the pieces this rank owns and needs itself: H2D straight into its panel;
+ *   pack     the pieces this rank owns and a peer needs: 2D H2D copies from the local array
+ *            into a packed send buffer (device), in tess__redist_blocks' order; or, with
+ *            TESSERA_PGEMM_PACK_D2D, D2D from the own panel when the peer needs exactly what
+ *            this rank took for itself;
+ *   send     the packed pieces among the ranks of the node, all peers at once (whatever
+ *            happened before: the peers count on it);
+ *   unpack   2D D2D copies from the receive buffer into the panel.
+ * With two streams the self and pack copies run on the pack stream into one of two send
+ * buffers (by unit parity), so unit u+1 is packed while unit u travels: the transfer
+ * stream waits for the unit's pack (EV_PACKED), the pack stream for the end of the send
+ * that last read its buffer (EV_SENT0/1). */
 static int queue_unit(struct tess__xdev *n, const struct tess__xport_unit *u, int st,
                       int bi, char *sbuf, const size_t *soff, char *rbuf, const size_t *roff) {
     const struct tess__comm_grid *g = n->base.g;

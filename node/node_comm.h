@@ -32,7 +32,7 @@ struct tess__node_dev {
     size_t heap_bytes;                 /* its tile heap */
 };
 
-/* Device d (0 <= d < *ndev) of the runtime; *ndev the runtime's device count. */
+/* The runtime's device count, and device d (0 <= d < that count). */
 static inline int tess__node_ndev(const struct tess__rt *rt) { return rt->ndev; }
 static inline struct tess__node_dev tess__node_dev(const struct tess__rt *rt, int d) {
     const struct tess__dev *x = rt->dev[d];

@@ -38,15 +38,18 @@ int tess__comm_bcast_start(const struct tess__comm_grid *g, enum tess__comm_axis
         return tess__fail(TESS_EINVAL, "block broadcast root %d outside 0..%d", root, n - 1);
     if (blk->rows < 0 || blk->cols < 0 || blk->rows > INT_MAX || blk->cols > INT_MAX ||
         blk->esize == 0 || blk->esize > INT_MAX)
-        return tess__fail(TESS_EINVAL, "block %lld x %lld of %zu-byte elements: cannot be "
-                          "broadcast in one MPI call", (long long)blk->rows,
-                          (long long)blk->cols, blk->esize);
+        return tess__fail(TESS_EINVAL,
+                          "block %lld x %lld of %zu-byte elements: cannot be "
+                          "broadcast in one MPI call",
+                          (long long)blk->rows, (long long)blk->cols, blk->esize);
     const int64_t rows = blk->rows, cols = blk->cols;
     const size_t colbytes = (size_t)rows * blk->esize;
     const bool empty = rows == 0 || cols == 0;
     if (me == root && !empty && (!blk->ptr || blk->ld < rows))
-        return tess__fail(TESS_EINVAL, "block broadcast root: block %p with ld %lld < rows "
-                          "%lld", blk->ptr, (long long)blk->ld, (long long)rows);
+        return tess__fail(TESS_EINVAL,
+                          "block broadcast root: block %p with ld %lld < rows "
+                          "%lld",
+                          blk->ptr, (long long)blk->ld, (long long)rows);
     if (me != root && !empty && !recv)
         return tess__fail(TESS_EINVAL, "block broadcast: NULL receive buffer");
 
@@ -58,9 +61,8 @@ int tess__comm_bcast_start(const struct tess__comm_grid *g, enum tess__comm_axis
     int count = (int)cols;
     if (me == root && !recv) {
         /* send straight from the local array: cols columns, ld elements apart */
-        st = TESS__MPI(MPI_Type_create_hvector((int)cols, 1,
-                                               (MPI_Aint)(blk->ld * (int64_t)blk->esize), col,
-                                               &vec));
+        st = TESS__MPI(MPI_Type_create_hvector(
+            (int)cols, 1, (MPI_Aint)(blk->ld * (int64_t)blk->esize), col, &vec));
         if (!st) st = TESS__MPI(MPI_Type_commit(&vec));
         buf = blk->ptr;
         type = vec;
@@ -70,8 +72,7 @@ int tess__comm_bcast_start(const struct tess__comm_grid *g, enum tess__comm_axis
         const char *src = blk->ptr;
         char *dst = recv;
         for (int64_t j = 0; j < cols; j++)
-            memcpy(dst + (size_t)j * colbytes, src + (size_t)(j * blk->ld) * blk->esize,
-                   colbytes);
+            memcpy(dst + (size_t)j * colbytes, src + (size_t)(j * blk->ld) * blk->esize, colbytes);
     }
     if (empty) count = 0;
     if (!st) st = TESS__MPI(MPI_Ibcast(buf, count, type, root, comm, &req->mpi));

@@ -79,8 +79,8 @@ int64_t tess__comm_bc_l2g(const struct tess__comm_bc *d, int p, int64_t l) {
     return block_start(d, b) + off;
 }
 
-void tess__comm_bc_range(const struct tess__comm_bc *d, int64_t i0, int64_t len, int p,
-                         int64_t *l0, int64_t *count) {
+void tess__comm_bc_range(const struct tess__comm_bc *d, int64_t i0, int64_t len, int p, int64_t *l0,
+                         int64_t *count) {
     int64_t lo = tess__comm_bc_count(d, i0, p);
     *l0 = lo;
     *count = tess__comm_bc_count(d, i0 + len, p) - lo;
@@ -90,8 +90,11 @@ struct tess__comm_bc tess__comm_bc_sub(const struct tess__comm_bc *d, int64_t i0
     int64_t b = block_of(d, i0);
     int64_t size = b == 0 ? d->ib : d->nb; /* the block's full size, not clipped to n */
     struct tess__comm_bc s = {
-        .n = len, .ib = size - (i0 - block_start(d, b)), .nb = d->nb,
-        .src = (int)((d->src + b) % d->np), .np = d->np,
+        .n = len,
+        .ib = size - (i0 - block_start(d, b)),
+        .nb = d->nb,
+        .src = (int)((d->src + b) % d->np),
+        .np = d->np,
     };
     return s;
 }
@@ -133,21 +136,28 @@ static int entry_pos(int dtype, int e) {
     return dtype == TESS__DESC_BLOCK_CYCLIC_2D ? pos9[e] : e + 1;
 }
 static const char *entry_name(int dtype, int e) {
-    if (dtype == TESS__DESC_BLOCK_CYCLIC_2D && (e == IMB_ || e == INB_))
-        return entry_names[e + 2];
+    if (dtype == TESS__DESC_BLOCK_CYCLIC_2D && (e == IMB_ || e == INB_)) return entry_names[e + 2];
     return entry_names[e];
 }
 
-void tess__comm_desc_init(struct tess__comm_desc *d, int64_t m, int64_t n, int64_t mb,
-                          int64_t nb, int rsrc, int csrc, int64_t lld) {
+void tess__comm_desc_init(struct tess__comm_desc *d, int64_t m, int64_t n, int64_t mb, int64_t nb,
+                          int rsrc, int csrc, int64_t lld) {
     *d = (struct tess__comm_desc){
-        .dtype = TESS__DESC_BLOCK_CYCLIC_2D, .ctxt = -1, .m = m, .n = n, .imb = mb,
-        .inb = nb, .mb = mb, .nb = nb, .rsrc = rsrc, .csrc = csrc, .lld = lld,
+        .dtype = TESS__DESC_BLOCK_CYCLIC_2D,
+        .ctxt = -1,
+        .m = m,
+        .n = n,
+        .imb = mb,
+        .inb = nb,
+        .mb = mb,
+        .nb = nb,
+        .rsrc = rsrc,
+        .csrc = csrc,
+        .lld = lld,
     };
 }
 
-int tess__comm_desc_from_scalapack(const int *desc, const char *name,
-                                   struct tess__comm_desc *out) {
+int tess__comm_desc_from_scalapack(const int *desc, const char *name, struct tess__comm_desc *out) {
     if (!desc) return tess__fail(TESS_EINVAL, "DESC%s is NULL", name);
     struct tess__comm_desc d = {.dtype = desc[0], .ctxt = desc[1], .m = desc[2], .n = desc[3]};
     if (desc[0] == TESS__DESC_BLOCK_CYCLIC_2D) {
@@ -167,14 +177,15 @@ int tess__comm_desc_from_scalapack(const int *desc, const char *name,
     } else {
         return tess__fail(TESS_EINVAL,
                           "DESC%s(1) = DTYPE_ = %d must be 1 (BLOCK_CYCLIC_2D) or 2 "
-                          "(BLOCK_CYCLIC_2D_INB)", name, desc[0]);
+                          "(BLOCK_CYCLIC_2D_INB)",
+                          name, desc[0]);
     }
     *out = d;
     return TESS_OK;
 }
 
 int tess__comm_desc_to_scalapack(const struct tess__comm_desc *d, int out[11]) {
-    int64_t v[11] = {d->dtype, d->ctxt, d->m, d->n, d->imb, d->inb,
+    int64_t v[11] = {d->dtype, d->ctxt, d->m,    d->n,    d->imb, d->inb,
                      d->mb,    d->nb,   d->rsrc, d->csrc, d->lld};
     for (int e = 0; e < 11; e++)
         if (v[e] < INT_MIN || v[e] > INT_MAX) return 0;
@@ -189,13 +200,13 @@ int tess__comm_desc_to_scalapack(const struct tess__comm_desc *d, int out[11]) {
 }
 
 struct tess__comm_bc tess__comm_desc_rows(const struct tess__comm_desc *d, int nprow) {
-    return (struct tess__comm_bc){.n = d->m, .ib = d->imb, .nb = d->mb, .src = d->rsrc,
-                                  .np = nprow};
+    return (struct tess__comm_bc){
+        .n = d->m, .ib = d->imb, .nb = d->mb, .src = d->rsrc, .np = nprow};
 }
 
 struct tess__comm_bc tess__comm_desc_cols(const struct tess__comm_desc *d, int npcol) {
-    return (struct tess__comm_bc){.n = d->n, .ib = d->inb, .nb = d->nb, .src = d->csrc,
-                                  .np = npcol};
+    return (struct tess__comm_bc){
+        .n = d->n, .ib = d->inb, .nb = d->nb, .src = d->csrc, .np = npcol};
 }
 
 /* The failing check with the smallest PBLAS code wins (PB_Cchkmat takes the minimum).
@@ -205,8 +216,8 @@ struct check {
     char msg[256];
 };
 
-__attribute__((format(printf, 3, 4)))
-static void note(struct check *c, int64_t code, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static void note(struct check *c, int64_t code,
+                                                       const char *fmt, ...) {
     if (code >= c->best) return;
     c->best = code;
     va_list ap;
@@ -216,24 +227,23 @@ static void note(struct check *c, int64_t code, const char *fmt, ...) {
 }
 
 /* Note that entry e must be >= 1. */
-static void note_pos(struct check *c, const struct tess__comm_desc *d, const char *name,
-                     int dpos, int e, int64_t v, int64_t minimum) {
+static void note_pos(struct check *c, const struct tess__comm_desc *d, const char *name, int dpos,
+                     int e, int64_t v, int64_t minimum) {
     if (v >= minimum) return;
     note(c, 100 * (int64_t)dpos + e + 1, "DESC%s(%d) = %s = %lld must be >= %lld", name,
          entry_pos(d->dtype, e), entry_name(d->dtype, e), (long long)v, (long long)minimum);
 }
 
-static void note_src(struct check *c, const struct tess__comm_desc *d, const char *name,
-                     int dpos, int e, int v, int nprocs, const char *grid_dim) {
+static void note_src(struct check *c, const struct tess__comm_desc *d, const char *name, int dpos,
+                     int e, int v, int nprocs, const char *grid_dim) {
     if (v >= -1 && v < nprocs) return;
-    note(c, 100 * (int64_t)dpos + e + 1, "DESC%s(%d) = %s = %d must be >= 0 and < %s = %d",
-         name, entry_pos(d->dtype, e), entry_name(d->dtype, e), v, grid_dim, nprocs);
+    note(c, 100 * (int64_t)dpos + e + 1, "DESC%s(%d) = %s = %d must be >= 0 and < %s = %d", name,
+         entry_pos(d->dtype, e), entry_name(d->dtype, e), v, grid_dim, nprocs);
 }
 
 int tess__comm_desc_check(const struct tess__comm_desc *d, const char *name,
-                          const struct tess__comm_coords *at, int64_t ia, int64_t ja,
-                          int64_t m, int64_t n, const struct tess__comm_argpos *pos,
-                          int *info) {
+                          const struct tess__comm_coords *at, int64_t ia, int64_t ja, int64_t m,
+                          int64_t n, const struct tess__comm_argpos *pos, int *info) {
     static const struct tess__comm_argpos default_pos = {.m = 1, .n = 2, .desc = 5};
     if (!pos) pos = &default_pos;
     const int dp = pos->desc;
@@ -241,8 +251,8 @@ int tess__comm_desc_check(const struct tess__comm_desc *d, const char *name,
     if (info) *info = 0;
 
     if (m < 0)
-        note(&c, 100 * (int64_t)pos->m, "the number of rows of sub(%s) = %lld must be >= 0",
-             name, (long long)m);
+        note(&c, 100 * (int64_t)pos->m, "the number of rows of sub(%s) = %lld must be >= 0", name,
+             (long long)m);
     if (n < 0)
         note(&c, 100 * (int64_t)pos->n, "the number of columns of sub(%s) = %lld must be >= 0",
              name, (long long)n);
@@ -251,8 +261,8 @@ int tess__comm_desc_check(const struct tess__comm_desc *d, const char *name,
     if (ja < 0)
         note(&c, 100 * (int64_t)(dp - 1), "J%s = %lld must be >= 1", name, (long long)ja + 1);
     if (d->dtype != TESS__DESC_BLOCK_CYCLIC_2D && d->dtype != TESS__DESC_BLOCK_CYCLIC_2D_INB)
-        note(&c, 100 * (int64_t)dp + DTYPE_ + 1, "DESC%s(1) = DTYPE_ = %d must be 1 or 2",
-             name, d->dtype);
+        note(&c, 100 * (int64_t)dp + DTYPE_ + 1, "DESC%s(1) = DTYPE_ = %d must be 1 or 2", name,
+             d->dtype);
     note_pos(&c, d, name, dp, IMB_, d->imb, 1);
     note_pos(&c, d, name, dp, INB_, d->inb, 1);
     note_pos(&c, d, name, dp, MB_, d->mb, 1);
@@ -270,12 +280,12 @@ int tess__comm_desc_check(const struct tess__comm_desc *d, const char *name,
         if (d->m >= 1 && d->n >= 1) {
             if (ia >= 0 && m >= 0 && ia + m > d->m)
                 note(&c, 100 * (int64_t)(dp - 2),
-                     "sub(%s) rows I%s = %lld .. %lld exceed DESC%s(3) = M_ = %lld", name,
-                     name, (long long)ia + 1, (long long)(ia + m), name, (long long)d->m);
+                     "sub(%s) rows I%s = %lld .. %lld exceed DESC%s(3) = M_ = %lld", name, name,
+                     (long long)ia + 1, (long long)(ia + m), name, (long long)d->m);
             if (ja >= 0 && n >= 0 && ja + n > d->n)
                 note(&c, 100 * (int64_t)(dp - 1),
-                     "sub(%s) columns J%s = %lld .. %lld exceed DESC%s(4) = N_ = %lld", name,
-                     name, (long long)ja + 1, (long long)(ja + n), name, (long long)d->n);
+                     "sub(%s) columns J%s = %lld .. %lld exceed DESC%s(4) = N_ = %lld", name, name,
+                     (long long)ja + 1, (long long)(ja + n), name, (long long)d->n);
         }
         /* LLD_ only once everything else is right: it needs the local sizes */
         if (c.best == INT64_MAX && at->myrow >= 0 && d->rsrc >= 0 && d->csrc >= 0) {
@@ -290,8 +300,9 @@ int tess__comm_desc_check(const struct tess__comm_desc *d, const char *name,
                 else if (nq > 0)
                     note(&c, 100 * (int64_t)dp + LLD_ + 1,
                          "DESC%s(%d) = LLD_ = %lld must be >= %lld (local rows of process "
-                         "(%d,%d))", name, entry_pos(d->dtype, LLD_), (long long)d->lld,
-                         (long long)need, at->myrow, at->mycol);
+                         "(%d,%d))",
+                         name, entry_pos(d->dtype, LLD_), (long long)d->lld, (long long)need,
+                         at->myrow, at->mycol);
             }
         }
     }
@@ -304,8 +315,8 @@ int tess__comm_desc_check(const struct tess__comm_desc *d, const char *name,
     }
     if (d->rsrc == -1 || d->csrc == -1) {
         int e = d->rsrc == -1 ? RSRC_ : CSRC_;
-        return tess__fail(TESS_ENOSYS, "DESC%s(%d) = %s = -1 (replicated) is not supported",
-                          name, entry_pos(d->dtype, e), entry_names[e]);
+        return tess__fail(TESS_ENOSYS, "DESC%s(%d) = %s = -1 (replicated) is not supported", name,
+                          entry_pos(d->dtype, e), entry_names[e]);
     }
     return TESS_OK;
 }

@@ -94,11 +94,11 @@
 
 /* One dimension (rows or columns) of a block-cyclic layout. */
 struct tess__comm_bc {
-    int64_t n;   /* global extent (M_ or N_), >= 0 */
-    int64_t ib;  /* first block size (IMB_ or INB_), >= 1; may exceed nb and n */
-    int64_t nb;  /* block size (MB_ or NB_), >= 1 */
-    int src;     /* process holding the first block (RSRC_ or CSRC_), 0 <= src < np */
-    int np;      /* processes along this dimension (NPROW or NPCOL), >= 1 */
+    int64_t n;  /* global extent (M_ or N_), >= 0 */
+    int64_t ib; /* first block size (IMB_ or INB_), >= 1; may exceed nb and n */
+    int64_t nb; /* block size (MB_ or NB_), >= 1 */
+    int src;    /* process holding the first block (RSRC_ or CSRC_), 0 <= src < np */
+    int np;     /* processes along this dimension (NPROW or NPCOL), >= 1 */
 };
 
 /* numroc: how many of the d->n indices process p holds. */
@@ -114,8 +114,8 @@ int64_t tess__comm_bc_g2l(const struct tess__comm_bc *d, int64_t g);
 int64_t tess__comm_bc_l2g(const struct tess__comm_bc *d, int p, int64_t l);
 /* Which local indices of process p the global range [i0, i0 + len) covers: [*l0, *l0 +
  * *count) (count may be 0). */
-void tess__comm_bc_range(const struct tess__comm_bc *d, int64_t i0, int64_t len, int p,
-                         int64_t *l0, int64_t *count);
+void tess__comm_bc_range(const struct tess__comm_bc *d, int64_t i0, int64_t len, int p, int64_t *l0,
+                         int64_t *count);
 /* The layout of the global range [i0, i0 + len) seen as a matrix of its own: global index
  * g' of the result is i0 + g' here, held by the same process, at local index
  * tess__comm_bc_count(d, i0, p) + g2l'(g'). */
@@ -162,13 +162,12 @@ struct tess__comm_coords {
 };
 
 /* descinit without the checks: a 9-entry-form descriptor (imb = mb, inb = nb, ctxt = -1). */
-void tess__comm_desc_init(struct tess__comm_desc *d, int64_t m, int64_t n, int64_t mb,
-                          int64_t nb, int rsrc, int csrc, int64_t lld);
+void tess__comm_desc_init(struct tess__comm_desc *d, int64_t m, int64_t n, int64_t mb, int64_t nb,
+                          int rsrc, int csrc, int64_t lld);
 /* Read a ScaLAPACK descriptor: 9 entries when desc[0] = 1, 11 when desc[0] = 2
  * (BLOCK_CYCLIC_2D_INB: DTYPE, CTXT, M, N, IMB, INB, MB, NB, RSRC, CSRC, LLD). Any other
  * DTYPE_: TESS_EINVAL naming DESC<name>(1). Does not validate the other entries. */
-int tess__comm_desc_from_scalapack(const int *desc, const char *name,
-                                   struct tess__comm_desc *out);
+int tess__comm_desc_from_scalapack(const int *desc, const char *name, struct tess__comm_desc *out);
 /* Write the descriptor in its form (dtype): returns the number of entries written (9 or
  * 11), or 0 when an entry does not fit an int. out has room for 11. */
 int tess__comm_desc_to_scalapack(const struct tess__comm_desc *d, int out[11]);
@@ -198,9 +197,8 @@ struct tess__comm_argpos {
  * form whatever the input form (PBLAS converts first), or -pos for a scalar argument,
  * the smallest over all failing checks. pos NULL means {m = 1, n = 2, desc = 5}. */
 int tess__comm_desc_check(const struct tess__comm_desc *d, const char *name,
-                          const struct tess__comm_coords *at, int64_t ia, int64_t ja,
-                          int64_t m, int64_t n, const struct tess__comm_argpos *pos,
-                          int *info);
+                          const struct tess__comm_coords *at, int64_t ia, int64_t ja, int64_t m,
+                          int64_t n, const struct tess__comm_argpos *pos, int *info);
 
 /* A nprow x npcol shape for nprocs processes, as square as possible, nprow <= npcol
  * (6 -> 2 x 3, 7 -> 1 x 7). */
@@ -212,12 +210,12 @@ void tess__comm_grid_shape(int nprocs, int *nprow, int *npcol);
 
 /* What the distributed GEMM keeps on a grid across calls (owner: pgemm.c). */
 struct tess__pgemm_buf {
-    void *ptr;        /* host memory, pinned where a GPU is used (tess_malloc_host) */
+    void *ptr; /* host memory, pinned where a GPU is used (tess_malloc_host) */
     size_t bytes;
 };
 struct tess__pgemm_keep {
-    struct tess__pgemm_buf ws;     /* the MPI transport's panels, the split variants' Y and W */
-    struct tess_pgemm_stats last;  /* the last call's (tess_pgemm_last_stats) */
+    struct tess__pgemm_buf ws;    /* the MPI transport's panels, the split variants' Y and W */
+    struct tess_pgemm_stats last; /* the last call's (tess_pgemm_last_stats) */
 };
 
 struct tess__xport;
@@ -228,14 +226,14 @@ struct tess__xport;
  * xport.c. */
 struct tess__comm_grid {
     struct tess__comm_coords at; /* nprow, npcol, myrow, mycol (-1, -1 outside the grid) */
-    char order;       /* 'R' or 'C' when ranks follow that order, 0 otherwise (from BLACS) */
-    MPI_Comm comm;    /* the grid's processes, ours (MPI_COMM_NULL outside the grid) */
-    MPI_Comm row;     /* my process row: npcol ranks, rank == mycol */
-    MPI_Comm col;     /* my process column: nprow ranks, rank == myrow */
-    int rank;         /* my rank in comm: equal to my rank in the caller's communicator */
-    int *ranks;       /* ranks[r + c * nprow]: the rank in comm of process (r, c) */
+    char order;    /* 'R' or 'C' when ranks follow that order, 0 otherwise (from BLACS) */
+    MPI_Comm comm; /* the grid's processes, ours (MPI_COMM_NULL outside the grid) */
+    MPI_Comm row;  /* my process row: npcol ranks, rank == mycol */
+    MPI_Comm col;  /* my process column: nprow ranks, rank == myrow */
+    int rank;      /* my rank in comm: equal to my rank in the caller's communicator */
+    int *ranks;    /* ranks[r + c * nprow]: the rank in comm of process (r, c) */
     struct tess__pgemm_keep pgemm;
-    struct tess__xport *xport;  /* the grid's transport (xport.h), NULL until it is opened */
+    struct tess__xport *xport; /* the grid's transport (xport.h), NULL until it is opened */
 };
 
 /* Build a nprow x npcol grid over comm (collective over comm; comm itself is left alone).
@@ -259,9 +257,7 @@ void tess__comm_grid_destroy(struct tess__comm_grid *g);
 static inline int tess__comm_grid_rank(const struct tess__comm_grid *g, int prow, int pcol) {
     return g->ranks[prow + pcol * g->at.nprow];
 }
-static inline bool tess__comm_grid_in(const struct tess__comm_grid *g) {
-    return g->at.myrow >= 0;
-}
+static inline bool tess__comm_grid_in(const struct tess__comm_grid *g) { return g->at.myrow >= 0; }
 
 /* Make every rank of the grid return the same status: an MPI_Allreduce (MINLOC) of the
  * local statuses. If any rank failed, every rank returns the smallest (most negative)
@@ -325,12 +321,12 @@ int tess__comm_bcast_wait(struct tess__comm_bcast *req);
  * [ja, ja + k) of A), likewise sub(B) (k x n) and sub(C) (m x n); indices 0-based. */
 struct tess__pgemm_call {
     tess_dtype_t dt;
-    char ta, tb;                      /* 'N', 'T', 'C' */
+    char ta, tb; /* 'N', 'T', 'C' */
     int64_t m, n, k;
-    tess__scalar_t alpha, beta;       /* of precision dt */
-    const void *A, *B;                /* this rank's local arrays (NULL where it holds none, */
-    void *C;                          /* or where the call reads none of it) */
-    int64_t ia, ja, ib, jb, ic, jc;   /* the first row and column of sub(A), sub(B), sub(C) */
+    tess__scalar_t alpha, beta;     /* of precision dt */
+    const void *A, *B;              /* this rank's local arrays (NULL where it holds none, */
+    void *C;                        /* or where the call reads none of it) */
+    int64_t ia, ja, ib, jb, ic, jc; /* the first row and column of sub(A), sub(B), sub(C) */
     struct tess__comm_desc da, db, dc;
 };
 
@@ -341,10 +337,10 @@ int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c
 /* The same with the arguments one by one (alpha, beta point to scalars of dt), for the
  * ScaLAPACK glue. */
 int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
-                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
-                    int64_t ja, const struct tess__comm_desc *da, const void *B, int64_t ib,
-                    int64_t jb, const struct tess__comm_desc *db, const void *beta, void *C,
-                    int64_t ic, int64_t jc, const struct tess__comm_desc *dc);
+                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia, int64_t ja,
+                    const struct tess__comm_desc *da, const void *B, int64_t ib, int64_t jb,
+                    const struct tess__comm_desc *db, const void *beta, void *C, int64_t ic,
+                    int64_t jc, const struct tess__comm_desc *dc);
 
 #endif /* TESS_HAVE_MPI */
 

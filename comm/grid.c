@@ -82,15 +82,17 @@ int tess__comm_grid_create(MPI_Comm comm, int nprow, int npcol, char order,
     if (r[0] != -r[1] || r[2] != -r[3] || r[4] != -r[5])
         return tess__fail(TESS_EINVAL,
                           "grid arguments differ across ranks: nprow %d..%d, npcol %d..%d, "
-                          "order %d..%d", r[0], -r[1], r[2], -r[3], r[4], -r[5]);
+                          "order %d..%d",
+                          r[0], -r[1], r[2], -r[3], r[4], -r[5]);
     if (nprow < 1 || npcol < 1)
-        return tess__fail(TESS_EINVAL, "grid %d x %d: nprow and npcol must be >= 1", nprow,
-                          npcol);
+        return tess__fail(TESS_EINVAL, "grid %d x %d: nprow and npcol must be >= 1", nprow, npcol);
     if (order != 'R' && order != 'C')
         return tess__fail(TESS_EINVAL, "grid order '%c' must be 'R' or 'C'", order);
     if ((int64_t)nprow * npcol > size)
-        return tess__fail(TESS_EINVAL, "grid %d x %d needs %lld processes; the communicator "
-                          "has %d", nprow, npcol, (long long)nprow * npcol, size);
+        return tess__fail(TESS_EINVAL,
+                          "grid %d x %d needs %lld processes; the communicator "
+                          "has %d",
+                          nprow, npcol, (long long)nprow * npcol, size);
 
     const int in = rank < nprow * npcol;
     MPI_Comm sub;
@@ -135,19 +137,25 @@ int tess__comm_grid_from_blacs(MPI_Comm comm, int nprow, int npcol, int myrow, i
     nprow = all[0];
     npcol = all[1];
     if ((int64_t)nprow * npcol != size || nprow < 1 || npcol < 1) {
-        st = tess__fail(TESS_EINVAL, "grid %d x %d (rank 0's description) does not match the "
-                        "communicator's %d processes", nprow, npcol, size);
+        st = tess__fail(TESS_EINVAL,
+                        "grid %d x %d (rank 0's description) does not match the "
+                        "communicator's %d processes",
+                        nprow, npcol, size);
         goto out;
     }
     for (int i = 0; i < size; i++) table[i] = -1;
     for (int k = 0; k < size && !st; k++) {
         const int *d = all + 4 * k;
         if (d[0] != nprow || d[1] != npcol)
-            st = tess__fail(TESS_EINVAL, "rank %d describes a %d x %d grid, rank 0 a %d x %d "
-                            "grid", k, d[0], d[1], nprow, npcol);
+            st = tess__fail(TESS_EINVAL,
+                            "rank %d describes a %d x %d grid, rank 0 a %d x %d "
+                            "grid",
+                            k, d[0], d[1], nprow, npcol);
         else if (d[2] < 0 || d[2] >= nprow || d[3] < 0 || d[3] >= npcol)
-            st = tess__fail(TESS_EINVAL, "rank %d: process (%d,%d) is outside the %d x %d "
-                            "grid", k, d[2], d[3], nprow, npcol);
+            st = tess__fail(TESS_EINVAL,
+                            "rank %d: process (%d,%d) is outside the %d x %d "
+                            "grid",
+                            k, d[2], d[3], nprow, npcol);
         else if (table[d[2] + d[3] * nprow] >= 0)
             st = tess__fail(TESS_EINVAL, "ranks %d and %d both claim process (%d,%d)",
                             table[d[2] + d[3] * nprow], k, d[2], d[3]);

@@ -24,7 +24,8 @@
 
 int tess_grid_create(MPI_Comm comm, int nprow, int npcol, char order, tess_grid_t **out) {
     tess__clear_error();
-    if (!out) return tess__fail(TESS_EINVAL, "tess_grid_create: argument 5 (grid) must not be NULL");
+    if (!out)
+        return tess__fail(TESS_EINVAL, "tess_grid_create: argument 5 (grid) must not be NULL");
     *out = NULL;
     tess_grid_t *g = calloc(1, sizeof *g);
     if (!g) return tess__fail(TESS_ENOMEM, "tess_grid_create: out of host memory");
@@ -64,16 +65,22 @@ void tess_desc_init(tess_desc_t *d, int64_t m, int64_t n, int64_t mb, int64_t nb
 }
 
 static struct tess__comm_desc to_comm(const tess_desc_t *d) {
-    struct tess__comm_desc c = {.dtype = TESS__DESC_BLOCK_CYCLIC_2D_INB, .ctxt = -1,
-                                .m = d->m, .n = d->n, .imb = d->imb, .inb = d->inb,
-                                .mb = d->mb, .nb = d->nb, .rsrc = d->rsrc, .csrc = d->csrc,
+    struct tess__comm_desc c = {.dtype = TESS__DESC_BLOCK_CYCLIC_2D_INB,
+                                .ctxt = -1,
+                                .m = d->m,
+                                .n = d->n,
+                                .imb = d->imb,
+                                .inb = d->inb,
+                                .mb = d->mb,
+                                .nb = d->nb,
+                                .rsrc = d->rsrc,
+                                .csrc = d->csrc,
                                 .lld = d->lld};
     return c;
 }
 
 int64_t tess_desc_local(const tess_grid_t *g, const tess_desc_t *d, int dim) {
-    if (!g || !d || g->at.myrow < 0 || d->mb < 1 || d->nb < 1 || d->imb < 1 || d->inb < 1)
-        return 0;
+    if (!g || !d || g->at.myrow < 0 || d->mb < 1 || d->nb < 1 || d->imb < 1 || d->inb < 1) return 0;
     struct tess__comm_desc c = to_comm(d);
     if (dim == 0) {
         if (d->rsrc < 0 || d->rsrc >= g->at.nprow) return 0;
@@ -100,8 +107,10 @@ int tess__pgemm_budget(const struct tess__comm_grid *g, int64_t cap, int64_t *ou
     struct tess__config cfg;
     int st = tess__config_load(&cfg);
     int64_t b = cfg.pgemm_mem;
-    if (b > 0 && cap > 0) b = TESS__MIN(b, cap);
-    else if (b <= 0) b = cap;
+    if (b > 0 && cap > 0)
+        b = TESS__MIN(b, cap);
+    else if (b <= 0)
+        b = cap;
     if (!st && b <= 0) {
         MPI_Comm node;
         int local = 1;
@@ -131,7 +140,7 @@ int64_t tess__pgemm_panel_cap(int64_t heap, int64_t inplace, int nbuf, int64_t u
     const int64_t floor = (int64_t)((double)heap * TESS__PANEL_HEAP_SHARE);
     const int64_t rest = heap - inplace - (int64_t)((double)heap * TESS__JOB_HEAP_RESERVE);
     int64_t p = rest - (int64_t)nbuf * unit; /* panels of a unit or more */
-    if (p < unit) p = rest / (1 + nbuf);    /* smaller: the units are the panels' size */
+    if (p < unit) p = rest / (1 + nbuf);     /* smaller: the units are the panels' size */
     return TESS__MAX(floor, p);
 }
 
@@ -142,15 +151,18 @@ int tess__pgemm_ws(struct tess__comm_grid *g, size_t bytes) {
     ws->bytes = 0;
     ws->ptr = tess_malloc_host(bytes);
     if (!ws->ptr)
-        return tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of panel buffers: out of host memory "
-                          "(lower TESSERA_PGEMM_MEM)", bytes);
+        return tess__fail(TESS_ENOMEM,
+                          "pgemm: %zu bytes of panel buffers: out of host memory "
+                          "(lower TESSERA_PGEMM_MEM)",
+                          bytes);
     ws->bytes = bytes;
     return TESS_OK;
 }
 
 int tess__pgemm_chunk(const struct tess__comm_grid *g, int64_t *out) {
     struct tess__config cfg;
-    long long v = tess__config_load(&cfg) || cfg.pgemm_chunk <= 0 ? 128 << 20 : (long long)cfg.pgemm_chunk;
+    long long v = tess__config_load(&cfg) || cfg.pgemm_chunk <= 0 ? 128 << 20
+                                                                  : (long long)cfg.pgemm_chunk;
     long long mn = v;
     int st = TESS__MPI(MPI_Allreduce(&v, &mn, 1, MPI_LONG_LONG, MPI_MIN, g->comm));
     *out = (int64_t)mn;
@@ -175,8 +187,8 @@ int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c
         tess__comm_bc_range(&cr, c.ic, c.m, g->at.myrow, &r0, &mloc);
         tess__comm_bc_range(&cc, c.jc, c.n, g->at.mycol, &c0, &nloc);
         if (mloc > 0 && nloc > 0)
-            tess__host_scale(dt, mloc, nloc, &c.beta, (char *)c.C + (size_t)(r0 + c0 * c.dc.lld) * es,
-                             c.dc.lld);
+            tess__host_scale(dt, mloc, nloc, &c.beta,
+                             (char *)c.C + (size_t)(r0 + c0 * c.dc.lld) * es, c.dc.lld);
         last->seconds = tess__now() - t0;
         return TESS_OK;
     }
@@ -216,13 +228,14 @@ int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c
 }
 
 int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
-                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
-                    int64_t ja, const struct tess__comm_desc *da, const void *B, int64_t ib,
-                    int64_t jb, const struct tess__comm_desc *db, const void *beta, void *C,
-                    int64_t ic, int64_t jc, const struct tess__comm_desc *dc) {
-    struct tess__pgemm_call c = {.dt = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
-                                 .A = A, .B = B, .C = C, .ia = ia, .ja = ja, .ib = ib, .jb = jb,
-                                 .ic = ic, .jc = jc, .da = *da, .db = *db, .dc = *dc};
+                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia, int64_t ja,
+                    const struct tess__comm_desc *da, const void *B, int64_t ib, int64_t jb,
+                    const struct tess__comm_desc *db, const void *beta, void *C, int64_t ic,
+                    int64_t jc, const struct tess__comm_desc *dc) {
+    struct tess__pgemm_call c = {.dt = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k};
+    c.A = A, c.B = B, c.C = C;
+    c.ia = ia, c.ja = ja, c.ib = ib, c.jb = jb, c.ic = ic, c.jc = jc;
+    c.da = *da, c.db = *db, c.dc = *dc;
     tess__scalar_load(dt, &c.alpha, alpha);
     tess__scalar_load(dt, &c.beta, beta);
     return tess__pgemm_exec(g, &c);
@@ -246,8 +259,8 @@ static int pgemm_check(const char *fn, tess_grid_t *g, tess_dtype_t dt, tess_tra
                        tess_trans_t transb, int64_t m, int64_t n, int64_t k, const void *alpha,
                        const void *A, int64_t ia, int64_t ja, const tess_desc_t *descA,
                        const void *B, int64_t ib, int64_t jb, const tess_desc_t *descB,
-                       const void *beta, void *C, int64_t ic, int64_t jc,
-                       const tess_desc_t *descC, int pos) {
+                       const void *beta, void *C, int64_t ic, int64_t jc, const tess_desc_t *descC,
+                       int pos) {
 #define BAD(...) tess__fail(TESS_EINVAL, "%s: argument %d " __VA_ARGS__)
     if (transa != TESS_NO_TRANS && transa != TESS_TRANS && transa != TESS_CONJ_TRANS)
         return BAD("(transa = %d) must be a tess_trans_t", fn, pos, (int)transa);
@@ -282,23 +295,29 @@ static int pgemm_check(const char *fn, tess_grid_t *g, tess_dtype_t dt, tess_tra
     if (m == 0 || n == 0) return TESS_OK;
     int64_t r, q;
     if (!C && (r = tess_desc_local(g, descC, 0)) > 0 && (q = tess_desc_local(g, descC, 1)) > 0)
-        return tess__fail(TESS_EINVAL, "%s: argument %d (C) must not be NULL: this rank holds "
-                          "%lld x %lld of C", fn, pos + 15, (long long)r, (long long)q);
+        return tess__fail(TESS_EINVAL,
+                          "%s: argument %d (C) must not be NULL: this rank holds "
+                          "%lld x %lld of C",
+                          fn, pos + 15, (long long)r, (long long)q);
     tess__scalar_t al;
     tess__scalar_load(dt, &al, alpha);
     if (k == 0 || tess__scalar_is_zero(dt, &al)) return TESS_OK;
     if (!A && (r = tess_desc_local(g, descA, 0)) > 0 && (q = tess_desc_local(g, descA, 1)) > 0)
-        return tess__fail(TESS_EINVAL, "%s: argument %d (A) must not be NULL: this rank holds "
-                          "%lld x %lld of A", fn, pos + 6, (long long)r, (long long)q);
+        return tess__fail(TESS_EINVAL,
+                          "%s: argument %d (A) must not be NULL: this rank holds "
+                          "%lld x %lld of A",
+                          fn, pos + 6, (long long)r, (long long)q);
     if (!B && (r = tess_desc_local(g, descB, 0)) > 0 && (q = tess_desc_local(g, descB, 1)) > 0)
-        return tess__fail(TESS_EINVAL, "%s: argument %d (B) must not be NULL: this rank holds "
-                          "%lld x %lld of B", fn, pos + 10, (long long)r, (long long)q);
+        return tess__fail(TESS_EINVAL,
+                          "%s: argument %d (B) must not be NULL: this rank holds "
+                          "%lld x %lld of B",
+                          fn, pos + 10, (long long)r, (long long)q);
     return TESS_OK;
 }
 
-int tess_pgemm(tess_grid_t *g, tess_dtype_t dt, tess_trans_t transa, tess_trans_t transb,
-               int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
-               int64_t ja, const tess_desc_t *descA, const void *B, int64_t ib, int64_t jb,
+int tess_pgemm(tess_grid_t *g, tess_dtype_t dt, tess_trans_t transa, tess_trans_t transb, int64_t m,
+               int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia, int64_t ja,
+               const tess_desc_t *descA, const void *B, int64_t ib, int64_t jb,
                const tess_desc_t *descB, const void *beta, void *C, int64_t ic, int64_t jc,
                const tess_desc_t *descC) {
     tess__clear_error();
@@ -306,7 +325,8 @@ int tess_pgemm(tess_grid_t *g, tess_dtype_t dt, tess_trans_t transa, tess_trans_
     if (!tess__comm_grid_in(g)) return TESS_OK;
     int st = TESS_OK;
     if ((unsigned)dt > TESS_Z)
-        st = tess__fail(TESS_EINVAL, "tess_pgemm: argument 2 (dtype = %d) must be a tess_dtype_t", (int)dt);
+        st = tess__fail(TESS_EINVAL, "tess_pgemm: argument 2 (dtype = %d) must be a tess_dtype_t",
+                        (int)dt);
     if (!st)
         st = pgemm_check("tess_pgemm", g, dt, transa, transb, m, n, k, alpha, A, ia, ja, descA, B,
                          ib, jb, descB, beta, C, ic, jc, descC, 3);
@@ -327,27 +347,28 @@ int tess_pgemm(tess_grid_t *g, tess_dtype_t dt, tess_trans_t transa, tess_trans_
     unsigned long long hv[2] = {h, ~h}, hm[2];
     st = TESS__MPI(MPI_Allreduce(hv, hm, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, g->comm));
     if (!st && hm[0] != ~hm[1])
-        st = tess__fail(TESS_EINVAL, "tess_pgemm: the ranks passed different arguments (sizes, "
+        st = tess__fail(TESS_EINVAL,
+                        "tess_pgemm: the ranks passed different arguments (sizes, "
                         "transposes, scalars, descriptors or submatrix offsets must be the same "
                         "on every rank)");
     st = tess__comm_agree(g, st);
     if (st) return st;
-    struct tess__pgemm_call c = {
-        .dt = dt, .ta = transa == TESS_NO_TRANS ? 'N' : transa == TESS_TRANS ? 'T' : 'C',
-        .tb = transb == TESS_NO_TRANS ? 'N' : transb == TESS_TRANS ? 'T' : 'C',
-        .m = m, .n = n, .k = k, .alpha = al, .beta = be, .A = A, .B = B, .C = C,
-        .ia = ia, .ja = ja, .ib = ib, .jb = jb, .ic = ic, .jc = jc,
-        .da = to_comm(descA), .db = to_comm(descB), .dc = to_comm(descC)};
+    struct tess__pgemm_call c = {.dt = dt, .m = m, .n = n, .k = k, .alpha = al, .beta = be};
+    c.ta = transa == TESS_NO_TRANS ? 'N' : transa == TESS_TRANS ? 'T' : 'C';
+    c.tb = transb == TESS_NO_TRANS ? 'N' : transb == TESS_TRANS ? 'T' : 'C';
+    c.A = A, c.B = B, c.C = C;
+    c.ia = ia, c.ja = ja, c.ib = ib, c.jb = jb, c.ic = ic, c.jc = jc;
+    c.da = to_comm(descA), c.db = to_comm(descB), c.dc = to_comm(descC);
     return tess__pgemm_exec(g, &c);
 }
 
-#define TYPED(name, dt, T, S, ALPHA, BETA)                                                        \
-    int name(tess_grid_t *g, tess_trans_t transa, tess_trans_t transb, int64_t m, int64_t n,     \
-             int64_t k, S alpha, const T *A, int64_t ia, int64_t ja, const tess_desc_t *descA,   \
-             const T *B, int64_t ib, int64_t jb, const tess_desc_t *descB, S beta, T *C,         \
-             int64_t ic, int64_t jc, const tess_desc_t *descC) {                                 \
-        return tess_pgemm(g, dt, transa, transb, m, n, k, ALPHA, A, ia, ja, descA, B, ib, jb,    \
-                          descB, BETA, C, ic, jc, descC);                                        \
+#define TYPED(name, dt, T, S, ALPHA, BETA)                                                     \
+    int name(tess_grid_t *g, tess_trans_t transa, tess_trans_t transb, int64_t m, int64_t n,   \
+             int64_t k, S alpha, const T *A, int64_t ia, int64_t ja, const tess_desc_t *descA, \
+             const T *B, int64_t ib, int64_t jb, const tess_desc_t *descB, S beta, T *C,       \
+             int64_t ic, int64_t jc, const tess_desc_t *descC) {                               \
+        return tess_pgemm(g, dt, transa, transb, m, n, k, ALPHA, A, ia, ja, descA, B, ib, jb,  \
+                          descB, BETA, C, ic, jc, descC);                                      \
     }
 TYPED(tess_psgemm, TESS_S, float, float, &alpha, &beta)
 TYPED(tess_pdgemm, TESS_D, double, double, &alpha, &beta)

@@ -57,11 +57,11 @@ static int64_t max_count(const struct tess__comm_bc *d, int64_t off, int64_t len
 
 /* One side of a split variant: X stays, Y's k indices follow X's k map. */
 struct side {
-    char var;                 /* 'A' or 'B' */
-    struct tess__comm_bc xmap[2];  /* X's row and column maps */
-    int xk;                   /* X's k dimension (0 rows, 1 columns); 1 - xk is X's free one */
-    int64_t xoff[2], xlen[2]; /* sub(X): first index and extent along rows and columns */
-    int L;                    /* processes along X's k dimension */
+    char var;                     /* 'A' or 'B' */
+    struct tess__comm_bc xmap[2]; /* X's row and column maps */
+    int xk;                       /* X's k dimension (0 rows, 1 columns); 1 - xk is X's free one */
+    int64_t xoff[2], xlen[2];     /* sub(X): first index and extent along rows and columns */
+    int L;                        /* processes along X's k dimension */
 };
 
 static void side_init(struct side *s, const struct tess__comm_grid *g, char var,
@@ -83,8 +83,8 @@ static void side_init(struct side *s, const struct tess__comm_grid *g, char var,
 }
 
 /* Y's gather: its k dimension selected by X's k map, its free dimension whole. */
-static void side_yop(const struct side *s, struct tess__redist_op *y, const struct tess__comm_grid *g,
-                     const struct tess__pgemm_call *c) {
+static void side_yop(const struct side *s, struct tess__redist_op *y,
+                     const struct tess__comm_grid *g, const struct tess__pgemm_call *c) {
     const size_t es = tess__dtypes[c->dt].size;
     if (s->var == 'A') /* Y = op(B): k is B's rows when tb = N */
         tess__redist_setup(y, g, c->B, &c->db, c->ib, c->jb, es, c->tb == 'N' ? 1 : 0, c->n, c->k,
@@ -107,11 +107,13 @@ int tess__pgemm_pick(struct tess__comm_grid *g, const struct tess__pgemm_call *c
     const int P = g->at.nprow, Q = g->at.npcol;
     if (want == 'C' || (want == 0 && P * Q == 1)) return TESS_OK;
     const size_t es = tess__dtypes[c->dt].size;
-    const struct tess__comm_bc cr = tess__comm_desc_rows(&c->dc, P), cc = tess__comm_desc_cols(&c->dc, Q);
+    const struct tess__comm_bc cr = tess__comm_desc_rows(&c->dc, P),
+                               cc = tess__comm_desc_cols(&c->dc, Q);
     const double dm = (double)c->m, dn = (double)c->n, dk = (double)c->k, PQ = (double)(P * Q);
     double vol[2], need[2];
     bool fits_int[2];
-    const double moved_c = (ops[0].in_place ? 0 : dm * dk * Q) + (ops[1].in_place ? 0 : dk * dn * P);
+    const double moved_c = (ops[0].in_place ? 0 : dm * dk * Q) +
+                           (ops[1].in_place ? 0 : dk * dn * P);
     for (int i = 0; i < 2; i++) {
         struct side s;
         side_init(&s, g, i ? 'B' : 'A', c);
@@ -158,17 +160,17 @@ int tess__pgemm_pick(struct tess__comm_grid *g, const struct tess__pgemm_call *c
 /* One dimension of W: distributed like X's free dimension (dist) or whole on every rank;
  * its target is C's map along the same dimension. */
 struct wdim {
-    struct tess__redist_dim d;  /* seg: runs with one source coordinate and one owner in C */
-    int dist;                   /* 1: a source holds the indices of its coordinate on `axis` */
+    struct tess__redist_dim d; /* seg: runs with one source coordinate and one owner in C */
+    int dist;                  /* 1: a source holds the indices of its coordinate on `axis` */
     int axis;
-    int64_t base;               /* my first local index (dist), 0 otherwise */
-    int64_t lo, hi;             /* dist: the unit walked, W indices [lo, hi) of each source */
+    int64_t base;   /* my first local index (dist), 0 otherwise */
+    int64_t lo, hi; /* dist: the unit walked, W indices [lo, hi) of each source */
 };
 
 struct run {
     tess_dtype_t dt;
     size_t es;
-    struct wdim w[2];           /* W's rows and columns */
+    struct wdim w[2]; /* W's rows and columns */
     struct side s;
     int64_t ldw;
 };
@@ -177,7 +179,8 @@ struct run {
 static bool contributes(const struct run *R, int r, int c) {
     const struct side *s = &R->s;
     int64_t l0, kc, fc;
-    tess__comm_bc_range(&s->xmap[s->xk], s->xoff[s->xk], s->xlen[s->xk], s->xk == 0 ? r : c, &l0, &kc);
+    tess__comm_bc_range(&s->xmap[s->xk], s->xoff[s->xk], s->xlen[s->xk], s->xk == 0 ? r : c, &l0,
+                        &kc);
     tess__comm_bc_range(&s->xmap[1 - s->xk], s->xoff[1 - s->xk], s->xlen[1 - s->xk],
                         s->xk == 0 ? c : r, &l0, &fc);
     return kc > 0 && fc > 0;
@@ -222,8 +225,8 @@ static void add_run(tess_dtype_t dt, void *dst, const void *src, int64_t len) {
 /* Walk, in one fixed order, the elements source (sr, sc) sends destination (dr, dc):
  * count them (buf NULL), pack them from W, or add them into C (local sub(C) at Cl, ldc).
  * scratch holds both dimensions' segment counts. */
-static int64_t walk(const struct run *R, int sr, int sc, int dr, int dc, char *buf,
-                    const void *W, void *Cl, int64_t ldc, struct tess__redist_seg *scratch) {
+static int64_t walk(const struct run *R, int sr, int sc, int dr, int dc, char *buf, const void *W,
+                    void *Cl, int64_t ldc, struct tess__redist_seg *scratch) {
     struct tess__redist_seg *rs = scratch, *cs = scratch + R->w[0].d.nseg;
     int nr = filter(&R->w[0], sr, sc, dr, rs), nc = filter(&R->w[1], sr, sc, dc, cs);
     const size_t es = R->es;
@@ -234,12 +237,13 @@ static int64_t walk(const struct run *R, int sr, int sc, int dr, int dc, char *b
                 int64_t len = rs[i].len;
                 if (buf && W) {
                     const char *src = (const char *)W +
-                        ((size_t)(rs[i].sl - R->w[0].base) +
-                         (size_t)(cs[j].sl - R->w[1].base + jj) * (size_t)R->ldw) * es;
+                                      ((size_t)(rs[i].sl - R->w[0].base) +
+                                       (size_t)(cs[j].sl - R->w[1].base + jj) * (size_t)R->ldw) *
+                                          es;
                     memcpy(buf + (size_t)at * es, src, (size_t)len * es);
                 } else if (buf) {
                     char *dst = (char *)Cl +
-                        ((size_t)rs[i].tl + (size_t)(cs[j].tl + jj) * (size_t)ldc) * es;
+                                ((size_t)rs[i].tl + (size_t)(cs[j].tl + jj) * (size_t)ldc) * es;
                     add_run(R->dt, dst, buf + (size_t)at * es, len);
                 }
                 at += len;
@@ -248,8 +252,9 @@ static int64_t walk(const struct run *R, int sr, int sc, int dr, int dc, char *b
 }
 
 /* W's dimension along X's free dimension (dist) or Y's (whole), targeting C's map cmap. */
-static void wdim_init(struct wdim *w, bool dist, const struct side *s, const struct tess__comm_grid *g,
-                      int64_t len, const struct tess__comm_bc *cmap, int64_t coff, int caxis) {
+static void wdim_init(struct wdim *w, bool dist, const struct side *s,
+                      const struct tess__comm_grid *g, int64_t len,
+                      const struct tess__comm_bc *cmap, int64_t coff, int caxis) {
     memset(w, 0, sizeof *w);
     w->dist = dist;
     w->d.len = len;
@@ -263,9 +268,9 @@ static void wdim_init(struct wdim *w, bool dist, const struct side *s, const str
         w->d.src = s->xmap[f];
         w->d.off = s->xoff[f];
         w->base = tess__comm_bc_count(&s->xmap[f], s->xoff[f], f == 0 ? g->at.myrow : g->at.mycol);
-    } else {  /* one block on one process: source index = global index */
-        w->d.src = (struct tess__comm_bc){.n = len, .ib = TESS__MAX(1, len), .nb = TESS__MAX(1, len),
-                                          .src = 0, .np = 1};
+    } else { /* one block on one process: source index = global index */
+        w->d.src = (struct tess__comm_bc){
+            .n = len, .ib = TESS__MAX(1, len), .nb = TESS__MAX(1, len), .src = 0, .np = 1};
     }
 }
 
@@ -277,24 +282,24 @@ struct split {
     char var;
     size_t es;
     struct run R;
-    const char *Xl;              /* sub(X) here (NULL where none): kloc along k, floc free */
+    const char *Xl; /* sub(X) here (NULL where none): kloc along k, floc free */
     int64_t ldx, kloc, floc;
-    char *Cl;                    /* sub(C) here, cn[0] x cn[1] (NULL where none) */
+    char *Cl; /* sub(C) here, cn[0] x cn[1] (NULL where none) */
     int64_t cn[2];
-    char *W;                     /* W here: wr x wc, leading dimension R.ldw */
+    char *W; /* W here: wr x wc, leading dimension R.ldw */
     int64_t wr, wc;
-    struct tess__redist_op y;    /* Y, gathered whole through the MPI transport x */
+    struct tess__redist_op y; /* Y, gathered whole through the MPI transport x */
     int64_t yfree;
     size_t ybytes;
     struct tess__xport *x;
-    bool xok;                    /* x begun */
-    int64_t fu, nu;              /* nu units of fu indices of W's distributed dimension */
-    struct wdim *part;           /* that dimension */
+    bool xok;          /* x begun */
+    int64_t fu, nu;    /* nu units of fu indices of W's distributed dimension */
+    struct wdim *part; /* that dimension */
     int nranks;
-    int *cnt;                    /* per rank: send count, displacement, receive count, displ. */
-    int64_t *ucnt;               /* per unit and rank: elements out, in */
+    int *cnt;      /* per rank: send count, displacement, receive count, displ. */
+    int64_t *ucnt; /* per unit and rank: elements out, in */
     struct tess__redist_seg *scratch;
-    char *sbuf, *rbuf;           /* every unit's partials, out and in */
+    char *sbuf, *rbuf; /* every unit's partials, out and in */
     MPI_Datatype elem;
     uint64_t sent, recvd;
     double tcomm;
@@ -332,7 +337,8 @@ static int split_maps(struct split *S) {
     side_yop(s, &S->y, g, c);
     int st = tess__redist_plan(&S->y);
     if (!st && (st = tess__redist_cut(&S->R.w[0].d))) tess__redist_free(&S->y);
-    if (!st && (st = tess__redist_cut(&S->R.w[1].d))) tess__redist_free(&S->y), free(S->R.w[0].d.seg);
+    if (!st && (st = tess__redist_cut(&S->R.w[1].d)))
+        tess__redist_free(&S->y), free(S->R.w[0].d.seg);
     if ((st = tess__comm_agree(g, st))) return st;
     S->y.in_place = tess__redist_in_place(&S->y);
     return TESS_OK;
@@ -358,11 +364,13 @@ static int split_buffers(struct split *S) {
     S->yfree = S->var == 'A' ? c->n : c->m;
     const int yk = 1 - S->y.kdim; /* Y's k dimension */
     const int64_t yrows = yk == 0 ? S->kloc : S->yfree;
-    S->ybytes = S->y.in_place ? 0 : (((size_t)S->kloc * (size_t)S->yfree * es + 255) & ~(size_t)255);
+    S->ybytes = S->y.in_place ? 0
+                              : (((size_t)S->kloc * (size_t)S->yfree * es + 255) & ~(size_t)255);
     const size_t wbytes = (size_t)S->wr * (size_t)S->wc * es;
     /* the pipeline's unit: fu of each rank's indices along W's distributed dimension (the
      * same on every rank: global maps and the agreed chunk), a unit's partials about a chunk */
-    const int64_t fmax = max_count(&s->xmap[1 - s->xk], s->xoff[1 - s->xk], S->var == 'A' ? c->m : c->n);
+    const int64_t fmax = max_count(&s->xmap[1 - s->xk], s->xoff[1 - s->xk],
+                                   S->var == 'A' ? c->m : c->n);
     int64_t chunk = 128 << 20;
     int st = tess__pgemm_chunk(g, &chunk); /* collective; st is 0 on every rank here */
     S->fu = TESS__MAX(1, TESS__MIN(fmax, chunk / TESS__MAX(1, S->yfree * (int64_t)es)));
@@ -372,7 +380,8 @@ static int split_buffers(struct split *S) {
     S->cnt = calloc((size_t)nranks * 4, sizeof(int));
     S->ucnt = malloc(sizeof *S->ucnt * (size_t)S->nu * (size_t)nranks * 2);
     S->scratch = malloc(sizeof *S->scratch * (size_t)(S->R.w[0].d.nseg + S->R.w[1].d.nseg + 1));
-    if (!S->cnt || !S->ucnt || !S->scratch) st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    if (!S->cnt || !S->ucnt || !S->scratch)
+        st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
     if (!st) st = tess__pgemm_ws(g, S->ybytes + wbytes);
     /* Y's gather: the MPI transport (host memory), one unit; opened on every rank */
     if (!S->y.in_place) {
@@ -394,14 +403,18 @@ static int split_buffers(struct split *S) {
             for (int q = 0; q < g->at.npcol; q++) {
                 int j = tess__comm_grid_rank(g, r, q);
                 int64_t ns = me_src ? unit_walk(S, u, myrow, mycol, r, q, NULL, NULL, NULL) : 0;
-                int64_t nr = contributes(&S->R, r, q) ? unit_walk(S, u, r, q, myrow, mycol, NULL, NULL, NULL) : 0;
+                int64_t nr = contributes(&S->R, r, q)
+                                 ? unit_walk(S, u, r, q, myrow, mycol, NULL, NULL, NULL)
+                                 : 0;
                 S->ucnt[2 * (u * nranks + j)] = ns, S->ucnt[2 * (u * nranks + j) + 1] = nr;
                 stot += ns, rtot += nr;
                 if (j != g->rank) S->sent += (uint64_t)ns * es, S->recvd += (uint64_t)nr * es;
             }
     if (!st) {
-        S->sbuf = malloc((size_t)TESS__MAX(1, stot) * es), S->rbuf = malloc((size_t)TESS__MAX(1, rtot) * es);
-        if (!S->sbuf || !S->rbuf) st = tess__fail(TESS_ENOMEM, "pgemm: reduction buffers: out of host memory");
+        S->sbuf = malloc((size_t)TESS__MAX(1, stot) * es),
+        S->rbuf = malloc((size_t)TESS__MAX(1, rtot) * es);
+        if (!S->sbuf || !S->rbuf)
+            st = tess__fail(TESS_ENOMEM, "pgemm: reduction buffers: out of host memory");
     }
     if (!st) st = TESS__MPI(MPI_Type_contiguous((int)es, MPI_BYTE, &S->elem));
     if (!st) st = TESS__MPI(MPI_Type_commit(&S->elem));
@@ -417,7 +430,8 @@ static int split_unit(struct split *S, int64_t u, const void *Yp, int64_t ldy, i
     const size_t es = S->es;
     const int nranks = S->nranks, xf = 1 - S->R.s.xk; /* X's free dimension: 0 rows, 1 columns */
     /* my part of the unit: W rows (A) or columns (B) [f0, f1) */
-    const int64_t f0 = TESS__MIN(S->floc, u * S->fu), f1 = TESS__MIN(S->floc, f0 + S->fu), fc = f1 - f0;
+    const int64_t f0 = TESS__MIN(S->floc, u * S->fu), f1 = TESS__MIN(S->floc, f0 + S->fu),
+                  fc = f1 - f0;
     S->units++;
     int cst = TESS_OK, jst = TESS_OK, st;
     struct tess__gemm_async *job = NULL;
@@ -425,8 +439,8 @@ static int split_unit(struct split *S, int64_t u, const void *Yp, int64_t ldy, i
         const char *Xu = S->Xl + (size_t)(xf == 0 ? f0 : f0 * S->ldx) * es;
         jst = S->var == 'A'
                   ? tess__gemm_start(c->dt, c->ta, c->tb, fc, S->wc, S->kloc, &c->alpha, Xu, S->ldx,
-                                     Yp, ldy, tess__scalar_zero(), S->W + (size_t)f0 * es,
-                                     S->R.ldw, NULL, &job)
+                                     Yp, ldy, tess__scalar_zero(), S->W + (size_t)f0 * es, S->R.ldw,
+                                     NULL, &job)
                   : tess__gemm_start(c->dt, c->ta, c->tb, S->wr, fc, S->kloc, &c->alpha, Yp, ldy,
                                      Xu, S->ldx, tess__scalar_zero(),
                                      S->W + (size_t)(f0 * S->R.ldw) * es, S->R.ldw, NULL, &job);
@@ -446,7 +460,8 @@ static int split_unit(struct split *S, int64_t u, const void *Yp, int64_t ldy, i
             int j = tess__comm_grid_rank(g, r, q);
             int64_t ns = S->ucnt[2 * (u * nranks + j)], nr = S->ucnt[2 * (u * nranks + j) + 1];
             if (ns)
-                unit_walk(S, u, g->at.myrow, g->at.mycol, r, q, S->sbuf + (size_t)*soff * es, S->W, NULL);
+                unit_walk(S, u, g->at.myrow, g->at.mycol, r, q, S->sbuf + (size_t)*soff * es, S->W,
+                          NULL);
             sc[j] = (int)ns, sd[j] = (int)(*soff - s0);
             rc[j] = (int)nr, rd[j] = (int)(*roff - r0);
             *soff += ns, *roff += nr;
@@ -518,8 +533,8 @@ static void split_reduce(struct split *S) {
 
 int tess__pgemm_split(struct tess__comm_grid *g, char var, const struct tess__pgemm_call *c) {
     const double t0 = tess__now();
-    struct split S = {.g = g, .c = c, .var = var, .es = tess__dtypes[c->dt].size,
-                      .elem = MPI_DATATYPE_NULL};
+    struct split S = {
+        .g = g, .c = c, .var = var, .es = tess__dtypes[c->dt].size, .elem = MPI_DATATYPE_NULL};
     S.R.dt = c->dt;
     S.R.es = S.es;
     g->pgemm.last.units = 0;

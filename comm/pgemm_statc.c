@@ -21,17 +21,17 @@
 struct statc {
     struct tess__comm_grid *g;
     const struct tess__pgemm_call *c;
-    struct tess__redist_op *ops;  /* [2]: op(A), op(B) */
-    struct tess__xport *xp;       /* the grid's transport; NULL when nothing moves */
+    struct tess__redist_op *ops; /* [2]: op(A), op(B) */
+    struct tess__xport *xp;      /* the grid's transport; NULL when nothing moves */
     size_t es;
-    int64_t mloc, nloc;           /* this rank's part of sub(C), at Cloc */
+    int64_t mloc, nloc; /* this rank's part of sub(C), at Cloc */
     char *Cloc;
-    int64_t mmax, nmax;           /* the most rows / columns of sub(C) any rank holds */
-    int64_t kpass, kc, cbytes;    /* k per pass, per unit (mode 'k'), bytes per unit */
-    int64_t heap;                 /* the panels' device heap (0: host memory) */
-    size_t abytes, bbytes;        /* the panels of a pass */
-    void *panel_h;                /* their handle (tess__xport_free) */
-    bool moving;                  /* an operand moves */
+    int64_t mmax, nmax;        /* the most rows / columns of sub(C) any rank holds */
+    int64_t kpass, kc, cbytes; /* k per pass, per unit (mode 'k'), bytes per unit */
+    int64_t heap;              /* the panels' device heap (0: host memory) */
+    size_t abytes, bbytes;     /* the panels of a pass */
+    void *panel_h;             /* their handle (tess__xport_free) */
+    bool moving;               /* an operand moves */
     double tcomm;
     int passes, units;
 };
@@ -44,8 +44,10 @@ static int plan(struct statc *s) {
     int st = TESS_OK;
     bool begun = false;
     /* k per pass: the panels of the largest rank fit the budget */
-    for (int r = 0; r < g->at.nprow; r++) s->mmax = TESS__MAX(s->mmax, tess__redist_sel_count(&ops[0], r));
-    for (int c = 0; c < g->at.npcol; c++) s->nmax = TESS__MAX(s->nmax, tess__redist_sel_count(&ops[1], c));
+    for (int r = 0; r < g->at.nprow; r++)
+        s->mmax = TESS__MAX(s->mmax, tess__redist_sel_count(&ops[0], r));
+    for (int c = 0; c < g->at.npcol; c++)
+        s->nmax = TESS__MAX(s->nmax, tess__redist_sel_count(&ops[1], c));
     const int64_t per_k = ((ops[0].in_place ? 0 : s->mmax) + (ops[1].in_place ? 0 : s->nmax)) * es;
     /* the grid's transport (xport.h): chosen at its first exchange, kept */
     if (s->moving) st = tess__xport_get(g, &s->xp);
@@ -61,14 +63,16 @@ static int plan(struct statc *s) {
     const int64_t inplace = (ops[0].in_place ? s->mloc : ops[1].in_place ? s->nloc : 0) * k * es;
     if (!st)
         st = tess__pgemm_budget(
-            g, s->heap > 0 ? tess__pgemm_panel_cap(s->heap, inplace, xp->unit_buffers, s->cbytes) : 0,
+            g,
+            s->heap > 0 ? tess__pgemm_panel_cap(s->heap, inplace, xp->unit_buffers, s->cbytes) : 0,
             &budget);
     if (!st) st = cst0;
     if (!st && per_k > 0) s->kpass = TESS__MAX(1, TESS__MIN(k, budget / per_k));
     s->kc = per_k > 0 ? TESS__MAX(1, TESS__MIN(s->kpass, s->cbytes / per_k)) : s->kpass;
     /* the panels of one pass, from the transport: device memory from the runtime's heap,
      * or host memory cached on the grid */
-    s->abytes = ops[0].in_place ? 0 : ((size_t)s->mloc * (size_t)s->kpass * s->es + 255) & ~(size_t)255;
+    s->abytes = ops[0].in_place ? 0
+                                : ((size_t)s->mloc * (size_t)s->kpass * s->es + 255) & ~(size_t)255;
     s->bbytes = ops[1].in_place ? 0 : (size_t)s->nloc * (size_t)s->kpass * s->es;
     void *panel = NULL;
     if (!st && xp) st = tess__xport_alloc(xp, s->abytes + s->bbytes, &panel, &s->panel_h);
@@ -104,10 +108,12 @@ static int exchange(struct statc *s, int64_t p0, int64_t p1, char mode, int64_t 
             cst = wst;
             continue;
         }
-        struct tess__xport_unit xu = {.k0 = p0, .k1 = p1, .kbase = p0, .s0 = 0, .s1 = INT64_MAX,
-                                      .slot = (int)u};
-        if (mode == 'k') xu.k0 = p0 + u * unit, xu.k1 = TESS__MIN(p1, p0 + (u + 1) * unit);
-        else xu.s0 = u * unit, xu.s1 = (u + 1) * unit;
+        struct tess__xport_unit xu = {
+            .k0 = p0, .k1 = p1, .kbase = p0, .s0 = 0, .s1 = INT64_MAX, .slot = (int)u};
+        if (mode == 'k')
+            xu.k0 = p0 + u * unit, xu.k1 = TESS__MIN(p1, p0 + (u + 1) * unit);
+        else
+            xu.s0 = u * unit, xu.s1 = (u + 1) * unit;
         /* a transport that agrees on every unit (a wait that failed here included) stops
          * all ranks at the same one */
         cst = tess__xport_post(xp, &xu, wst);
@@ -154,7 +160,9 @@ static int run_pass(struct statc *s, int64_t p0, int64_t p1) {
     _Atomic int64_t ready = s->moving ? 0 : kp;
     const int pdev = s->xp ? s->xp->dev : -1;
     struct tess__gemm_opts jo = {
-        .ready = s->moving ? &ready : NULL, .ready_dim = mode, .a_dev = ma ? pdev : -1,
+        .ready = s->moving ? &ready : NULL,
+        .ready_dim = mode,
+        .a_dev = ma ? pdev : -1,
         .b_dev = mb ? pdev : -1,
         .panel_share = s->heap > 0 ? (double)(s->abytes + s->bbytes) / (double)s->heap : 0};
     struct tess__gemm_async *job = NULL;
@@ -167,7 +175,9 @@ static int run_pass(struct statc *s, int64_t p0, int64_t p1) {
         double tc = tess__now();
         s->units += (int)nunits;
         cst = exchange(s, p0, p1, mode, unit, nunits, &ready,
-                       mode == 'k' ? kp : mode == 'm' ? s->mloc : s->nloc);
+                       mode == 'k'   ? kp
+                       : mode == 'm' ? s->mloc
+                                     : s->nloc);
         s->tcomm += tess__now() - tc;
         if (cst && job) tess__gemm_abort(job, cst);
     }
@@ -177,7 +187,10 @@ static int run_pass(struct statc *s, int64_t p0, int64_t p1) {
 
 int tess__pgemm_statc(struct tess__comm_grid *g, const struct tess__pgemm_call *c,
                       struct tess__redist_op ops[2]) {
-    struct statc s = {.g = g, .c = c, .ops = ops, .es = tess__dtypes[c->dt].size,
+    struct statc s = {.g = g,
+                      .c = c,
+                      .ops = ops,
+                      .es = tess__dtypes[c->dt].size,
                       .moving = !ops[0].in_place || !ops[1].in_place};
     int64_t r0, c0;
     const struct tess__comm_bc cr = tess__comm_desc_rows(&c->dc, g->at.nprow);

@@ -56,7 +56,8 @@ int tess__redist_cut(struct tess__redist_dim *dm) {
     if (!s) return tess__fail(TESS_ENOMEM, "pgemm: segment list: out of host memory");
     int64_t tbase[64] = {0};
     if (!dm->all)
-        for (int p = 0; p < dm->tgt.np && p < 64; p++) tbase[p] = tess__comm_bc_count(&dm->tgt, dm->toff, p);
+        for (int p = 0; p < dm->tgt.np && p < 64; p++)
+            tbase[p] = tess__comm_bc_count(&dm->tgt, dm->toff, p);
     for (int64_t a = 0; a < L;) {
         int64_t g = dm->off + a, e = block_end(&dm->src, g) - dm->off;
         if (!dm->all) e = TESS__MIN(e, block_end(&dm->tgt, dm->toff + a) - dm->toff);
@@ -161,7 +162,7 @@ static int pick(const struct tess__redist_op *op, int d, int so, int dc, int64_t
             int64_t a = TESS__MAX(x.a, k0), e = TESS__MIN(x.a + x.len, k1);
             if (a >= e) continue;
             x.sl += a - x.a;
-            x.tl = a - kbase;  /* buffer index: relative to the pass */
+            x.tl = a - kbase; /* buffer index: relative to the pass */
             x.len = e - a;
             x.a = a;
         } else {
@@ -188,8 +189,8 @@ int tess__redist_blocks(const struct tess__redist_op *ops, int nops, int orow, i
         if (op->in_place) continue;
         int sd = 1 - op->kdim;
         int dcoord = op->dim[sd].taxis == 0 ? drow : dcol;
-        struct tess__redist_seg *rs =
-            malloc(sizeof *rs * (size_t)(op->dim[0].nseg + op->dim[1].nseg + 1));
+        struct tess__redist_seg *rs = malloc(sizeof *rs *
+                                             (size_t)(op->dim[0].nseg + op->dim[1].nseg + 1));
         if (!rs) return tess__fail(TESS_ENOMEM, "pgemm: blocks: out of host memory");
         struct tess__redist_seg *cs = rs + op->dim[0].nseg;
         int nr = pick(op, 0, orow, dcoord, k0, k1, kbase, s0, s1, rs);
@@ -213,10 +214,13 @@ struct btype_acc {
     MPI_Aint base[2];
     int *bl;
     MPI_Aint *dp;
-    MPI_Datatype *ty;           /* per block: its shape's type */
-    MPI_Datatype *own;          /* per block: its own type when shape[] was full, else null */
+    MPI_Datatype *ty;  /* per block: its shape's type */
+    MPI_Datatype *own; /* per block: its own type when shape[] was full, else null */
     size_t n, cap;
-    struct { int64_t rows, cols, ld; MPI_Datatype t; } shape[8];
+    struct {
+        int64_t rows, cols, ld;
+        MPI_Datatype t;
+    } shape[8];
     int nshape;
     int st;
 };
@@ -231,8 +235,8 @@ static MPI_Datatype btype_shape(struct btype_acc *a, int64_t rows, int64_t cols,
         if (a->shape[i].rows == rows && a->shape[i].cols == cols && a->shape[i].ld == ld)
             return a->shape[i].t;
     MPI_Datatype t = MPI_DATATYPE_NULL;
-    a->st = TESS__MPI(MPI_Type_create_hvector((int)cols, (int)rows, (MPI_Aint)(ld * (int64_t)es),
-                                              a->elem, &t));
+    a->st = TESS__MPI(
+        MPI_Type_create_hvector((int)cols, (int)rows, (MPI_Aint)(ld * (int64_t)es), a->elem, &t));
     if (a->st) return MPI_DATATYPE_NULL;
     if (a->nshape == 8) return *own = t;
     a->shape[a->nshape].rows = rows, a->shape[a->nshape].cols = cols, a->shape[a->nshape].ld = ld;
@@ -281,10 +285,12 @@ int tess__redist_types(const struct tess__redist_op *ops, int nops, int orow, in
     struct btype_acc a = {.ops = ops, .send = send, .elem = elem};
     for (int i = 0; i < nops && !a.st; i++)
         a.st = TESS__MPI(MPI_Get_address(send ? ops[i].X : ops[i].buf, &a.base[i]));
-    if (!a.st) a.st = tess__redist_blocks(ops, nops, orow, ocol, drow, dcol, k0, k1, kbase, s0, s1,
-                                          btype_add, &a);
+    if (!a.st)
+        a.st = tess__redist_blocks(ops, nops, orow, ocol, drow, dcol, k0, k1, kbase, s0, s1,
+                                   btype_add, &a);
     if (!a.st && a.n > INT32_MAX) a.st = tess__fail(TESS_ENOSYS, "pgemm: too many blocks");
-    if (!a.st && a.n > 0) a.st = TESS__MPI(MPI_Type_create_struct((int)a.n, a.bl, a.dp, a.ty, type));
+    if (!a.st && a.n > 0)
+        a.st = TESS__MPI(MPI_Type_create_struct((int)a.n, a.bl, a.dp, a.ty, type));
     if (!a.st && a.n > 0) a.st = TESS__MPI(MPI_Type_commit(type));
     for (int i = 0; i < a.nshape; i++) MPI_Type_free(&a.shape[i].t);
     for (size_t i = 0; i < a.n; i++)

@@ -9,22 +9,22 @@
 
 /* A run of sub(X) indices along one dimension with one owner and one destination. */
 struct tess__redist_seg {
-    int64_t a, len;  /* sub(X) indices [a, a + len) */
-    int so;          /* owner's coordinate along this dimension */
-    int to;          /* destination's selecting coordinate, -1 on the k dimension */
-    int64_t sl;      /* owner's local index of a (in its local array) */
-    int64_t tl;      /* destination's buffer index of a */
+    int64_t a, len; /* sub(X) indices [a, a + len) */
+    int so;         /* owner's coordinate along this dimension */
+    int to;         /* destination's selecting coordinate, -1 on the k dimension */
+    int64_t sl;     /* owner's local index of a (in its local array) */
+    int64_t tl;     /* destination's buffer index of a */
 };
 
 /* One dimension of sub(X): its source map and, unless it is the k dimension (all), the map
  * of C that selects which destination needs which index. */
 struct tess__redist_dim {
-    struct tess__comm_bc src;  /* X's map along this dimension (whole matrix) */
-    int64_t off, len;          /* sub(X): indices [off, off + len) of X */
-    int all;                   /* the k dimension: every destination needs all of it */
-    struct tess__comm_bc tgt;  /* C's map (rows or columns, whole matrix) */
-    int64_t toff;              /* sub(C)'s origin in that map */
-    int taxis;                 /* destination coordinate that selects: 0 row, 1 column */
+    struct tess__comm_bc src; /* X's map along this dimension (whole matrix) */
+    int64_t off, len;         /* sub(X): indices [off, off + len) of X */
+    int all;                  /* the k dimension: every destination needs all of it */
+    struct tess__comm_bc tgt; /* C's map (rows or columns, whole matrix) */
+    int64_t toff;             /* sub(C)'s origin in that map */
+    int taxis;                /* destination coordinate that selects: 0 row, 1 column */
     struct tess__redist_seg *seg;
     int nseg;
 };
@@ -34,10 +34,10 @@ struct tess__redist_op {
     const void *X;
     int64_t ldx;
     size_t es;
-    struct tess__redist_dim dim[2];  /* 0: rows of X, 1: columns */
-    int kdim;                        /* which one is k */
-    bool in_place;                   /* every rank uses its local array: nothing moves */
-    void *buf;                       /* this rank's panel buffer (column-major) */
+    struct tess__redist_dim dim[2]; /* 0: rows of X, 1: columns */
+    int kdim;                       /* which one is k */
+    bool in_place;                  /* every rank uses its local array: nothing moves */
+    void *buf;                      /* this rank's panel buffer (column-major) */
     int64_t ldbuf;
 };
 

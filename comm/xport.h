@@ -53,16 +53,16 @@ struct tess__xport_ops {
 struct tess__xport {
     const struct tess__xport_ops *ops;
     struct tess__comm_grid *g;
-    int size;              /* ranks in g->comm */
-    int *prow, *pcol;      /* each rank's grid coordinates */
-    int dev;               /* runtime device whose memory holds the panels; -1: host memory */
-    size_t heap;           /* that device's heap bytes; 0 for host memory */
-    int in_flight;         /* units posted before the oldest is waited for */
-    int unit_buffers;      /* device buffers of one unit beside the panels (<= unit bytes) */
-    int64_t min_unit;      /* least bytes per unit (TESSERA_PGEMM_CHUNK is raised to it) */
-    bool dead;             /* its exchange is over (a device lost): closed after the call */
-    uint64_t sent, recvd;  /* bytes to and from other ranks since begin */
-    uint64_t packed_d2d;   /* bytes packed for peers from the own panel since opened */
+    int size;             /* ranks in g->comm */
+    int *prow, *pcol;     /* each rank's grid coordinates */
+    int dev;              /* runtime device whose memory holds the panels; -1: host memory */
+    size_t heap;          /* that device's heap bytes; 0 for host memory */
+    int in_flight;        /* units posted before the oldest is waited for */
+    int unit_buffers;     /* device buffers of one unit beside the panels (<= unit bytes) */
+    int64_t min_unit;     /* least bytes per unit (TESSERA_PGEMM_CHUNK is raised to it) */
+    bool dead;            /* its exchange is over (a device lost): closed after the call */
+    uint64_t sent, recvd; /* bytes to and from other ranks since begin */
+    uint64_t packed_d2d;  /* bytes packed for peers from the own panel since opened */
 };
 
 /* The grid's transport (collective over g->comm): opened at the grid's first exchange, the
@@ -94,8 +94,7 @@ static inline int tess__xport_alloc(struct tess__xport *x, size_t bytes, void **
 static inline void tess__xport_free(struct tess__xport *x, void *handle) {
     x->ops->free(x, handle);
 }
-static inline int tess__xport_begin(struct tess__xport *x, struct tess__redist_op *ops,
-                                    int nops) {
+static inline int tess__xport_begin(struct tess__xport *x, struct tess__redist_op *ops, int nops) {
     x->sent = x->recvd = 0;
     return x->ops->begin(x, ops, nops);
 }

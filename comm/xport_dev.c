@@ -146,7 +146,8 @@ int tess__xport_open_dev(struct tess__comm_grid *g, struct tess__xport **out) {
     struct tess__xdev *n = calloc(1, sizeof *n);
     MPI_Comm node = MPI_COMM_NULL;
     int lrank = 0, lsize = 1;
-    int st = n ? tess__xport_base_init(&n->base, g) : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    int st = n ? tess__xport_base_init(&n->base, g)
+               : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
     if (n) {
         n->base.ops = &dev_ops;
         n->hw = kind_hw(kind);
@@ -162,13 +163,15 @@ int tess__xport_open_dev(struct tess__comm_grid *g, struct tess__xport **out) {
         n->base.heap = tess__node_dev(rt, 0).heap_bytes;
         n->base.in_flight = n->remote ? 2 : NEV; /* remote: each unit holds a pinned buffer */
         n->two = cfg->pgemm_nccl_streams == 2;
-        n->base.unit_buffers = n->two ? 3 : 2;   /* send (two with a pack stream), receive */
+        n->base.unit_buffers = n->two ? 3 : 2; /* send (two with a pack stream), receive */
         n->base.min_unit = n->hw->min_unit;
         n->pack_d2d = cfg->pgemm_pack_d2d != 0;
         n->timed = tess__node_tracing(rt);
     }
-    if (!st) st = n->hw->open(n, node, lrank, lsize); /* agrees once inside */
-    else st = tess__comm_agree(g, st);
+    if (!st)
+        st = n->hw->open(n, node, lrank, lsize); /* agrees once inside */
+    else
+        st = tess__comm_agree(g, st);
     if (!st) st = tess__xlost_open(n); /* collective: every rank got here */
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     st = tess__comm_agree(g, st);

@@ -16,48 +16,63 @@
 #include "xport.h"
 
 #define NEV 8 /* units in flight at most */
-enum { EV_PACKED = NEV, EV_SENT0, EV_SENT1, EV_DRAIN0, EV_DRAIN1, EV_REF, EV_TS0,
-       EV_TP0 = EV_TS0 + NEV, EV_TX0 = EV_TP0 + NEV, EV_TR0 = EV_TX0 + NEV,
-       NXEV = EV_TR0 + NEV };
-enum { TAG_REMOTE = 7, /* MPI pieces from ranks of other nodes */
-       TAG_NODE = 8,   /* emulated devices: the pieces NCCL would carry */
-       TAG_LOST = 9 }; /* on ctl: "my device was lost during pass gen" */
+enum {
+    EV_PACKED = NEV,
+    EV_SENT0,
+    EV_SENT1,
+    EV_DRAIN0,
+    EV_DRAIN1,
+    EV_REF,
+    EV_TS0,
+    EV_TP0 = EV_TS0 + NEV,
+    EV_TX0 = EV_TP0 + NEV,
+    EV_TR0 = EV_TX0 + NEV,
+    NXEV = EV_TR0 + NEV
+};
+enum {
+    TAG_REMOTE = 7, /* MPI pieces from ranks of other nodes */
+    TAG_NODE = 8,   /* emulated devices: the pieces NCCL would carry */
+    TAG_LOST = 9,   /* on ctl: "my device was lost during pass gen" */
+};
 
 struct tess__xdev;
 
 /* The device primitives of one kind of device. Streams s are 0 or 1 (x_stream). */
 struct tess__xdev_hw {
     const char *name;
-    bool lose_on_error;  /* a device error while queueing or waiting may leave this rank's
+    bool lose_on_error; /* a device error while queueing or waiting may leave this rank's
                             part of the node's exchange unrun: tell the peers (GPU) */
-    bool int_counts;     /* the node's pieces travel in MPI calls of int counts */
-    int64_t min_unit;    /* least bytes per unit */
+    bool int_counts;    /* the node's pieces travel in MPI calls of int counts */
+    int64_t min_unit;   /* least bytes per unit */
     /* Streams, events (and the node's communicator over `node`, lsize ranks, this one
      * lrank). Agrees over the grid exactly once, whatever happens. */
     int (*open)(struct tess__xdev *n, MPI_Comm node, int lrank, int lsize);
-    bool (*opened)(const struct tess__xdev *n);   /* streams and events exist */
-    void (*close)(struct tess__xdev *n);          /* after the streams drained */
-    int (*setdev)(struct tess__xdev *n);          /* make the device current (thread) */
+    bool (*opened)(const struct tess__xdev *n); /* streams and events exist */
+    void (*close)(struct tess__xdev *n);        /* after the streams drained */
+    int (*setdev)(struct tess__xdev *n);        /* make the device current (thread) */
     /* A 2D copy (h2d: host -> device, else device -> device) queued on stream s. */
-    int (*copy)(struct tess__xdev *n, int s, bool h2d, void *dst, size_t dpitch,
-                const void *src, size_t spitch, size_t width, size_t height, const char *what);
+    int (*copy)(struct tess__xdev *n, int s, bool h2d, void *dst, size_t dpitch, const void *src,
+                size_t spitch, size_t width, size_t height, const char *what);
     int (*record)(struct tess__xdev *n, int s, int ev);
-    int (*stream_wait)(struct tess__xdev *n, int s, int ev);  /* stream s waits for ev */
-    int (*sync)(struct tess__xdev *n, int ev);                /* the caller waits for ev */
-    int (*drain)(struct tess__xdev *n);        /* everything queued on the streams is done */
+    int (*stream_wait)(struct tess__xdev *n, int s, int ev); /* stream s waits for ev */
+    int (*sync)(struct tess__xdev *n, int ev);               /* the caller waits for ev */
+    int (*drain)(struct tess__xdev *n); /* everything queued on the streams is done */
     /* The exchange among the ranks of this node, on stream 0 after what is queued there:
      * soff/roff give each grid rank's part of sbuf/rbuf (empty for itself and for ranks of
      * other nodes). */
     int (*exchange)(struct tess__xdev *n, char *sbuf, const size_t *soff, char *rbuf,
                     const size_t *roff);
-    int (*async_error)(struct tess__xdev *n);  /* an error reported asynchronously; NULL none */
+    int (*async_error)(struct tess__xdev *n); /* an error reported asynchronously; NULL none */
     int (*time)(struct tess__xdev *n, int ev, double *t); /* ev reached, tess__now() clock */
-    void (*abort)(struct tess__xdev *n);       /* stop this rank's part of the exchange */
+    void (*abort)(struct tess__xdev *n); /* stop this rank's part of the exchange */
 };
 
 /* xport_unit.c: the block lists of one (owner, destination) pair, and the self blocks a
  * unit took (for packing from the own panel, TESSERA_PGEMM_PACK_D2D). */
-struct tess__xblk { int op; int64_t sr, sc, tr, tc, rows, cols; };
+struct tess__xblk {
+    int op;
+    int64_t sr, sc, tr, tc, rows, cols;
+};
 struct tess__xblocks {
     struct tess__xblk *b, *self;
     size_t nb, capb, nself, capself;
@@ -65,8 +80,8 @@ struct tess__xblocks {
 
 /* xport_unit.c: the device buffers of the exchange, from the runtime's heap. */
 struct tess__xbufs {
-    void *sbuf, *rbuf, *sbuf2;   /* addresses */
-    void *sh, *rh, *sh2;         /* their handles (tess__node_work_free) */
+    void *sbuf, *rbuf, *sbuf2; /* addresses */
+    void *sh, *rh, *sh2;       /* their handles (tess__node_work_free) */
     size_t scap, rcap, scap2;
 };
 
@@ -74,42 +89,42 @@ struct tess__xbufs {
  * once its MPI requests are done. */
 struct tess__xremote_unit {
     int64_t k0, k1, kbase, s0, s1;
-    MPI_Request *req;    /* 2 per rank */
+    MPI_Request *req; /* 2 per rank */
     int nreq;
-    char *hbuf;          /* pinned: the received pieces, rank by rank */
+    char *hbuf; /* pinned: the received pieces, rank by rank */
     size_t hcap;
-    size_t *hoff;        /* per rank: where its pieces start in hbuf */
-    int pending;         /* the unit's event is still to be recorded in its wait */
+    size_t *hoff; /* per rank: where its pieces start in hbuf */
+    int pending;  /* the unit's event is still to be recorded in its wait */
 };
 struct tess__xremote {
-    MPI_Datatype elem;   /* one element (es bytes), for the MPI pieces */
+    MPI_Datatype elem; /* one element (es bytes), for the MPI pieces */
     size_t es;
     struct tess__xremote_unit unit[NEV];
 };
 
 /* xport_lost.c: a device lost during a unit. */
 struct tess__xlost {
-    MPI_Comm ctl;        /* a copy of the grid's communicator, for the notices */
-    int gen;             /* passes since opened: a notice names the pass it belongs to */
-    int fault_unit;      /* TESSERA_FAULT=xport:U: this rank's device is lost at unit U */
+    MPI_Comm ctl;   /* a copy of the grid's communicator, for the notices */
+    int gen;        /* passes since opened: a notice names the pass it belongs to */
+    int fault_unit; /* TESSERA_FAULT=xport:U: this rank's device is lost at unit U */
 };
 
 struct tess__xdev {
-    struct tess__xport base;         /* first; base.dead: the exchange is over */
+    struct tess__xport base; /* first; base.dead: the exchange is over */
     const struct tess__xdev_hw *hw;
-    void *hwst;                      /* the primitives' own state */
-    struct tess__rt *rt;             /* pinned while open */
-    bool two;                        /* TESSERA_PGEMM_NCCL_STREAMS=2: a pack stream */
-    bool pack_d2d;                   /* TESSERA_PGEMM_PACK_D2D */
-    bool timed;                      /* TESSERA_TRACE: units' phases on the timeline */
-    bool posted;                     /* a unit was posted since opened */
-    int *nrank;                      /* per grid rank: its rank in this node's group, -1 on
+    void *hwst;                  /* the primitives' own state */
+    struct tess__rt *rt;         /* pinned while open */
+    bool two;                    /* TESSERA_PGEMM_NCCL_STREAMS=2: a pack stream */
+    bool pack_d2d;               /* TESSERA_PGEMM_PACK_D2D */
+    bool timed;                  /* TESSERA_TRACE: units' phases on the timeline */
+    bool posted;                 /* a unit was posted since opened */
+    int *nrank;                  /* per grid rank: its rank in this node's group, -1 on
                                         another node */
-    bool remote;                     /* some rank is on another node */
-    int err;                         /* the first local error of this pass after its
+    bool remote;                 /* some rank is on another node */
+    int err;                     /* the first local error of this pass after its
                                         unit's agreement */
-    struct tess__redist_op *ops;     /* the call's operands (begin) */
-    double t_q0[NEV], t_q1[NEV];     /* timed: when each slot's unit was queued */
+    struct tess__redist_op *ops; /* the call's operands (begin) */
+    double t_q0[NEV], t_q1[NEV]; /* timed: when each slot's unit was queued */
     struct tess__xblocks bl;
     struct tess__xbufs buf;
     struct tess__xremote rem;
@@ -137,8 +152,7 @@ int64_t tess__xdev_blocks(struct tess__xdev *n, int orow, int ocol, int drow, in
                           const struct tess__xport_unit *u);
 enum { FROM_LOCAL, FROM_PACKED, FROM_HOST_PACKED, FROM_PANEL }; /* where a copy reads */
 int tess__xdev_copy_blocks(struct tess__xdev *n, const struct tess__xblk *list, size_t nb,
-                           int which, int from, const char *packed, char *pack,
-                           const char *what);
+                           int which, int from, const char *packed, char *pack, const char *what);
 void tess__xdev_unit_free(struct tess__xdev *n);
 
 /* xport_remote.c: the pieces of ranks of other nodes (MPI, then H2D) */
@@ -146,7 +160,7 @@ int tess__xremote_prepare(struct tess__xdev *n, struct tess__xremote_unit *u);
 int tess__xremote_post(struct tess__xdev *n, struct tess__xremote_unit *u);
 int tess__xremote_finish(struct tess__xdev *n, struct tess__xremote_unit *u, int slot);
 int tess__xremote_element(struct tess__xdev *n, size_t es);
-void tess__xremote_drop(struct tess__xdev *n);   /* finish requests left posted */
+void tess__xremote_drop(struct tess__xdev *n); /* finish requests left posted */
 void tess__xremote_free(struct tess__xdev *n);
 
 /* xport_lost.c */

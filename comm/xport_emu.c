@@ -12,9 +12,9 @@
 #include "xport_dev.h"
 
 struct emu {
-    const struct tess__dev_ops *ops;  /* the device's backend */
+    const struct tess__dev_ops *ops; /* the device's backend */
     void *bd;
-    int es0;                          /* its first comm stream */
+    int es0; /* its first comm stream */
     tess__event *eev[NXEV];
 };
 
@@ -46,14 +46,17 @@ static void emu_close(struct tess__xdev *n) {
     n->hwst = NULL;
 }
 
-static int emu_setdev(struct tess__xdev *n) { (void)n; return TESS_OK; }
+static int emu_setdev(struct tess__xdev *n) {
+    (void)n;
+    return TESS_OK;
+}
 
 static int emu_copy(struct tess__xdev *n, int s, bool h2d, void *dst, size_t dpitch,
                     const void *src, size_t spitch, size_t width, size_t height, const char *what) {
     (void)what;
     struct emu *e = E(n);
-    return e->ops->copy2d(e->bd, e->es0 + s, h2d ? TESS__H2D : TESS__D2D, dst, dpitch, src,
-                          spitch, width, height, NULL);
+    return e->ops->copy2d(e->bd, e->es0 + s, h2d ? TESS__H2D : TESS__D2D, dst, dpitch, src, spitch,
+                          width, height, NULL);
 }
 
 static int emu_record(struct tess__xdev *n, int s, int ev) {
@@ -104,10 +107,13 @@ static int emu_exchange(struct tess__xdev *n, char *sbuf, const size_t *soff, ch
         size_t sb = soff[j + 1] - soff[j], rb = roff[j + 1] - roff[j];
         /* a rank whose pack failed still sends (unused bytes) so that no peer hangs */
         int s2 = TESS_OK;
-        if (rb) s2 = TESS__MPI(MPI_Irecv(rbuf + roff[j], (int)rb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
+        if (rb)
+            s2 = TESS__MPI(
+                MPI_Irecv(rbuf + roff[j], (int)rb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
         if (!s2 && rb) src[nreq++] = j;
         if (!s2 && sb && !n->base.dead)
-            s2 = TESS__MPI(MPI_Isend(sbuf + soff[j], (int)sb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
+            s2 = TESS__MPI(
+                MPI_Isend(sbuf + soff[j], (int)sb, MPI_BYTE, j, TAG_NODE, g->comm, &req[nreq]));
         if (!s2 && sb && !n->base.dead) src[nreq++] = -1;
         if (!st) st = s2;
     }

@@ -54,13 +54,20 @@ int tess__xlost_lose(struct tess__xdev *n, int st, bool tell) {
 }
 
 int tess__xlost_peer_status(struct tess__xdev *n, int who) {
-    return tess__xlost_lose(n, tess__fail(TESS_EDEVICE, "pgemm: the device of rank %d was lost "
-                                          "during the exchange", who), false);
+    return tess__xlost_lose(n,
+                            tess__fail(TESS_EDEVICE,
+                                       "pgemm: the device of rank %d was lost "
+                                       "during the exchange",
+                                       who),
+                            false);
 }
 
 int tess__xlost_injected(struct tess__xdev *n, int slot) {
     if (n->lost.fault_unit <= 0 || slot + 1 != n->lost.fault_unit) return TESS_OK;
-    return tess__xlost_lose(n, tess__fail(TESS_EDEVICE, "pgemm: injected: this rank's device "
-                                          "lost at unit %d of the pass (TESSERA_FAULT=xport:%d)",
-                                          slot + 1, n->lost.fault_unit), true);
+    return tess__xlost_lose(n,
+                            tess__fail(TESS_EDEVICE,
+                                       "pgemm: injected: this rank's device "
+                                       "lost at unit %d of the pass (TESSERA_FAULT=xport:%d)",
+                                       slot + 1, n->lost.fault_unit),
+                            true);
 }

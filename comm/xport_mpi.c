@@ -15,11 +15,11 @@
 #include "xport.h"
 
 struct xmpi {
-    struct tess__xport base;  /* first */
+    struct tess__xport base; /* first */
     struct tess__redist_op *ops;
     int nops;
     MPI_Datatype elem;
-    int *cnt_s, *cnt_r, *dsp;  /* per rank: count (0/1) out and in, displacements (0) */
+    int *cnt_s, *cnt_r, *dsp; /* per rank: count (0/1) out and in, displacements (0) */
     MPI_Datatype *ty_s[2], *ty_r[2];
     MPI_Request req[2];
 };
@@ -70,8 +70,8 @@ static int mpi_post(struct tess__xport *x, const struct tess__xport_unit *u, int
     int me_r = g->at.myrow, me_c = g->at.mycol, st = TESS_OK, slot = u->slot % 2;
     for (int j = 0; j < x->size && !st; j++) {
         MPI_Datatype ts = MPI_DATATYPE_NULL, tr = MPI_DATATYPE_NULL;
-        st = tess__redist_types(m->ops, m->nops, me_r, me_c, x->prow[j], x->pcol[j], u->k0,
-                                u->k1, u->kbase, u->s0, u->s1, true, m->elem, &ts);
+        st = tess__redist_types(m->ops, m->nops, me_r, me_c, x->prow[j], x->pcol[j], u->k0, u->k1,
+                                u->kbase, u->s0, u->s1, true, m->elem, &ts);
         if (!st)
             st = tess__redist_types(m->ops, m->nops, x->prow[j], x->pcol[j], me_r, me_c, u->k0,
                                     u->k1, u->kbase, u->s0, u->s1, false, m->elem, &tr);
@@ -123,7 +123,8 @@ static const struct tess__xport_ops mpi_ops = {
 int tess__xport_open_mpi(struct tess__comm_grid *g, struct tess__xport **out) {
     *out = NULL;
     struct xmpi *m = calloc(1, sizeof *m);
-    int st = m ? tess__xport_base_init(&m->base, g) : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
+    int st = m ? tess__xport_base_init(&m->base, g)
+               : tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
     if (m) {
         m->base.ops = &mpi_ops;
         m->base.in_flight = 2;

@@ -18,10 +18,10 @@
 
 struct gpu {
     ncclComm_t comm;
-    int ordinal;             /* its CUDA ordinal */
-    cudaStream_t cs[2];      /* [0] transfer, [1] pack (two streams only) */
+    int ordinal;        /* its CUDA ordinal */
+    cudaStream_t cs[2]; /* [0] transfer, [1] pack (two streams only) */
     cudaEvent_t cev[NXEV];
-    double t_ref;            /* timed: host time (tess__now) of EV_REF */
+    double t_ref; /* timed: host time (tess__now) of EV_REF */
 };
 
 static struct gpu *G(const struct tess__xdev *n) { return n->hwst; }
@@ -52,8 +52,8 @@ static int gpu_open(struct tess__xdev *n, MPI_Comm node, int lrank, int lsize) {
     for (int w = 0; w <= (int)n->two && !st; w++)
         st = CUDA(cudaStreamCreateWithFlags(&x->cs[w], cudaStreamNonBlocking));
     for (int i = 0; i < NXEV && !st; i++)
-        st = CUDA(cudaEventCreateWithFlags(&x->cev[i], n->timed ? cudaEventDefault
-                                                                : cudaEventDisableTiming));
+        st = CUDA(cudaEventCreateWithFlags(&x->cev[i],
+                                           n->timed ? cudaEventDefault : cudaEventDisableTiming));
     if (!st && n->timed) { /* the reference: device time 0 is host time t_ref */
         st = CUDA(cudaEventRecord(x->cev[EV_REF], x->cs[0]));
         if (!st) st = CUDA(cudaEventSynchronize(x->cev[EV_REF]));
@@ -115,16 +115,18 @@ static int gpu_poll(struct tess__xdev *n, cudaError_t (*q)(void *), void *arg, c
     double t0 = 0;
     for (unsigned spin = 0;; spin++) {
         cudaError_t e = q(arg);
-        if (e != cudaErrorNotReady) return tess__cuda_check(e, what, __FILE__, __LINE__, gpu_fail, NULL);
+        if (e != cudaErrorNotReady)
+            return tess__cuda_check(e, what, __FILE__, __LINE__, gpu_fail, NULL);
         if (!n->base.dead && n->posted) {
             int who = tess__xlost_peer(n);
             if (who >= 0) return tess__xlost_peer_status(n, who);
         }
         if (n->base.dead) { /* aborted: NCCL ends what it had running; bounded all the same */
-            if (t0 == 0) t0 = tess__now();
+            if (t0 == 0)
+                t0 = tess__now();
             else if (tess__now() - t0 > 10)
                 return tess__fail(TESS_EDEVICE, "pgemm: the transport's streams did not drain "
-                                  "within 10 s of the abort");
+                                                "within 10 s of the abort");
         }
         if (spin > 64) usleep(20);
     }
@@ -156,7 +158,8 @@ static int gpu_exchange(struct tess__xdev *n, char *sbuf, const size_t *soff, ch
         if (j == me || n->nrank[j] < 0) continue;
         size_t sb = soff[j + 1] - soff[j], rb = roff[j + 1] - roff[j];
         if (sb) st = NCCL(ncclSend(sbuf + soff[j], sb, ncclChar, n->nrank[j], x->comm, x->cs[0]));
-        if (!st && rb) st = NCCL(ncclRecv(rbuf + roff[j], rb, ncclChar, n->nrank[j], x->comm, x->cs[0]));
+        if (!st && rb)
+            st = NCCL(ncclRecv(rbuf + roff[j], rb, ncclChar, n->nrank[j], x->comm, x->cs[0]));
     }
     /* ends the group whatever happened, so that NCCL's group state stays balanced */
     int st2 = NCCL(ncclGroupEnd());

@@ -13,8 +13,8 @@
 
 /* The unit of a remote unit record, for the block lists. */
 static struct tess__xport_unit unit_of(const struct tess__xremote_unit *u) {
-    return (struct tess__xport_unit){.k0 = u->k0, .k1 = u->k1, .kbase = u->kbase, .s0 = u->s0,
-                                     .s1 = u->s1};
+    return (struct tess__xport_unit){
+        .k0 = u->k0, .k1 = u->k1, .kbase = u->kbase, .s0 = u->s0, .s1 = u->s1};
 }
 
 int tess__xremote_element(struct tess__xdev *n, size_t es) {
@@ -54,7 +54,8 @@ int tess__xremote_prepare(struct tess__xdev *n, struct tess__xremote_unit *u) {
         u->hcap = off;
     }
     if ((off / n->rem.es) > INT32_MAX)
-        return tess__fail(TESS_ENOSYS, "pgemm: a unit over MPI's int counts (lower TESSERA_PGEMM_CHUNK)");
+        return tess__fail(TESS_ENOSYS,
+                          "pgemm: a unit over MPI's int counts (lower TESSERA_PGEMM_CHUNK)");
     return TESS_OK;
 }
 
@@ -106,8 +107,8 @@ int tess__xremote_finish(struct tess__xdev *n, struct tess__xremote_unit *u, int
         if (tess__xdev_blocks(n, n->base.prow[j], n->base.pcol[j], me_r, me_c, &xu) < 0)
             return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
         /* the received pieces are packed in block order in host memory: an H2D "unpack" */
-        st = tess__xdev_copy_blocks(n, n->bl.b, n->bl.nb, 0, FROM_HOST_PACKED,
-                                    u->hbuf + u->hoff[j], NULL, "H2D of remote pieces");
+        st = tess__xdev_copy_blocks(n, n->bl.b, n->bl.nb, 0, FROM_HOST_PACKED, u->hbuf + u->hoff[j],
+                                    NULL, "H2D of remote pieces");
     }
     u->pending = 0;
     if (!st) st = x_record(n, 0, slot % NEV);

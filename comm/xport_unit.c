@@ -15,8 +15,8 @@
 
 #include "xport_dev.h"
 
-static void collect(void *arg, int op, int64_t sr, int64_t sc, int64_t tr, int64_t tc,
-                    int64_t rows, int64_t cols) {
+static void collect(void *arg, int op, int64_t sr, int64_t sc, int64_t tr, int64_t tc, int64_t rows,
+                    int64_t cols) {
     struct tess__xblocks *l = arg;
     if (l->nb == l->capb) {
         size_t cap = l->capb ? 2 * l->capb : 256;
@@ -32,8 +32,8 @@ int64_t tess__xdev_blocks(struct tess__xdev *n, int orow, int ocol, int drow, in
                           const struct tess__xport_unit *u) {
     struct tess__xblocks *l = &n->bl;
     l->nb = 0;
-    if (tess__redist_blocks(n->ops, 2, orow, ocol, drow, dcol, u->k0, u->k1, u->kbase, u->s0,
-                            u->s1, collect, l))
+    if (tess__redist_blocks(n->ops, 2, orow, ocol, drow, dcol, u->k0, u->k1, u->kbase, u->s0, u->s1,
+                            collect, l))
         return -1;
     int64_t bytes = 0;
     for (size_t i = 0; i < l->nb; i++)
@@ -46,8 +46,7 @@ int64_t tess__xdev_blocks(struct tess__xdev *n, int orow, int ocol, int drow, in
  * (FROM_HOST_PACKED: H2D), or where the blocks lie in the panel (FROM_PANEL: D2D), into
  * the panel or, with `pack`, packed into pack. */
 int tess__xdev_copy_blocks(struct tess__xdev *n, const struct tess__xblk *list, size_t nb,
-                           int which, int from, const char *packed, char *pack,
-                           const char *what) {
+                           int which, int from, const char *packed, char *pack, const char *what) {
     int st = TESS_OK, s = x_stream(n, which);
     size_t o = 0;
     for (size_t i = 0; i < nb && !st; i++) {
@@ -57,8 +56,9 @@ int tess__xdev_copy_blocks(struct tess__xdev *n, const struct tess__xblk *list, 
         char *inpanel = (char *)op->buf + (size_t)(b->tr + b->tc * op->ldbuf) * es;
         bool fp = from == FROM_PACKED || from == FROM_HOST_PACKED;
         const char *src = fp ? packed + o
-                          : from == FROM_PANEL ? inpanel
-                          : (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es;
+                          : from == FROM_PANEL
+                              ? inpanel
+                              : (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es;
         size_t spitch = fp ? w : from == FROM_PANEL ? lbuf : (size_t)op->ldx * es;
         bool h2d = from == FROM_LOCAL || from == FROM_HOST_PACKED;
         st = n->hw->copy(n, s, h2d, pack ? pack + o : inpanel, pack ? w : lbuf, src, spitch, w,
@@ -104,7 +104,8 @@ static int grow(struct tess__xdev *n, void **ptr, void **h, size_t *cap, size_t 
     *ptr = *h = NULL;
     *cap = 0;
     if (tess__node_work_alloc(n->rt, n->base.dev, need, ptr, h))
-        return tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of device memory for the exchange buffers", need);
+        return tess__fail(TESS_ENOMEM, "pgemm: %zu bytes of device memory for the exchange buffers",
+                          need);
     *cap = need;
     return TESS_OK;
 }
@@ -135,7 +136,8 @@ static int node_offsets(struct tess__xdev *n, const struct tess__xport_unit *u, 
         int64_t rb = tess__xdev_blocks(n, prow[j], pcol[j], me_r, me_c, u);
         if (sb < 0 || rb < 0) return tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
         if (n->hw->int_counts && (sb > INT_MAX || rb > INT_MAX)) /* MPI's int counts */
-            return tess__fail(TESS_ENOSYS, "pgemm: a unit over MPI's int counts (lower TESSERA_PGEMM_CHUNK)");
+            return tess__fail(TESS_ENOSYS,
+                              "pgemm: a unit over MPI's int counts (lower TESSERA_PGEMM_CHUNK)");
         stot += (size_t)sb, rtot += (size_t)rb;
     }
     soff[size] = stot, roff[size] = rtot;
@@ -155,8 +157,8 @@ static int node_offsets(struct tess__xdev *n, const struct tess__xport_unit *u, 
  * buffers (by unit parity), so unit u+1 is packed while unit u travels: the transfer
  * stream waits for the unit's pack (EV_PACKED), the pack stream for the end of the send
  * that last read its buffer (EV_SENT0/1). */
-static int queue_unit(struct tess__xdev *n, const struct tess__xport_unit *u, int st,
-                      int bi, char *sbuf, const size_t *soff, char *rbuf, const size_t *roff) {
+static int queue_unit(struct tess__xdev *n, const struct tess__xport_unit *u, int st, int bi,
+                      char *sbuf, const size_t *soff, char *rbuf, const size_t *roff) {
     const struct tess__comm_grid *g = n->base.g;
     const int me_r = g->at.myrow, me_c = g->at.mycol, size = n->base.size, es = u->slot % NEV;
     const int *prow = n->base.prow, *pcol = n->base.pcol;
@@ -168,7 +170,9 @@ static int queue_unit(struct tess__xdev *n, const struct tess__xport_unit *u, in
     /* self: straight into the panel */
     if (!st && tess__xdev_blocks(n, me_r, me_c, me_r, me_c, u) < 0)
         st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
-    if (!st) st = tess__xdev_copy_blocks(n, l->b, l->nb, 1, FROM_LOCAL, NULL, NULL, "H2D into the panel");
+    if (!st)
+        st = tess__xdev_copy_blocks(n, l->b, l->nb, 1, FROM_LOCAL, NULL, NULL,
+                                    "H2D into the panel");
     if (!st && n->pack_d2d) st = keep_self(l);
     /* pack what the peers of this node need: from the own panel (D2D, after the self
      * copies on the same stream) when they need exactly what this rank took for itself,
@@ -178,8 +182,8 @@ static int queue_unit(struct tess__xdev *n, const struct tess__xport_unit *u, in
         if (tess__xdev_blocks(n, me_r, me_c, prow[j], pcol[j], u) < 0)
             st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
         else if (n->pack_d2d && same_sources(l)) /* where the self copies put them */
-            st = tess__xdev_copy_blocks(n, l->self, l->nself, 1, FROM_PANEL, NULL,
-                                        sbuf + soff[j], "D2D pack");
+            st = tess__xdev_copy_blocks(n, l->self, l->nself, 1, FROM_PANEL, NULL, sbuf + soff[j],
+                                        "D2D pack");
         else
             st = tess__xdev_copy_blocks(n, l->b, l->nb, 1, FROM_LOCAL, NULL, sbuf + soff[j],
                                         "H2D pack");
@@ -223,7 +227,8 @@ int tess__xdev_post(struct tess__xport *x, const struct tess__xport_unit *u, int
         tess__xlost_pass(n);
     }
     if (!st && n->remote) st = tess__xremote_element(n, n->ops[0].es);
-    size_t *soff = calloc((size_t)size * 2 + 2, sizeof *soff), *roff = soff ? soff + size + 1 : NULL;
+    size_t *soff = calloc((size_t)size * 2 + 2, sizeof *soff),
+           *roff = soff ? soff + size + 1 : NULL;
     if (!st && !soff) st = tess__fail(TESS_ENOMEM, "pgemm: out of host memory");
     if (!st) st = node_offsets(n, u, soff, roff);
     const size_t stot = st ? 0 : soff[size], rtot = st ? 0 : roff[size];
@@ -239,8 +244,9 @@ int tess__xdev_post(struct tess__xport *x, const struct tess__xport_unit *u, int
     /* the send buffer of this unit (two alternate with a pack stream) */
     struct tess__xbufs *b = &n->buf;
     int bi = n->two ? slot % 2 : 0;
-    if (!st) st = bi ? grow(n, &b->sbuf2, &b->sh2, &b->scap2, stot)
-                     : grow(n, &b->sbuf, &b->sh, &b->scap, stot);
+    if (!st)
+        st = bi ? grow(n, &b->sbuf2, &b->sh2, &b->scap2, stot)
+                : grow(n, &b->sbuf, &b->sh, &b->scap, stot);
     if (!st) st = grow(n, &b->rbuf, &b->rh, &b->rcap, rtot);
     /* Every rank goes on with this unit or none does: the last wait's status, an error of
      * the units before (n->err) and this unit's preparation, agreed. From here on a local

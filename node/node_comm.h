@@ -24,20 +24,23 @@ static inline const struct tess__config *tess__node_config(const struct tess__rt
 
 /* One runtime device as comm/ sees it. */
 struct tess__node_dev {
-    tess_dev_kind_t kind;              /* TESS_DEV_CUDA, TESS_DEV_EMULATED, ... */
-    const struct tess__dev_ops *ops;   /* its backend (emulated devices: comm/ queues on it) */
+    tess_dev_kind_t kind;            /* TESS_DEV_CUDA, TESS_DEV_EMULATED, ... */
+    const struct tess__dev_ops *ops; /* its backend (emulated devices: comm/ queues on it) */
     void *bd;
-    int comm_stream;                   /* emulated devices: the first of TESS_COMM_STREAMS
+    int comm_stream;   /* emulated devices: the first of TESS_COMM_STREAMS
                                           backend streams kept for comm/; -1 elsewhere */
-    size_t heap_bytes;                 /* its tile heap */
+    size_t heap_bytes; /* its tile heap */
 };
 
 /* The runtime's device count, and device d (0 <= d < that count). */
 static inline int tess__node_ndev(const struct tess__rt *rt) { return rt->ndev; }
 static inline struct tess__node_dev tess__node_dev(const struct tess__rt *rt, int d) {
     const struct tess__dev *x = rt->dev[d];
-    return (struct tess__node_dev){.kind = x->desc.kind, .ops = x->ops, .bd = x->bd,
-                                   .comm_stream = x->comm_stream, .heap_bytes = x->heap_bytes};
+    return (struct tess__node_dev){.kind = x->desc.kind,
+                                   .ops = x->ops,
+                                   .bd = x->bd,
+                                   .comm_stream = x->comm_stream,
+                                   .heap_bytes = x->heap_bytes};
 }
 
 #ifdef TESS_HAVE_CUDA

@@ -16,7 +16,6 @@ int main(void) {
 #include "harness_mpi.h"
 #include "../comm/comm.h"
 
-
 /* Grid shapes to try with wsize ranks: every P x Q = wsize, and one that leaves a rank
  * outside the grid (P x Q = wsize - 1) when there is more than one rank. */
 static int shapes(int out[][2]) {
@@ -136,8 +135,7 @@ TEST(grid_bad_arguments_fail_everywhere) {
         ASSERT_EQ(st, TESS_EINVAL); /* 1 x 2 does not fit one rank */
     } else {
         ASSERT_EQ(st, TESS_EINVAL);
-        ASSERT_MSG(strstr(tess_last_error(), "differ across ranks"), "got '%s'",
-                   tess_last_error());
+        ASSERT_MSG(strstr(tess_last_error(), "differ across ranks"), "got '%s'", tess_last_error());
     }
     ASSERT(g.comm == MPI_COMM_NULL && g.ranks == NULL);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -156,8 +154,15 @@ TEST(grid_from_blacs_description) {
             int s = 1;
             for (int t = 2; t < wsize + 2; t++) {
                 int a = t, b = wsize;
-                while (b) { int r = a % b; a = b; b = r; }
-                if (a == 1) { s = t; break; }
+                while (b) {
+                    int r = a % b;
+                    a = b;
+                    b = r;
+                }
+                if (a == 1) {
+                    s = t;
+                    break;
+                }
             }
             int slot = kind == 2 ? (wrank * s + 1) % wsize : wrank;
             int r = kind == 1 ? slot % P : slot / Q, c = kind == 1 ? slot / P : slot % Q;
@@ -200,8 +205,8 @@ static unsigned char elem_byte(int k, int64_t i, int64_t j, size_t b) {
 /* One broadcast of the block at (i0, j0), rows x cols, of every member's ld x ncols local
  * array along axis from root; checks the packed copy on every member that receives one. */
 static void bcast_case(const struct tess__comm_grid *g, enum tess__comm_axis axis, int root,
-                       int64_t i0, int64_t j0, int64_t rows, int64_t cols, int64_t ld,
-                       size_t es, int root_packs, int poll) {
+                       int64_t i0, int64_t j0, int64_t rows, int64_t cols, int64_t ld, size_t es,
+                       int root_packs, int poll) {
     const int64_t ncols = j0 + cols + 1;
     unsigned char *local = malloc((size_t)(ld * ncols) * es + 1);
     unsigned char *recv = malloc((size_t)(rows * cols) * es + 1);
@@ -212,9 +217,11 @@ static void bcast_case(const struct tess__comm_grid *g, enum tess__comm_axis axi
                 local[(size_t)(i + j * ld) * es + b] = elem_byte(g->rank, i, j, b);
     memset(recv, 0xEE, (size_t)(rows * cols) * es + 1);
     const int me = axis == TESS__COMM_ROW ? g->at.mycol : g->at.myrow;
-    struct tess__comm_block blk = {
-        .ptr = local + (size_t)(i0 + j0 * ld) * es, .rows = rows, .cols = cols, .ld = ld,
-        .esize = es};
+    struct tess__comm_block blk = {.ptr = local + (size_t)(i0 + j0 * ld) * es,
+                                   .rows = rows,
+                                   .cols = cols,
+                                   .ld = ld,
+                                   .esize = es};
     void *rbuf = (me == root && !root_packs) ? NULL : recv;
     struct tess__comm_bcast req;
     ASSERT_OK(tess__comm_bcast_start(g, axis, root, &blk, rbuf, &req));
@@ -257,8 +264,8 @@ TEST(bcast_block_delivers_root_bytes) {
     for (int i = 0; i < n; i++)
         for (int o = 0; o < 2; o++) {
             struct tess__comm_grid g;
-            ASSERT_OK(tess__comm_grid_create(MPI_COMM_WORLD, sh[i][0], sh[i][1], o ? 'C' : 'R',
-                                             &g));
+            ASSERT_OK(
+                tess__comm_grid_create(MPI_COMM_WORLD, sh[i][0], sh[i][1], o ? 'C' : 'R', &g));
             if (!tess__comm_grid_in(&g)) {
                 tess__comm_grid_destroy(&g);
                 continue;
@@ -292,7 +299,8 @@ TEST(bcast_row_and_column_overlap) {
     }
     for (int step = 0; step < 3; step++) {
         int rootc = step % q, rootr = step % p;
-        struct tess__comm_block ba = {a, R, C, R, sizeof(double)}, bb = {b, R, C, R, sizeof(double)};
+        struct tess__comm_block ba = {a, R, C, R, sizeof(double)},
+                                bb = {b, R, C, R, sizeof(double)};
         struct tess__comm_bcast qa, qb;
         ASSERT_OK(tess__comm_bcast_start(&g, TESS__COMM_ROW, rootc, &ba, ra, &qa));
         ASSERT_OK(tess__comm_bcast_start(&g, TESS__COMM_COL, rootr, &bb, rb, &qb));
@@ -333,8 +341,8 @@ TEST(agree_one_bad_descriptor_fails_everywhere) {
     for (int i = 0; i < n; i++)
         for (int o = 0; o < 2; o++) {
             struct tess__comm_grid g;
-            ASSERT_OK(tess__comm_grid_create(MPI_COMM_WORLD, sh[i][0], sh[i][1], o ? 'C' : 'R',
-                                             &g));
+            ASSERT_OK(
+                tess__comm_grid_create(MPI_COMM_WORLD, sh[i][0], sh[i][1], o ? 'C' : 'R', &g));
             if (!tess__comm_grid_in(&g)) {
                 ASSERT_EQ(tess__comm_agree(&g, TESS_EINVAL), TESS_EINVAL); /* no-op outside */
                 tess__comm_grid_destroy(&g);

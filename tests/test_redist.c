@@ -47,7 +47,11 @@ static struct tess__comm_desc rdesc(int P, int Q, int64_t rows, int64_t cols, in
 }
 
 /* the receiving side of the block path: copy each block out of the packed bytes */
-struct unpack { const struct tess__redist_op *ops; const char *src; size_t off; };
+struct unpack {
+    const struct tess__redist_op *ops;
+    const char *src;
+    size_t off;
+};
 static void unpack_block(void *arg, int op, int64_t sr, int64_t sc, int64_t tr, int64_t tc,
                          int64_t rows, int64_t cols) {
     struct unpack *u = arg;
@@ -97,8 +101,10 @@ TEST(types_match_block_list) {
         int64_t m = rnd(1, 30), n = rnd(1, 30), k = rnd(1, 30);
         char ta = rnd(0, 1) ? 'N' : 'T', tb = rnd(0, 1) ? 'N' : 'T';
         int64_t ia, ja, ib, jb, ic, jc;
-        struct tess__comm_desc da = ta == 'N' ? rdesc(P, Q, m, k, &ia, &ja) : rdesc(P, Q, k, m, &ia, &ja);
-        struct tess__comm_desc db = tb == 'N' ? rdesc(P, Q, k, n, &ib, &jb) : rdesc(P, Q, n, k, &ib, &jb);
+        struct tess__comm_desc da = ta == 'N' ? rdesc(P, Q, m, k, &ia, &ja)
+                                              : rdesc(P, Q, k, m, &ia, &ja);
+        struct tess__comm_desc db = tb == 'N' ? rdesc(P, Q, k, n, &ib, &jb)
+                                              : rdesc(P, Q, n, k, &ib, &jb);
         struct tess__comm_desc dc = rdesc(P, Q, m, n, &ic, &jc);
         struct tess__comm_grid g;
         memset(&g, 0, sizeof g);
@@ -120,7 +126,8 @@ TEST(types_match_block_list) {
                 char *X[2];
                 for (int i = 0; i < 2; i++) {
                     struct tess__comm_bc c = tess__comm_desc_cols(dx[i], Q);
-                    size_t bytes = (size_t)dx[i]->lld * (size_t)TESS__MAX(1, tess__comm_bc_numroc(&c, ocol)) * es;
+                    size_t bytes = (size_t)dx[i]->lld *
+                                   (size_t)TESS__MAX(1, tess__comm_bc_numroc(&c, ocol)) * es;
                     X[i] = malloc(bytes);
                     fill(X[i], bytes);
                     ops[i].X = X[i];
@@ -134,7 +141,8 @@ TEST(types_match_block_list) {
                         size_t pb[2];
                         for (int i = 0; i < 2; i++) {
                             ops[i].ldbuf = ops[i].kdim == 1 ? TESS__MAX(1, sel[i]) : k;
-                            pb[i] = (size_t)ops[i].ldbuf * (size_t)(ops[i].kdim == 1 ? k : TESS__MAX(1, sel[i])) * es;
+                            pb[i] = (size_t)ops[i].ldbuf *
+                                    (size_t)(ops[i].kdim == 1 ? k : TESS__MAX(1, sel[i])) * es;
                         }
                         char *p1 = malloc(pb[0] + pb[1]), *p2 = malloc(pb[0] + pb[1]);
                         memset(p1, 0x5a, pb[0] + pb[1]);
@@ -151,9 +159,11 @@ TEST(types_match_block_list) {
                         ops[0].buf = p1, ops[1].buf = p1 + pb[0];
                         MPI_Datatype ts, tr;
                         ASSERT_EQ(tess__redist_types(ops, 2, orow, ocol, drow, dcol, k0, k1, 0, s0,
-                                                     s1, true, elem, &ts), TESS_OK);
+                                                     s1, true, elem, &ts),
+                                  TESS_OK);
                         ASSERT_EQ(tess__redist_types(ops, 2, orow, ocol, drow, dcol, k0, k1, 0, s0,
-                                                     s1, false, elem, &tr), TESS_OK);
+                                                     s1, false, elem, &tr),
+                                  TESS_OK);
                         ASSERT_EQ(ts == MPI_DATATYPE_NULL, tr == MPI_DATATYPE_NULL);
                         if (ts != MPI_DATATYPE_NULL) {
                             MPI_Sendrecv(MPI_BOTTOM, 1, ts, 0, 3, MPI_BOTTOM, 1, tr, 0, 3,
@@ -168,7 +178,8 @@ TEST(types_match_block_list) {
                             MPI_Pack(MPI_BOTTOM, 1, ts, packed, bsz, &pos, MPI_COMM_SELF);
                             ASSERT_EQ(pos, bsz);
                             MPI_Type_free(&ts);
-                            struct pack pk = {ops, want, 0, {{-1, -1}, {-1, -1}}, {{-1, -1}, {-1, -1}}, 0};
+                            struct pack pk = {
+                                ops, want, 0, {{-1, -1}, {-1, -1}}, {{-1, -1}, {-1, -1}}, 0};
                             tess__redist_blocks(ops, 2, orow, ocol, drow, dcol, k0, k1, 0, s0, s1,
                                                 pack_block, &pk);
                             ASSERT_EQ(pk.off, (size_t)bsz);
@@ -191,7 +202,8 @@ TEST(types_match_block_list) {
                         }
                         ASSERT_MSG(memcmp(p1, p2, pb[0] + pb[1]) == 0,
                                    "case %d (%dx%d, %c%c, es %zu, owner %d,%d, dest %d,%d): the "
-                                   "panels differ", it, P, Q, ta, tb, es, orow, ocol, drow, dcol);
+                                   "panels differ",
+                                   it, P, Q, ta, tb, es, orow, ocol, drow, dcol);
                         free(p1), free(p2);
                         cases++;
                     }

@@ -873,24 +873,16 @@ static double fz_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* TESS_FUZZ_CALLS random verified calls of every level-3 routine spread over
- * TESS_FUZZ_THREADS threads calling at once: zero results outside the rounding bound or
- * with NaN/Inf where OpenBLAS has none (or none where it has NaN), zero bytes written
- * outside the output's referenced part, inputs unchanged. */
-TEST(fuzz_l3_random_calls_from_threads) {
-    int64_t tile;
-    uint64_t seed = fz_seed_and_tile(&tile);
-    int calls = (int)ref_env_long("TESS_FUZZ_CALLS", cfg ? cfg->calls : 400);
-    int nthreads = (int)ref_env_long("TESS_FUZZ_THREADS", 8);
-    int corrupt = (int)ref_env_long("TESS_FUZZ_CORRUPT", -1);
-    /* TESS_FUZZ_ONLY=t:i replays call i of thread t alone (same seed and tile) */
-    int only_thread = -1, only_call = -1;
-    if (getenv("TESS_FUZZ_ONLY")) sscanf(getenv("TESS_FUZZ_ONLY"), "%d:%d", &only_thread, &only_call);
-    ASSERT(nthreads >= 1 && nthreads <= 64);
-    ASSERT_OK(tess_init());
+/* calls random verified calls from seed spread over nthreads threads calling at once
+ * (corrupt, only_thread, only_call: TESS_FUZZ_CORRUPT and TESS_FUZZ_ONLY, -1 for none);
+ * prints what they drew. Returns the number of threads that failed, the first one's
+ * message in first. */
+static int fz_run_threads(uint64_t seed, int64_t tile, int calls, int nthreads, int corrupt,
+                          int only_thread, int only_call, char *first, size_t len) {
     struct fz_thread *ft = calloc((size_t)nthreads, sizeof *ft);
     pthread_t th[64];
     double t0 = fz_now();
+    int started = 0;
     for (int t = 0; t < nthreads; t++) {
         ft[t].id = t;
         ft[t].seed = seed;
@@ -898,9 +890,14 @@ TEST(fuzz_l3_random_calls_from_threads) {
         ft[t].calls = calls / nthreads + (t < calls % nthreads);
         ft[t].corrupt_at = t == 0 ? corrupt : -1;
         ft[t].only_thread = only_thread, ft[t].only_call = only_call;
-        ASSERT_EQ(pthread_create(&th[t], NULL, fz_thread_main, &ft[t]), 0);
+        if (pthread_create(&th[t], NULL, fz_thread_main, &ft[t]) != 0) {
+            snprintf(ft[t].msg, sizeof ft[t].msg, "thread %d: pthread_create failed", t);
+            ft[t].failed = 1;
+            break;
+        }
+        started++;
     }
-    for (int t = 0; t < nthreads; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
     double wall = fz_now() - t0;
     int done = 0, per[L3_NR] = {0}, nonfinite = 0, nan_c = 0, nan_ab = 0;
     for (int t = 0; t < nthreads; t++) {
@@ -913,17 +910,54 @@ TEST(fuzz_l3_random_calls_from_threads) {
     for (int r = 0; r < L3_NR; r++) fprintf(stderr, " %s %d", l3_rname[r], per[r]);
     fprintf(stderr, "; NaN/Inf involved %d, NaN C under beta = 0 %d, NaN A/B under alpha = 0 %d\n",
             nonfinite, nan_c, nan_ab);
-    char first[1600] = "";
     int failed = 0;
     for (int t = 0; t < nthreads; t++)
         if (ft[t].failed) {
             fprintf(stderr, "  FAILED %s\n", ft[t].msg);
-            if (!failed++) snprintf(first, sizeof first, "%s", ft[t].msg);
+            if (!failed++) snprintf(first, len, "%s", ft[t].msg);
         }
     free(ft);
+    return failed;
+}
+
+/* TESS_FUZZ_CALLS random verified calls of every level-3 routine spread over
+ * TESS_FUZZ_THREADS threads calling at once: zero results outside the rounding bound or
+ * with NaN/Inf where OpenBLAS has none (or none where it has NaN), zero bytes written
+ * outside the output's referenced part, inputs unchanged. Then what the setup must show:
+ * the end game held tasks back (held); the device of the injected fault failed
+ * (dev_fails). A loaded host can leave that device short of its k-th operation within
+ * the run (the others hold tasks back for it while it waits for a core): then up to 3
+ * more runs of as many calls (seeds seed + 1, + 2, + 3; every call verified) until it
+ * has failed. */
+TEST(fuzz_l3_random_calls_from_threads) {
+    int64_t tile;
+    uint64_t seed = fz_seed_and_tile(&tile);
+    int calls = (int)ref_env_long("TESS_FUZZ_CALLS", cfg ? cfg->calls : 400);
+    int nthreads = (int)ref_env_long("TESS_FUZZ_THREADS", 8);
+    int corrupt = (int)ref_env_long("TESS_FUZZ_CORRUPT", -1);
+    /* TESS_FUZZ_ONLY=t:i replays call i of thread t alone (same seed and tile) */
+    int only_thread = -1, only_call = -1;
+    if (getenv("TESS_FUZZ_ONLY")) sscanf(getenv("TESS_FUZZ_ONLY"), "%d:%d", &only_thread, &only_call);
+    ASSERT(nthreads >= 1 && nthreads <= 64);
+    ASSERT_OK(tess_init());
+    char first[1600] = "";
+    int failed = fz_run_threads(seed, tile, calls, nthreads, corrupt, only_thread, only_call,
+                                first, sizeof first);
     ASSERT_MSG(!failed, "%d thread(s) failed; first: %s (seed %llu, tile %lld)", failed, first,
                (unsigned long long)seed, (long long)tile);
-    /* the setup's end game (held) and fault (dev_fails, failed_dev) */
+    if (cfg && cfg->dev_fails) {
+        tess_dev_stats_t s;
+        ASSERT_OK(tess_device_stats(cfg->failed_dev, &s));
+        for (uint64_t more = 1; more <= 3 && !s.failed; more++) {
+            fprintf(stderr, "  device %d has not failed yet: %d more calls, seed %llu\n",
+                    cfg->failed_dev, calls, (unsigned long long)(seed + more));
+            failed = fz_run_threads(seed + more, tile, calls, nthreads, -1, -1, -1, first,
+                                    sizeof first);
+            ASSERT_MSG(!failed, "%d thread(s) failed; first: %s (seed %llu, tile %lld)", failed,
+                       first, (unsigned long long)(seed + more), (long long)tile);
+            ASSERT_OK(tess_device_stats(cfg->failed_dev, &s));
+        }
+    }
     uint64_t held = tess__bal_deferred();
     fprintf(stderr, "  end game: a task held back for a faster peer %llu times\n",
             (unsigned long long)held);

@@ -25,6 +25,7 @@
 
 #include "harness.h"
 #include "l3_dispatch.h"
+#include "oracle.h"
 #include "ref.h"
 #include "tessera.h"
 
@@ -500,10 +501,10 @@ FZ_FN void fz_describe(const struct fz_case *c, char *buf, size_t len) {
  *     s, c and z variants return finite values there); single-precision TRSM's reference is
  *     solved in double precision (fz_strsm_netlib: OpenBLAS's strsm spreads a NaN or Inf
  *     of B through side R's packed triangle where netlib does not);
- *   - every entry finite in both is within the rounding bound
- *       |C - Cref| <= 2 (2K + 10) eps f (|alpha| |op(A)| |op(B)| + |beta| |C0|)
- *     (K the inner dimension, twice k for the rank-2k updates; f = 1 real, 4 complex;
- *     |x| = |re| + |im|), evaluated by the same OpenBLAS routine on absolute values;
+ *   - every entry finite in both is within twice the oracle's bound (src/tools/oracle.h)
+ *       |C - Cref| <= 2 gamma_N (|alpha| |op(A)| |op(B)| + |beta| |C0|) + oracle_floor
+ *     (N = f (K + 4), K the inner dimension, twice k for the rank-2k updates; f = 1 real,
+ *     2 complex; |x| = |re| + |im|), evaluated by the same OpenBLAS routine on absolute values;
  *     TRSM by its residual |op(A) X - alpha B| against |op(A)| |X| + |alpha| |B|
  *     (A diagonally dominant unless its diagonal is unit);
  *   - HERK/HER2K: the diagonal of C comes out real (imaginary parts exactly 0) unless the
@@ -578,8 +579,7 @@ FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
     fz_eff(c, true, al);
     fz_eff(c, false, be);
     long double aabs = fabsl(al[0]) + fabsl(al[1]);
-    double fac = (2.0 * (double)fz_inner(c) + 10.0) * ref_eps(dt) *
-                 (ref_is_complex(dt) ? 4 : 1) * 2;
+    long double fac = 2 * oracle_gamma(dt, fz_inner(c)), tiny = oracle_floor(dt, fz_inner(c));
     bool herm_c = c->r == L3_HERK || c->r == L3_HER2K;
     bool quick = herm_c && (fz_is_zero(al) || c->k == 0) && fz_is_one(be);
     /* The SYRK family under beta = NaN: netlib's C = NaN everywhere in the triangle, where
@@ -625,7 +625,7 @@ FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
                 wr += aabs * fz_abs1(br, bi);
             }
             if (!isfinite(wr)) continue;
-            long double diff = fz_abs1(xr - yr, xi - yi), bound = fac * fabsl(wr);
+            long double diff = fz_abs1(xr - yr, xi - yi), bound = fac * fabsl(wr) + tiny;
             if (!(diff <= bound)) {
                 FZ_MSG("%s(%lld,%lld) = %.10Lg%+.10Lgi, expected %.10Lg%+.10Lgi, |diff| %.3Lg > "
                        "bound %.3Lg",
@@ -1010,7 +1010,7 @@ TEST(fuzz_l3_verifier_self_check) {
             long double re, im;
             fz_get(c.dt, good, idx, &re, &im);
 
-            /* (1) moved by 4 x the bound's scale: 2 (2K + 10) eps f |W| <= that */
+            /* (1) moved by 4 x the bound's scale: 2 gamma_N |W| <= that */
             {
                 void *absM[3];
                 for (int i = 0; i < 3; i++) absM[i] = fz_abs_copy(&d, d.R[i], i);
@@ -1032,8 +1032,7 @@ TEST(fuzz_l3_verifier_self_check) {
                 }
                 long double wr, wi;
                 fz_get(c.dt, W, idx, &wr, &wi);
-                double fac = (2.0 * (double)fz_inner(&c) + 10.0) * ref_eps(c.dt) *
-                             (cplx ? 4 : 1) * 2;
+                long double fac = 2 * oracle_gamma(c.dt, fz_inner(&c));
                 /* TRSM: the residual moves by A_ii * delta, |A_ii| >= 1 */
                 long double delta = 4 * fac * (wr + 1);
                 fz_set(c.dt, d.X[2], idx, re + delta, im);

@@ -21,6 +21,7 @@
 
 #include "harness.h"
 #include "l3_dispatch.h"
+#include "oracle.h"
 #include "ref.h"
 #include "slowdown.h"
 #include "tessera.h"
@@ -288,12 +289,12 @@ static int64_t inner_dim(const struct l3case *c) {
 #define MSG(...) snprintf(msg, len, __VA_ARGS__)
 
 /* Verify tessera's output d->X against the reference; 0 or 1 with msg. The result must
- * match the reference element by element within the rounding bound
- * (2K + 10) eps f (|alpha| |op(A)| |op(B)| + |beta| |C0|), evaluated by running the same
- * reference routine on the absolute values (f = 1 real, 4 complex; K the inner dimension,
- * twice k for the rank-2k updates). TRSM is checked by its residual: |op(A) X - alpha B|
- * within the same bound of |op(A)| |X| + |alpha| |B| (A diagonally dominant, so X is well
- * defined). */
+ * match the reference element by element within twice the oracle's bound (src/tools/oracle.h:
+ * both results carry it), 2 gamma_N T + oracle_floor, T = |alpha| |op(A)| |op(B)| + |beta| |C0|
+ * evaluated by running the same reference routine on the absolute values (|x| = |re| + |im|;
+ * K the inner dimension, twice k for the rank-2k updates). TRSM is checked by its residual:
+ * |op(A) X - alpha B| within the same bound of |op(A)| |X| + |alpha| |B| (A diagonally
+ * dominant, so X is well defined). */
 static int verify(const struct data *d, char *msg, size_t len) {
     const struct l3case *c = &d->c;
     tess_dtype_t dt = c->dt;
@@ -360,7 +361,7 @@ static int verify(const struct data *d, char *msg, size_t len) {
     long double ar, ai;
     get_el(dt, d->alpha, 0, &ar, &ai);
     long double aabs = abs1(ar, ai);
-    double fac = (2.0 * (double)inner_dim(c) + 10.0) * ref_eps(dt) * (ref_is_complex(dt) ? 4 : 1) * 2;
+    long double fac = 2 * oracle_gamma(dt, inner_dim(c)), tiny = oracle_floor(dt, inner_dim(c));
     int rc = 0;
     for (int64_t col = 0; col < cols && !rc; col++)
         for (int64_t r = 0; r < rows && !rc; r++) {
@@ -379,7 +380,7 @@ static int verify(const struct data *d, char *msg, size_t len) {
             } else {
                 get_el(dt, Y, idx, &yr, &yi);
             }
-            long double diff = abs1(xr - yr, xi - yi), bound = fac * fabsl(wr);
+            long double diff = abs1(xr - yr, xi - yi), bound = fac * fabsl(wr) + tiny;
             if (!(diff <= bound)) {
                 MSG("%s(%lld,%lld) = %.10Lg%+.10Lgi, expected %.10Lg%+.10Lgi, |diff| %.3Lg > "
                     "bound %.3Lg",

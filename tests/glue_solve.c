@@ -30,8 +30,8 @@ void Cblacs_exit(int);
 int numroc_(const int *n, const int *nb, const int *iproc, const int *isrc, const int *nprocs);
 void descinit_(int *desc, const int *m, const int *n, const int *mb, const int *nb,
                const int *irsrc, const int *icsrc, const int *ictxt, const int *lld, int *info);
-void pdgetrf_(const int *m, const int *n, double *A, const int *ia, const int *ja,
-              const int *desca, int *ipiv, int *info);
+void pdgetrf_(const int *m, const int *n, double *A, const int *ia, const int *ja, const int *desca,
+              int *ipiv, int *info);
 void pdgetrs_(const char *trans, const int *n, const int *nrhs, const double *A, const int *ia,
               const int *ja, const int *desca, const int *ipiv, double *B, const int *ib,
               const int *jb, const int *descb, int *info, size_t ltrans);
@@ -42,11 +42,10 @@ void pdpotrs_(const char *uplo, const int *n, const int *nrhs, const double *A, 
               const int *descb, int *info, size_t luplo);
 double pdlange_(const char *norm, const int *m, const int *n, const double *A, const int *ia,
                 const int *ja, const int *desca, double *work, size_t lnorm);
-void pdgemv_(const char *trans, const int *m, const int *n, const double *alpha,
-             const double *A, const int *ia, const int *ja, const int *desca, const double *x,
-             const int *ix, const int *jx, const int *descx, const int *incx,
-             const double *beta, double *y, const int *iy, const int *jy, const int *descy,
-             const int *incy);
+void pdgemv_(const char *trans, const int *m, const int *n, const double *alpha, const double *A,
+             const int *ia, const int *ja, const int *desca, const double *x, const int *ix,
+             const int *jx, const int *descx, const int *incx, const double *beta, double *y,
+             const int *iy, const int *jy, const int *descy, const int *incy);
 
 static int me, nprocs, ctxt, nprow, npcol, myrow, mycol;
 
@@ -89,9 +88,12 @@ static void dmat_fill(struct dmat *x, int kind, int n) {
         for (int li = 0; li < x->lr; li++) {
             int i = l2g(li, nb, myrow, nprow), j = l2g(lj, x->desc[5], mycol, npcol);
             double v;
-            if (kind == 0) v = val(1, i, j) + (i == j ? 2.0 : 0.0);
-            else if (kind == 1) v = val(2, i, j) + val(2, j, i) + (i == j ? (double)n : 0.0);
-            else v = val(3, i, j);
+            if (kind == 0)
+                v = val(1, i, j) + (i == j ? 2.0 : 0.0);
+            else if (kind == 1)
+                v = val(2, i, j) + val(2, j, i) + (i == j ? (double)n : 0.0);
+            else
+                v = val(3, i, j);
             x->a[li + (size_t)lj * lld] = v;
         }
 }
@@ -114,20 +116,19 @@ static double residual(const struct dmat *A, const struct dmat *X, const struct 
     dmat_make(&R, n, nrhs, B->desc[4]);
     memcpy(R.a, B->a, sizeof(double) * (size_t)B->desc[8] * (size_t)(B->lc > 0 ? B->lc : 1));
     for (int j = 1; j <= nrhs; j++)
-        pdgemv_("N", &n, &n, &mone, A->a, &one, &one, A->desc, X->a, &one, &j, X->desc, &one,
-                &pone, R.a, &one, &j, R.desc, &one);
+        pdgemv_("N", &n, &n, &mone, A->a, &one, &one, A->desc, X->a, &one, &j, X->desc, &one, &pone,
+                R.a, &one, &j, R.desc, &one);
     double r = norm_inf(&R), a = norm_inf(A), x = norm_inf(X);
     free(R.a);
     return r / (a * x * (double)n * (DBL_EPSILON / 2));
 }
 
-static int report(const char *what, int n, int nb, int info, double res, double tf,
-                  double ts) {
+static int report(const char *what, int n, int nb, int info, double res, double tf, double ts) {
     int ok = info == 0 && res < 16.0 && isfinite(res);
     if (me == 0)
         printf("%s n=%d nb=%d grid %dx%d: info %d scaled residual %.4g %s factor %.3f s "
-               "solve %.3f s\n", what, n, nb, nprow, npcol, info, res, ok ? "PASSED" : "FAILED",
-               tf, ts);
+               "solve %.3f s\n",
+               what, n, nb, nprow, npcol, info, res, ok ? "PASSED" : "FAILED", tf, ts);
     return ok;
 }
 
@@ -144,8 +145,7 @@ int main(int argc, char **argv) {
     static const int one = 1;
     Cblacs_pinfo(&me, &nprocs);
     /* the squarest grid of all the processes, nprow <= npcol */
-    for (nprow = (int)sqrt((double)nprocs); nprocs % nprow; nprow--) {
-    }
+    for (nprow = (int)sqrt((double)nprocs); nprocs % nprow; nprow--) {}
     npcol = nprocs / nprow;
     Cblacs_get(-1, 0, &ctxt);
     Cblacs_gridinit(&ctxt, "R", nprow, npcol);
@@ -170,11 +170,11 @@ int main(int argc, char **argv) {
         pdgetrf_(&n, &n, A.a, &one, &one, A.desc, ipiv, &info);
         t1 = now();
         if (!info)
-            pdgetrs_("N", &n, &nrhs, A.a, &one, &one, A.desc, ipiv, X.a, &one, &one, X.desc,
-                     &info, 1);
+            pdgetrs_("N", &n, &nrhs, A.a, &one, &one, A.desc, ipiv, X.a, &one, &one, X.desc, &info,
+                     1);
         t2 = now();
-        ok &= report("LU", n, nb, info, info ? INFINITY : residual(&A0, &X, &B, n, nrhs),
-                     t1 - t0, t2 - t1);
+        ok &= report("LU", n, nb, info, info ? INFINITY : residual(&A0, &X, &B, n, nrhs), t1 - t0,
+                     t2 - t1);
     }
 
     /* Cholesky (lower) */
@@ -186,11 +186,10 @@ int main(int argc, char **argv) {
         pdpotrf_("L", &n, A.a, &one, &one, A.desc, &info, 1);
         t1 = now();
         if (!info)
-            pdpotrs_("L", &n, &nrhs, A.a, &one, &one, A.desc, X.a, &one, &one, X.desc, &info,
-                     1);
+            pdpotrs_("L", &n, &nrhs, A.a, &one, &one, A.desc, X.a, &one, &one, X.desc, &info, 1);
         t2 = now();
-        ok &= report("CHOL", n, nb, info, info ? INFINITY : residual(&A0, &X, &B, n, nrhs),
-                     t1 - t0, t2 - t1);
+        ok &= report("CHOL", n, nb, info, info ? INFINITY : residual(&A0, &X, &B, n, nrhs), t1 - t0,
+                     t2 - t1);
     }
 
     free(ipiv);

@@ -20,7 +20,6 @@
 #include "harness_mpi.h"
 #include "tessera_scalapack.h"
 
-
 /* ---- BLACS (C interface) and PBLAS: Debian ships no header ---------------------------- */
 void Cblacs_pinfo(int *mypnum, int *nprocs);
 void Cblacs_get(int ctxt, int what, int *val);
@@ -35,7 +34,7 @@ static const size_t esize[4] = {4, 8, 8, 16};
 static struct {
     int aborts, info, ctxt;
     char rout[16];
-    char warn[4096];  /* every PB_Cwarn: "ctxt|line|rout|message\n" */
+    char warn[4096]; /* every PB_Cwarn: "ctxt|line|rout|message\n" */
 } rec;
 
 /* exported (the build hides symbols by default): the ScaLAPACK library and the glue find
@@ -110,11 +109,11 @@ static int count_on(const struct dim *d, int p) {
 
 /* ---- a distributed matrix on this rank --------------------------------------------------- */
 struct mat {
-    int desc[11], dlen;   /* as passed to PBLAS (9 or 11 entries) */
+    int desc[11], dlen; /* as passed to PBLAS (9 or 11 entries) */
     struct dim rows, cols;
-    int lr, lc, lld;      /* local rows, columns, leading dimension */
+    int lr, lc, lld; /* local rows, columns, leading dimension */
     int id;
-    size_t bytes;         /* of the local array, guard included */
+    size_t bytes; /* of the local array, guard included */
     unsigned char *buf;
 };
 enum { GUARD = 64 };

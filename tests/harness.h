@@ -15,63 +15,70 @@
 #include <string.h>
 
 typedef void (*test_fn)(void);
-struct test_case { const char *name; test_fn fn; };
+struct test_case {
+    const char *name;
+    test_fn fn;
+};
 #define TEST_MAX 512
 static struct test_case test_cases_[TEST_MAX];
 static int test_ncases_;
 static jmp_buf test_jmp_;
 static int test_skipped_ __attribute__((unused));
 
-#define TEST(id_)                                                                \
-    static void test_##id_(void);                                                \
-    __attribute__((constructor)) static void test_reg_##id_(void) {              \
-        if (test_ncases_ < TEST_MAX) {                                           \
-            test_cases_[test_ncases_].name = #id_;                               \
-            test_cases_[test_ncases_++].fn = test_##id_;                         \
-        }                                                                        \
-    }                                                                            \
+#define TEST(id_)                                                   \
+    static void test_##id_(void);                                   \
+    __attribute__((constructor)) static void test_reg_##id_(void) { \
+        if (test_ncases_ < TEST_MAX) {                              \
+            test_cases_[test_ncases_].name = #id_;                  \
+            test_cases_[test_ncases_++].fn = test_##id_;            \
+        }                                                           \
+    }                                                               \
     static void test_##id_(void)
 
-#define TEST_FAIL_(...)                                                          \
-    do {                                                                         \
-        fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);                        \
-        fprintf(stderr, __VA_ARGS__);                                            \
-        fprintf(stderr, "\n");                                                   \
-        longjmp(test_jmp_, 1);                                                   \
+#define TEST_FAIL_(...)                                   \
+    do {                                                  \
+        fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__); \
+        fprintf(stderr, __VA_ARGS__);                     \
+        fprintf(stderr, "\n");                            \
+        longjmp(test_jmp_, 1);                            \
     } while (0)
 
-#define ASSERT(cond)                                                             \
-    do { if (!(cond)) TEST_FAIL_("ASSERT(%s) failed", #cond); } while (0)
-#define ASSERT_MSG(cond, ...)                                                    \
-    do { if (!(cond)) TEST_FAIL_(__VA_ARGS__); } while (0)
-#define ASSERT_EQ(a, b)                                                          \
-    do {                                                                         \
-        long long a_ = (long long)(a), b_ = (long long)(b);                      \
+#define ASSERT(cond)                                         \
+    do {                                                     \
+        if (!(cond)) TEST_FAIL_("ASSERT(%s) failed", #cond); \
+    } while (0)
+#define ASSERT_MSG(cond, ...)                 \
+    do {                                      \
+        if (!(cond)) TEST_FAIL_(__VA_ARGS__); \
+    } while (0)
+#define ASSERT_EQ(a, b)                                                              \
+    do {                                                                             \
+        long long a_ = (long long)(a), b_ = (long long)(b);                          \
         if (a_ != b_) TEST_FAIL_("ASSERT_EQ(%s, %s): %lld != %lld", #a, #b, a_, b_); \
     } while (0)
-#define ASSERT_NE(a, b)                                                          \
-    do {                                                                         \
-        long long a_ = (long long)(a), b_ = (long long)(b);                      \
-        if (a_ == b_) TEST_FAIL_("ASSERT_NE(%s, %s): both %lld", #a, #b, a_);      \
+#define ASSERT_NE(a, b)                                                       \
+    do {                                                                      \
+        long long a_ = (long long)(a), b_ = (long long)(b);                   \
+        if (a_ == b_) TEST_FAIL_("ASSERT_NE(%s, %s): both %lld", #a, #b, a_); \
     } while (0)
-#define ASSERT_GT(a, b)                                                          \
-    do {                                                                         \
-        long long a_ = (long long)(a), b_ = (long long)(b);                      \
+#define ASSERT_GT(a, b)                                                                \
+    do {                                                                               \
+        long long a_ = (long long)(a), b_ = (long long)(b);                            \
         if (!(a_ > b_)) TEST_FAIL_("ASSERT_GT(%s, %s): %lld <= %lld", #a, #b, a_, b_); \
     } while (0)
-#define ASSERT_OK(expr)                                                          \
-    do {                                                                         \
-        int s_ = (expr);                                                         \
-        if (s_ != 0) TEST_FAIL_("%s returned %d", #expr, s_);                    \
+#define ASSERT_OK(expr)                                       \
+    do {                                                      \
+        int s_ = (expr);                                      \
+        if (s_ != 0) TEST_FAIL_("%s returned %d", #expr, s_); \
     } while (0)
 /* Skip the whole program (exit 77) with a reason. */
-#define SKIP(...)                                                                \
-    do {                                                                         \
-        fprintf(stderr, "SKIP: ");                                               \
-        fprintf(stderr, __VA_ARGS__);                                            \
-        fprintf(stderr, "\n");                                                   \
-        test_skipped_ = 1;                                                       \
-        longjmp(test_jmp_, 2);                                                   \
+#define SKIP(...)                     \
+    do {                              \
+        fprintf(stderr, "SKIP: ");    \
+        fprintf(stderr, __VA_ARGS__); \
+        fprintf(stderr, "\n");        \
+        test_skipped_ = 1;            \
+        longjmp(test_jmp_, 2);        \
     } while (0)
 
 static int test_main_(int argc, char **argv) {
@@ -93,7 +100,8 @@ static int test_main_(int argc, char **argv) {
     fprintf(stderr, "%d passed, %d failed\n", ran - failed, failed);
     return failed ? 1 : (ran ? 0 : 1);
 }
-#define TEST_MAIN() int main(int argc, char **argv) { return test_main_(argc, argv); }
+#define TEST_MAIN() \
+    int main(int argc, char **argv) { return test_main_(argc, argv); }
 
 /* ---- configurations ------------------------------------------------------------------------
  * A table of setups, each a struct whose first members are `const char *name` and
@@ -116,17 +124,17 @@ __attribute__((unused)) static void test_set_knobs_(const char *knobs) {
     }
 }
 
-#define TEST_CONFIG_MAIN(table_, cur_)                                                  \
-    int main(int argc, char **argv) {                                                   \
+#define TEST_CONFIG_MAIN(table_, cur_)                                                   \
+    int main(int argc, char **argv) {                                                    \
         for (size_t i_ = 0; argc > 1 && i_ < sizeof(table_) / sizeof((table_)[0]); i_++) \
-            if (!strcmp(argv[1], (table_)[i_].name)) {                                  \
-                (cur_) = &(table_)[i_];                                                 \
-                fprintf(stderr, "configuration %s: %s\n", (cur_)->name, (cur_)->knobs); \
-                test_set_knobs_((cur_)->knobs);                                         \
-                argv[1] = argv[0];                                                      \
-                return test_main_(argc - 1, argv + 1);                                  \
-            }                                                                           \
-        return test_main_(argc, argv);                                                  \
+            if (!strcmp(argv[1], (table_)[i_].name)) {                                   \
+                (cur_) = &(table_)[i_];                                                  \
+                fprintf(stderr, "configuration %s: %s\n", (cur_)->name, (cur_)->knobs);  \
+                test_set_knobs_((cur_)->knobs);                                          \
+                argv[1] = argv[0];                                                       \
+                return test_main_(argc - 1, argv + 1);                                   \
+            }                                                                            \
+        return test_main_(argc, argv);                                                   \
     }
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REF_GUARD 16  /* elements after every matrix that nobody may write */
+#define REF_GUARD 16 /* elements after every matrix that nobody may write */
 
 /* ---- generator ---------------------------------------------------------------------- */
 
@@ -69,22 +69,45 @@ const char *ref_layout_name(tess_layout_t l) {
 void ref_scalar(tess_dtype_t dt, void *out, double re, double im) {
     memset(out, 0, 16);
     switch (dt) {
-    case TESS_S: { float v = (float)re; memcpy(out, &v, sizeof v); break; }
+    case TESS_S: {
+        float v = (float)re;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
     case TESS_D: memcpy(out, &re, sizeof re); break;
-    case TESS_C: { float v[2] = {(float)re, (float)im}; memcpy(out, v, sizeof v); break; }
-    case TESS_Z: { double v[2] = {re, im}; memcpy(out, v, sizeof v); break; }
+    case TESS_C: {
+        float v[2] = {(float)re, (float)im};
+        memcpy(out, v, sizeof v);
+        break;
+    }
+    case TESS_Z: {
+        double v[2] = {re, im};
+        memcpy(out, v, sizeof v);
+        break;
+    }
     }
 }
 
 /* Element idx of X as a long double pair. */
-static void get_el(tess_dtype_t dt, const void *X, size_t idx, long double *re,
-                   long double *im) {
+static void get_el(tess_dtype_t dt, const void *X, size_t idx, long double *re, long double *im) {
     *re = *im = 0;
     switch (dt) {
-    case TESS_S: *re = ((const float *)X)[idx]; *im = 0; break;
-    case TESS_D: *re = ((const double *)X)[idx]; *im = 0; break;
-    case TESS_C: *re = ((const float *)X)[2 * idx]; *im = ((const float *)X)[2 * idx + 1]; break;
-    case TESS_Z: *re = ((const double *)X)[2 * idx]; *im = ((const double *)X)[2 * idx + 1]; break;
+    case TESS_S:
+        *re = ((const float *)X)[idx];
+        *im = 0;
+        break;
+    case TESS_D:
+        *re = ((const double *)X)[idx];
+        *im = 0;
+        break;
+    case TESS_C:
+        *re = ((const float *)X)[2 * idx];
+        *im = ((const float *)X)[2 * idx + 1];
+        break;
+    case TESS_Z:
+        *re = ((const double *)X)[2 * idx];
+        *im = ((const double *)X)[2 * idx + 1];
+        break;
     }
 }
 
@@ -138,8 +161,7 @@ size_t ref_index(tess_layout_t layout, int64_t r, int64_t c, int64_t ld) {
     return layout == TESS_ROW_MAJOR ? (size_t)(r * ld + c) : (size_t)(r + c * ld);
 }
 
-void ref_stored_dims(tess_trans_t t, int64_t oprows, int64_t opcols, int64_t *rows,
-                     int64_t *cols) {
+void ref_stored_dims(tess_trans_t t, int64_t oprows, int64_t opcols, int64_t *rows, int64_t *cols) {
     if (t == TESS_NO_TRANS) {
         *rows = oprows;
         *cols = opcols;
@@ -171,8 +193,8 @@ void ref_fill_nan(tess_dtype_t dt, void *X, size_t nelem) {
     }
 }
 
-size_t ref_count_nonfinite(tess_dtype_t dt, tess_layout_t layout, const void *X,
-                           int64_t rows, int64_t cols, int64_t ld) {
+size_t ref_count_nonfinite(tess_dtype_t dt, tess_layout_t layout, const void *X, int64_t rows,
+                           int64_t cols, int64_t ld) {
     size_t bad = 0;
     for (int64_t c = 0; c < cols; c++)
         for (int64_t r = 0; r < rows; r++) {
@@ -206,8 +228,8 @@ size_t ref_untouched(tess_dtype_t dt, tess_layout_t layout, const void *X, const
 /* ---- reference GEMM ---------------------------------------------------------------------- */
 
 /* C = beta C on the m x n part (beta = 0: zeros without reading). */
-static void scale_c(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n,
-                    const void *beta, void *C, int64_t ldc) {
+static void scale_c(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n, const void *beta,
+                    void *C, int64_t ldc) {
     long double br, bi;
     get_el(dt, beta, 0, &br, &bi);
     int zero = br == 0 && bi == 0;
@@ -224,14 +246,13 @@ static void scale_c(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n,
         }
 }
 
-void ref_gemm(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta, tess_trans_t tb,
-              int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
-              int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
-              int64_t ldc) {
+void ref_gemm(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta, tess_trans_t tb, int64_t m,
+              int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+              int64_t ldb, const void *beta, void *C, int64_t ldc) {
     if (m == 0 || n == 0) return;
     int beta0 = scalar_is_zero(dt, beta);
     if (beta0 || k == 0 || scalar_is_zero(dt, alpha)) {
-        scale_c(dt, layout, m, n, beta, C, ldc);  /* zeros when beta = 0 */
+        scale_c(dt, layout, m, n, beta, C, ldc); /* zeros when beta = 0 */
         if (k == 0 || scalar_is_zero(dt, alpha)) return;
     }
     enum CBLAS_ORDER o = layout == TESS_ROW_MAJOR ? CblasRowMajor : CblasColMajor;
@@ -241,12 +262,12 @@ void ref_gemm(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta, tess_trans
     /* with beta = 0, C was zeroed above, so no NaN reaches OpenBLAS */
     switch (dt) {
     case TESS_S:
-        cblas_sgemm(o, a, b, M, N, K, *(const float *)alpha, A, LDA, B, LDB,
-                    *(const float *)beta, C, LDC);
+        cblas_sgemm(o, a, b, M, N, K, *(const float *)alpha, A, LDA, B, LDB, *(const float *)beta,
+                    C, LDC);
         break;
     case TESS_D:
-        cblas_dgemm(o, a, b, M, N, K, *(const double *)alpha, A, LDA, B, LDB,
-                    *(const double *)beta, C, LDC);
+        cblas_dgemm(o, a, b, M, N, K, *(const double *)alpha, A, LDA, B, LDB, *(const double *)beta,
+                    C, LDC);
         break;
     case TESS_C: cblas_cgemm(o, a, b, M, N, K, alpha, A, LDA, B, LDB, beta, C, LDC); break;
     case TESS_Z: cblas_zgemm(o, a, b, M, N, K, alpha, A, LDA, B, LDB, beta, C, LDC); break;
@@ -254,8 +275,8 @@ void ref_gemm(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta, tess_trans
 }
 
 /* op(X)(i, j) of a stored matrix as a long double pair. */
-static void op_get(tess_dtype_t dt, tess_layout_t layout, tess_trans_t t, const void *X,
-                   int64_t ld, int64_t i, int64_t j, long double *re, long double *im) {
+static void op_get(tess_dtype_t dt, tess_layout_t layout, tess_trans_t t, const void *X, int64_t ld,
+                   int64_t i, int64_t j, long double *re, long double *im) {
     if (t == TESS_NO_TRANS) {
         get_el(dt, X, ref_index(layout, i, j, ld), re, im);
     } else {
@@ -274,11 +295,10 @@ static void msgf(char *msg, size_t len, const char *fmt, ...) {
 
 /* ---- probe-vector oracle (src/tools/oracle.c) ----------------------------------------------- */
 
-int ref_probe_check(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta,
-                    tess_trans_t tb, int64_t m, int64_t n, int64_t k, const void *alpha,
-                    const void *A, int64_t lda, const void *B, int64_t ldb,
-                    const void *beta, const void *C0, const void *C, int64_t ldc,
-                    int nprobe, uint64_t seed, char *msg, size_t len) {
+int ref_probe_check(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta, tess_trans_t tb,
+                    int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
+                    const void *B, int64_t ldb, const void *beta, const void *C0, const void *C,
+                    int64_t ldc, int nprobe, uint64_t seed, char *msg, size_t len) {
     if (m == 0 || n == 0) return 0;
     /* row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the same stored
      * matrices with the roles of A and B (and m and n) swapped */
@@ -318,9 +338,9 @@ void ref_gemm_describe(const struct ref_gemm_case *c, char *buf, size_t len) {
              c->flags & REF_TYPED ? "tess_" : "tess_gemm:", ref_dtype_name(c->dt),
              ref_layout_name(c->layout), ref_trans_name(c->ta), ref_trans_name(c->tb),
              (long long)c->m, (long long)c->n, (long long)c->k, (long long)c->pad_a,
-             (long long)c->pad_b, (long long)c->pad_c, c->alpha[0], c->alpha[1],
-             c->beta[0], c->beta[1], c->flags & REF_NAN_C ? " nanC" : "",
-             c->flags & REF_NAN_AB ? " nanAB" : "", (unsigned long long)c->seed);
+             (long long)c->pad_b, (long long)c->pad_c, c->alpha[0], c->alpha[1], c->beta[0],
+             c->beta[1], c->flags & REF_NAN_C ? " nanC" : "", c->flags & REF_NAN_AB ? " nanAB" : "",
+             (unsigned long long)c->seed);
 }
 
 void ref_gemm_setup(const struct ref_gemm_case *c, struct ref_gemm_data *d) {
@@ -364,29 +384,29 @@ void ref_gemm_setup(const struct ref_gemm_case *c, struct ref_gemm_data *d) {
 int ref_gemm_call(struct ref_gemm_data *d) {
     const struct ref_gemm_case *c = &d->c;
     if (!(c->flags & REF_TYPED))
-        return tess_gemm(c->dt, c->layout, c->ta, c->tb, c->m, c->n, c->k, d->alpha, d->A,
-                         d->lda, d->B, d->ldb, d->beta, d->C, d->ldc);
+        return tess_gemm(c->dt, c->layout, c->ta, c->tb, c->m, c->n, c->k, d->alpha, d->A, d->lda,
+                         d->B, d->ldb, d->beta, d->C, d->ldc);
     switch (c->dt) {
     case TESS_S: {
         float a, b;
         memcpy(&a, d->alpha, sizeof a);
         memcpy(&b, d->beta, sizeof b);
-        return tess_sgemm(c->layout, c->ta, c->tb, c->m, c->n, c->k, a, d->A, d->lda, d->B,
-                          d->ldb, b, d->C, d->ldc);
+        return tess_sgemm(c->layout, c->ta, c->tb, c->m, c->n, c->k, a, d->A, d->lda, d->B, d->ldb,
+                          b, d->C, d->ldc);
     }
     case TESS_D: {
         double a, b;
         memcpy(&a, d->alpha, sizeof a);
         memcpy(&b, d->beta, sizeof b);
-        return tess_dgemm(c->layout, c->ta, c->tb, c->m, c->n, c->k, a, d->A, d->lda, d->B,
-                          d->ldb, b, d->C, d->ldc);
+        return tess_dgemm(c->layout, c->ta, c->tb, c->m, c->n, c->k, a, d->A, d->lda, d->B, d->ldb,
+                          b, d->C, d->ldc);
     }
     case TESS_C:
-        return tess_cgemm(c->layout, c->ta, c->tb, c->m, c->n, c->k, d->alpha, d->A, d->lda,
-                          d->B, d->ldb, d->beta, d->C, d->ldc);
+        return tess_cgemm(c->layout, c->ta, c->tb, c->m, c->n, c->k, d->alpha, d->A, d->lda, d->B,
+                          d->ldb, d->beta, d->C, d->ldc);
     case TESS_Z:
-        return tess_zgemm(c->layout, c->ta, c->tb, c->m, c->n, c->k, d->alpha, d->A, d->lda,
-                          d->B, d->ldb, d->beta, d->C, d->ldc);
+        return tess_zgemm(c->layout, c->ta, c->tb, c->m, c->n, c->k, d->alpha, d->A, d->lda, d->B,
+                          d->ldb, d->beta, d->C, d->ldc);
     }
     return TESS_EINVAL;
 }
@@ -400,8 +420,8 @@ static int compare_ref(const struct ref_gemm_data *d, char *msg, size_t len) {
     if (m == 0 || n == 0) return 0;
     void *Cref = ref_malloc(d->nc * es);
     memcpy(Cref, d->C0, d->nc * es);
-    ref_gemm(dt, c->layout, c->ta, c->tb, m, n, k, d->alpha, d->A0, d->lda, d->B0, d->ldb,
-             d->beta, Cref, d->ldc);
+    ref_gemm(dt, c->layout, c->ta, c->tb, m, n, k, d->alpha, d->A0, d->lda, d->B0, d->ldb, d->beta,
+             Cref, d->ldc);
 
     long double ar, ai, br, bi;
     get_el(dt, d->alpha, 0, &ar, &ai);
@@ -428,8 +448,8 @@ static int compare_ref(const struct ref_gemm_data *d, char *msg, size_t len) {
                 op_get(dt, c->layout, c->tb, d->B0, d->ldb, l, j, &xr, &xi);
                 bb[l + j * k] = (double)abs1(xr, xi);
             }
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n,
-                    (blasint)k, 1.0, aa, (blasint)m, bb, (blasint)k, 0.0, absab, (blasint)m);
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
+                    1.0, aa, (blasint)m, bb, (blasint)k, 0.0, absab, (blasint)m);
         free(aa);
         free(bb);
     }
@@ -478,8 +498,8 @@ int ref_gemm_verify(const struct ref_gemm_data *d, char *msg, size_t len) {
     }
     bad = ref_untouched(dt, c->layout, d->C, d->C0, c->m, c->n, d->ldc, d->nc);
     if (bad) {
-        msgf(msg, len, "C element %zu (outside the m x n part, ldc = %lld) was written",
-             bad - 1, (long long)d->ldc);
+        msgf(msg, len, "C element %zu (outside the m x n part, ldc = %lld) was written", bad - 1,
+             (long long)d->ldc);
         return 1;
     }
     bad = ref_count_nonfinite(dt, c->layout, d->C, c->m, c->n, d->ldc);
@@ -488,9 +508,8 @@ int ref_gemm_verify(const struct ref_gemm_data *d, char *msg, size_t len) {
         return 1;
     }
     if (!(c->flags & REF_PROBE_ONLY) && compare_ref(d, msg, len)) return 1;
-    return ref_probe_check(dt, c->layout, c->ta, c->tb, c->m, c->n, c->k, d->alpha, d->A0,
-                           d->lda, d->B0, d->ldb, d->beta, d->C0, d->C, d->ldc, 2, c->seed,
-                           msg, len);
+    return ref_probe_check(dt, c->layout, c->ta, c->tb, c->m, c->n, c->k, d->alpha, d->A0, d->lda,
+                           d->B0, d->ldb, d->beta, d->C0, d->C, d->ldc, 2, c->seed, msg, len);
 }
 
 int ref_gemm_c_unchanged(const struct ref_gemm_data *d, char *msg, size_t len) {
@@ -522,8 +541,7 @@ int ref_gemm_run(const struct ref_gemm_case *c, char *msg, size_t len) {
     int st = ref_gemm_call(&d);
     int rc = 0;
     if (st != TESS_OK) {
-        msgf(msg, len, "%s: returned %d (%s): %s", what, st, tess_strerror(st),
-             tess_last_error());
+        msgf(msg, len, "%s: returned %d (%s): %s", what, st, tess_strerror(st), tess_last_error());
         rc = 1;
     } else if (ref_gemm_verify(&d, why, sizeof why)) {
         msgf(msg, len, "%s: %s", what, why);

@@ -33,9 +33,9 @@ int64_t ref_rand_int(uint64_t *state, int64_t lo, int64_t hi);
 size_t ref_esize(tess_dtype_t dt);
 int ref_is_complex(tess_dtype_t dt);
 double ref_eps(tess_dtype_t dt);
-const char *ref_dtype_name(tess_dtype_t dt);   /* "s", "d", "c", "z" */
-const char *ref_trans_name(tess_trans_t t);    /* "N", "T", "C" */
-const char *ref_layout_name(tess_layout_t l);  /* "col", "row" */
+const char *ref_dtype_name(tess_dtype_t dt);  /* "s", "d", "c", "z" */
+const char *ref_trans_name(tess_trans_t t);   /* "N", "T", "C" */
+const char *ref_layout_name(tess_layout_t l); /* "col", "row" */
 /* Store re + i*im as one scalar of precision dt in out (16 bytes are enough for any). */
 void ref_scalar(tess_dtype_t dt, void *out, double re, double im);
 
@@ -49,15 +49,14 @@ size_t ref_nelem(tess_layout_t layout, int64_t rows, int64_t cols, int64_t ld);
 /* Index of element (r, c) of a stored matrix. */
 size_t ref_index(tess_layout_t layout, int64_t r, int64_t c, int64_t ld);
 /* Stored dimensions of X when op(X) is rows x cols. */
-void ref_stored_dims(tess_trans_t t, int64_t oprows, int64_t opcols, int64_t *rows,
-                     int64_t *cols);
+void ref_stored_dims(tess_trans_t t, int64_t oprows, int64_t opcols, int64_t *rows, int64_t *cols);
 /* Fill nelem elements with random values in [-1, 1] (both parts for complex). */
 void ref_fill_random(tess_dtype_t dt, void *X, size_t nelem, uint64_t *state);
 /* Fill nelem elements with quiet NaN. */
 void ref_fill_nan(tess_dtype_t dt, void *X, size_t nelem);
 /* Number of NaN or infinite values (parts) in the rows x cols part of a stored matrix. */
-size_t ref_count_nonfinite(tess_dtype_t dt, tess_layout_t layout, const void *X,
-                           int64_t rows, int64_t cols, int64_t ld);
+size_t ref_count_nonfinite(tess_dtype_t dt, tess_layout_t layout, const void *X, int64_t rows,
+                           int64_t cols, int64_t ld);
 /* 0 when every byte of X outside the rows x cols part (padding rows/columns of the leading
  * dimension and the nelem_total - ld*outer tail) equals X0's; otherwise the index of the
  * first changed element + 1. */
@@ -67,18 +66,17 @@ size_t ref_untouched(tess_dtype_t dt, tess_layout_t layout, const void *X, const
 /* ---- reference GEMM (OpenBLAS cblas) ------------------------------------------------ */
 /* C = alpha op(A) op(B) + beta C with the tessera contract: beta = 0 does not read C,
  * alpha = 0 or k = 0 does not read A or B. alpha and beta point to scalars of dt. */
-void ref_gemm(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta, tess_trans_t tb,
-              int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
-              int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
-              int64_t ldc);
+void ref_gemm(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta, tess_trans_t tb, int64_t m,
+              int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+              int64_t ldb, const void *beta, void *C, int64_t ldc);
 
 /* ---- one GEMM case: data, call, verification ---------------------------------------- */
 
 enum {
-    REF_NAN_C = 1u << 0,       /* C (all of it, padding too) starts as NaN: needs beta = 0 */
-    REF_NAN_AB = 1u << 1,      /* A and B are NaN: needs alpha = 0 or k = 0 */
-    REF_TYPED = 1u << 2,       /* call tess_?gemm instead of tess_gemm */
-    REF_PROBE_ONLY = 1u << 3,  /* verify by the probe oracle only (big sizes) */
+    REF_NAN_C = 1u << 0,      /* C (all of it, padding too) starts as NaN: needs beta = 0 */
+    REF_NAN_AB = 1u << 1,     /* A and B are NaN: needs alpha = 0 or k = 0 */
+    REF_TYPED = 1u << 2,      /* call tess_?gemm instead of tess_gemm */
+    REF_PROBE_ONLY = 1u << 3, /* verify by the probe oracle only (big sizes) */
 };
 
 struct ref_gemm_case {
@@ -86,19 +84,19 @@ struct ref_gemm_case {
     tess_layout_t layout;
     tess_trans_t ta, tb;
     int64_t m, n, k;
-    int64_t pad_a, pad_b, pad_c;  /* leading dimension = minimum + pad */
-    double alpha[2], beta[2];     /* re, im (im ignored for real types) */
-    unsigned flags;               /* REF_* */
+    int64_t pad_a, pad_b, pad_c; /* leading dimension = minimum + pad */
+    double alpha[2], beta[2];    /* re, im (im ignored for real types) */
+    unsigned flags;              /* REF_* */
     uint64_t seed;
 };
 
 struct ref_gemm_data {
     struct ref_gemm_case c;
     int64_t lda, ldb, ldc;
-    int64_t ar, ac, br, bc;        /* stored dimensions of A and B */
-    size_t na, nb, nc;             /* elements of A, B, C including the guard tail */
-    void *A, *B, *C;               /* what tessera sees */
-    void *A0, *B0, *C0;            /* copies of the inputs */
+    int64_t ar, ac, br, bc; /* stored dimensions of A and B */
+    size_t na, nb, nc;      /* elements of A, B, C including the guard tail */
+    void *A, *B, *C;        /* what tessera sees */
+    void *A0, *B0, *C0;     /* copies of the inputs */
     unsigned char alpha[16], beta[16];
 };
 
@@ -121,11 +119,10 @@ int ref_gemm_run(const struct ref_gemm_case *c, char *msg, size_t len);
 /* The oracle's GEMM check (src/tools/oracle.h) on its own: 0 if C t matches beta C0 t +
  * alpha op(A) (op(B) t) for nprobe random complex vectors t within its bound, else 1 with
  * msg. */
-int ref_probe_check(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta,
-                    tess_trans_t tb, int64_t m, int64_t n, int64_t k, const void *alpha,
-                    const void *A, int64_t lda, const void *B, int64_t ldb,
-                    const void *beta, const void *C0, const void *C, int64_t ldc,
-                    int nprobe, uint64_t seed, char *msg, size_t len);
+int ref_probe_check(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta, tess_trans_t tb,
+                    int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
+                    const void *B, int64_t ldb, const void *beta, const void *C0, const void *C,
+                    int64_t ldc, int nprobe, uint64_t seed, char *msg, size_t len);
 
 /* Integer value of environment variable name, def when unset or empty. */
 long ref_env_long(const char *name, long def);

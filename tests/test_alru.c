@@ -40,9 +40,9 @@ TEST(alru_lru_order_touch) {
     ASSERT(tess__alru_victim(&a, NULL, NULL) == &b[1]);
     tess__alru_touch(&a, &b[2]);
     ASSERT(order_is(&a, b, (int[]){2, 0, 3, 1}, 4));
-    tess__alru_touch(&a, &b[2]);                   /* already at the front */
+    tess__alru_touch(&a, &b[2]); /* already at the front */
     ASSERT(order_is(&a, b, (int[]){2, 0, 3, 1}, 4));
-    tess__alru_touch(&a, &b[1]);                   /* from the tail */
+    tess__alru_touch(&a, &b[1]); /* from the tail */
     ASSERT(order_is(&a, b, (int[]){1, 2, 0, 3}, 4));
     ASSERT(tess__alru_victim(&a, NULL, NULL) == &b[3]);
     /* victim does not unlink */
@@ -54,7 +54,7 @@ TEST(alru_lru_order_touch) {
 TEST(alru_victim_skips_busy) {
     struct tess__alru a;
     struct tess__blk b[3];
-    push_all(&a, b, 3);                            /* LRU end: b0, then b1, then b2 */
+    push_all(&a, b, 3); /* LRU end: b0, then b1, then b2 */
     b[0].readers = 1;
     b[1].ready_done = 0;
     ASSERT(tess__alru_victim(&a, NULL, NULL) == &b[2]);
@@ -71,7 +71,7 @@ TEST(alru_victim_skips_busy) {
 }
 
 struct probe {
-    struct tess__blk *done;   /* the block whose fill the "event" reports complete */
+    struct tess__blk *done; /* the block whose fill the "event" reports complete */
     int calls;
     struct tess__blk *asked[8];
 };
@@ -88,17 +88,17 @@ static bool probe_done(struct tess__blk *b, void *arg) {
 TEST(alru_is_done_consulted) {
     struct tess__alru a;
     struct tess__blk b[4];
-    push_all(&a, b, 4);                            /* LRU end: b0, b1, b2, b3 */
+    push_all(&a, b, 4); /* LRU end: b0, b1, b2, b3 */
     b[0].readers = 1;
     b[0].ready_done = 0;
     b[1].ready_done = 0;
     b[2].ready_done = 0;
     struct probe p = {.done = &b[2]};
     ASSERT(tess__alru_victim(&a, probe_done, &p) == &b[2]);
-    ASSERT_EQ(p.calls, 2);                         /* b1 (no), b2 (yes); never b0 */
+    ASSERT_EQ(p.calls, 2); /* b1 (no), b2 (yes); never b0 */
     ASSERT(p.asked[0] == &b[1] && p.asked[1] == &b[2]);
     p = (struct probe){.done = NULL};
-    ASSERT(tess__alru_victim(&a, probe_done, &p) == &b[3]);  /* ready_done, not asked */
+    ASSERT(tess__alru_victim(&a, probe_done, &p) == &b[3]); /* ready_done, not asked */
     ASSERT_EQ(p.calls, 2);
     b[3].readers = 1;
     p = (struct probe){.done = NULL};
@@ -114,17 +114,17 @@ TEST(alru_is_done_consulted) {
 TEST(alru_remove_anywhere) {
     struct tess__alru a;
     struct tess__blk b[5];
-    push_all(&a, b, 5);                            /* front: 4 3 2 1 0 */
+    push_all(&a, b, 5); /* front: 4 3 2 1 0 */
     tess__alru_remove(&a, &b[2]);
     ASSERT(order_is(&a, b, (int[]){4, 3, 1, 0}, 4));
     ASSERT_EQ(b[2].in_alru, 0);
     ASSERT(b[2].prev == NULL && b[2].next == NULL);
-    tess__alru_remove(&a, &b[4]);                  /* head */
+    tess__alru_remove(&a, &b[4]); /* head */
     ASSERT(order_is(&a, b, (int[]){3, 1, 0}, 3));
-    tess__alru_remove(&a, &b[0]);                  /* tail */
+    tess__alru_remove(&a, &b[0]); /* tail */
     ASSERT(order_is(&a, b, (int[]){3, 1}, 2));
-    tess__alru_remove(&a, &b[0]);                  /* not linked: no-op */
-    tess__alru_touch(&a, &b[0]);                   /* not linked: not re-linked */
+    tess__alru_remove(&a, &b[0]); /* not linked: no-op */
+    tess__alru_touch(&a, &b[0]);  /* not linked: not re-linked */
     ASSERT(order_is(&a, b, (int[]){3, 1}, 2));
     ASSERT(tess__alru_victim(&a, NULL, NULL) == &b[1]);
     tess__alru_remove(&a, &b[1]);
@@ -132,7 +132,7 @@ TEST(alru_remove_anywhere) {
     ASSERT_EQ(a.count, 0);
     ASSERT(a.head == NULL && a.tail == NULL);
     ASSERT(tess__alru_victim(&a, NULL, NULL) == NULL);
-    tess__alru_push_front(&a, &b[2]);              /* re-linking a removed block works */
+    tess__alru_push_front(&a, &b[2]); /* re-linking a removed block works */
     ASSERT(order_is(&a, b, (int[]){2}, 1));
 }
 

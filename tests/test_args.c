@@ -34,7 +34,7 @@
 #define TESS_FUZZ_L3_NO_TESTS
 #include "test_fuzz_l3.c"
 
-#define BUF_ELEMS 4096  /* every buffer here: 4096 elements of the widest type */
+#define BUF_ELEMS 4096 /* every buffer here: 4096 elements of the widest type */
 
 static unsigned char bufA[BUF_ELEMS * 16], bufB[BUF_ELEMS * 16], bufC[BUF_ELEMS * 16];
 static unsigned char bufC0[BUF_ELEMS * 16];
@@ -45,7 +45,7 @@ static const tess_trans_t trans3[3] = {TESS_NO_TRANS, TESS_TRANS, TESS_CONJ_TRAN
 struct call {
     tess_dtype_t dt;
     int typed;
-    int layout, ta, tb;   /* int so that invalid values can be passed */
+    int layout, ta, tb; /* int so that invalid values can be passed */
     int64_t m, n, k;
     const void *alpha;
     const void *A;
@@ -81,26 +81,24 @@ static struct call base_call(tess_dtype_t dt, int typed) {
 
 static int do_call(const struct call *c) {
     if (!c->typed)
-        return tess_gemm(c->dt, (tess_layout_t)c->layout, (tess_trans_t)c->ta,
-                         (tess_trans_t)c->tb, c->m, c->n, c->k, c->alpha, c->A, c->lda, c->B,
-                         c->ldb, c->beta, c->C, c->ldc);
+        return tess_gemm(c->dt, (tess_layout_t)c->layout, (tess_trans_t)c->ta, (tess_trans_t)c->tb,
+                         c->m, c->n, c->k, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C,
+                         c->ldc);
     switch (c->dt) {
     case TESS_S:
-        return tess_sgemm((tess_layout_t)c->layout, (tess_trans_t)c->ta, (tess_trans_t)c->tb,
-                          c->m, c->n, c->k, *(const float *)c->alpha, c->A, c->lda, c->B,
-                          c->ldb, *(const float *)c->beta, c->C, c->ldc);
+        return tess_sgemm((tess_layout_t)c->layout, (tess_trans_t)c->ta, (tess_trans_t)c->tb, c->m,
+                          c->n, c->k, *(const float *)c->alpha, c->A, c->lda, c->B, c->ldb,
+                          *(const float *)c->beta, c->C, c->ldc);
     case TESS_D:
-        return tess_dgemm((tess_layout_t)c->layout, (tess_trans_t)c->ta, (tess_trans_t)c->tb,
-                          c->m, c->n, c->k, *(const double *)c->alpha, c->A, c->lda, c->B,
-                          c->ldb, *(const double *)c->beta, c->C, c->ldc);
+        return tess_dgemm((tess_layout_t)c->layout, (tess_trans_t)c->ta, (tess_trans_t)c->tb, c->m,
+                          c->n, c->k, *(const double *)c->alpha, c->A, c->lda, c->B, c->ldb,
+                          *(const double *)c->beta, c->C, c->ldc);
     case TESS_C:
-        return tess_cgemm((tess_layout_t)c->layout, (tess_trans_t)c->ta, (tess_trans_t)c->tb,
-                          c->m, c->n, c->k, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta,
-                          c->C, c->ldc);
+        return tess_cgemm((tess_layout_t)c->layout, (tess_trans_t)c->ta, (tess_trans_t)c->tb, c->m,
+                          c->n, c->k, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
     case TESS_Z:
-        return tess_zgemm((tess_layout_t)c->layout, (tess_trans_t)c->ta, (tess_trans_t)c->tb,
-                          c->m, c->n, c->k, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta,
-                          c->C, c->ldc);
+        return tess_zgemm((tess_layout_t)c->layout, (tess_trans_t)c->ta, (tess_trans_t)c->tb, c->m,
+                          c->n, c->k, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
     }
     return -100;
 }
@@ -139,28 +137,26 @@ static const char *call_str(const struct call *c) {
 }
 
 /* The call returns TESS_EINVAL, the message names `word`, and no byte of C changed. */
-#define EXPECT_EINVAL(callp, word)                                                       \
-    do {                                                                                 \
-        fill_buffers((callp)->dt);                                                       \
-        int st_ = do_call(callp);                                                        \
-        ASSERT_MSG(st_ == TESS_EINVAL, "%s: returned %d, expected TESS_EINVAL (%s)",     \
-                   call_str(callp), st_, tess_last_error());                             \
-        const char *e_ = tess_last_error();                                              \
-        ASSERT_MSG(e_ != NULL && has_word(e_, word),                                     \
-                   "%s: tess_last_error() = \"%s\" does not name \"%s\"", call_str(callp),\
-                   e_ ? e_ : "(null)", word);                                            \
-        ASSERT_MSG(memcmp(bufC, bufC0, sizeof bufC) == 0, "%s: C was written",           \
-                   call_str(callp));                                                     \
+#define EXPECT_EINVAL(callp, word)                                                               \
+    do {                                                                                         \
+        fill_buffers((callp)->dt);                                                               \
+        int st_ = do_call(callp);                                                                \
+        ASSERT_MSG(st_ == TESS_EINVAL, "%s: returned %d, expected TESS_EINVAL (%s)",             \
+                   call_str(callp), st_, tess_last_error());                                     \
+        const char *e_ = tess_last_error();                                                      \
+        ASSERT_MSG(e_ != NULL && has_word(e_, word),                                             \
+                   "%s: tess_last_error() = \"%s\" does not name \"%s\"", call_str(callp),       \
+                   e_ ? e_ : "(null)", word);                                                    \
+        ASSERT_MSG(memcmp(bufC, bufC0, sizeof bufC) == 0, "%s: C was written", call_str(callp)); \
     } while (0)
 
-#define EXPECT_OK_UNTOUCHED(callp)                                                       \
-    do {                                                                                 \
-        fill_buffers((callp)->dt);                                                       \
-        int st_ = do_call(callp);                                                        \
-        ASSERT_MSG(st_ == TESS_OK, "%s: returned %d (%s)", call_str(callp), st_,         \
-                   tess_last_error());                                                   \
-        ASSERT_MSG(memcmp(bufC, bufC0, sizeof bufC) == 0, "%s: C was written",           \
-                   call_str(callp));                                                     \
+#define EXPECT_OK_UNTOUCHED(callp)                                                               \
+    do {                                                                                         \
+        fill_buffers((callp)->dt);                                                               \
+        int st_ = do_call(callp);                                                                \
+        ASSERT_MSG(st_ == TESS_OK, "%s: returned %d (%s)", call_str(callp), st_,                 \
+                   tess_last_error());                                                           \
+        ASSERT_MSG(memcmp(bufC, bufC0, sizeof bufC) == 0, "%s: C was written", call_str(callp)); \
     } while (0)
 
 /* An invalid layout (0, 103, a trans value) is TESS_EINVAL naming "layout", in the generic
@@ -198,8 +194,8 @@ TEST(args_dtype_invalid) {
         struct call c = base_call(TESS_D, 0);
         c.dt = (tess_dtype_t)bad[i];
         memcpy(bufC0, bufC, sizeof bufC);
-        int st = tess_gemm(c.dt, TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, 5, 7, 3, one_,
-                           bufA, 5, bufB, 3, half_, bufC, 5);
+        int st = tess_gemm(c.dt, TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, 5, 7, 3, one_, bufA,
+                           5, bufB, 3, half_, bufC, 5);
         ASSERT_EQ(st, TESS_EINVAL);
         ASSERT_MSG(has_word(tess_last_error(), "dtype"), "message \"%s\" does not name dtype",
                    tess_last_error());
@@ -309,13 +305,13 @@ TEST(args_null_pointers) {
             EXPECT_EINVAL(&c, "B");
             c = base_call((tess_dtype_t)d, typed);
             c.C = NULL;
-            {   /* C is NULL: nothing to compare, only the status and the message */
+            { /* C is NULL: nothing to compare, only the status and the message */
                 int st = do_call(&c);
                 ASSERT_MSG(st == TESS_EINVAL, "%s: returned %d", call_str(&c), st);
                 ASSERT_MSG(has_word(tess_last_error(), "C"), "\"%s\" does not name C",
                            tess_last_error());
             }
-            if (typed && (d == TESS_S || d == TESS_D)) continue;  /* scalars by value */
+            if (typed && (d == TESS_S || d == TESS_D)) continue; /* scalars by value */
             c = base_call((tess_dtype_t)d, typed);
             c.alpha = NULL;
             EXPECT_EINVAL(&c, "alpha");
@@ -344,12 +340,12 @@ TEST(args_null_allowed_when_empty) {
         c.k = 0, c.A = NULL, c.B = NULL, c.ldb = 1;
         fill_buffers(c.dt);
         ASSERT_MSG(do_call(&c) == TESS_OK, "%s: %s", call_str(&c), tess_last_error());
-        memcpy(bufA, bufC0, sizeof bufA);  /* expected: beta * C0 in bufA */
-        ref_gemm(c.dt, TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, c.m, c.n, 0, one_, NULL,
-                 c.lda, NULL, 1, half_, bufA, c.ldc);
+        memcpy(bufA, bufC0, sizeof bufA); /* expected: beta * C0 in bufA */
+        ref_gemm(c.dt, TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, c.m, c.n, 0, one_, NULL, c.lda,
+                 NULL, 1, half_, bufA, c.ldc);
         size_t es = ref_esize(c.dt);
-        ASSERT_MSG(memcmp(bufA, bufC, (size_t)(c.ldc * c.n) * es) == 0,
-                   "%s: C != beta C", call_str(&c));
+        ASSERT_MSG(memcmp(bufA, bufC, (size_t)(c.ldc * c.n) * es) == 0, "%s: C != beta C",
+                   call_str(&c));
         ASSERT(memcmp(bufC + (size_t)(c.ldc * c.n) * es, bufC0 + (size_t)(c.ldc * c.n) * es,
                       sizeof bufC - (size_t)(c.ldc * c.n) * es) == 0);
     }
@@ -417,7 +413,11 @@ TEST(last_error_names_entry_point) {
                tess_last_error());
 }
 
-struct thread_err { char seen_before[512]; char seen_after[512]; int st; };
+struct thread_err {
+    char seen_before[512];
+    char seen_after[512];
+    int st;
+};
 
 static void *error_in_thread(void *p) {
     struct thread_err *t = p;
@@ -477,8 +477,25 @@ TEST(args_cblas_values_accepted) {
 /* ==== issue 8: hostile input to every level-3 routine ======================================= */
 
 /* The arguments of a level-3 call that can be made invalid, as tessera names them. */
-enum ha_arg { HA_LAYOUT, HA_SIDE, HA_UPLO, HA_TA, HA_TB, HA_DIAG, HA_M, HA_N, HA_K, HA_LDA,
-              HA_LDB, HA_LDC, HA_ALPHA, HA_BETA, HA_A, HA_B, HA_C };
+enum ha_arg {
+    HA_LAYOUT,
+    HA_SIDE,
+    HA_UPLO,
+    HA_TA,
+    HA_TB,
+    HA_DIAG,
+    HA_M,
+    HA_N,
+    HA_K,
+    HA_LDA,
+    HA_LDB,
+    HA_LDC,
+    HA_ALPHA,
+    HA_BETA,
+    HA_A,
+    HA_B,
+    HA_C
+};
 
 struct ha_spec {
     enum ha_arg id;
@@ -589,8 +606,7 @@ static unsigned char ha_buf[3][BUF_ELEMS * 16], ha_buf0[3][BUF_ELEMS * 16];
 static unsigned char ha_one[16], ha_half[16];
 
 /* A valid call of routine r (m = 3, n = 4, k = 2, minimal leading dimensions). */
-static struct fz_args ha_base(enum fz_routine r, tess_dtype_t dt, int typed,
-                              tess_layout_t layout) {
+static struct fz_args ha_base(enum fz_routine r, tess_dtype_t dt, int typed, tess_layout_t layout) {
     struct fz_case c;
     memset(&c, 0, sizeof c);
     c.r = r, c.dt = dt, c.layout = layout, c.side = TESS_LEFT, c.uplo = TESS_UPPER;
@@ -617,16 +633,15 @@ static struct fz_args ha_base(enum fz_routine r, tess_dtype_t dt, int typed,
 
 /* Call with the buffers freshly restored; TESS_EINVAL naming `want` (position pos, +1 for
  * the generic entry), nothing written. 0, or 1 with msg. */
-static int ha_expect(const struct fz_args *a, const struct ha_spec *want, char *msg,
-                     size_t len, const char *what) {
+static int ha_expect(const struct fz_args *a, const struct ha_spec *want, char *msg, size_t len,
+                     const char *what) {
     memcpy(ha_buf, ha_buf0, sizeof ha_buf);
     int st = fz_call(a);
     char exp[64];
     snprintf(exp, sizeof exp, "argument %d (%s", want->pos + (a->typed ? 0 : 1), want->name);
     const char *e = tess_last_error();
     if (st != TESS_EINVAL) {
-        snprintf(msg, len, "%s: status %d (%s), expected TESS_EINVAL naming %s", what, st, e,
-                 exp);
+        snprintf(msg, len, "%s: status %d (%s), expected TESS_EINVAL naming %s", what, st, e, exp);
         return 1;
     }
     if (!strstr(e, exp)) {
@@ -653,7 +668,8 @@ TEST(args_level3_every_pair_in_netlib_order) {
             for (int typed = 0; typed < 2; typed++)
                 for (int l = 0; l < 2; l++) {
                     tess_layout_t layout = l ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
-                    struct fz_args base = ha_base((enum fz_routine)r, (tess_dtype_t)d, typed, layout);
+                    struct fz_args base = ha_base((enum fz_routine)r, (tess_dtype_t)d, typed,
+                                                  layout);
                     memcpy(ha_buf, ha_buf0, sizeof ha_buf);
                     int st = fz_call(&base);
                     ASSERT_MSG(st == TESS_OK, "%s %s: the valid base call returned %d: %s",
@@ -693,7 +709,12 @@ TEST(args_level3_every_pair_in_netlib_order) {
 
 /* One huge-size case: routine, precision, which dimensions are huge (bit 0 m, 1 n, 2 k),
  * and the size. Dimensions a routine does not have are left out. */
-struct ha_huge { enum fz_routine r; tess_dtype_t dt; int mask; int64_t size; };
+struct ha_huge {
+    enum fz_routine r;
+    tess_dtype_t dt;
+    int mask;
+    int64_t size;
+};
 
 static int ha_huge_cases(struct ha_huge *out, int max) {
     static const int64_t sizes[3] = {(int64_t)1 << 40, (int64_t)1 << 62, INT64_MAX};
@@ -701,9 +722,12 @@ static int ha_huge_cases(struct ha_huge *out, int max) {
     for (int r = 0; r < FZ_NR; r++) {
         /* the dimension masks that mean something for the routine */
         int masks[5], nm = 0;
-        if (r == FZ_GEMM) masks[nm++] = 1, masks[nm++] = 2, masks[nm++] = 4, masks[nm++] = 3, masks[nm++] = 7;
-        else if (fz_rk((enum fz_routine)r)) masks[nm++] = 2, masks[nm++] = 4, masks[nm++] = 6;
-        else masks[nm++] = 1, masks[nm++] = 2, masks[nm++] = 3;
+        if (r == FZ_GEMM)
+            masks[nm++] = 1, masks[nm++] = 2, masks[nm++] = 4, masks[nm++] = 3, masks[nm++] = 7;
+        else if (fz_rk((enum fz_routine)r))
+            masks[nm++] = 2, masks[nm++] = 4, masks[nm++] = 6;
+        else
+            masks[nm++] = 1, masks[nm++] = 2, masks[nm++] = 3;
         tess_dtype_t dt = fz_herm((enum fz_routine)r) ? TESS_Z : TESS_D;
         for (int i = 0; i < nm; i++)
             for (int z = 0; z < 3 && n < max; z++)
@@ -714,10 +738,17 @@ static int ha_huge_cases(struct ha_huge *out, int max) {
 }
 
 static void ha_huge_describe(const struct ha_huge *h, char *buf, size_t len) {
-    int64_t m = h->mask & 1 ? h->size : 3, n = h->mask & 2 ? h->size : 3, k = h->mask & 4 ? h->size : 3;
-    if (fz_rk(h->r)) snprintf(buf, len, "tess_%s%s n=%lld k=%lld", ref_dtype_name(h->dt), fz_rname[h->r], (long long)n, (long long)k);
-    else if (h->r == FZ_GEMM) snprintf(buf, len, "tess_%s%s m=%lld n=%lld k=%lld", ref_dtype_name(h->dt), fz_rname[h->r], (long long)m, (long long)n, (long long)k);
-    else snprintf(buf, len, "tess_%s%s m=%lld n=%lld", ref_dtype_name(h->dt), fz_rname[h->r], (long long)m, (long long)n);
+    int64_t m = h->mask & 1 ? h->size : 3, n = h->mask & 2 ? h->size : 3,
+            k = h->mask & 4 ? h->size : 3;
+    if (fz_rk(h->r))
+        snprintf(buf, len, "tess_%s%s n=%lld k=%lld", ref_dtype_name(h->dt), fz_rname[h->r],
+                 (long long)n, (long long)k);
+    else if (h->r == FZ_GEMM)
+        snprintf(buf, len, "tess_%s%s m=%lld n=%lld k=%lld", ref_dtype_name(h->dt), fz_rname[h->r],
+                 (long long)m, (long long)n, (long long)k);
+    else
+        snprintf(buf, len, "tess_%s%s m=%lld n=%lld", ref_dtype_name(h->dt), fz_rname[h->r],
+                 (long long)m, (long long)n);
 }
 
 /* (Bugs B1/B2, fixed: tile and task counts overflowed int64 when a dimension was INT64_MAX
@@ -764,8 +795,8 @@ static int ha_huge_run(const struct ha_huge *h, char *msg, size_t len, int *einv
     char err[512];
     snprintf(err, sizeof err, "%s", tess_last_error());
     if (st != TESS_EINVAL && st != TESS_ENOMEM) {
-        snprintf(msg, len, "%s: status %d (%s: %s), expected TESS_EINVAL or TESS_ENOMEM", what,
-                 st, tess_strerror(st), err);
+        snprintf(msg, len, "%s: status %d (%s: %s), expected TESS_EINVAL or TESS_ENOMEM", what, st,
+                 tess_strerror(st), err);
         return 1;
     }
     if (!err[0]) {
@@ -847,8 +878,10 @@ static int ha_huge_in_child(int i, char *msg, size_t len) {
         tail[got > 0 ? got : 0] = '\0';
         for (char *p = tail; *p; p++)
             if (*p == '\n') *p = ' ';
-        if (WIFSIGNALED(ws)) snprintf(msg, len, "killed by signal %d: ...%s", WTERMSIG(ws), tail);
-        else snprintf(msg, len, "exit %d: ...%s", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, tail);
+        if (WIFSIGNALED(ws))
+            snprintf(msg, len, "killed by signal %d: ...%s", WTERMSIG(ws), tail);
+        else
+            snprintf(msg, len, "exit %d: ...%s", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, tail);
     }
     close(fd);
     unlink(logpath);
@@ -920,10 +953,12 @@ TEST(args_aliased_operands) {
                 ref_fill_random(dt, other, nel, &s);
                 a.A = buf, a.B = other, a.C = buf;
                 if (mode == 1) a.A = other, a.B = buf;
-                if (mode == 2) a.C = buf + es;  /* C(0,0) = A(1,0) */
+                if (mode == 2) a.C = buf + es; /* C(0,0) = A(1,0) */
                 snprintf(what, sizeof what, "tess_%s%s N=%lld: %s", ref_dtype_name(dt), fz_rname[r],
-                         (long long)N, mode == 0 ? (fz_tr((enum fz_routine)r) ? "B == A" : "C == A")
-                                      : mode == 1 ? "C == B" : "C = A + 1 element");
+                         (long long)N,
+                         mode == 0   ? (fz_tr((enum fz_routine)r) ? "B == A" : "C == A")
+                         : mode == 1 ? "C == B"
+                                     : "C = A + 1 element");
                 int st = fz_call(&a);
                 fprintf(stderr, "  %s: status %d %s\n", what, st, tess_last_error());
                 ASSERT_MSG(st == TESS_OK, "%s: status %d (%s): %s", what, st, tess_strerror(st),
@@ -957,7 +992,8 @@ TEST(args_aliased_operands) {
                 a.B = a.A;
                 fz_describe(&c, what, sizeof what);
                 int st = fz_call(&a);
-                ASSERT_MSG(st == TESS_OK, "%s with B == A: status %d: %s", what, st, tess_last_error());
+                ASSERT_MSG(st == TESS_OK, "%s with B == A: status %d: %s", what, st,
+                           tess_last_error());
                 ASSERT_MSG(fz_verify(&d, msg, sizeof msg) == 0, "%s with B == A: %s", what, msg);
                 fz_release(&d);
             }

@@ -75,8 +75,8 @@ static struct outcome run(int ndev, const char *gflops, const char *balance, int
     ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n, B, n,
                          0.5, C, n));
     memcpy(R, C, nn * sizeof *R);
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A,
-                (int)n, B, (int)n, 0.5, R, (int)n);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A, (int)n,
+                B, (int)n, 0.5, R, (int)n);
     tess_reset_stats();
     uint64_t d0 = tess__bal_deferred();
     double t0 = now_s();
@@ -109,9 +109,10 @@ static struct outcome run(int ndev, const char *gflops, const char *balance, int
 TEST(slow_device_leaves_its_station) {
     const int64_t n = 4 * TILE - 5; /* 16 tiles, 4 k steps */
     struct outcome off = run(2, "2,0.04", "0", n), on = run(2, "2,0.04", "1", n);
-    fprintf(stderr, "  balance 0: %.3f s, tiles %llu / %llu, stolen %llu\n"
-                    "  balance 1: %.3f s, tiles %llu / %llu, stolen %llu, held back %llu times, "
-                    "fast busy %.3f s\n",
+    fprintf(stderr,
+            "  balance 0: %.3f s, tiles %llu / %llu, stolen %llu\n"
+            "  balance 1: %.3f s, tiles %llu / %llu, stolen %llu, held back %llu times, "
+            "fast busy %.3f s\n",
             off.seconds, (unsigned long long)off.tasks[0], (unsigned long long)off.tasks[1],
             (unsigned long long)off.stolen, on.seconds, (unsigned long long)on.tasks[0],
             (unsigned long long)on.tasks[1], (unsigned long long)on.stolen,
@@ -166,8 +167,8 @@ TEST(misjudged_device_runs_again) {
     const size_t nn = (size_t)n * (size_t)n;
     double *A, *B, *C, *R;
     operands(n, 5, &A, &B, &C, &R);
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A,
-                (int)n, B, (int)n, 0.0, R, (int)n);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A, (int)n,
+                B, (int)n, 0.0, R, (int)n);
     start(2, "1", "1");
     ASSERT_OK(tess_init());
     ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n, B, n,
@@ -180,8 +181,8 @@ TEST(misjudged_device_runs_again) {
     tess_dev_stats_t s1 = {0};
     while (s1.tasks == 0 && calls < 40) {
         memset(C, 0xff, nn * sizeof *C); /* NaN: beta = 0 must not read it */
-        ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n,
-                             B, n, 0.0, C, n));
+        ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n, B, n,
+                             0.0, C, n));
         calls++;
         ASSERT_OK(tess_device_stats(1, &s1));
     }
@@ -195,9 +196,11 @@ TEST(misjudged_device_runs_again) {
     ASSERT_OK(tess_finalize());
     double d = 0, m = 0;
     for (size_t i = 0; i < nn; i++) d = fmax(d, fabs(C[i] - R[i])), m = fmax(m, fabs(R[i]));
-    fprintf(stderr, "  misjudged device: ran after %d calls (held back %llu times); then tiles "
-                    "%llu / %llu\n", calls, (unsigned long long)held,
-            (unsigned long long)a.tasks, (unsigned long long)b.tasks);
+    fprintf(stderr,
+            "  misjudged device: ran after %d calls (held back %llu times); then tiles "
+            "%llu / %llu\n",
+            calls, (unsigned long long)held, (unsigned long long)a.tasks,
+            (unsigned long long)b.tasks);
     ASSERT_MSG(d <= 1e-12 * m, "rel err %.2e", d / m);
     ASSERT_MSG(held > 0 && calls >= 2, "held back %llu times, ran in call %d",
                (unsigned long long)held, calls);
@@ -217,17 +220,17 @@ TEST(pauses_do_not_spend_patience) {
     operands(big, 7, &A, &B, &C, &R);
     start(2, "2,0.05", "1");
     ASSERT_OK(tess_init());
-    ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, big, big, big, 1.0, A,
-                         big, B, big, 0.0, C, big)); /* rates measured */
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A,
-                (int)n, B, (int)n, 0.0, R, (int)n);
+    ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, big, big, big, 1.0, A, big,
+                         B, big, 0.0, C, big)); /* rates measured */
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A, (int)n,
+                B, (int)n, 0.0, R, (int)n);
     tess_reset_stats();
     uint64_t d0 = tess__bal_deferred();
     double d = 0, m = 0;
     for (int call = 0; call < 3; call++) {
         usleep(200000);
-        ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n,
-                             B, n, 0.0, C, n));
+        ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, 1.0, A, n, B, n,
+                             0.0, C, n));
         for (int64_t i = 0; i < n * n; i++) d = fmax(d, fabs(C[i] - R[i])), m = fmax(m, fabs(R[i]));
     }
     tess_dev_stats_t a, b;

@@ -37,8 +37,10 @@ static int64_t sl_numroc(int64_t n, int64_t nb, int iproc, int isrc, int nprocs)
     int64_t nblocks = n / nb;
     int64_t r = (nblocks / nprocs) * nb;
     int64_t extra = nblocks % nprocs;
-    if (mydist < extra) r += nb;
-    else if (mydist == extra) r += n % nb;
+    if (mydist < extra)
+        r += nb;
+    else if (mydist == extra)
+        r += n % nb;
     return r;
 }
 static int sl_indxg2p(int64_t g, int64_t nb, int isrc, int nprocs) {
@@ -48,8 +50,8 @@ static int64_t sl_indxg2l(int64_t g, int64_t nb, int nprocs) {
     return nb * ((g - 1) / (nb * nprocs)) + (g - 1) % nb + 1;
 }
 static int64_t sl_indxl2g(int64_t l, int64_t nb, int iproc, int isrc, int nprocs) {
-    return nprocs * nb * ((l - 1) / nb) + (l - 1) % nb +
-           ((nprocs + iproc - isrc) % nprocs) * nb + 1;
+    return nprocs * nb * ((l - 1) / nb) + (l - 1) % nb + ((nprocs + iproc - isrc) % nprocs) * nb +
+           1;
 }
 
 static const int64_t ns[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 31, 64, 100, 257};
@@ -66,16 +68,16 @@ static void sweep(void (*f)(const struct tess__comm_bc *d)) {
                 for (int src = 0; src < nps[c]; src++) {
                     int64_t ibs[4] = {nbs[b], 1, nbs[b] / 2 + 1, nbs[b] + 3};
                     for (int k = 0; k < 4; k++) {
-                        struct tess__comm_bc d = {.n = ns[a], .ib = ibs[k], .nb = nbs[b],
-                                                  .src = src, .np = nps[c]};
+                        struct tess__comm_bc d = {
+                            .n = ns[a], .ib = ibs[k], .nb = nbs[b], .src = src, .np = nps[c]};
                         f(&d);
                     }
                 }
 }
 
-#define CHECK_EQ_D(d, a, b)                                                          \
-    ASSERT_MSG((a) == (b), "%s = %lld, expected %lld (n %lld ib %lld nb %lld src %d np %d)", \
-               #a, (long long)(a), (long long)(b), (long long)(d)->n, (long long)(d)->ib, \
+#define CHECK_EQ_D(d, a, b)                                                                      \
+    ASSERT_MSG((a) == (b), "%s = %lld, expected %lld (n %lld ib %lld nb %lld src %d np %d)", #a, \
+               (long long)(a), (long long)(b), (long long)(d)->n, (long long)(d)->ib,            \
                (long long)(d)->nb, (d)->src, (d)->np)
 
 static void check_point_maps(const struct tess__comm_bc *d) {
@@ -122,7 +124,8 @@ static void check_blocks(const struct tess__comm_bc *d) {
         CHECK_EQ_D(d, owner, tess__comm_bc_g2p(d, g0));
         CHECK_EQ_D(d, owner, tess__comm_bc_g2p(d, g0 + len - 1));
         CHECK_EQ_D(d, l0, tess__comm_bc_g2l(d, g0));
-        if (g0 + len < d->n) CHECK_EQ_D(d, tess__comm_bc_g2p(d, g0 + len) != owner || d->np == 1, 1);
+        if (g0 + len < d->n)
+            CHECK_EQ_D(d, tess__comm_bc_g2p(d, g0 + len) != owner || d->np == 1, 1);
         next = g0 + len;
     }
     CHECK_EQ_D(d, next, d->n);
@@ -253,13 +256,13 @@ TEST(descriptor_forms) {
 static const struct tess__comm_coords grid22_00 = {2, 2, 0, 0};
 
 /* Expect desc_check to fail with status st, a message starting with msg and info. */
-#define EXPECT_CHECK(st, msg, info_, d, at, ia, ja, m, n, pos)                         \
-    do {                                                                               \
-        int info = 12345;                                                              \
-        ASSERT_EQ(tess__comm_desc_check(d, "A", at, ia, ja, m, n, pos, &info), st);    \
-        ASSERT_MSG(strncmp(tess_last_error(), msg, strlen(msg)) == 0,                  \
-                   "message '%s', expected '%s...'", tess_last_error(), msg);          \
-        ASSERT_EQ(info, info_);                                                        \
+#define EXPECT_CHECK(st, msg, info_, d, at, ia, ja, m, n, pos)                      \
+    do {                                                                            \
+        int info = 12345;                                                           \
+        ASSERT_EQ(tess__comm_desc_check(d, "A", at, ia, ja, m, n, pos, &info), st); \
+        ASSERT_MSG(strncmp(tess_last_error(), msg, strlen(msg)) == 0,               \
+                   "message '%s', expected '%s...'", tess_last_error(), msg);       \
+        ASSERT_EQ(info, info_);                                                     \
     } while (0)
 
 /* Each descriptor entry is named in the caller's numbering (9- or 11-entry form); info is
@@ -272,15 +275,15 @@ TEST(descriptor_messages) {
     ASSERT_EQ(info, 0);
 
     d.mb = d.imb = 0; /* 9-entry form: MB_ is DESCA(5); PBLAS sees IMB_ first: -505 */
-    EXPECT_CHECK(TESS_EINVAL, "DESCA(5) = MB_ = 0 must be >= 1", -505, &d, &grid22_00, 0, 0,
-                 10, 10, NULL);
+    EXPECT_CHECK(TESS_EINVAL, "DESCA(5) = MB_ = 0 must be >= 1", -505, &d, &grid22_00, 0, 0, 10, 10,
+                 NULL);
     tess__comm_desc_init(&d, 10, 10, 3, 0, 0, 0, 6);
-    EXPECT_CHECK(TESS_EINVAL, "DESCA(6) = NB_ = 0 must be >= 1", -506, &d, &grid22_00, 0, 0,
-                 10, 10, NULL);
+    EXPECT_CHECK(TESS_EINVAL, "DESCA(6) = NB_ = 0 must be >= 1", -506, &d, &grid22_00, 0, 0, 10, 10,
+                 NULL);
     d.dtype = TESS__DESC_BLOCK_CYCLIC_2D_INB; /* 11-entry form: INB_ = DESCA(6) */
     d.inb = 2;
-    EXPECT_CHECK(TESS_EINVAL, "DESCA(8) = NB_ = 0 must be >= 1", -508, &d, &grid22_00, 0, 0,
-                 10, 10, NULL);
+    EXPECT_CHECK(TESS_EINVAL, "DESCA(8) = NB_ = 0 must be >= 1", -508, &d, &grid22_00, 0, 0, 10, 10,
+                 NULL);
     tess__comm_desc_init(&d, 10, 10, 3, 3, 2, 0, 6);
     EXPECT_CHECK(TESS_EINVAL, "DESCA(7) = RSRC_ = 2 must be >= 0 and < NPROW = 2", -509, &d,
                  &grid22_00, 0, 0, 10, 10, NULL);
@@ -288,8 +291,8 @@ TEST(descriptor_messages) {
     EXPECT_CHECK(TESS_EINVAL, "DESCA(8) = CSRC_ = -2 must be >= 0 and < NPCOL = 2", -510, &d,
                  &grid22_00, 0, 0, 10, 10, NULL);
     tess__comm_desc_init(&d, 0, 10, 3, 3, 0, 0, 6);
-    EXPECT_CHECK(TESS_EINVAL, "DESCA(3) = M_ = 0 must be >= 1", -503, &d, &grid22_00, 0, 0,
-                 10, 10, NULL);
+    EXPECT_CHECK(TESS_EINVAL, "DESCA(3) = M_ = 0 must be >= 1", -503, &d, &grid22_00, 0, 0, 10, 10,
+                 NULL);
 
     /* sub(A) out of bounds: rows 6..11 of 10; info names IA (position desc - 2 = 3) */
     tess__comm_desc_init(&d, 10, 10, 3, 3, 0, 0, 6);
@@ -300,8 +303,8 @@ TEST(descriptor_messages) {
     EXPECT_CHECK(TESS_EINVAL, "IA = 0 must be >= 1", -3, &d, &grid22_00, -1, 0, 4, 4, NULL);
     /* a bad size and a bad entry: the smaller position wins */
     d.mb = d.imb = 0;
-    EXPECT_CHECK(TESS_EINVAL, "the number of rows of sub(A) = -1 must be >= 0", -1, &d,
-                 &grid22_00, 0, 0, -1, 4, NULL);
+    EXPECT_CHECK(TESS_EINVAL, "the number of rows of sub(A) = -1 must be >= 0", -1, &d, &grid22_00,
+                 0, 0, -1, 4, NULL);
 
     /* PBLAS positions of pdgemm's A: M = 3, K = 5, DESCA = 10 */
     struct tess__comm_argpos gemm_a = {.m = 3, .n = 5, .desc = 10};
@@ -328,19 +331,18 @@ TEST(descriptor_lld_is_local) {
     /* 2 columns in one block of process column 0: process column 1 holds none */
     ASSERT_OK(tess__comm_desc_check(&d, "A", &r0c1, 0, 0, 10, 2, NULL, NULL));
     d.lld = 0;
-    EXPECT_CHECK(TESS_EINVAL, "DESCA(9) = LLD_ = 0 must be >= 1", -511, &d, &r0c1, 0, 0, 10,
-                 2, NULL);
+    EXPECT_CHECK(TESS_EINVAL, "DESCA(9) = LLD_ = 0 must be >= 1", -511, &d, &r0c1, 0, 0, 10, 2,
+                 NULL);
     /* empty sub(A): M_ = 0 is fine, LLD_ >= 1 suffices */
     tess__comm_desc_init(&d, 0, 0, 3, 3, 0, 0, 1);
     ASSERT_OK(tess__comm_desc_check(&d, "A", &r0, 0, 0, 0, 0, NULL, NULL));
     d.m = -1;
-    EXPECT_CHECK(TESS_EINVAL, "DESCA(3) = M_ = -1 must be >= 0", -503, &d, &r0, 0, 0, 0, 0,
-                 NULL);
+    EXPECT_CHECK(TESS_EINVAL, "DESCA(3) = M_ = -1 must be >= 0", -503, &d, &r0, 0, 0, 0, 0, NULL);
 }
 
 /* The default grid shape is as square as possible with nprow <= npcol. */
 TEST(grid_shape) {
-    static const int want[][3] = {{1, 1, 1}, {2, 1, 2}, {3, 1, 3}, {4, 2, 2}, {6, 2, 3},
+    static const int want[][3] = {{1, 1, 1}, {2, 1, 2}, {3, 1, 3},  {4, 2, 2}, {6, 2, 3},
                                   {7, 1, 7}, {8, 2, 4}, {12, 3, 4}, {16, 4, 4}};
     for (int i = 0; i < LEN(want); i++) {
         int p, q;

@@ -32,14 +32,14 @@
 #include "harness.h"
 
 void dgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k,
-            const double *alpha, const double *A, const int *lda, const double *B,
-            const int *ldb, const double *beta, double *C, const int *ldc, size_t, size_t);
+            const double *alpha, const double *A, const int *lda, const double *B, const int *ldb,
+            const double *beta, double *C, const int *ldc, size_t, size_t);
 void zgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k,
             const void *alpha, const void *A, const int *lda, const void *B, const int *ldb,
             const void *beta, void *C, const int *ldc, size_t, size_t);
-void dsyrk_(const char *uplo, const char *trans, const int *n, const int *k,
-            const double *alpha, const double *A, const int *lda, const double *beta,
-            double *C, const int *ldc, size_t, size_t);
+void dsyrk_(const char *uplo, const char *trans, const int *n, const int *k, const double *alpha,
+            const double *A, const int *lda, const double *beta, double *C, const int *ldc, size_t,
+            size_t);
 
 /* ---- the program's error handlers ----------------------------------------------------- */
 
@@ -99,9 +99,11 @@ VISIBLE void cblas_xerbla(blasint p, const char *rout, const char *form, ...) {
     }
     char f[64];
     size_t j = 0;
-    for (const char *c = form; *c && j + 3 < sizeof f; c++) {  /* the newline as \n */
-        if (*c == '\n') f[j++] = '\\', f[j++] = 'n';
-        else f[j++] = *c;
+    for (const char *c = form; *c && j + 3 < sizeof f; c++) { /* the newline as \n */
+        if (*c == '\n')
+            f[j++] = '\\', f[j++] = 'n';
+        else
+            f[j++] = *c;
     }
     f[j] = '\0';
     hook_add("cblas_xerbla(%d, '%s', '%s', %d)", (int)p, rout, f, value);
@@ -119,8 +121,8 @@ static void fill(double *x, size_t n, unsigned seed) {
 }
 
 /* C = alpha op(A) op(B) + beta C, column-major, beta = 0 not reading C */
-static void ref_dgemm(char ta, char tb, int m, int n, int k, double alpha, const double *A,
-                      int lda, const double *B, int ldb, double beta, double *C, int ldc) {
+static void ref_dgemm(char ta, char tb, int m, int n, int k, double alpha, const double *A, int lda,
+                      const double *B, int ldb, double beta, double *C, int ldc) {
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
             double s = 0;
@@ -148,9 +150,9 @@ static double max_rel(const double *x, const double *y, int m, int n, int ld) {
 
 /* One dgemm through the Fortran (via = 0) or the CBLAS column-major (1) or row-major (2)
  * door, checked against the reference. Returns the relative error. */
-static double one_gemm(int via, char ta_, char tb_, int m, int n, int k, double alpha,
-                       double beta, unsigned seed) {
-    char ta = (char)(ta_ & ~0x20), tb = (char)(tb_ & ~0x20);  /* upper case, for us */
+static double one_gemm(int via, char ta_, char tb_, int m, int n, int k, double alpha, double beta,
+                       unsigned seed) {
+    char ta = (char)(ta_ & ~0x20), tb = (char)(tb_ & ~0x20); /* upper case, for us */
     int lda = (ta == 'N' ? m : k) + 3, ldb = (tb == 'N' ? k : n) + 2, ldc = m + 1;
     int acols = ta == 'N' ? k : m, bcols = tb == 'N' ? n : k;
     double *A = malloc(sizeof(double) * (size_t)lda * acols);
@@ -166,15 +168,15 @@ static double one_gemm(int via, char ta_, char tb_, int m, int n, int k, double 
         dgemm_(&ta_, &tb_, &m, &n, &k, &alpha, A, &lda, B, &ldb, &beta, C, &ldc, 1, 1);
     } else if (via == 1) {
         cblas_dgemm(CblasColMajor, ta == 'N' ? CblasNoTrans : CblasTrans,
-                    tb == 'N' ? CblasNoTrans : CblasTrans, m, n, k, alpha, A, lda, B, ldb,
-                    beta, C, ldc);
+                    tb == 'N' ? CblasNoTrans : CblasTrans, m, n, k, alpha, A, lda, B, ldb, beta, C,
+                    ldc);
     } else {
         /* the same product seen as row-major: C^T (n x m) = op(B)^T op(A)^T */
         cblas_dgemm(CblasRowMajor, tb == 'N' ? CblasNoTrans : CblasTrans,
-                    ta == 'N' ? CblasNoTrans : CblasTrans, n, m, k, alpha, B, ldb, A, lda,
-                    beta, C, ldc);
+                    ta == 'N' ? CblasNoTrans : CblasTrans, n, m, k, alpha, B, ldb, A, lda, beta, C,
+                    ldc);
     }
-    double e = max_rel(C, R, ldc, n, ldc);  /* the whole ldc: rows past m must be untouched */
+    double e = max_rel(C, R, ldc, n, ldc); /* the whole ldc: rows past m must be untouched */
     free(A), free(B), free(C), free(R);
     return e;
 }
@@ -192,8 +194,8 @@ TEST(gemm_matches_reference) {
                 char ta = tr[t], tb = tr[(t + 1) % 4];
                 double beta = (s + t + via) % 2 ? 0.0 : 0.5;
                 double e = one_gemm(via, ta, tb, sh[0], sh[1], sh[2], 1.5, beta, seed++);
-                ASSERT_MSG(e < 1e-13, "via %d %c%c %dx%dx%d beta %g: error %g", via, ta, tb,
-                           sh[0], sh[1], sh[2], beta, e);
+                ASSERT_MSG(e < 1e-13, "via %d %c%c %dx%dx%d beta %g: error %g", via, ta, tb, sh[0],
+                           sh[1], sh[2], beta, e);
             }
 }
 
@@ -201,7 +203,7 @@ TEST(gemm_matches_reference) {
  * in A reaches C as in the reference; alpha = 0 does not read A and B. */
 TEST(gemm_netlib_semantics) {
     for (int big = 0; big < 2; big++) {
-        int m = big ? 200 : 9, n = big ? 190 : 8, k = big ? 210 : 7, ld = k + 5;  /* > m */
+        int m = big ? 200 : 9, n = big ? 190 : 8, k = big ? 210 : 7, ld = k + 5; /* > m */
         double *A = malloc(sizeof(double) * (size_t)ld * k);
         double *B = malloc(sizeof(double) * (size_t)ld * n);
         double *C = malloc(sizeof(double) * (size_t)ld * n);
@@ -209,7 +211,7 @@ TEST(gemm_netlib_semantics) {
         fill(A, (size_t)ld * k, 5);
         fill(B, (size_t)ld * n, 6);
         for (size_t i = 0; i < (size_t)ld * n; i++) C[i] = NAN;
-        for (int j = 0; j < n; j++)  /* a marker between m and ld */
+        for (int j = 0; j < n; j++) /* a marker between m and ld */
             for (int i = m; i < ld; i++) C[i + (size_t)j * ld] = 42.0;
         memcpy(R, C, sizeof(double) * (size_t)ld * n);
         double one = 1, zero = 0;
@@ -217,7 +219,7 @@ TEST(gemm_netlib_semantics) {
         dgemm_("N", "N", &m, &n, &k, &one, A, &ld, B, &ld, &zero, C, &ld, 1, 1);
         ASSERT_MSG(max_rel(C, R, ld, n, ld) < 1e-13, "beta = 0 with NaN C (m = %d)", m);
 
-        A[3] = NAN;  /* row 3 of C must come out NaN, the rest finite */
+        A[3] = NAN; /* row 3 of C must come out NaN, the rest finite */
         dgemm_("N", "N", &m, &n, &k, &one, A, &ld, B, &ld, &zero, C, &ld, 1, 1);
         for (int j = 0; j < n; j++) {
             ASSERT_MSG(isnan(C[3 + (size_t)j * ld]), "NaN of A lost at (3, %d)", j);
@@ -225,7 +227,7 @@ TEST(gemm_netlib_semantics) {
             ASSERT_MSG(C[m + (size_t)j * ld] == 42.0, "wrote past m in column %d", j);
         }
 
-        for (size_t i = 0; i < (size_t)ld * k; i++) A[i] = NAN;  /* alpha = 0: not read */
+        for (size_t i = 0; i < (size_t)ld * k; i++) A[i] = NAN; /* alpha = 0: not read */
         double half = 0.5;
         memcpy(R, C, sizeof(double) * (size_t)ld * n);
         dgemm_("N", "N", &m, &n, &k, &zero, A, &ld, B, &ld, &half, C, &ld, 1, 1);
@@ -277,8 +279,8 @@ TEST(errors_reach_program_handlers) {
     ASSERT_EQ(last_info, 13);
     ASSERT_EQ(xerbla_calls, 3);
     ASSERT_EQ(cblas_xerbla_calls, 0);
-    cblas_dgemm((enum CBLAS_ORDER)7, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0, A, 2, B, 2, 0.0,
-                C, 2);
+    cblas_dgemm((enum CBLAS_ORDER)7, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0, A, 2, B, 2, 0.0, C,
+                2);
     ASSERT(!strcmp(last_rout, "cblas_dgemm"));
     ASSERT_EQ(last_pos, 1);
     ASSERT_EQ(cblas_xerbla_calls, 1);
@@ -291,7 +293,9 @@ TEST(errors_reach_program_handlers) {
  * (tessera's, or the reference library's), p its precision letter. Operands are zeros of
  * 8 x 8 (enough for every dimension used here); alpha 1, beta 0.5. */
 enum fam { F_GEMM, F_SYMM, F_SYRK, F_HERK, F_SYR2K, F_HER2K, F_TRMM };
-struct l3args { int layout, e[4], m, n, k, lda, ldb, ldc; };
+struct l3args {
+    int layout, e[4], m, n, k, lda, ldb, ldc;
+};
 
 static void call_l3(void *fn, enum fam f, char p, const struct l3args *a) {
     static double A[2 * 64], B[2 * 64], C[2 * 64];
@@ -306,37 +310,87 @@ static void call_l3(void *fn, enum fam f, char p, const struct l3args *a) {
 #define CALL(sig, ...) ((void(*) sig)fn)(__VA_ARGS__)
     switch (f) {
     case F_GEMM:
-        if (p == 's') CALL((int, int, int, int, int, int, float, const void *, int, const void *, int, float, void *, int), o, e0, e1, m, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
-        else if (p == 'd') CALL((int, int, int, int, int, int, double, const void *, int, const void *, int, double, void *, int), o, e0, e1, m, n, k, 1.0, A, lda, B, ldb, 0.5, C, ldc);
-        else CALL((int, int, int, int, int, int, const void *, const void *, int, const void *, int, const void *, void *, int), o, e0, e1, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+        if (p == 's')
+            CALL((int, int, int, int, int, int, float, const void *, int, const void *, int, float,
+                  void *, int),
+                 o, e0, e1, m, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
+        else if (p == 'd')
+            CALL((int, int, int, int, int, int, double, const void *, int, const void *, int,
+                  double, void *, int),
+                 o, e0, e1, m, n, k, 1.0, A, lda, B, ldb, 0.5, C, ldc);
+        else
+            CALL((int, int, int, int, int, int, const void *, const void *, int, const void *, int,
+                  const void *, void *, int),
+                 o, e0, e1, m, n, k, al, A, lda, B, ldb, be, C, ldc);
         break;
     case F_SYMM:
-        if (p == 's') CALL((int, int, int, int, int, float, const void *, int, const void *, int, float, void *, int), o, e0, e1, m, n, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
-        else if (p == 'd') CALL((int, int, int, int, int, double, const void *, int, const void *, int, double, void *, int), o, e0, e1, m, n, 1.0, A, lda, B, ldb, 0.5, C, ldc);
-        else CALL((int, int, int, int, int, const void *, const void *, int, const void *, int, const void *, void *, int), o, e0, e1, m, n, al, A, lda, B, ldb, be, C, ldc);
+        if (p == 's')
+            CALL((int, int, int, int, int, float, const void *, int, const void *, int, float,
+                  void *, int),
+                 o, e0, e1, m, n, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
+        else if (p == 'd')
+            CALL((int, int, int, int, int, double, const void *, int, const void *, int, double,
+                  void *, int),
+                 o, e0, e1, m, n, 1.0, A, lda, B, ldb, 0.5, C, ldc);
+        else
+            CALL((int, int, int, int, int, const void *, const void *, int, const void *, int,
+                  const void *, void *, int),
+                 o, e0, e1, m, n, al, A, lda, B, ldb, be, C, ldc);
         break;
     case F_SYRK:
-        if (p == 's') CALL((int, int, int, int, int, float, const void *, int, float, void *, int), o, e0, e1, n, k, 1.0f, A, lda, 0.5f, C, ldc);
-        else if (p == 'd') CALL((int, int, int, int, int, double, const void *, int, double, void *, int), o, e0, e1, n, k, 1.0, A, lda, 0.5, C, ldc);
-        else CALL((int, int, int, int, int, const void *, const void *, int, const void *, void *, int), o, e0, e1, n, k, al, A, lda, be, C, ldc);
+        if (p == 's')
+            CALL((int, int, int, int, int, float, const void *, int, float, void *, int), o, e0, e1,
+                 n, k, 1.0f, A, lda, 0.5f, C, ldc);
+        else if (p == 'd')
+            CALL((int, int, int, int, int, double, const void *, int, double, void *, int), o, e0,
+                 e1, n, k, 1.0, A, lda, 0.5, C, ldc);
+        else
+            CALL((int, int, int, int, int, const void *, const void *, int, const void *, void *,
+                  int),
+                 o, e0, e1, n, k, al, A, lda, be, C, ldc);
         break;
-    case F_HERK:  /* real alpha and beta by value */
-        if (sp) CALL((int, int, int, int, int, float, const void *, int, float, void *, int), o, e0, e1, n, k, 1.0f, A, lda, 0.5f, C, ldc);
-        else CALL((int, int, int, int, int, double, const void *, int, double, void *, int), o, e0, e1, n, k, 1.0, A, lda, 0.5, C, ldc);
+    case F_HERK: /* real alpha and beta by value */
+        if (sp)
+            CALL((int, int, int, int, int, float, const void *, int, float, void *, int), o, e0, e1,
+                 n, k, 1.0f, A, lda, 0.5f, C, ldc);
+        else
+            CALL((int, int, int, int, int, double, const void *, int, double, void *, int), o, e0,
+                 e1, n, k, 1.0, A, lda, 0.5, C, ldc);
         break;
     case F_SYR2K:
-        if (p == 's') CALL((int, int, int, int, int, float, const void *, int, const void *, int, float, void *, int), o, e0, e1, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
-        else if (p == 'd') CALL((int, int, int, int, int, double, const void *, int, const void *, int, double, void *, int), o, e0, e1, n, k, 1.0, A, lda, B, ldb, 0.5, C, ldc);
-        else CALL((int, int, int, int, int, const void *, const void *, int, const void *, int, const void *, void *, int), o, e0, e1, n, k, al, A, lda, B, ldb, be, C, ldc);
+        if (p == 's')
+            CALL((int, int, int, int, int, float, const void *, int, const void *, int, float,
+                  void *, int),
+                 o, e0, e1, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
+        else if (p == 'd')
+            CALL((int, int, int, int, int, double, const void *, int, const void *, int, double,
+                  void *, int),
+                 o, e0, e1, n, k, 1.0, A, lda, B, ldb, 0.5, C, ldc);
+        else
+            CALL((int, int, int, int, int, const void *, const void *, int, const void *, int,
+                  const void *, void *, int),
+                 o, e0, e1, n, k, al, A, lda, B, ldb, be, C, ldc);
         break;
-    case F_HER2K:  /* complex alpha by pointer, real beta by value */
-        if (sp) CALL((int, int, int, int, int, const void *, const void *, int, const void *, int, float, void *, int), o, e0, e1, n, k, al, A, lda, B, ldb, 0.5f, C, ldc);
-        else CALL((int, int, int, int, int, const void *, const void *, int, const void *, int, double, void *, int), o, e0, e1, n, k, al, A, lda, B, ldb, 0.5, C, ldc);
+    case F_HER2K: /* complex alpha by pointer, real beta by value */
+        if (sp)
+            CALL((int, int, int, int, int, const void *, const void *, int, const void *, int,
+                  float, void *, int),
+                 o, e0, e1, n, k, al, A, lda, B, ldb, 0.5f, C, ldc);
+        else
+            CALL((int, int, int, int, int, const void *, const void *, int, const void *, int,
+                  double, void *, int),
+                 o, e0, e1, n, k, al, A, lda, B, ldb, 0.5, C, ldc);
         break;
     case F_TRMM:
-        if (p == 's') CALL((int, int, int, int, int, int, int, float, const void *, int, void *, int), o, e0, e1, e2, e3, m, n, 1.0f, A, lda, B, ldb);
-        else if (p == 'd') CALL((int, int, int, int, int, int, int, double, const void *, int, void *, int), o, e0, e1, e2, e3, m, n, 1.0, A, lda, B, ldb);
-        else CALL((int, int, int, int, int, int, int, const void *, const void *, int, void *, int), o, e0, e1, e2, e3, m, n, al, A, lda, B, ldb);
+        if (p == 's')
+            CALL((int, int, int, int, int, int, int, float, const void *, int, void *, int), o, e0,
+                 e1, e2, e3, m, n, 1.0f, A, lda, B, ldb);
+        else if (p == 'd')
+            CALL((int, int, int, int, int, int, int, double, const void *, int, void *, int), o, e0,
+                 e1, e2, e3, m, n, 1.0, A, lda, B, ldb);
+        else
+            CALL((int, int, int, int, int, int, int, const void *, const void *, int, void *, int),
+                 o, e0, e1, e2, e3, m, n, al, A, lda, B, ldb);
         break;
     }
 #undef CALL
@@ -355,14 +409,24 @@ static const char *hooks_of(void *fn, enum fam f, char p, const struct l3args *a
 }
 
 static void *tess_fn(const char *name) {
-    void *f = dlsym(RTLD_DEFAULT, name);  /* the library's: linked before any other BLAS */
+    void *f = dlsym(RTLD_DEFAULT, name); /* the library's: linked before any other BLAS */
     if (!f) TEST_FAIL_("%s not found", name);
     return f;
 }
 
-enum { COL = CblasColMajor, ROW = CblasRowMajor, NT = CblasNoTrans, TR = CblasTrans,
-       CT = CblasConjTrans, UP = CblasUpper, LO = CblasLower, LE = CblasLeft, RI = CblasRight,
-       UN = CblasUnit, NU = CblasNonUnit };
+enum {
+    COL = CblasColMajor,
+    ROW = CblasRowMajor,
+    NT = CblasNoTrans,
+    TR = CblasTrans,
+    CT = CblasConjTrans,
+    UP = CblasUpper,
+    LO = CblasLower,
+    LE = CblasLeft,
+    RI = CblasRight,
+    UN = CblasUnit,
+    NU = CblasNonUnit
+};
 
 /* What Debian's reference CBLAS (libblas3, netlib's CBLAS/src of LAPACK 3.11) does with
  * these calls, read from its source and seen from a program that defines both handlers
@@ -376,44 +440,66 @@ static const struct pinned {
 } pinned[] = {
     /* the reference's Fortran routine rejects lda of the folded call (position 10; the
      * reference's own XERBLA passes cblas_xerbla 11 and a handler swaps it back to 9) */
-    {"cblas_dgemm", F_GEMM, {ROW, {NT, NT}, 2, 2, 2, 1, 2, 2},
+    {"cblas_dgemm",
+     F_GEMM,
+     {ROW, {NT, NT}, 2, 2, 2, 1, 2, 2},
      "xerbla_('DGEMM ', 10) RowMajorStrg=1 CBLAS_CallFromC=1;",
      "cblas_xerbla(11, 'cblas_dgemm ', '', 0) RowMajorStrg=1 CBLAS_CallFromC=1;"},
-    {"cblas_dgemm", F_GEMM, {ROW, {NT, NT}, 2, 2, 2, 2, 1, 2},
+    {"cblas_dgemm",
+     F_GEMM,
+     {ROW, {NT, NT}, 2, 2, 2, 2, 1, 2},
      "xerbla_('DGEMM ', 8) RowMajorStrg=1 CBLAS_CallFromC=1;",
      "cblas_xerbla(9, 'cblas_dgemm ', '', 0) RowMajorStrg=1 CBLAS_CallFromC=1;"},
-    {"cblas_dgemm", F_GEMM, {COL, {NT, NT}, 2, 2, 2, 2, 2, 1},
+    {"cblas_dgemm",
+     F_GEMM,
+     {COL, {NT, NT}, 2, 2, 2, 2, 2, 1},
      "xerbla_('DGEMM ', 13) RowMajorStrg=0 CBLAS_CallFromC=1;",
      "cblas_xerbla(14, 'cblas_dgemm ', '', 0) RowMajorStrg=0 CBLAS_CallFromC=1;"},
     /* its C layer: row-major TransB is position 2 */
-    {"cblas_dgemm", F_GEMM, {ROW, {NT, 99}, 2, 2, 2, 2, 2, 2},
+    {"cblas_dgemm",
+     F_GEMM,
+     {ROW, {NT, 99}, 2, 2, 2, 2, 2, 2},
      "cblas_xerbla(2, 'cblas_dgemm', 'Illegal TransB setting, %d\\n', 99) RowMajorStrg=1 CBLAS_CallFromC=1;",
      NULL},
-    {"cblas_sgemm", F_GEMM, {COL, {NT, 99}, 2, 2, 2, 2, 2, 2},
+    {"cblas_sgemm",
+     F_GEMM,
+     {COL, {NT, 99}, 2, 2, 2, 2, 2, 2},
      "cblas_xerbla(3, 'cblas_sgemm', 'Illegal TransB setting, %d\\n', 99) RowMajorStrg=0 CBLAS_CallFromC=1;",
      NULL},
-    {"cblas_zgemm", F_GEMM, {7, {NT, NT}, 2, 2, 2, 2, 2, 2},
+    {"cblas_zgemm",
+     F_GEMM,
+     {7, {NT, NT}, 2, 2, 2, 2, 2, 2},
      "cblas_xerbla(1, 'cblas_zgemm', 'Illegal layout setting, %d\\n', 7) RowMajorStrg=0 CBLAS_CallFromC=1;",
      NULL},
     /* row-major Uplo: 3 for SYRK, HERK, SYR2K, 2 for HER2K */
-    {"cblas_dsyrk", F_SYRK, {ROW, {99, NT}, 0, 2, 2, 2, 2, 2},
+    {"cblas_dsyrk",
+     F_SYRK,
+     {ROW, {99, NT}, 0, 2, 2, 2, 2, 2},
      "cblas_xerbla(3, 'cblas_dsyrk', 'Illegal Uplo setting, %d\\n', 99) RowMajorStrg=1 CBLAS_CallFromC=1;",
      NULL},
-    {"cblas_zher2k", F_HER2K, {ROW, {99, NT}, 0, 2, 2, 2, 2, 2},
+    {"cblas_zher2k",
+     F_HER2K,
+     {ROW, {99, NT}, 0, 2, 2, 2, 2, 2},
      "cblas_xerbla(2, 'cblas_zher2k', 'Illegal Uplo setting, %d\\n', 99) RowMajorStrg=1 CBLAS_CallFromC=1;",
      NULL},
     /* column-major complex SYRK takes ConjTrans, HERK Trans, to the Fortran routine, which
      * rejects it; row-major takes both as the transposing letter: no error */
-    {"cblas_zsyrk", F_SYRK, {COL, {UP, CT}, 0, 2, 2, 2, 2, 2},
+    {"cblas_zsyrk",
+     F_SYRK,
+     {COL, {UP, CT}, 0, 2, 2, 2, 2, 2},
      "xerbla_('ZSYRK ', 2) RowMajorStrg=0 CBLAS_CallFromC=1;",
      "cblas_xerbla(3, 'cblas_zsyrk ', '', 0) RowMajorStrg=0 CBLAS_CallFromC=1;"},
     {"cblas_zsyrk", F_SYRK, {ROW, {UP, CT}, 0, 2, 2, 2, 2, 2}, "", ""},
-    {"cblas_cherk", F_HERK, {COL, {LO, TR}, 0, 2, 2, 2, 2, 2},
+    {"cblas_cherk",
+     F_HERK,
+     {COL, {LO, TR}, 0, 2, 2, 2, 2, 2},
      "xerbla_('CHERK ', 2) RowMajorStrg=0 CBLAS_CallFromC=1;",
      "cblas_xerbla(3, 'cblas_cherk ', '', 0) RowMajorStrg=0 CBLAS_CallFromC=1;"},
     {"cblas_cherk", F_HERK, {ROW, {LO, TR}, 0, 2, 2, 2, 2, 2}, "", ""},
     /* row-major TRSM: m < 0 is n of the folded call (6) */
-    {"cblas_dtrsm", F_TRMM, {ROW, {LE, UP, NT, NU}, -1, 2, 0, 2, 2, 0},
+    {"cblas_dtrsm",
+     F_TRMM,
+     {ROW, {LE, UP, NT, NU}, -1, 2, 0, 2, 2, 0},
      "xerbla_('DTRSM ', 6) RowMajorStrg=1 CBLAS_CallFromC=1;",
      "cblas_xerbla(7, 'cblas_dtrsm ', '', 0) RowMajorStrg=1 CBLAS_CallFromC=1;"},
 };
@@ -430,8 +516,8 @@ TEST(cblas_errors_as_reference_pinned) {
         const struct pinned *c = &pinned[i];
         const char *want = with || !c->cblas_only ? c->with_xerbla : c->cblas_only;
         const char *got = hooks_of(tess_fn(c->rout), c->f, c->rout[6], &c->a);
-        ASSERT_MSG(!strcmp(got, want), "case %zu %s layout %d: got \"%s\", the reference \"%s\"",
-                   i, c->rout, c->a.layout, got, want);
+        ASSERT_MSG(!strcmp(got, want), "case %zu %s layout %d: got \"%s\", the reference \"%s\"", i,
+                   c->rout, c->a.layout, got, want);
     }
 }
 
@@ -449,7 +535,9 @@ static void *reference_cblas(void) {
         dlclose(h);
         h = NULL;
     }
-    if (!h) fprintf(stderr, "  (no reference CBLAS at %s: compared with the pinned cases only)\n", path);
+    if (!h)
+        fprintf(stderr, "  (no reference CBLAS at %s: compared with the pinned cases only)\n",
+                path);
     return h;
 }
 
@@ -462,9 +550,13 @@ static void *reference_cblas(void) {
 TEST(cblas_errors_as_reference_all) {
     void *ref = reference_cblas();
     if (!ref) return;
-    static const struct { const char *kind; enum fam f; const char *prec; } routines[] = {
+    static const struct {
+        const char *kind;
+        enum fam f;
+        const char *prec;
+    } routines[] = {
         {"gemm", F_GEMM, "sdcz"}, {"symm", F_SYMM, "sdcz"}, {"hemm", F_SYMM, "cz"},
-        {"syrk", F_SYRK, "sdcz"}, {"herk", F_HERK, "cz"}, {"syr2k", F_SYR2K, "sdcz"},
+        {"syrk", F_SYRK, "sdcz"}, {"herk", F_HERK, "cz"},   {"syr2k", F_SYR2K, "sdcz"},
         {"her2k", F_HER2K, "cz"}, {"trmm", F_TRMM, "sdcz"}, {"trsm", F_TRMM, "sdcz"},
     };
     static const int tr[3] = {NT, TR, CT}, ul[2] = {UP, LO}, sd[2] = {LE, RI}, dg[2] = {UN, NU};
@@ -484,8 +576,8 @@ TEST(cblas_errors_as_reference_all) {
                     for (int what = -1; what < 4 + 6; what++) {
                         /* what: -1 valid, 0..3 enumerated argument what bad, 4..6 m, n, k
                          * negative, 7..9 lda, ldb, ldc too small */
-                        struct l3args a = {layout == 0 ? COL : layout == 1 ? ROW : 7,
-                                           {0}, 3, 4, 5, 8, 8, 8};
+                        struct l3args a = {
+                            layout == 0 ? COL : layout == 1 ? ROW : 7, {0}, 3, 4, 5, 8, 8, 8};
                         int x = opt;
                         switch (f) {
                         case F_GEMM: a.e[0] = tr[x % 3], a.e[1] = tr[x / 3]; break;
@@ -500,7 +592,7 @@ TEST(cblas_errors_as_reference_all) {
                             if (what >= ne) continue;
                             a.e[what] = 99;
                             if (layout == 0 && f == F_TRMM && what == 3 && (*p == 'c' || *p == 'z'))
-                                continue;  /* the reference goes on with DI unset */
+                                continue; /* the reference goes on with DI unset */
                         }
                         if (what == 4) a.m = -1;
                         if (what == 5) a.n = -1;
@@ -536,10 +628,10 @@ TEST(cblas_errors_as_reference_all) {
 /* ---- spans that cannot be addressed ------------------------------------------------------ */
 
 void scipy_cblas_dgemm64_(int o, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
-                          const double *A, int64_t lda, const double *B, int64_t ldb,
-                          double beta, double *C, int64_t ldc);
-void scipy_cblas_dsyrk64_(int o, int u, int t, int64_t n, int64_t k, double alpha,
-                          const double *A, int64_t lda, double beta, double *C, int64_t ldc);
+                          const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+                          double *C, int64_t ldc);
+void scipy_cblas_dsyrk64_(int o, int u, int t, int64_t n, int64_t k, double alpha, const double *A,
+                          int64_t lda, double beta, double *C, int64_t ldc);
 void dtrmm_(const char *side, const char *uplo, const char *ta, const char *diag, const int *m,
             const int *n, const double *alpha, const double *A, const int *lda, double *B,
             const int *ldb, size_t, size_t, size_t, size_t);
@@ -554,29 +646,28 @@ static void span_call(int which) {
     double a = 1, b = 0;
     double za[2] = {1, 0}, zb[2] = {0, 0};
     switch (which) {
-    case 0:  /* numpy's wheel name, column-major: A is 2^61 x 1, 2^64 bytes */
+    case 0: /* numpy's wheel name, column-major: A is 2^61 x 1, 2^64 bytes */
         scipy_cblas_dgemm64_(COL, NT, NT, big, 1, 1, 1.0, span_A, big, span_B, 1, 0.0, span_C, big);
         break;
-    case 1:  /* row-major: A (k x n of the folded call, B) 1 x 2^61 with leading dimension 1 */
+    case 1: /* row-major: A (k x n of the folded call, B) 1 x 2^61 with leading dimension 1 */
         scipy_cblas_dgemm64_(ROW, NT, NT, big, 1, 1, 1.0, span_A, 1, span_B, 1, 0.0, span_C, 1);
         break;
-    case 2:
-        scipy_cblas_dsyrk64_(COL, UP, NT, big, 1, 1.0, span_A, big, 0.0, span_C, big);
-        break;
-    case 3:  /* 32-bit integers: C 1 x (2^31 - 1) with ldc 2^31 - 1, 2^66 bytes */
-        zgemm_("N", "N", &one, &imax, &one, za, span_A, &one, span_B, &one, zb, span_C, &imax, 1, 1);
+    case 2: scipy_cblas_dsyrk64_(COL, UP, NT, big, 1, 1.0, span_A, big, 0.0, span_C, big); break;
+    case 3: /* 32-bit integers: C 1 x (2^31 - 1) with ldc 2^31 - 1, 2^66 bytes */
+        zgemm_("N", "N", &one, &imax, &one, za, span_A, &one, span_B, &one, zb, span_C, &imax, 1,
+               1);
         break;
     case 4:
         cblas_zgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 1, INT_MAX, 1, za, span_A, 1, span_B,
                     1, zb, span_C, INT_MAX);
         break;
-    case 5:  /* B of TRMM 1 x (2^31 - 1) with ldb 2^31 - 1 */
+    case 5: /* B of TRMM 1 x (2^31 - 1) with ldb 2^31 - 1 */
         dtrmm_("L", "U", "N", "N", &one, &imax, &a, span_A, &one, span_C, &imax, 1, 1, 1, 1);
         break;
-    case 6:  /* alpha = 0: A (2^61 elements) is not read, so nothing to refuse: C = beta C */
+    case 6: /* alpha = 0: A (2^61 elements) is not read, so nothing to refuse: C = beta C */
         b = 0.5;
-        dgemm_("N", "N", &two, &two, &kbig, (const double[]){0.0}, span_A, &imax, span_B, &kbig,
-               &b, span_C, &two, 1, 1);
+        dgemm_("N", "N", &two, &two, &kbig, (const double[]){0.0}, span_A, &imax, span_B, &kbig, &b,
+               span_C, &two, 1, 1);
         break;
     }
 }
@@ -673,7 +764,10 @@ TEST(zgemm_conj) {
 /* ---- concurrency --------------------------------------------------------------------------- */
 
 #define NTHREADS 8
-struct worker_arg { int id; double err; };
+struct worker_arg {
+    int id;
+    double err;
+};
 
 static void *worker(void *p) {
     struct worker_arg *w = p;
@@ -681,8 +775,8 @@ static void *worker(void *p) {
     for (int it = 0; it < 4; it++) {
         int big = (it + w->id) % 2;
         int m = big ? 260 : 40 + w->id, n = big ? 250 : 30, k = big ? 270 : 20 + it;
-        double e = one_gemm((it + w->id) % 3, it % 2 ? 'T' : 'N', w->id % 2 ? 'T' : 'N', m, n,
-                            k, 1.0, it % 2 ? 0.0 : 1.0, (unsigned)(100 * w->id + it));
+        double e = one_gemm((it + w->id) % 3, it % 2 ? 'T' : 'N', w->id % 2 ? 'T' : 'N', m, n, k,
+                            1.0, it % 2 ? 0.0 : 1.0, (unsigned)(100 * w->id + it));
         if (e > w->err) w->err = e;
     }
     return NULL;
@@ -705,15 +799,15 @@ TEST(threads_at_once) {
  * runtime's threads are not in the child), its exit does not hang, and the parent goes on
  * using the runtime. */
 TEST(fork_after_start) {
-    ASSERT(one_gemm(0, 'N', 'N', 300, 300, 300, 1.0, 0.0, 77) < 1e-13);  /* starts it */
+    ASSERT(one_gemm(0, 'N', 'N', 300, 300, 300, 1.0, 0.0, 77) < 1e-13); /* starts it */
     fflush(NULL);
     pid_t pid = fork();
     ASSERT(pid >= 0);
     if (pid == 0) {
-        alarm(60);  /* a hang becomes SIGALRM, which the parent sees */
+        alarm(60); /* a hang becomes SIGALRM, which the parent sees */
         double e = one_gemm(0, 'N', 'T', 300, 280, 290, 1.0, 0.5, 78);
         e = fmax(e, one_gemm(2, 'T', 'N', 270, 300, 260, 1.0, 0.0, 79));
-        exit(e < 1e-13 ? 0 : 3);  /* exit, not _exit: the drop-in's exit handlers run */
+        exit(e < 1e-13 ? 0 : 3); /* exit, not _exit: the drop-in's exit handlers run */
     }
     ASSERT(one_gemm(1, 'T', 'T', 300, 300, 300, 1.0, 1.0, 80) < 1e-13);
     int status = 0;

@@ -45,8 +45,8 @@ struct gpu {
 
 static void gpu_open(struct gpu *g, int i, int nstreams, int64_t fault_at, size_t arena) {
     struct tess__config cfg = cfg_with("all");
-    struct tess__dev_params p = {.ordinal = tess__cuda_ordinal(&cfg, i), .nstreams = nstreams,
-                                 .fault_at = fault_at};
+    struct tess__dev_params p = {
+        .ordinal = tess__cuda_ordinal(&cfg, i), .nstreams = nstreams, .fault_at = fault_at};
     memset(g, 0, sizeof *g);
     ASSERT(p.ordinal >= 0);
     int rc = ops->open(&p, &g->bd, &g->desc);
@@ -62,8 +62,7 @@ static void gpu_open(struct gpu *g, int i, int nstreams, int64_t fault_at, size_
 
 static void *gpu_alloc(struct gpu *g, size_t bytes) {
     size_t off = (g->used + 255) & ~(size_t)255;
-    ASSERT_MSG(off + bytes <= g->got, "test arena too small (%zu + %zu > %zu)", off, bytes,
-               g->got);
+    ASSERT_MSG(off + bytes <= g->got, "test arena too small (%zu + %zu > %zu)", off, bytes, g->got);
     g->used = off + bytes;
     return g->base + off;
 }
@@ -93,8 +92,10 @@ static double comp(tess_dtype_t dt, const void *p, size_t idx) {
                                         : ((const double *)p)[idx];
 }
 static void set_comp(tess_dtype_t dt, void *p, size_t idx, double v) {
-    if (dt == TESS_S || dt == TESS_C) ((float *)p)[idx] = (float)v;
-    else ((double *)p)[idx] = v;
+    if (dt == TESS_S || dt == TESS_C)
+        ((float *)p)[idx] = (float)v;
+    else
+        ((double *)p)[idx] = v;
 }
 static size_t ncomp(tess_dtype_t dt) { return tess__dtypes[dt].complex_ ? 2 : 1; }
 
@@ -189,10 +190,9 @@ TEST(cuda_arena_default) {
     double in[512], out[512];
     for (int i = 0; i < 512; i++) in[i] = i + 0.5, out[i] = 0;
     char *last = (char *)base + got - sizeof in;
-    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, last, sizeof in, in, sizeof in, sizeof in, 1,
-                          NULL));
-    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__D2H, out, sizeof out, last, sizeof out, sizeof out,
-                          1, NULL));
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, last, sizeof in, in, sizeof in, sizeof in, 1, NULL));
+    ASSERT_OK(
+        ops->copy2d(g.bd, 0, TESS__D2H, out, sizeof out, last, sizeof out, sizeof out, 1, NULL));
     tess__event *e = ev_new(g.bd);
     ASSERT_OK(ops->event_record(g.bd, 0, e));
     ev_sync(g.bd, e);
@@ -210,8 +210,8 @@ TEST(cuda_arena_default) {
  * streams, the kernel on a fourth that waits for the three copies' events, C copied back
  * into a strided host matrix whose padding must stay untouched. beta_zero: the device C
  * holds NaN and must not be read. */
-static void check_gemm(struct gpu *g, tess_dtype_t dt, char ta, char tb, int64_t m,
-                       int64_t n, int64_t k, bool beta_zero) {
+static void check_gemm(struct gpu *g, tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n,
+                       int64_t k, bool beta_zero) {
     size_t es = tess__dtypes[dt].size, nc = ncomp(dt);
     int64_t ar = ta == 'N' ? m : k, ac = ta == 'N' ? k : m;
     int64_t br = tb == 'N' ? k : n, bc = tb == 'N' ? n : k;
@@ -238,8 +238,7 @@ static void check_gemm(struct gpu *g, tess_dtype_t dt, char ta, char tb, int64_t
     void *dA = gpu_alloc(g, (size_t)(ldda * ac) * es + 1);
     void *dB = gpu_alloc(g, (size_t)(lddb * bc) * es + 1);
     void *dC = gpu_alloc(g, (size_t)(lddc * n) * es + 1);
-    tess__event *ea = ev_new(g->bd), *eb = ev_new(g->bd), *ec = ev_new(g->bd),
-                *ed = ev_new(g->bd);
+    tess__event *ea = ev_new(g->bd), *eb = ev_new(g->bd), *ec = ev_new(g->bd), *ed = ev_new(g->bd);
     ASSERT_OK(ops->copy2d(g->bd, 0, TESS__H2D, dA, (size_t)ldda * es, A, (size_t)lda * es,
                           (size_t)ar * es, (size_t)ac, NULL));
     ASSERT_OK(ops->event_record(g->bd, 0, ea));
@@ -252,8 +251,7 @@ static void check_gemm(struct gpu *g, tess_dtype_t dt, char ta, char tb, int64_t
     ASSERT_OK(ops->stream_wait(g->bd, 3, ea));
     ASSERT_OK(ops->stream_wait(g->bd, 3, eb));
     ASSERT_OK(ops->stream_wait(g->bd, 3, ec));
-    int rc = ops->gemm(g->bd, 3, dt, ta, tb, m, n, k, &alpha, dA, ldda, dB, lddb, &beta, dC,
-                       lddc);
+    int rc = ops->gemm(g->bd, 3, dt, ta, tb, m, n, k, &alpha, dA, ldda, dB, lddb, &beta, dC, lddc);
     ASSERT_MSG(rc == TESS_OK, "gemm: %d %s", rc, tess_last_error());
     ASSERT_OK(ops->copy2d(g->bd, 3, TESS__D2H, Cout, (size_t)ldc * es, dC, (size_t)lddc * es,
                           (size_t)m * es, (size_t)n, NULL));
@@ -275,8 +273,8 @@ static void check_gemm(struct gpu *g, tess_dtype_t dt, char ta, char tb, int64_t
                 }
                 double err = fabs(got - want) / fmax(1.0, fabs(want));
                 ASSERT_MSG(err <= tol, "%sgemm %c%c beta0=%d: C(%lld,%lld)[%zu] = %g, want %g",
-                           tess__dtypes[dt].name, ta, tb, beta_zero, (long long)i,
-                           (long long)j, c, got, want);
+                           tess__dtypes[dt].name, ta, tb, beta_zero, (long long)i, (long long)j, c,
+                           got, want);
                 worst = fmax(worst, err);
             }
         }
@@ -335,7 +333,7 @@ TEST(cuda_events_cross_stream) {
     tess__event *e0 = ev_new(g.bd), *e1 = ev_new(g.bd);
     ASSERT_EQ(ops->event_query(g.bd, e0), TESS_OK); /* never recorded */
     ASSERT_OK(ops->event_sync(g.bd, e0));
-    ASSERT_OK(ops->stream_wait(g.bd, 1, e0));     /* never recorded: no wait */
+    ASSERT_OK(ops->stream_wait(g.bd, 1, e0)); /* never recorded: no wait */
 
     size_t row = (size_t)n * sizeof(double);
     double one = 1.0, zero = 0.0;
@@ -355,8 +353,8 @@ TEST(cuda_events_cross_stream) {
     }
     ASSERT_MSG(rc == TESS_OK, "event_query: %d %s", rc, tess_last_error());
     ASSERT(first == TESS_OK || first == TESS_EAGAIN);
-    fprintf(stderr, "  first query %s, %d polls, %.1f ms\n",
-            first == TESS_EAGAIN ? "EAGAIN" : "OK", polls, 1e3 * (tess__now() - t0));
+    fprintf(stderr, "  first query %s, %d polls, %.1f ms\n", first == TESS_EAGAIN ? "EAGAIN" : "OK",
+            polls, 1e3 * (tess__now() - t0));
     ev_sync(g.bd, e1);
     ASSERT_EQ(ops->event_query(g.bd, e0), TESS_OK);
 
@@ -462,17 +460,17 @@ TEST(cuda_fault_injection) {
     for (int i = 0; i < 64 * 64; i++) h[i] = rnd();
     void *dA = gpu_alloc(&g, sizeof h), *dC = gpu_alloc(&g, sizeof h);
     tess__event *before = ev_new(g.bd), *spare = ev_new(g.bd);
-    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, dA, 512, h, 512, 512, 64, NULL));      /* 1 */
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, dA, 512, h, 512, 512, 64, NULL)); /* 1 */
     ASSERT_OK(ops->event_record(g.bd, 0, before));
-    ASSERT_OK(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 64, 64, 64, &one, dA, 64, dA, 64, &zero,
-                        dC, 64));                                                      /* 2 */
+    ASSERT_OK(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 64, 64, 64, &one, dA, 64, dA, 64, &zero, dC,
+                        64)); /* 2 */
     ASSERT_OK(ops->event_record(g.bd, 0, before));
-    int rc = ops->copy2d(g.bd, 1, TESS__D2H, h, 512, dC, 512, 512, 64, NULL);          /* 3 */
+    int rc = ops->copy2d(g.bd, 1, TESS__D2H, h, 512, dC, 512, 512, 64, NULL); /* 3 */
     ASSERT_EQ(rc, TESS_EDEVICE);
     ASSERT(strstr(tess_last_error(), "cuda:") != NULL);
     fprintf(stderr, "  %s\n", tess_last_error());
-    ASSERT_EQ(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 64, 64, 64, &one, dA, 64, dA, 64, &zero,
-                        dC, 64), TESS_EDEVICE);
+    ASSERT_EQ(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 64, 64, 64, &one, dA, 64, dA, 64, &zero, dC, 64),
+              TESS_EDEVICE);
     ASSERT_EQ(ops->copy2d(g.bd, 0, TESS__H2D, dA, 512, h, 512, 512, 64, NULL), TESS_EDEVICE);
     ASSERT_EQ(ops->event_record(g.bd, 0, spare), TESS_EDEVICE);
     ASSERT_EQ(ops->stream_wait(g.bd, 0, before), TESS_EDEVICE);
@@ -518,7 +516,7 @@ TEST(cuda_failed_peer_does_not_spread) {
     ASSERT_OK(ops->event_record(bad.bd, 0, e));
     ev_sync(bad.bd, e);
     ASSERT_EQ(ops->copy2d(bad.bd, 0, TESS__H2D, bad.base, 64, h, 64, 64, 1, NULL),
-              TESS_EDEVICE);                                                          /* 2 */
+              TESS_EDEVICE); /* 2 */
     ASSERT_OK(ops->stream_wait(good.bd, 0, e));
     ASSERT_OK(ops->copy2d(good.bd, 0, TESS__P2P, good.base, 64, bad.base, 64, 64, 1, bad.bd));
     ASSERT_OK(ops->copy2d(good.bd, 0, TESS__D2H, back, 64, good.base, 64, 64, 1, NULL));
@@ -540,7 +538,7 @@ TEST(cuda_event_outlives_device) {
     gpu_open(&g, 0, 1, 2, (size_t)1 << 20);
     double h[8] = {0};
     ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, g.base, 64, h, 64, 0, 1, NULL));  /* no op */
-    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, g.base, 64, h, 64, 64, 0, NULL));  /* no op */
+    ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, g.base, 64, h, 64, 64, 0, NULL)); /* no op */
     ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, g.base, 64, h, 64, 64, 1, NULL)); /* 1 */
     tess__event *a = ev_new(g.bd), *b = ev_new(g.bd), *c = ev_new(g.bd);
     ASSERT_OK(ops->event_record(g.bd, 0, a));
@@ -571,8 +569,7 @@ TEST(cuda_bad_arguments_keep_device) {
     ASSERT_EQ(ops->gemm(g.bd, 0, TESS_D, 'N', 'N', 2, 2, 2, NULL, d, 2, d, 2, &one, d, 2),
               TESS_EINVAL);
     ASSERT_EQ(ops->copy2d(g.bd, 0, TESS__H2D, NULL, 8, h, 8, 8, 1, NULL), TESS_EINVAL);
-    ASSERT_EQ(ops->copy2d(g.bd, 0, (enum tess__copy_kind)9, d, 8, h, 8, 8, 1, NULL),
-              TESS_EINVAL);
+    ASSERT_EQ(ops->copy2d(g.bd, 0, (enum tess__copy_kind)9, d, 8, h, 8, 8, 1, NULL), TESS_EINVAL);
     tess__event *e = ev_new(g.bd);
     ASSERT_OK(ops->copy2d(g.bd, 1, TESS__H2D, d, 128, h, 128, 128, 1, NULL));
     ASSERT_OK(ops->event_record(g.bd, 1, e));
@@ -592,8 +589,10 @@ static struct tess__cuda_staging stage_now(void) {
 /* Open GPU 0 with TESSERA_STAGING = staging (NULL: the default) while it opens. */
 static void gpu_open_staging(struct gpu *g, const char *staging, int nstreams, int64_t fault_at,
                              size_t arena) {
-    if (staging) setenv("TESSERA_STAGING", staging, 1);
-    else unsetenv("TESSERA_STAGING");
+    if (staging)
+        setenv("TESSERA_STAGING", staging, 1);
+    else
+        unsetenv("TESSERA_STAGING");
     gpu_open(g, 0, nstreams, fault_at, arena);
     unsetenv("TESSERA_STAGING");
 }
@@ -608,8 +607,8 @@ static const double rt_sentinel = -4321.0;
 static void rt_issue(struct gpu *g, int stream, const struct rt_shape *s, const double *X,
                      double *Y, void *dev, tess__event *e) {
     size_t w = (size_t)s->rows * 8;
-    int rc = ops->copy2d(g->bd, stream, TESS__H2D, dev, (size_t)s->ldd * 8, X,
-                         (size_t)s->ldx * 8, w, (size_t)s->cols, NULL);
+    int rc = ops->copy2d(g->bd, stream, TESS__H2D, dev, (size_t)s->ldd * 8, X, (size_t)s->ldx * 8,
+                         w, (size_t)s->cols, NULL);
     ASSERT_MSG(rc == TESS_OK, "H2D %lldx%lld: %d %s", (long long)s->rows, (long long)s->cols, rc,
                tess_last_error());
     rc = ops->copy2d(g->bd, stream, TESS__D2H, Y, (size_t)s->ldy * 8, dev, (size_t)s->ldd * 8, w,
@@ -627,9 +626,8 @@ static void rt_check(const struct rt_shape *s, const double *X, const double *Y)
             int64_t i = 0;
             while (i < s->rows && x[i] == y[i]) i++;
             ASSERT_MSG(0, "%lldx%lld (ld %lld/%lld/%lld): Y(%lld,%lld) = %g, want %g",
-                       (long long)s->rows, (long long)s->cols, (long long)s->ldx,
-                       (long long)s->ldd, (long long)s->ldy, (long long)i, (long long)j,
-                       y[i], x[i]);
+                       (long long)s->rows, (long long)s->cols, (long long)s->ldx, (long long)s->ldd,
+                       (long long)s->ldy, (long long)i, (long long)j, y[i], x[i]);
         }
         for (int64_t i = s->rows; i < s->ldy; i++)
             ASSERT_MSG(y[i] == rt_sentinel, "%lldx%lld: padding Y(%lld,%lld) written",
@@ -654,14 +652,14 @@ static void ev_poll(void *bd, tess__event *e) {
 TEST(cuda_staging_round_trips) {
     need_gpu();
     static const struct rt_shape shapes[] = {
-        {1000, 3001, 1003, 1008, 1001},   /* 24 MB, 3 segments */
-        {4096, 2048, 4099, 4096, 4101},   /* 64 MB, 8 segments */
+        {1000, 3001, 1003, 1008, 1001},      /* 24 MB, 3 segments */
+        {4096, 2048, 4099, 4096, 4101},      /* 64 MB, 8 segments */
         {999999, 1, 999999, 999999, 999999}, /* one 8 MB column: height 1 */
-        {257, 777, 263, 264, 258},        /* 2056-byte rows: not 16-byte multiples */
-        {2000, 1500, 2000, 2000, 2000},   /* contiguous: one memcpy per piece */
-        {61, 600, 67, 64, 61},            /* 293 KB, one segment */
-        {4500, 900, 4501, 4512, 4503},    /* 32 MB */
-        {33, 130, 40, 33, 35},            /* 34 KB: just above the direct threshold */
+        {257, 777, 263, 264, 258},           /* 2056-byte rows: not 16-byte multiples */
+        {2000, 1500, 2000, 2000, 2000},      /* contiguous: one memcpy per piece */
+        {61, 600, 67, 64, 61},               /* 293 KB, one segment */
+        {4500, 900, 4501, 4512, 4503},       /* 32 MB */
+        {33, 130, 40, 33, 35},               /* 34 KB: just above the direct threshold */
     };
     enum { NS = sizeof shapes / sizeof shapes[0] };
     size_t dev_bytes = 0, staged = 0;
@@ -688,9 +686,10 @@ TEST(cuda_staging_round_trips) {
             rt_check(&shapes[i], X[i], Y[i]);
         }
         struct tess__cuda_staging s1 = stage_now();
-        fprintf(stderr, "  round %d: staged H2D %.1f MB (%llu copies), D2H %.1f MB, %llu with "
-                "fewer pages, %llu direct; pool %.0f MiB, waits by %s\n", rep,
-                1e-6 * (double)(s1.h2d_bytes - s0.h2d_bytes),
+        fprintf(stderr,
+                "  round %d: staged H2D %.1f MB (%llu copies), D2H %.1f MB, %llu with "
+                "fewer pages, %llu direct; pool %.0f MiB, waits by %s\n",
+                rep, 1e-6 * (double)(s1.h2d_bytes - s0.h2d_bytes),
                 (unsigned long long)(s1.h2d_copies - s0.h2d_copies),
                 1e-6 * (double)(s1.d2h_bytes - s0.d2h_bytes),
                 (unsigned long long)(s1.ring_copies - s0.ring_copies),
@@ -724,7 +723,7 @@ TEST(cuda_staging_round_trips) {
 TEST(cuda_staging_one_page) {
     need_gpu();
     const struct rt_shape big = {3000, 1800, 3001, 3008, 3003}; /* 43 MB: 6 segments */
-    const struct rt_shape small = {500, 700, 509, 512, 501};   /* 2.8 MB: one segment */
+    const struct rt_shape small = {500, 700, 509, 512, 501};    /* 2.8 MB: one segment */
     size_t bb = (size_t)(big.ldd * big.cols) * 8, sb = (size_t)(small.ldd * small.cols) * 8;
     struct gpu g;
     gpu_open_staging(&g, "1", 4, 0, bb + 3 * sb + ((size_t)1 << 20));
@@ -772,7 +771,8 @@ TEST(cuda_staging_one_page) {
         rt_check(&small, SX[i], SY[i]);
     }
     struct tess__cuda_staging s2 = stage_now();
-    fprintf(stderr, "  one page, burst: %llu H2D + %llu D2H staged, %llu with fewer pages, "
+    fprintf(stderr,
+            "  one page, burst: %llu H2D + %llu D2H staged, %llu with fewer pages, "
             "%llu direct, %llu waits for the page\n",
             (unsigned long long)(s2.h2d_copies - s1.h2d_copies),
             (unsigned long long)(s2.d2h_copies - s1.d2h_copies),
@@ -861,7 +861,8 @@ TEST(cuda_staging_fault) {
                          (size_t)s.rows * 8, (size_t)s.cols, NULL); /* op 3: fails */
     ASSERT_EQ(rc, TESS_EDEVICE);
     ASSERT_EQ(ops->copy2d(g.bd, 0, TESS__D2H, Y, (size_t)s.ldy * 8, D, (size_t)s.ldd * 8,
-                          (size_t)s.rows * 8, (size_t)s.cols, NULL), TESS_EDEVICE);
+                          (size_t)s.rows * 8, (size_t)s.cols, NULL),
+              TESS_EDEVICE);
     ASSERT_EQ(ops->event_query(g.bd, e), TESS_EDEVICE);
     double t0 = tess__now();
     ops->event_destroy(g.bd, e);
@@ -874,7 +875,8 @@ TEST(cuda_staging_fault) {
     ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, D, (size_t)s.ldd * 8, X, (size_t)s.ldx * 8,
                           (size_t)s.rows * 8, (size_t)s.cols, NULL)); /* op 1, staged */
     ASSERT_EQ(ops->copy2d(g.bd, 1, TESS__D2H, Y, (size_t)s.ldy * 8, D, (size_t)s.ldd * 8,
-                          (size_t)s.rows * 8, (size_t)s.cols, NULL), TESS_EDEVICE); /* op 2 */
+                          (size_t)s.rows * 8, (size_t)s.cols, NULL),
+              TESS_EDEVICE); /* op 2 */
     t0 = tess__now();
     ops->close(g.bd);
     ASSERT(tess__now() - t0 < 10.0);
@@ -885,8 +887,10 @@ TEST(cuda_staging_fault) {
 
 /* Set (value) or unset (NULL) an environment variable. */
 static void env(const char *name, const char *value) {
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
 }
 
 /* One GEMM through the runtime on malloc'd (pageable) operands: odd sizes, padded leading
@@ -943,11 +947,11 @@ static uint64_t runtime_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64
                 ASSERT_MSG(err <= (i < m ? tol : 0.0),
                            "%sgemm %c%c %lldx%lldx%lld staging=%s: C(%lld,%lld)[%zu] = %g, want %g",
                            tess__dtypes[dt].name, ta, tb, (long long)m, (long long)n, (long long)k,
-                           staging ? staging : "default", (long long)i, (long long)j, c, got,
-                           want);
+                           staging ? staging : "default", (long long)i, (long long)j, c, got, want);
             }
     uint64_t staged = (s1.h2d_bytes - s0.h2d_bytes) + (s1.d2h_bytes - s0.d2h_bytes);
-    fprintf(stderr, "  %sgemm %c%c %lldx%lldx%lld staging=%s: %.2f s, staged %.1f MB "
+    fprintf(stderr,
+            "  %sgemm %c%c %lldx%lldx%lld staging=%s: %.2f s, staged %.1f MB "
             "(%llu copies, %llu with fewer pages), %llu direct, %llu waits for pages\n",
             tess__dtypes[dt].name, ta, tb, (long long)m, (long long)n, (long long)k,
             staging ? staging : "default", t1 - t0, 1e-6 * (double)staged,
@@ -993,8 +997,8 @@ TEST(cuda_staging_runtime_fault) {
     env("TESSERA_TILE", "256");
     env("TESSERA_FAULT", "0:23");
     ASSERT_OK(tess_init());
-    int rc = tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, 1.0, A, m, B, k,
-                        0.0, C, m);
+    int rc = tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, 1.0, A, m, B, k, 0.0,
+                        C, m);
     char why[512];
     snprintf(why, sizeof why, "%s", rc ? tess_last_error() : "");
     double t0 = tess__now();
@@ -1003,8 +1007,7 @@ TEST(cuda_staging_runtime_fault) {
     env("TESSERA_FAULT", NULL);
     env("TESSERA_TILE", NULL);
     env("TESSERA_CPU_WORKER", NULL);
-    fprintf(stderr, "  fault at op 23 of GPU 0: %s%s%s\n", tess_strerror(rc), rc ? ": " : "",
-            why);
+    fprintf(stderr, "  fault at op 23 of GPU 0: %s%s%s\n", tess_strerror(rc), rc ? ": " : "", why);
     if (rc == TESS_OK) {
         double worst = 0;
         for (int64_t i = 0; i < m * n; i++)

@@ -29,7 +29,7 @@
 
 #include <stdint.h>
 
-#include "../node/node.h"   /* struct tess__pressure: the runtime's tight-heap counters */
+#include "../node/node.h" /* struct tess__pressure: the runtime's tight-heap counters */
 
 /* Weak: the test also runs against a library without the counters (an older build through
  * LD_LIBRARY_PATH, to check that it catches B7 there); it then skips their assertions. */
@@ -61,7 +61,8 @@ static void ex_pressure_since(const struct tess__pressure *p0, struct tess__pres
     d->planned_evictions = p1.planned_evictions - p0->planned_evictions;
     d->deferred = p1.deferred - p0->deferred;
     d->stall_enomem = p1.stall_enomem - p0->stall_enomem;
-    fprintf(stderr, "  tight heap: %llu flushes (%llu steps through after one), %llu C blocks "
+    fprintf(stderr,
+            "  tight heap: %llu flushes (%llu steps through after one), %llu C blocks "
             "placed by the plan evicting copies, %llu activations put off, %llu stall ENOMEM\n",
             (unsigned long long)d->flushes, (unsigned long long)d->flush_retries_ok,
             (unsigned long long)d->planned_evictions, (unsigned long long)d->deferred,
@@ -98,7 +99,8 @@ static void ex_knobs(int emulate, long mem, long tile, const char *extra_name,
     setenv("TESSERA_TILE", b, 1);
     unsetenv("TESSERA_EMULATE_JITTER");
     if (extra_name) setenv(extra_name, extra_value, 1);
-    fprintf(stderr, "  knobs: TESSERA_EMULATE=%d TESSERA_EMULATE_MEM=%ld TESSERA_TILE=%ld%s%s%s%s\n",
+    fprintf(stderr,
+            "  knobs: TESSERA_EMULATE=%d TESSERA_EMULATE_MEM=%ld TESSERA_TILE=%ld%s%s%s%s\n",
             emulate, mem, tile, extra_name ? " " : "", extra_name ? extra_name : "",
             extra_name ? "=" : "", extra_name ? extra_value : "");
 }
@@ -164,14 +166,16 @@ static int ex_every_routine(long mem, int64_t T, int *ncalls) {
                 int st = fz_run_tessera(&dd);
                 (*ncalls)++;
                 if (fits) {
-                    ASSERT_MSG(st == TESS_OK, "%s: status %d (%s): %s (three %zu-byte tiles fit "
-                               "the %ld-byte heap)", what, st, tess_strerror(st),
-                               tess_last_error(), tile_bytes, mem);
+                    ASSERT_MSG(st == TESS_OK,
+                               "%s: status %d (%s): %s (three %zu-byte tiles fit "
+                               "the %ld-byte heap)",
+                               what, st, tess_strerror(st), tess_last_error(), tile_bytes, mem);
                     ASSERT_MSG(fz_verify(&dd, msg, sizeof msg) == 0, "%s: %s", what, msg);
                 } else {
-                    ASSERT_MSG(st == TESS_ENOMEM, "%s: status %d (%s), expected TESS_ENOMEM: "
-                               "three %zu-byte tiles do not fit the %ld-byte heap", what, st,
-                               tess_strerror(st), tile_bytes, mem);
+                    ASSERT_MSG(st == TESS_ENOMEM,
+                               "%s: status %d (%s), expected TESS_ENOMEM: "
+                               "three %zu-byte tiles do not fit the %ld-byte heap",
+                               what, st, tess_strerror(st), tile_bytes, mem);
                     ASSERT_MSG(strstr(tess_last_error(), "TESSERA_TILE"),
                                "%s: message \"%s\" does not point at TESSERA_TILE", what,
                                tess_last_error());
@@ -214,8 +218,8 @@ struct ex_thread {
     int id, calls, failed;
     uint64_t seed;
     int64_t tile;
-    int only_dt;    /* -1: any precision */
-    int max_dim;    /* 0: fz_random_case's shapes */
+    int only_dt; /* -1: any precision */
+    int max_dim; /* 0: fz_random_case's shapes */
     char msg[1536];
 };
 
@@ -283,7 +287,8 @@ TEST(exhaust_mixed_precisions_small_heaps) {
     int calls = (int)ref_env_long("TESS_EXHAUST_CALLS", 400);
     ASSERT_MSG(ex_run_threads(8, calls, 4711, 16, dts, 4, 0, msg, sizeof msg) == 0, "%s", msg);
     uint64_t ev = ex_evictions();
-    fprintf(stderr, "  %d calls from 8 threads right, %llu evictions\n", calls, (unsigned long long)ev);
+    fprintf(stderr, "  %d calls from 8 threads right, %llu evictions\n", calls,
+            (unsigned long long)ev);
     ASSERT_GT(ev, 0);
     ASSERT_OK(tess_finalize());
 }
@@ -326,7 +331,11 @@ TEST(exhaust_fragmentation_auto_tiles) {
     ASSERT_OK(tess_finalize());
 }
 
-struct ex_gemm { tess_dtype_t dt; int iters, failed; char msg[1400]; };
+struct ex_gemm {
+    tess_dtype_t dt;
+    int iters, failed;
+    char msg[1400];
+};
 
 static void *ex_gemm_main(void *p) {
     struct ex_gemm *g = p;
@@ -422,7 +431,7 @@ TEST(exhaust_malloc_host_absurd) {
     ex_knobs(2, 16 << 20, 16, NULL, NULL);
     ASSERT_OK(tess_init());
     size_t sizes[] = {(size_t)1 << 62, (size_t)1 << 50, SIZE_MAX - 4096, SIZE_MAX - 64,
-                      SIZE_MAX - 63, SIZE_MAX - 1, SIZE_MAX};
+                      SIZE_MAX - 63,   SIZE_MAX - 1,    SIZE_MAX};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         bool b4 = sizes[i] > SIZE_MAX - 64;
         void *p = tess_malloc_host(sizes[i]);
@@ -433,7 +442,8 @@ TEST(exhaust_malloc_host_absurd) {
     /* the library keeps working, with host buffers from tess_malloc_host */
     char msg[1024];
     for (int r = 0; r < FZ_NR; r++) {
-        struct fz_case c = ex_case((enum fz_routine)r, fz_herm((enum fz_routine)r) ? TESS_C : TESS_D, r, 16);
+        struct fz_case c = ex_case((enum fz_routine)r,
+                                   fz_herm((enum fz_routine)r) ? TESS_C : TESS_D, r, 16);
         struct fz_data d;
         char what[512];
         fz_describe(&c, what, sizeof what);

@@ -61,8 +61,8 @@ static void *fuzz_main(void *arg) {
             char what[256];
             ref_gemm_describe(&g, what, sizeof what);
             size_t used = strlen(ft->msg);
-            snprintf(ft->msg + used, sizeof ft->msg - used, " [thread %d call %d: %s]", ft->id,
-                     i, what);
+            snprintf(ft->msg + used, sizeof ft->msg - used, " [thread %d call %d: %s]", ft->id, i,
+                     what);
             ft->failed = 1;
         }
     }

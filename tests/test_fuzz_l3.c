@@ -104,14 +104,17 @@ FZ_FN void fz_cblas(const struct l3_args *a0) {
         int sgl = a0->dt == TESS_S || a0->dt == TESS_C;
         int cplx = ref_is_complex(a0->dt) && a0->r != L3_HERK;
         double re = sgl ? ((const float *)a0->alpha)[0] : ((const double *)a0->alpha)[0];
-        double im = !cplx ? 0.0 : sgl ? ((const float *)a0->alpha)[1] : ((const double *)a0->alpha)[1];
+        double im = !cplx ? 0.0
+                    : sgl ? ((const float *)a0->alpha)[1]
+                          : ((const double *)a0->alpha)[1];
         alpha0 = re == 0.0 && im == 0.0;
     }
     if (a0->r == L3_TRMM || a0->r == L3_TRSM) {
         if (alpha0) {
             for (int64_t r = 0; r < a0->m; r++)
                 for (int64_t col = 0; col < a0->n; col++)
-                    memset((char *)a0->C + ref_index((tess_layout_t)a0->layout, r, col, a0->ldc) * es,
+                    memset((char *)a0->C +
+                               ref_index((tess_layout_t)a0->layout, r, col, a0->ldc) * es,
                            0, es);
             return;
         }
@@ -127,8 +130,8 @@ FZ_FN void fz_cblas(const struct l3_args *a0) {
                         (enum CBLAS_UPLO)a->uplo,
                         (enum CBLAS_TRANSPOSE)(a->ta == TESS_CONJ_TRANS ? TESS_TRANS : a->ta),
                         (enum CBLAS_DIAG)a->diag, (blasint)a->m, (blasint)a->n,
-                        a->alpha ? *(const float *)a->alpha : 0.0f, a->A, (blasint)a->lda,
-                        a->C, (blasint)a->ldc);
+                        a->alpha ? *(const float *)a->alpha : 0.0f, a->A, (blasint)a->lda, a->C,
+                        (blasint)a->ldc);
         return;
     }
     l3_cblas(a);
@@ -138,10 +141,22 @@ FZ_FN void fz_cblas(const struct l3_args *a0) {
 
 static void fz_get(tess_dtype_t dt, const void *X, size_t i, long double *re, long double *im) {
     switch (dt) {
-    case TESS_S: *re = ((const float *)X)[i]; *im = 0; break;
-    case TESS_D: *re = ((const double *)X)[i]; *im = 0; break;
-    case TESS_C: *re = ((const float *)X)[2 * i]; *im = ((const float *)X)[2 * i + 1]; break;
-    case TESS_Z: *re = ((const double *)X)[2 * i]; *im = ((const double *)X)[2 * i + 1]; break;
+    case TESS_S:
+        *re = ((const float *)X)[i];
+        *im = 0;
+        break;
+    case TESS_D:
+        *re = ((const double *)X)[i];
+        *im = 0;
+        break;
+    case TESS_C:
+        *re = ((const float *)X)[2 * i];
+        *im = ((const float *)X)[2 * i + 1];
+        break;
+    case TESS_Z:
+        *re = ((const double *)X)[2 * i];
+        *im = ((const double *)X)[2 * i + 1];
+        break;
     default: *re = *im = 0; break;
     }
 }
@@ -150,16 +165,24 @@ static void fz_set(tess_dtype_t dt, void *X, size_t i, long double re, long doub
     switch (dt) {
     case TESS_S: ((float *)X)[i] = (float)re; break;
     case TESS_D: ((double *)X)[i] = (double)re; break;
-    case TESS_C: ((float *)X)[2 * i] = (float)re; ((float *)X)[2 * i + 1] = (float)im; break;
-    case TESS_Z: ((double *)X)[2 * i] = (double)re; ((double *)X)[2 * i + 1] = (double)im; break;
+    case TESS_C:
+        ((float *)X)[2 * i] = (float)re;
+        ((float *)X)[2 * i + 1] = (float)im;
+        break;
+    case TESS_Z:
+        ((double *)X)[2 * i] = (double)re;
+        ((double *)X)[2 * i + 1] = (double)im;
+        break;
     default: break;
     }
 }
 
 /* Set only the imaginary part of complex element i. */
 static void fz_set_im(tess_dtype_t dt, void *X, size_t i, long double im) {
-    if (dt == TESS_C) ((float *)X)[2 * i + 1] = (float)im;
-    else if (dt == TESS_Z) ((double *)X)[2 * i + 1] = (double)im;
+    if (dt == TESS_C)
+        ((float *)X)[2 * i + 1] = (float)im;
+    else if (dt == TESS_Z)
+        ((double *)X)[2 * i + 1] = (double)im;
 }
 
 static long double fz_abs1(long double re, long double im) { return fabsl(re) + fabsl(im); }
@@ -190,11 +213,11 @@ static void *fz_dup(const void *X, size_t bytes) {
 /* ---- one case ----------------------------------------------------------------------------- */
 
 enum {
-    FZ_NAN_C = 1u << 0,   /* the output (all of it, padding too) starts as NaN: needs beta = 0 */
-    FZ_NAN_AB = 1u << 1,  /* A and B all NaN (TRMM/TRSM: the output too): needs alpha = 0 */
-    FZ_POISON = 1u << 2,  /* NaN or +-Inf planted at a few read entries of the inputs */
+    FZ_NAN_C = 1u << 0,      /* the output (all of it, padding too) starts as NaN: needs beta = 0 */
+    FZ_NAN_AB = 1u << 1,     /* A and B all NaN (TRMM/TRSM: the output too): needs alpha = 0 */
+    FZ_POISON = 1u << 2,     /* NaN or +-Inf planted at a few read entries of the inputs */
     FZ_POISON_INF = 1u << 3, /* ... Inf allowed among them */
-    FZ_TYPED = 1u << 4,   /* the typed entry point */
+    FZ_TYPED = 1u << 4,      /* the typed entry point */
 };
 
 struct fz_case {
@@ -203,10 +226,10 @@ struct fz_case {
     tess_layout_t layout;
     tess_side_t side;
     tess_uplo_t uplo;
-    tess_trans_t ta, tb;   /* GEMM: transa, transb; SYRK family: trans; TRMM/TRSM: transa */
+    tess_trans_t ta, tb; /* GEMM: transa, transb; SYRK family: trans; TRMM/TRSM: transa */
     tess_diag_t diag;
-    int64_t m, n, k;       /* as in struct l3_args */
-    int64_t pad[3];        /* leading dimension = minimum + pad, for A, B, output */
+    int64_t m, n, k;          /* as in struct l3_args */
+    int64_t pad[3];           /* leading dimension = minimum + pad, for A, B, output */
     double alpha[2], beta[2]; /* re, im (im ignored where the scalar is real) */
     unsigned flags;
     uint64_t seed;
@@ -220,7 +243,7 @@ struct fz_data {
     void *X0[3];             /* copies of tessera's inputs */
     void *R[3];              /* the reference's inputs */
     unsigned char alpha[16], beta[16], aalpha[16], abeta[16];
-    bool inf;                /* an Inf in a scalar or an input: NaN/Inf may trade places */
+    bool inf; /* an Inf in a scalar or an input: NaN/Inf may trade places */
     int npoison;
 };
 
@@ -275,11 +298,13 @@ static bool fz_is_zero(const double v[2]) { return v[0] == 0 && v[1] == 0; }
 static bool fz_is_one(const double v[2]) { return v[0] == 1 && v[1] == 0; }
 
 /* The scalar as routine r takes it (HERK alpha, HERK/HER2K beta: real type). */
-static void fz_scalar(enum l3_routine r, bool is_alpha, tess_dtype_t dt, void *out,
-                      double re, double im) {
+static void fz_scalar(enum l3_routine r, bool is_alpha, tess_dtype_t dt, void *out, double re,
+                      double im) {
     bool real = is_alpha ? l3_real_alpha(r) : l3_real_beta(r);
-    if (real) ref_scalar(dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt, out, re, 0);
-    else ref_scalar(dt, out, re, ref_is_complex(dt) ? im : 0);
+    if (real)
+        ref_scalar(dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt, out, re, 0);
+    else
+        ref_scalar(dt, out, re, ref_is_complex(dt) ? im : 0);
 }
 
 /* The effective scalar (real parts only where the routine takes a real one). */
@@ -529,8 +554,8 @@ FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
         }
     size_t bad = ref_untouched(dt, c->layout, C, d->X0[2], rows, cols, ldc, d->ne[2]);
     if (bad) {
-        FZ_MSG("output element %zu (outside the %lld x %lld part, ld %lld) was written",
-               bad - 1, (long long)rows, (long long)cols, (long long)ldc);
+        FZ_MSG("output element %zu (outside the %lld x %lld part, ld %lld) was written", bad - 1,
+               (long long)rows, (long long)cols, (long long)ldc);
         return 1;
     }
     for (int64_t col = 0; col < cols; col++)
@@ -751,7 +776,8 @@ FZ_FN uint64_t fz_seed_and_tile(int64_t *tile) {
         } else {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
+            seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec ^
+                   ((uint64_t)getpid() << 20);
             seed %= 1000000007u;
         }
         t = ref_env_long("TESSERA_TILE", 0);
@@ -763,7 +789,8 @@ FZ_FN uint64_t fz_seed_and_tile(int64_t *tile) {
             setenv("TESSERA_TILE", buf, 1);
         }
         done = 1;
-        fprintf(stderr, "  fuzz seed %llu, tile %lld (replay: TESS_FUZZ_SEED=%llu TESSERA_TILE=%lld)\n",
+        fprintf(stderr,
+                "  fuzz seed %llu, tile %lld (replay: TESS_FUZZ_SEED=%llu TESSERA_TILE=%lld)\n",
                 (unsigned long long)seed, (long long)t, (unsigned long long)seed, (long long)t);
     }
     if (tile) *tile = t;
@@ -775,21 +802,23 @@ FZ_FN uint64_t fz_seed_and_tile(int64_t *tile) {
 /* ---- the setups ----------------------------------------------------------------------------- */
 
 /* 3 emulated devices of 3 streams each, jitter shuffling the streams' order */
-#define FZ_EMU "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE_JITTER=30 " \
-               "TESSERA_EMULATE_STREAMS=3 TESS_FUZZ_THREADS=8 "
+#define FZ_EMU                                                                \
+    "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE_JITTER=30 " \
+    "TESSERA_EMULATE_STREAMS=3 TESS_FUZZ_THREADS=8 "
 /* three devices of one engine each at unequal rates: tasks held back and stolen while
  * calls overlap (the end game, node/balance.c) */
-#define FZ_SHARED "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE_STREAMS=3 " \
-                  "TESSERA_EMULATE_SHARED=1 TESSERA_EMULATE_GFLOPS=8,4,1 TESS_FUZZ_THREADS=8 " \
-                  "TESSERA_CPU_WORKER=0 TESSERA_EMULATE=3 "
+#define FZ_SHARED                                                                \
+    "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE_STREAMS=3 "    \
+    "TESSERA_EMULATE_SHARED=1 TESSERA_EMULATE_GFLOPS=8,4,1 TESS_FUZZ_THREADS=8 " \
+    "TESSERA_CPU_WORKER=0 TESSERA_EMULATE=3 "
 
 static const struct fz_config {
     const char *name, *knobs;
-    int calls;        /* fuzz_l3_random_calls_from_threads' calls, unless TESS_FUZZ_CALLS */
-    bool dev_fails;   /* the run injects a fault (TESSERA_FAULT) and every call is right
+    int calls;      /* fuzz_l3_random_calls_from_threads' calls, unless TESS_FUZZ_CALLS */
+    bool dev_fails; /* the run injects a fault (TESSERA_FAULT) and every call is right
                        * nonetheless (TESSERA_RECOVER): device failed_dev must have failed */
     int failed_dev;
-    bool held;        /* the end game must have held tasks back for faster peers */
+    bool held; /* the end game must have held tasks back for faster peers */
 } configs[] = {
     {"emu3", FZ_EMU "TESSERA_CPU_WORKER=0 TESSERA_EMULATE=3", .calls = 4000},
     /* device 1 fails at its 300th operation while 8 threads call */
@@ -937,12 +966,13 @@ TEST(fuzz_l3_random_calls_from_threads) {
     int corrupt = (int)ref_env_long("TESS_FUZZ_CORRUPT", -1);
     /* TESS_FUZZ_ONLY=t:i replays call i of thread t alone (same seed and tile) */
     int only_thread = -1, only_call = -1;
-    if (getenv("TESS_FUZZ_ONLY")) sscanf(getenv("TESS_FUZZ_ONLY"), "%d:%d", &only_thread, &only_call);
+    if (getenv("TESS_FUZZ_ONLY"))
+        sscanf(getenv("TESS_FUZZ_ONLY"), "%d:%d", &only_thread, &only_call);
     ASSERT(nthreads >= 1 && nthreads <= 64);
     ASSERT_OK(tess_init());
     char first[1600] = "";
-    int failed = fz_run_threads(seed, tile, calls, nthreads, corrupt, only_thread, only_call,
-                                first, sizeof first);
+    int failed = fz_run_threads(seed, tile, calls, nthreads, corrupt, only_thread, only_call, first,
+                                sizeof first);
     ASSERT_MSG(!failed, "%d thread(s) failed; first: %s (seed %llu, tile %lld)", failed, first,
                (unsigned long long)seed, (long long)tile);
     if (cfg && cfg->dev_fails) {
@@ -1105,7 +1135,8 @@ TEST(fuzz_l3_syrk_family_beta_nan) {
                         c.pad[0] = 1, c.pad[1] = 2, c.pad[2] = 3;
                         c.alpha[0] = what == ALPHA0 ? 0 : 0.75;
                         c.alpha[1] = what == ALPHA0 || l3_real_alpha(c.r) || !ref_is_complex(c.dt)
-                                         ? 0 : -0.25;
+                                         ? 0
+                                         : -0.25;
                         c.beta[0] = what == NAN_IM ? 0.5 : NAN;
                         c.beta[1] = what == NAN_IM ? NAN : 0;
                         c.flags = (v + t + what) % 2 ? FZ_TYPED : 0;
@@ -1113,8 +1144,7 @@ TEST(fuzz_l3_syrk_family_beta_nan) {
                         ASSERT_MSG(fz_run_case(&c, msg, sizeof msg) == 0, "%s", msg);
                         ncases++;
                     }
-    fprintf(stderr, "  %d SYRK-family calls under beta = NaN: NaN all over the triangle\n",
-            ncases);
+    fprintf(stderr, "  %d SYRK-family calls under beta = NaN: NaN all over the triangle\n", ncases);
     ASSERT_OK(tess_finalize());
 }
 
@@ -1174,8 +1204,8 @@ TEST(fuzz_l3_strsm_right_nonfinite) {
                         char what[512], why[768] = "";
                         int st = fz_run_tessera(&d);
                         if (st != TESS_OK)
-                            snprintf(why, sizeof why, "returned %d (%s): %s", st,
-                                     tess_strerror(st), tess_last_error());
+                            snprintf(why, sizeof why, "returned %d (%s): %s", st, tess_strerror(st),
+                                     tess_last_error());
                         else
                             fz_verify(&d, why, sizeof why);
                         if (why[0]) {
@@ -1189,8 +1219,8 @@ TEST(fuzz_l3_strsm_right_nonfinite) {
                 }
     fprintf(stderr, "  %d STRSM calls (side R view) with a NaN/Inf in B: %d wrong\n", ncalls,
             nfailed);
-    ASSERT_MSG(nfailed == 0, "%d of %d calls wrong; first: %s (tile %lld)", nfailed, ncalls,
-               first, (long long)tile);
+    ASSERT_MSG(nfailed == 0, "%d of %d calls wrong; first: %s (tile %lld)", nfailed, ncalls, first,
+               (long long)tile);
     ASSERT_OK(tess_finalize());
 }
 

@@ -43,10 +43,10 @@ static struct ref_gemm_case mkcase(tess_dtype_t dt, tess_layout_t layout, tess_t
     return c;
 }
 
-#define RUN_CASE(c)                                                                    \
-    do {                                                                               \
-        char msg_[1024];                                                               \
-        ASSERT_MSG(ref_gemm_run(&(c), msg_, sizeof msg_) == 0, "%s", msg_);            \
+#define RUN_CASE(c)                                                         \
+    do {                                                                    \
+        char msg_[1024];                                                    \
+        ASSERT_MSG(ref_gemm_run(&(c), msg_, sizeof msg_) == 0, "%s", msg_); \
     } while (0)
 
 /* tess_gemm computes every precision and all 9 transpose pairs (C = T for real types)
@@ -56,10 +56,12 @@ TEST(gemm_generic_all_precisions_all_trans) {
     for (int d = 0; d < 4; d++)
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++) {
-                struct ref_gemm_case c = mkcase(dtypes[d], TESS_COL_MAJOR, trans3[a],
-                                                trans3[b], 2 * u + 3, u + 5, 3 * u + 1);
-                c.alpha[0] = 0.75; c.alpha[1] = -0.5;
-                c.beta[0] = -0.5; c.beta[1] = 0.25;
+                struct ref_gemm_case c = mkcase(dtypes[d], TESS_COL_MAJOR, trans3[a], trans3[b],
+                                                2 * u + 3, u + 5, 3 * u + 1);
+                c.alpha[0] = 0.75;
+                c.alpha[1] = -0.5;
+                c.beta[0] = -0.5;
+                c.beta[1] = 0.25;
                 RUN_CASE(c);
             }
 }
@@ -72,12 +74,14 @@ TEST(gemm_typed_entries) {
     for (int d = 0; d < 4; d++)
         for (int l = 0; l < 2; l++)
             for (int p = 0; p < 4; p++) {
-                struct ref_gemm_case c =
-                    mkcase(dtypes[d], l ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
-                           trans3[pairs[p][0]], trans3[pairs[p][1]], u + 3, 2 * u + 1, u + 2);
+                struct ref_gemm_case c = mkcase(dtypes[d], l ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
+                                                trans3[pairs[p][0]], trans3[pairs[p][1]], u + 3,
+                                                2 * u + 1, u + 2);
                 c.flags = REF_TYPED;
-                c.alpha[0] = -1.25; c.alpha[1] = 0.5;
-                c.beta[0] = 0.5; c.beta[1] = -1;
+                c.alpha[0] = -1.25;
+                c.alpha[1] = 0.5;
+                c.beta[0] = 0.5;
+                c.beta[1] = -1;
                 RUN_CASE(c);
             }
 }
@@ -89,10 +93,12 @@ TEST(gemm_row_major_all_trans) {
     for (int d = 0; d < 4; d++)
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++) {
-                struct ref_gemm_case c = mkcase(dtypes[d], TESS_ROW_MAJOR, trans3[a],
-                                                trans3[b], u + 2, 2 * u + 1, u > 1 ? u - 1 : 2);
-                c.alpha[0] = 1.5; c.alpha[1] = 0.25;
-                c.beta[0] = -0.75; c.beta[1] = 0.5;
+                struct ref_gemm_case c = mkcase(dtypes[d], TESS_ROW_MAJOR, trans3[a], trans3[b],
+                                                u + 2, 2 * u + 1, u > 1 ? u - 1 : 2);
+                c.alpha[0] = 1.5;
+                c.alpha[1] = 0.25;
+                c.beta[0] = -0.75;
+                c.beta[1] = 0.5;
                 RUN_CASE(c);
             }
 }
@@ -106,11 +112,13 @@ TEST(gemm_shapes_zero_one) {
     for (int i = 0; i < 5; i++)
         for (int j = 0; j < 5; j++)
             for (int l = 0; l < 5; l++, idx++) {
-                struct ref_gemm_case c =
-                    mkcase(dtypes[idx % 4], (idx / 4) % 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
-                           trans3[idx % 3], trans3[(idx / 3) % 3], dims[i], dims[j], dims[l]);
-                c.alpha[0] = 0.5; c.alpha[1] = 1;
-                c.beta[0] = 2; c.beta[1] = -0.5;
+                struct ref_gemm_case c = mkcase(
+                    dtypes[idx % 4], (idx / 4) % 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
+                    trans3[idx % 3], trans3[(idx / 3) % 3], dims[i], dims[j], dims[l]);
+                c.alpha[0] = 0.5;
+                c.alpha[1] = 1;
+                c.beta[0] = 2;
+                c.beta[1] = -0.5;
                 RUN_CASE(c);
             }
 }
@@ -121,13 +129,15 @@ TEST(gemm_tile_boundaries) {
     const int64_t dims[5] = {u > 1 ? u - 1 : 1, u, u + 1, 2 * u, 2 * u + 1};
     uint64_t s = 77;
     for (int it = 0; it < 24; it++) {
-        struct ref_gemm_case c =
-            mkcase(dtypes[it % 4], it % 5 == 0 ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
-                   trans3[ref_rand_int(&s, 0, 2)], trans3[ref_rand_int(&s, 0, 2)],
-                   dims[ref_rand_int(&s, 0, 4)], dims[ref_rand_int(&s, 0, 4)],
-                   dims[ref_rand_int(&s, 0, 4)]);
-        c.alpha[0] = ref_rand_unit(&s); c.alpha[1] = ref_rand_unit(&s);
-        c.beta[0] = ref_rand_unit(&s); c.beta[1] = ref_rand_unit(&s);
+        struct ref_gemm_case c = mkcase(
+            dtypes[it % 4], it % 5 == 0 ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
+            trans3[ref_rand_int(&s, 0, 2)], trans3[ref_rand_int(&s, 0, 2)],
+            dims[ref_rand_int(&s, 0, 4)], dims[ref_rand_int(&s, 0, 4)],
+            dims[ref_rand_int(&s, 0, 4)]);
+        c.alpha[0] = ref_rand_unit(&s);
+        c.alpha[1] = ref_rand_unit(&s);
+        c.beta[0] = ref_rand_unit(&s);
+        c.beta[1] = ref_rand_unit(&s);
         RUN_CASE(c);
     }
 }
@@ -147,7 +157,8 @@ TEST(gemm_padded_leading_dims) {
                 c.pad_a = pads[p][0];
                 c.pad_b = pads[p][1];
                 c.pad_c = pads[p][2];
-                c.alpha[0] = -0.5; c.alpha[1] = 2;
+                c.alpha[0] = -0.5;
+                c.alpha[1] = 2;
                 c.beta[0] = 1.5;
                 RUN_CASE(c);
             }
@@ -162,11 +173,13 @@ TEST(gemm_alpha_beta_special) {
         int nv = ref_is_complex(dtypes[d]) ? 5 : 3;
         for (int a = 0; a < nv; a++)
             for (int b = 0; b < nv; b++, idx++) {
-                struct ref_gemm_case c =
-                    mkcase(dtypes[d], idx % 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR, trans3[idx % 3],
-                           trans3[(idx / 3) % 3], u + 2, u + 1, u + 3);
-                c.alpha[0] = vals[a][0]; c.alpha[1] = vals[a][1];
-                c.beta[0] = vals[b][0]; c.beta[1] = vals[b][1];
+                struct ref_gemm_case c = mkcase(
+                    dtypes[d], idx % 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR, trans3[idx % 3],
+                    trans3[(idx / 3) % 3], u + 2, u + 1, u + 3);
+                c.alpha[0] = vals[a][0];
+                c.alpha[1] = vals[a][1];
+                c.beta[0] = vals[b][0];
+                c.beta[1] = vals[b][1];
                 RUN_CASE(c);
             }
     }
@@ -181,12 +194,14 @@ TEST(gemm_beta_zero_ignores_nan_c) {
         for (int l = 0; l < 2; l++)
             for (int p = 0; p < 3; p++, idx++) {
                 struct ref_gemm_case c = mkcase(dtypes[d], l ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
-                                                trans3[p], trans3[(p + l) % 3], 2 * u + 1,
-                                                u + 2, u + 3);
+                                                trans3[p], trans3[(p + l) % 3], 2 * u + 1, u + 2,
+                                                u + 3);
                 c.flags = REF_NAN_C | (idx % 2 ? REF_TYPED : 0);
                 c.pad_c = 3;
-                c.alpha[0] = p == 1 ? -1 : 1; c.alpha[1] = p == 2 ? 1 : 0;
-                c.beta[0] = 0; c.beta[1] = 0;
+                c.alpha[0] = p == 1 ? -1 : 1;
+                c.alpha[1] = p == 2 ? 1 : 0;
+                c.beta[0] = 0;
+                c.beta[1] = 0;
                 RUN_CASE(c);
             }
 }
@@ -204,8 +219,10 @@ TEST(gemm_alpha_zero_ignores_nan_ab) {
                                             u + 2, u + 3);
             c.flags = REF_NAN_AB | (b == 0 && d % 2 ? REF_NAN_C : 0) | (idx % 3 ? 0 : REF_TYPED);
             c.pad_c = 2;
-            c.alpha[0] = 0; c.alpha[1] = 0;
-            c.beta[0] = betas[b][0]; c.beta[1] = betas[b][1];
+            c.alpha[0] = 0;
+            c.alpha[1] = 0;
+            c.beta[0] = betas[b][0];
+            c.beta[1] = betas[b][1];
             RUN_CASE(c);
         }
 }
@@ -223,8 +240,10 @@ TEST(gemm_k_zero) {
             c.flags = REF_NAN_AB | (b == 0 ? REF_NAN_C : 0) | (idx % 2 ? REF_TYPED : 0);
             c.pad_a = idx % 3;
             c.pad_c = 1;
-            c.alpha[0] = 1.5; c.alpha[1] = -1;
-            c.beta[0] = betas[b][0]; c.beta[1] = betas[b][1];
+            c.alpha[0] = 1.5;
+            c.alpha[1] = -1;
+            c.beta[0] = betas[b][0];
+            c.beta[1] = betas[b][1];
             RUN_CASE(c);
         }
 }
@@ -240,7 +259,8 @@ TEST(gemm_same_buffer_both_operands) {
             struct ref_gemm_case c = mkcase(dtypes[d], l ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
                                             TESS_NO_TRANS, tb, 2 * u + 3, 2 * u + 3, u + 2);
             c.pad_a = c.pad_b = 2;
-            c.alpha[0] = 0.5; c.beta[0] = -1;
+            c.alpha[0] = 0.5;
+            c.beta[0] = -1;
             struct ref_gemm_data dd;
             char msg[1024] = "";
             ref_gemm_setup(&c, &dd);
@@ -262,8 +282,8 @@ TEST(gemm_repeated_calls_same_buffers) {
     int64_t u = unit();
     for (int d = 0; d < 4; d++) {
         struct ref_gemm_case c = mkcase(dtypes[d], TESS_COL_MAJOR, TESS_NO_TRANS,
-                                        d % 2 ? TESS_TRANS : TESS_NO_TRANS, 3 * u + 1,
-                                        2 * u + 1, 2 * u + 3);
+                                        d % 2 ? TESS_TRANS : TESS_NO_TRANS, 3 * u + 1, 2 * u + 1,
+                                        2 * u + 3);
         c.pad_c = 1;
         struct ref_gemm_data dd;
         char msg[1024] = "";
@@ -292,8 +312,8 @@ TEST(gemm_operands_in_tess_malloc_host) {
     int64_t u = unit();
     for (int d = 0; d < 4; d++) {
         struct ref_gemm_case c = mkcase(dtypes[d], d % 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
-                                        trans3[d % 3], trans3[(d + 2) % 3], 3 * u + 1,
-                                        2 * u + 3, 2 * u + 1);
+                                        trans3[d % 3], trans3[(d + 2) % 3], 3 * u + 1, 2 * u + 3,
+                                        2 * u + 1);
         c.pad_c = 2;
         c.alpha[0] = -1, c.beta[0] = 0.5, c.beta[1] = 1;
         struct ref_gemm_data dd;
@@ -323,10 +343,11 @@ TEST(gemm_larger_probe_oracle) {
     int64_t u = unit();
     for (int d = 0; d < 4; d++) {
         struct ref_gemm_case c = mkcase(dtypes[d], d == 2 ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
-                                        trans3[d % 3], trans3[(d + 1) % 3], 5 * u + 3,
-                                        4 * u + 5, 5 * u + 1);
+                                        trans3[d % 3], trans3[(d + 1) % 3], 5 * u + 3, 4 * u + 5,
+                                        5 * u + 1);
         c.flags = REF_PROBE_ONLY;
-        c.alpha[0] = -0.5; c.alpha[1] = 0.75;
+        c.alpha[0] = -0.5;
+        c.alpha[1] = 0.75;
         c.beta[0] = 0.25;
         RUN_CASE(c);
     }
@@ -346,11 +367,10 @@ TEST(gemm_random_calls) {
         int64_t dim[3];
         for (int i = 0; i < 3; i++)
             dim[i] = ref_rand_int(&s, 0, 9) == 0 ? ref_rand_int(&s, 0, 1)
-                                                  : ref_rand_int(&s, 1, maxd);
-        struct ref_gemm_case c =
-            mkcase(dt, ref_rand_int(&s, 0, 1) ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
-                   trans3[ref_rand_int(&s, 0, 2)], trans3[ref_rand_int(&s, 0, 2)], dim[0],
-                   dim[1], dim[2]);
+                                                 : ref_rand_int(&s, 1, maxd);
+        struct ref_gemm_case c = mkcase(
+            dt, ref_rand_int(&s, 0, 1) ? TESS_ROW_MAJOR : TESS_COL_MAJOR,
+            trans3[ref_rand_int(&s, 0, 2)], trans3[ref_rand_int(&s, 0, 2)], dim[0], dim[1], dim[2]);
         c.pad_a = ref_rand_int(&s, 0, 3);
         c.pad_b = ref_rand_int(&s, 0, 3);
         c.pad_c = ref_rand_int(&s, 0, 3);
@@ -395,8 +415,10 @@ static void *worker(void *p) {
         c.n = 2 * w->u + 3 + it;
         c.k = 2 * w->u + 5;
         c.pad_c = w->id;
-        c.alpha[0] = 1; c.alpha[1] = -0.5;
-        c.beta[0] = it % 2 ? 0 : -0.5; c.beta[1] = 0;
+        c.alpha[0] = 1;
+        c.alpha[1] = -0.5;
+        c.beta[0] = it % 2 ? 0 : -0.5;
+        c.beta[1] = 0;
         c.flags = REF_TYPED | (it % 2 ? REF_NAN_C : 0);
         c.seed = 100000 + (uint64_t)w->id * 100 + (uint64_t)it;
         if (ref_gemm_run(&c, w->msg, sizeof w->msg)) w->failed = 1;

@@ -16,22 +16,22 @@
 
 /* PBLAS's prototypes by family (scalars by pointer) */
 typedef void pabc_t(const char *, const char *, const int *, const int *, const void *,
-                    const void *, const int *, const int *, const int *, const void *,
-                    const int *, const int *, const int *, const void *, void *, const int *,
-                    const int *, const int *);  /* p?symm_, p?hemm_, p?syr2k_, p?her2k_ */
+                    const void *, const int *, const int *, const int *, const void *, const int *,
+                    const int *, const int *, const void *, void *, const int *, const int *,
+                    const int *); /* p?symm_, p?hemm_, p?syr2k_, p?her2k_ */
 typedef void psyrk_t(const char *, const char *, const int *, const int *, const void *,
                      const void *, const int *, const int *, const int *, const void *, void *,
                      const int *, const int *, const int *);
 typedef void ptrxm_t(const char *, const char *, const char *, const char *, const int *,
-                     const int *, const void *, const void *, const int *, const int *,
-                     const int *, void *, const int *, const int *, const int *);
+                     const int *, const void *, const void *, const int *, const int *, const int *,
+                     void *, const int *, const int *, const int *);
 
 enum fam { F_SYMM, F_SYRK, F_SYR2K, F_TRXM };
 static const struct kind {
     const char *name;
     int fam, herm;
 } kinds[] = {
-    {"symm", F_SYMM, 0}, {"hemm", F_SYMM, 1}, {"syrk", F_SYRK, 0}, {"herk", F_SYRK, 1},
+    {"symm", F_SYMM, 0},   {"hemm", F_SYMM, 1},   {"syrk", F_SYRK, 0}, {"herk", F_SYRK, 1},
     {"syr2k", F_SYR2K, 0}, {"her2k", F_SYR2K, 1}, {"trmm", F_TRXM, 0}, {"trsm", F_TRXM, 0},
 };
 enum { NKINDS = sizeof kinds / sizeof kinds[0], K_TRMM = 6, K_TRSM = 7 };
@@ -41,10 +41,22 @@ static int myrow_, mycol_; /* this rank's place in the current grid */
 
 static void put(int dt, unsigned char *p, double re, double im) {
     switch (dt) {
-    case 0: { float v = (float)re; memcpy(p, &v, 4); break; }
+    case 0: {
+        float v = (float)re;
+        memcpy(p, &v, 4);
+        break;
+    }
     case 1: memcpy(p, &re, 8); break;
-    case 2: { float v[2] = {(float)re, (float)im}; memcpy(p, v, 8); break; }
-    case 3: { double v[2] = {re, im}; memcpy(p, v, 16); break; }
+    case 2: {
+        float v[2] = {(float)re, (float)im};
+        memcpy(p, v, 8);
+        break;
+    }
+    case 3: {
+        double v[2] = {re, im};
+        memcpy(p, v, 16);
+        break;
+    }
     }
 }
 
@@ -67,8 +79,10 @@ static void make_operand(struct mat *x, int dt, int id, int ctxt, int rows, int 
     int imb = form11 ? rint_(1, 9) : mb, inb = form11 ? rint_(1, 9) : nb;
     int rsrc = rint_(0, P - 1), csrc = rint_(0, Q - 1);
     if (allow_replicated && rint_(0, 11) == 0) {
-        if (rint_(0, 1)) rsrc = -1;
-        else csrc = -1;
+        if (rint_(0, 1))
+            rsrc = -1;
+        else
+            csrc = -1;
         *replicated = 1;
     }
     int gap = rint_(0, 3);
@@ -116,12 +130,12 @@ static void make_operand(struct mat *x, int dt, int id, int ctxt, int rows, int 
 struct call {
     int kk, dt;
     char side, uplo, trans, diag;
-    int m, n, k;                 /* SYRK family: n, k; the others m, n */
+    int m, n, k; /* SYRK family: n, k; the others m, n */
     double alpha[2], beta[2];
-    int ia, ja, ib, jb, ic, jc;  /* 1-based; TRMM/TRSM: their B is C here (ic, jc) */
-    struct mat A, B, C;          /* B unused (empty) for SYRK/HERK/TRMM/TRSM */
-    int replicated;              /* an operand has RSRC/CSRC = -1 */
-    int singular;                /* TRSM: an exact 0 on A's diagonal */
+    int ia, ja, ib, jb, ic, jc; /* 1-based; TRMM/TRSM: their B is C here (ic, jc) */
+    struct mat A, B, C;         /* B unused (empty) for SYRK/HERK/TRMM/TRSM */
+    int replicated;             /* an operand has RSRC/CSRC = -1 */
+    int singular;               /* TRSM: an exact 0 on A's diagonal */
 };
 
 static int upper_(char c) { return c == 'U' || c == 'u'; }
@@ -196,14 +210,14 @@ static void make_call(struct call *c, int kk, int dt, int combo, int ctxt, int P
     int cplx = dt >= 2;
     /* the options, combination `combo` (mixed radix) */
     if (K->fam == F_SYMM) {
-        c->side = "LR"[combo % 2], c->uplo = "UL"[(combo / 2) % 2];
+        c->side = "LR"[combo % 2], c -> uplo = "UL"[(combo / 2) % 2];
     } else if (K->fam == F_TRXM) {
         const char *ts = trans_set(kk, dt);
-        c->side = "LR"[combo % 2], c->uplo = "UL"[(combo / 2) % 2];
+        c->side = "LR"[combo % 2], c -> uplo = "UL"[(combo / 2) % 2];
         c->trans = ts[(combo / 4) % 3], c->diag = "NU"[(combo / 12) % 2];
     } else {
         const char *ts = trans_set(kk, dt);
-        c->uplo = "UL"[combo % 2], c->trans = ts[(combo / 2) % (int)strlen(ts)];
+        c->uplo = "UL"[combo % 2], c -> trans = ts[(combo / 2) % (int)strlen(ts)];
     }
     if (rint_(0, 5) == 0) c->uplo = (char)(c->uplo - 'A' + 'a');
     if (c->trans && rint_(0, 5) == 0) c->trans = (char)(c->trans - 'A' + 'a');
@@ -227,15 +241,16 @@ static void make_call(struct call *c, int kk, int dt, int combo, int ctxt, int P
         int a = order_a(c);
         make_operand(&c->A, dt, id, ctxt, a, a, &c->ia, &c->ja, P, Q, 1, &c->replicated);
         if (K->fam == F_SYMM)
-            make_operand(&c->B, dt, id + 1, ctxt, c->m, c->n, &c->ib, &c->jb, P, Q,
-                         !c->replicated, &c->replicated);
+            make_operand(&c->B, dt, id + 1, ctxt, c->m, c->n, &c->ib, &c->jb, P, Q, !c->replicated,
+                         &c->replicated);
         make_operand(&c->C, dt, id + 2, ctxt, c->m, c->n, &c->ic, &c->jc, P, Q, !c->replicated,
                      &c->replicated);
         int up_ = upper_(c->uplo);
         for (int j = 0; j < a; j++)
             for (int i = 0; i < a; i++) {
                 int unref = up_ ? i > j : i < j;
-                if (unref) set_sub(&c->A, dt, c->ia, c->ja, i, j, NAN, NAN);
+                if (unref)
+                    set_sub(&c->A, dt, c->ia, c->ja, i, j, NAN, NAN);
                 else if (K->fam == F_TRXM && i != j) /* keep op(A) well conditioned */
                     set_sub(&c->A, dt, c->ia, c->ja, i, j, val(id, i, j, 0) / 2,
                             val(id, i, j, 1) / 2);
@@ -311,11 +326,13 @@ static int is_quick(const struct call *c) {
 }
 
 static void describe(const struct call *c, char *s, size_t n) {
-    snprintf(s, n, "p%c%s side %c uplo %c trans %c diag %c m %d n %d k %d alpha %g%+gi beta "
-             "%g%+gi%s%s", "sdcz"[c->dt], kinds[c->kk].name, c->side ? c->side : '-',
-             c->uplo ? c->uplo : '-', c->trans ? c->trans : '-', c->diag ? c->diag : '-', c->m,
-             c->n, c->k, c->alpha[0], c->alpha[1], c->beta[0], c->beta[1],
-             c->replicated ? " replicated" : "", c->singular ? " singular" : "");
+    snprintf(s, n,
+             "p%c%s side %c uplo %c trans %c diag %c m %d n %d k %d alpha %g%+gi beta "
+             "%g%+gi%s%s",
+             "sdcz"[c->dt], kinds[c->kk].name, c->side ? c->side : '-', c->uplo ? c->uplo : '-',
+             c->trans ? c->trans : '-', c->diag ? c->diag : '-', c->m, c->n, c->k, c->alpha[0],
+             c->alpha[1], c->beta[0], c->beta[1], c->replicated ? " replicated" : "",
+             c->singular ? " singular" : "");
 }
 
 /* Run one call through the glue and the reference and compare everything. */
@@ -337,7 +354,7 @@ static void check_call(struct call *c) {
     memcpy(Cr, c->C.buf, c->C.bytes);
 
     char name[16];
-    snprintf(name, sizeof name, "p%c%s", "sdcz"[dt], K->name);
+    snprintf(name, sizeof name, "p%c%s", "sdcz"[dt], K -> name);
     tess_scalapack_counters_t before, after;
     ASSERT_OK(tess_scalapack_counters(name, &before));
     rec_reset();
@@ -369,9 +386,10 @@ static void check_call(struct call *c) {
                    "%s: forced call did not go to tessera (tessera +%llu, reference +%llu)", what,
                    (unsigned long long)dtess, (unsigned long long)dref);
     } else {
-        ASSERT_MSG(dtess == 0 && dref == 1, "%s: call did not go to the reference (tessera "
-                   "+%llu, reference +%llu)", what, (unsigned long long)dtess,
-                   (unsigned long long)dref);
+        ASSERT_MSG(dtess == 0 && dref == 1,
+                   "%s: call did not go to the reference (tessera "
+                   "+%llu, reference +%llu)",
+                   what, (unsigned long long)dtess, (unsigned long long)dref);
     }
 
     /* A and B untouched */
@@ -404,8 +422,10 @@ static void check_call(struct call *c) {
             memset(mask + (pg - Cg), 1, es);
             if (to_ref || is_quick(c)) {
                 /* handed to the reference, or nothing to do: the very same bytes */
-                ASSERT_MSG(!memcmp(pg, pr, es), "%s: element (%d,%d) differs from the "
-                           "reference's", what, gi + 1, gj + 1);
+                ASSERT_MSG(!memcmp(pg, pr, es),
+                           "%s: element (%d,%d) differs from the "
+                           "reference's",
+                           what, gi + 1, gj + 1);
                 continue;
             }
             if (K->herm && K->fam != F_SYMM && i == j)
@@ -413,19 +433,23 @@ static void check_call(struct call *c) {
                            gi + 1, gj + 1, part_of(dt, pg, 1));
             for (int part = 0; part < (dt >= 2 ? 2 : 1); part++) {
                 double g = part_of(dt, pg, part), r = part_of(dt, pr, part);
-                ASSERT_MSG(isfinite(r), "%s: the reference's (%d,%d)[%d] = %g is not finite",
-                           what, gi + 1, gj + 1, part, r);
-                ASSERT_MSG(isfinite(g), "%s: (%d,%d)[%d] = %g is not finite (a NaN planted where "
-                           "nothing may be read reached it?)", what, gi + 1, gj + 1, part, g);
-                ASSERT_MSG(fabs(g - r) <= tol, "%s: (%d,%d)[%d] glue %.17g reference %.17g (tol "
-                           "%.3g)", what, gi + 1, gj + 1, part, g, r, tol);
+                ASSERT_MSG(isfinite(r), "%s: the reference's (%d,%d)[%d] = %g is not finite", what,
+                           gi + 1, gj + 1, part, r);
+                ASSERT_MSG(isfinite(g),
+                           "%s: (%d,%d)[%d] = %g is not finite (a NaN planted where "
+                           "nothing may be read reached it?)",
+                           what, gi + 1, gj + 1, part, g);
+                ASSERT_MSG(fabs(g - r) <= tol,
+                           "%s: (%d,%d)[%d] glue %.17g reference %.17g (tol "
+                           "%.3g)",
+                           what, gi + 1, gj + 1, part, g, r, tol);
             }
         }
     for (size_t b = 0; b < c->C.bytes; b++)
         if (!mask[b] && Cg[b] != c->C.buf[b])
             TEST_FAIL_("%s: byte %zu of the local output (element %zu, outside the part it may "
-                       "write%s) changed", what, b, b / es,
-                       b >= c->C.bytes - GUARD ? ", guard" : "");
+                       "write%s) changed",
+                       what, b, b / es, b >= c->C.bytes - GUARD ? ", guard" : "");
     free(mask);
     free(A0), free(B0), free(Ag), free(Bg), free(Cg), free(Cr);
 }
@@ -511,19 +535,23 @@ TEST(glue_l3_trmm_fault_fell_back) { fell_back(6, 7); }
 
 struct mutation {
     const char *what;
-    int fams;  /* bit per family it applies to */
+    int fams; /* bit per family it applies to */
     void (*apply)(struct call *c, int P, int Q);
 };
 #define ALL_F 15
 #define NOT_SYRK (1 << F_SYMM | 1 << F_TRXM)
 #define SYRKS (1 << F_SYRK | 1 << F_SYR2K)
 static void m_l1(struct call *c, int P, int Q) {
-    if (kinds[c->kk].fam == F_SYRK || kinds[c->kk].fam == F_SYR2K) c->uplo = 'X';
-    else c->side = 'x';
+    if (kinds[c->kk].fam == F_SYRK || kinds[c->kk].fam == F_SYR2K)
+        c->uplo = 'X';
+    else
+        c->side = 'x';
 }
 static void m_l2(struct call *c, int P, int Q) {
-    if (kinds[c->kk].fam == F_SYRK || kinds[c->kk].fam == F_SYR2K) c->trans = 'q';
-    else c->uplo = 'Q';
+    if (kinds[c->kk].fam == F_SYRK || kinds[c->kk].fam == F_SYR2K)
+        c->trans = 'q';
+    else
+        c->uplo = 'Q';
 }
 static void m_l12(struct call *c, int P, int Q) { m_l1(c, P, Q), m_l2(c, P, Q); }
 static void m_trans(struct call *c, int P, int Q) { c->trans = 'Z'; }
@@ -558,20 +586,34 @@ static void m_many(struct call *c, int P, int Q) {
     c->C.desc[c->C.dlen == 9 ? 4 : 6] = 0, c->A.desc[c->A.dlen == 9 ? 6 : 8] = 99, c->ja = 0;
 }
 static const struct mutation mutations[] = {
-    {"first letter", ALL_F, m_l1},        {"second letter", ALL_F, m_l2},
-    {"both letters", ALL_F, m_l12},       {"TRANS", 1 << F_TRXM, m_trans},
-    {"DIAG", 1 << F_TRXM, m_diag},        {"SIDE + DIAG", 1 << F_TRXM, m_side_diag},
-    {"TRANS + DIAG", 1 << F_TRXM, m_trans_diag}, {"TRANS not for this type", SYRKS, m_wrong_trans},
-    {"M < 0", NOT_SYRK, m_m},             {"N < 0", ALL_F, m_n},
-    {"K < 0", SYRKS, m_k},                {"IA = 0", ALL_F, m_ia},
-    {"JB < 0", 1 << F_SYMM | 1 << F_SYR2K, m_jb}, {"IC = JC = 0", ALL_F, m_icjc},
-    {"DTYPE_A", ALL_F, m_dtype},          {"CTXT of the output", ALL_F, m_ctxt_c},
-    {"CTXT_A = -1", ALL_F, m_ctxt_a},     {"MB_A = 0", ALL_F, m_mb},
-    {"NB of the output < 0", ALL_F, m_nb_c}, {"RSRC_A = P", ALL_F, m_rsrc},
-    {"CSRC_B = -2", 1 << F_SYMM | 1 << F_SYR2K, m_csrc_b}, {"M_A = 0", ALL_F, m_m_},
-    {"IC + M > M_C", ALL_F, m_bounds},    {"JA + N > N_A", ALL_F, m_bounds_j},
-    {"LLD of the output = 0", ALL_F, m_lld0}, {"first letter + LLD_A", ALL_F, m_l1_lld},
-    {"N = 0, LLD = 0", ALL_F, m_empty_lld}, {"three at once", ALL_F, m_many},
+    {"first letter", ALL_F, m_l1},
+    {"second letter", ALL_F, m_l2},
+    {"both letters", ALL_F, m_l12},
+    {"TRANS", 1 << F_TRXM, m_trans},
+    {"DIAG", 1 << F_TRXM, m_diag},
+    {"SIDE + DIAG", 1 << F_TRXM, m_side_diag},
+    {"TRANS + DIAG", 1 << F_TRXM, m_trans_diag},
+    {"TRANS not for this type", SYRKS, m_wrong_trans},
+    {"M < 0", NOT_SYRK, m_m},
+    {"N < 0", ALL_F, m_n},
+    {"K < 0", SYRKS, m_k},
+    {"IA = 0", ALL_F, m_ia},
+    {"JB < 0", 1 << F_SYMM | 1 << F_SYR2K, m_jb},
+    {"IC = JC = 0", ALL_F, m_icjc},
+    {"DTYPE_A", ALL_F, m_dtype},
+    {"CTXT of the output", ALL_F, m_ctxt_c},
+    {"CTXT_A = -1", ALL_F, m_ctxt_a},
+    {"MB_A = 0", ALL_F, m_mb},
+    {"NB of the output < 0", ALL_F, m_nb_c},
+    {"RSRC_A = P", ALL_F, m_rsrc},
+    {"CSRC_B = -2", 1 << F_SYMM | 1 << F_SYR2K, m_csrc_b},
+    {"M_A = 0", ALL_F, m_m_},
+    {"IC + M > M_C", ALL_F, m_bounds},
+    {"JA + N > N_A", ALL_F, m_bounds_j},
+    {"LLD of the output = 0", ALL_F, m_lld0},
+    {"first letter + LLD_A", ALL_F, m_l1_lld},
+    {"N = 0, LLD = 0", ALL_F, m_empty_lld},
+    {"three at once", ALL_F, m_many},
 };
 enum { NMUT = sizeof mutations / sizeof mutations[0] };
 
@@ -620,15 +662,19 @@ TEST(glue_l3_errors) {
                         ASSERT_MSG(rec.aborts == 1, "%s %s: the reference did not report it", name,
                                    mu->what);
                         ASSERT_MSG(got.aborts == 1 && got.info == rec.info &&
-                                   !strcmp(got.rout, rec.rout) && got.ctxt == rec.ctxt,
+                                       !strcmp(got.rout, rec.rout) && got.ctxt == rec.ctxt,
                                    "%s %s (%dx%d): glue reported %d x info %d in %s (ctxt %d), the "
-                                   "reference info %d in %s (ctxt %d)", name, mu->what, P, Q,
-                                   got.aborts, got.info, got.rout, got.ctxt, rec.info, rec.rout,
-                                   rec.ctxt);
-                        ASSERT_MSG(!strcmp(got.warn, rec.warn), "%s %s: warnings differ:\nglue:\n"
-                                   "%sreference:\n%s", name, mu->what, got.warn, rec.warn);
-                        ASSERT_MSG(!memcmp(Cg, c.C.buf, c.C.bytes), "%s %s: the glue wrote into "
-                                   "its output", name, mu->what);
+                                   "reference info %d in %s (ctxt %d)",
+                                   name, mu->what, P, Q, got.aborts, got.info, got.rout, got.ctxt,
+                                   rec.info, rec.rout, rec.ctxt);
+                        ASSERT_MSG(!strcmp(got.warn, rec.warn),
+                                   "%s %s: warnings differ:\nglue:\n"
+                                   "%sreference:\n%s",
+                                   name, mu->what, got.warn, rec.warn);
+                        ASSERT_MSG(!memcmp(Cg, c.C.buf, c.C.bytes),
+                                   "%s %s: the glue wrote into "
+                                   "its output",
+                                   name, mu->what);
                         ASSERT_EQ(after.arg_errors - before.arg_errors, 1);
                         ASSERT_EQ(after.tessera_calls + after.reference_calls,
                                   before.tessera_calls + before.reference_calls);
@@ -657,8 +703,10 @@ TEST(glue_l3_counters) {
         ASSERT_OK(tess_scalapack_counters(kinds[kk].name, &x));
         if (wrank >= 6) continue; /* ranks outside every grid made no call */
         ASSERT_GT(x.tessera_calls + x.reference_calls + x.quick_returns, 0);
-        if (!strcmp(mode(), "force")) ASSERT_GT(x.tessera_calls, 0);
-        else ASSERT_EQ(x.tessera_calls, 0);
+        if (!strcmp(mode(), "force"))
+            ASSERT_GT(x.tessera_calls, 0);
+        else
+            ASSERT_EQ(x.tessera_calls, 0);
     }
     ASSERT_EQ(g.tessera_calls + g.reference_calls, 0); /* no p?gemm_ of ours in this program */
     ASSERT_OK(tess_scalapack_counters("PZHER2K_", &x));
@@ -698,7 +746,8 @@ int main(int argc, char **argv) {
     if (wrank == 0)
         fprintf(stderr, "mode %s, %d ranks, TRSM block %s, reference %s\n", mode(), wsize,
                 getenv("TESSERA_SCALAPACK_TRSM_BLOCK") ? getenv("TESSERA_SCALAPACK_TRSM_BLOCK")
-                                                       : "default", info.dli_fname);
+                                                       : "default",
+                info.dli_fname);
     int rc = test_main_(argc, argv);
     Cblacs_exit(1);
     MPI_Finalize();

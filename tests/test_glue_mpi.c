@@ -49,7 +49,8 @@ static void mat_make(struct mat *x, int dt, int id, int ctxt, int M, int N, int 
     x->bytes = (size_t)x->lld * (size_t)(x->lc > 0 ? x->lc : 1) * es + GUARD;
     x->buf = malloc(x->bytes);
     ASSERT(x->buf);
-    for (size_t b = 0; b < x->bytes; b++) x->buf[b] = (unsigned char)(0xA5 ^ (b * 7) ^ (unsigned)wrank);
+    for (size_t b = 0; b < x->bytes; b++)
+        x->buf[b] = (unsigned char)(0xA5 ^ (b * 7) ^ (unsigned)wrank);
     /* the elements: global (gi, gj) at local (li, lj) */
     for (int gj = 0; gj < N; gj++) {
         if (x->cols.src >= 0 && owner(&x->cols, gj) != mycol) continue;
@@ -60,15 +61,26 @@ static void mat_make(struct mat *x, int dt, int id, int ctxt, int M, int N, int 
             unsigned char *p = x->buf + ((size_t)li + (size_t)lj * (size_t)x->lld) * es;
             double re = val(id, gi, gj, 0), im = val(id, gi, gj, 1);
             switch (dt) {
-            case 0: { float v = (float)re; memcpy(p, &v, 4); break; }
+            case 0: {
+                float v = (float)re;
+                memcpy(p, &v, 4);
+                break;
+            }
             case 1: memcpy(p, &re, 8); break;
-            case 2: { float v[2] = {(float)re, (float)im}; memcpy(p, v, 8); break; }
-            case 3: { double v[2] = {re, im}; memcpy(p, v, 16); break; }
+            case 2: {
+                float v[2] = {(float)re, (float)im};
+                memcpy(p, v, 8);
+                break;
+            }
+            case 3: {
+                double v[2] = {re, im};
+                memcpy(p, v, 16);
+                break;
+            }
             }
         }
     }
 }
-
 
 /* ---- one random call ---------------------------------------------------------------------
  * Every precision and transpose, sizes 0..40, odd block sizes, 9- and 11-entry descriptors
@@ -82,10 +94,10 @@ struct call {
     char ta, tb;
     int m, n, k;
     double alpha[2], beta[2];
-    int ia, ja, ib, jb, ic, jc;  /* 1-based */
+    int ia, ja, ib, jb, ic, jc; /* 1-based */
     struct mat A, B, C;
-    int nan_c;                   /* beta = 0 and sub(C) filled with NaN */
-    int replicated;              /* A or B has RSRC/CSRC = -1 */
+    int nan_c;      /* beta = 0 and sub(C) filled with NaN */
+    int replicated; /* A or B has RSRC/CSRC = -1 */
 };
 
 static void scalar(int dt, const double v[2], unsigned char out[16]) {
@@ -103,8 +115,8 @@ static void run(pgemm_t *f, struct call *c, unsigned char *A, unsigned char *B, 
     scalar(c->dt, c->alpha, al);
     scalar(c->dt, c->beta, be);
     char ta[2] = {c->ta, 0}, tb[2] = {c->tb, 0};
-    f(ta, tb, &c->m, &c->n, &c->k, al, A, &c->ia, &c->ja, c->A.desc, B, &c->ib, &c->jb,
-      c->B.desc, be, C, &c->ic, &c->jc, c->C.desc);
+    f(ta, tb, &c->m, &c->n, &c->k, al, A, &c->ia, &c->ja, c->A.desc, B, &c->ib, &c->jb, c->B.desc,
+      be, C, &c->ic, &c->jc, c->C.desc);
 }
 
 /* Random sizes of one operand (rows x cols of sub(X)), its descriptor and storage. */
@@ -119,8 +131,10 @@ static void make_operand(struct mat *x, int dt, int id, int ctxt, int rows, int 
     int imb = form11 ? rint_(1, 9) : mb, inb = form11 ? rint_(1, 9) : nb;
     int rsrc = rint_(0, P - 1), csrc = rint_(0, Q - 1);
     if (allow_replicated && rint_(0, 11) == 0) {
-        if (rint_(0, 1)) rsrc = -1;
-        else csrc = -1;
+        if (rint_(0, 1))
+            rsrc = -1;
+        else
+            csrc = -1;
         *replicated = 1;
     }
     int gap = rint_(0, 3);
@@ -159,8 +173,8 @@ static void make_call(struct call *c, int ctxt, int P, int Q, int myrow, int myc
     int id = case_id * 3;
     make_operand(&c->A, c->dt, id, ctxt, na ? c->m : c->k, na ? c->k : c->m, &c->ia, &c->ja, P, Q,
                  myrow, mycol, 1, &c->replicated);
-    make_operand(&c->B, c->dt, id + 1, ctxt, nb ? c->k : c->n, nb ? c->n : c->k, &c->ib, &c->jb,
-                 P, Q, myrow, mycol, !c->replicated, &c->replicated);
+    make_operand(&c->B, c->dt, id + 1, ctxt, nb ? c->k : c->n, nb ? c->n : c->k, &c->ib, &c->jb, P,
+                 Q, myrow, mycol, !c->replicated, &c->replicated);
     int dummy = 0;
     make_operand(&c->C, c->dt, id + 2, ctxt, c->m, c->n, &c->ic, &c->jc, P, Q, myrow, mycol, 0,
                  &dummy);
@@ -225,13 +239,15 @@ static void check_call(struct call *c, int myrow, int mycol, int case_id) {
         ASSERT_MSG(dquick == 1 && dtess == 0 && dref == 0, "case %d: quick return not taken",
                    case_id);
     } else if (force && !c->replicated) {
-        ASSERT_MSG(dtess == 1 && dref == 0, "case %d: forced call did not go to tessera "
-                   "(tessera +%llu, reference +%llu)", case_id, (unsigned long long)dtess,
-                   (unsigned long long)dref);
+        ASSERT_MSG(dtess == 1 && dref == 0,
+                   "case %d: forced call did not go to tessera "
+                   "(tessera +%llu, reference +%llu)",
+                   case_id, (unsigned long long)dtess, (unsigned long long)dref);
     } else {
-        ASSERT_MSG(dtess == 0 && dref == 1, "case %d: call did not go to the reference "
-                   "(tessera +%llu, reference +%llu)", case_id, (unsigned long long)dtess,
-                   (unsigned long long)dref);
+        ASSERT_MSG(dtess == 0 && dref == 1,
+                   "case %d: call did not go to the reference "
+                   "(tessera +%llu, reference +%llu)",
+                   case_id, (unsigned long long)dtess, (unsigned long long)dref);
     }
 
     /* A and B untouched */
@@ -254,26 +270,30 @@ static void check_call(struct call *c, int myrow, int mycol, int case_id) {
             memset(mask + (pg - Cg), 1, es);
             for (int part = 0; part < (dt >= 2 ? 2 : 1); part++) {
                 double g = part_of(dt, pg, part), r = part_of(dt, pr, part);
-                ASSERT_MSG(isfinite(g), "case %d (%s %c%c m=%d n=%d k=%d beta=%g): C(%d,%d) = %g "
-                           "is not finite%s", case_id, rout_name[dt], c->ta, c->tb, c->m, c->n,
-                           c->k, c->beta[0], gi + 1, gj + 1, g,
-                           c->nan_c ? " (beta = 0 must not read C)" : "");
+                ASSERT_MSG(isfinite(g),
+                           "case %d (%s %c%c m=%d n=%d k=%d beta=%g): C(%d,%d) = %g "
+                           "is not finite%s",
+                           case_id, rout_name[dt], c->ta, c->tb, c->m, c->n, c->k, c->beta[0],
+                           gi + 1, gj + 1, g, c->nan_c ? " (beta = 0 must not read C)" : "");
                 if (c->replicated) {
                     /* the glue handed the call to the reference: the very same bytes */
                     ASSERT_MSG(!memcmp(pg, pr, es), "case %d: replicated call differs", case_id);
                 } else {
-                    ASSERT_MSG(fabs(g - r) <= tol, "case %d (%s %c%c m=%d n=%d k=%d alpha=%g "
+                    ASSERT_MSG(fabs(g - r) <= tol,
+                               "case %d (%s %c%c m=%d n=%d k=%d alpha=%g "
                                "beta=%g): C(%d,%d)[%d] glue %.17g reference %.17g "
-                               "(tol %.3g)", case_id, rout_name[dt], c->ta, c->tb, c->m, c->n,
-                               c->k, c->alpha[0], c->beta[0], gi + 1, gj + 1, part, g, r, tol);
+                               "(tol %.3g)",
+                               case_id, rout_name[dt], c->ta, c->tb, c->m, c->n, c->k, c->alpha[0],
+                               c->beta[0], gi + 1, gj + 1, part, g, r, tol);
                 }
             }
         }
     for (size_t b = 0; b < c->C.bytes; b++)
         if (!mask[b] && Cg[b] != c->C.buf[b])
             TEST_FAIL_("case %d (%s %c%c m=%d n=%d k=%d): byte %zu of the local C (element %zu, "
-                       "outside sub(C)%s) changed", case_id, rout_name[dt], c->ta, c->tb, c->m,
-                       c->n, c->k, b, b / es, b >= c->C.bytes - GUARD ? ", guard" : "");
+                       "outside sub(C)%s) changed",
+                       case_id, rout_name[dt], c->ta, c->tb, c->m, c->n, c->k, b, b / es,
+                       b >= c->C.bytes - GUARD ? ", guard" : "");
     free(mask);
     free(A0);
     free(B0);
@@ -350,22 +370,36 @@ static void m_empty_lld(struct call *c, int P, int Q) { c->m = 0, c->C.desc[c->C
 static void m_empty_n_(struct call *c, int P, int Q) { c->k = 0, c->A.desc[3] = -1; }
 /* LLD_A one below the local rows: a per-process check (applied only where every process of
  * the grid holds >= 2 rows and some columns of A, so all report it) */
-static void m_lld_small(struct call *c, int P, int Q) {
-    c->A.desc[c->A.dlen - 1] = c->A.lr - 1;
-}
+static void m_lld_small(struct call *c, int P, int Q) { c->A.desc[c->A.dlen - 1] = c->A.lr - 1; }
 static void m_many(struct call *c, int P, int Q) {
     c->B.desc[c->B.dlen == 9 ? 4 : 6] = 0, c->C.desc[c->C.dlen == 9 ? 6 : 8] = 99, c->ja = 0;
 }
 static const struct mutation mutations[] = {
-    {"TRANSA", m_transa},       {"TRANSB", m_transb},     {"both TRANS", m_both_trans},
-    {"M < 0", m_m},             {"N < 0", m_n},           {"K < 0", m_k},
-    {"IA = 0", m_ia},           {"JB < 0", m_jb},         {"IC = JC = 0", m_icjc},
-    {"DTYPE_A", m_dtype},       {"CTXT_B", m_ctxt_b},     {"CTXT_A = -1", m_ctxt_a},
-    {"MB_A = 0", m_mb},         {"NB_C < 0", m_nb_c},     {"RSRC_B = P", m_rsrc},
-    {"CSRC_C = -2", m_csrc},    {"M_A = 0", m_m_},        {"IC + M > M_C", m_bounds},
-    {"JB + N > N_B", m_bounds_j}, {"LLD_B = 0", m_lld0}, {"TRANSA + LLD_C", m_trans_lld},
-    {"DTYPE_A + M", m_dtype_m}, {"M = 0, LLD_C = 0", m_empty_lld},
-    {"K = 0, N_A < 0", m_empty_n_}, {"three at once", m_many},
+    {"TRANSA", m_transa},
+    {"TRANSB", m_transb},
+    {"both TRANS", m_both_trans},
+    {"M < 0", m_m},
+    {"N < 0", m_n},
+    {"K < 0", m_k},
+    {"IA = 0", m_ia},
+    {"JB < 0", m_jb},
+    {"IC = JC = 0", m_icjc},
+    {"DTYPE_A", m_dtype},
+    {"CTXT_B", m_ctxt_b},
+    {"CTXT_A = -1", m_ctxt_a},
+    {"MB_A = 0", m_mb},
+    {"NB_C < 0", m_nb_c},
+    {"RSRC_B = P", m_rsrc},
+    {"CSRC_C = -2", m_csrc},
+    {"M_A = 0", m_m_},
+    {"IC + M > M_C", m_bounds},
+    {"JB + N > N_B", m_bounds_j},
+    {"LLD_B = 0", m_lld0},
+    {"TRANSA + LLD_C", m_trans_lld},
+    {"DTYPE_A + M", m_dtype_m},
+    {"M = 0, LLD_C = 0", m_empty_lld},
+    {"K = 0, N_A < 0", m_empty_n_},
+    {"three at once", m_many},
     {"LLD_A < local rows", m_lld_small},
 };
 enum { NMUT = sizeof mutations / sizeof mutations[0], NCOMBO = 30 };
@@ -410,7 +444,8 @@ TEST(glue_gemm_errors) {
                         int x = rint_(0, NMUT - 2); /* not the per-process LLD one */
                         mutations[x].apply(&c, P, Q);
                         size_t l = strlen(what);
-                        snprintf(what + l, sizeof what - l, "%s%s", i ? " + " : "", mutations[x].what);
+                        snprintf(what + l, sizeof what - l, "%s%s", i ? " + " : "",
+                                 mutations[x].what);
                     }
                 }
                 unsigned char *Cg = malloc(c.C.bytes), *Cr = malloc(c.C.bytes);
@@ -426,14 +461,15 @@ TEST(glue_gemm_errors) {
                 run(ref_fn[c.dt], &c, c.A.buf, c.B.buf, Cr);
                 ASSERT_MSG(rec.aborts == 1, "%s: the reference did not report it", what);
                 ASSERT_MSG(got.aborts == 1 && got.info == rec.info && !strcmp(got.rout, rec.rout) &&
-                           got.ctxt == rec.ctxt,
+                               got.ctxt == rec.ctxt,
                            "%s (%dx%d): glue reported %d x info %d in %s (ctxt %d), the reference "
-                           "info %d in %s (ctxt %d)", what, P, Q, got.aborts,
-                           got.info, got.rout, got.ctxt, rec.info, rec.rout, rec.ctxt);
-                ASSERT_MSG(!strcmp(got.warn, rec.warn), "%s: warnings differ:\nglue:\n%sreference:\n%s",
-                           what, got.warn, rec.warn);
-                ASSERT_MSG(!memcmp(Cg, c.C.buf, c.C.bytes), "%s: the glue wrote into C",
-                           what);
+                           "info %d in %s (ctxt %d)",
+                           what, P, Q, got.aborts, got.info, got.rout, got.ctxt, rec.info, rec.rout,
+                           rec.ctxt);
+                ASSERT_MSG(!strcmp(got.warn, rec.warn),
+                           "%s: warnings differ:\nglue:\n%sreference:\n%s", what, got.warn,
+                           rec.warn);
+                ASSERT_MSG(!memcmp(Cg, c.C.buf, c.C.bytes), "%s: the glue wrote into C", what);
                 ASSERT_EQ(after.arg_errors - before.arg_errors, 1);
                 ASSERT_EQ(after.tessera_calls + after.reference_calls,
                           before.tessera_calls + before.reference_calls);
@@ -484,9 +520,9 @@ TEST(glue_gemm_args_differ) {
     }
     static const struct {
         const char *what;
-        int mb_a, alpha, nb_c;  /* which differ on the odd process */
+        int mb_a, alpha, nb_c; /* which differ on the odd process */
         int info, nwarn;
-        const char *first;      /* the first warning's text starts so */
+        const char *first; /* the first warning's text starts so */
     } kinds[] = {
         {"MB_A = 16 on one process", 1, 0, 0, -1007, 1, "Illegal DESCA[MB_]"},
         {"ALPHA on one process", 0, 1, 0, -6, 1, "Illegal ALPHA"},
@@ -559,10 +595,9 @@ TEST(glue_gemm_args_differ) {
                     if (info == -1908) info = -1906, first_warn = "Illegal DESCC[INB_]";
                 }
                 ASSERT_MSG(rec.info == info && !strcmp(rec.rout, rout_name[c.dt]) &&
-                           rec.ctxt == ctxt,
+                               rec.ctxt == ctxt,
                            "%s: rank %d: info %d in %s (ctxt %d), expected %d in %s (ctxt %d)",
-                           what, wrank, rec.info, rec.rout, rec.ctxt, info, rout_name[c.dt],
-                           ctxt);
+                           what, wrank, rec.info, rec.rout, rec.ctxt, info, rout_name[c.dt], ctxt);
                 /* the same warnings, in the same order, on every process */
                 char texts[4096], first[4096];
                 warn_texts(rec.warn, texts, sizeof texts);
@@ -574,11 +609,11 @@ TEST(glue_gemm_args_differ) {
                 for (const char *p = texts; *p; p++) lines += *p == '\n';
                 const char *text1 = strchr(texts, '|') ? strchr(strchr(texts, '|') + 1, '|') : NULL;
                 ASSERT_MSG(lines == nwarn && text1 &&
-                           !strncmp(text1 + 1, first_warn, strlen(first_warn)),
+                               !strncmp(text1 + 1, first_warn, strlen(first_warn)),
                            "%s: rank %d warned\n%s(expected %d warnings, the first \"%s...\")",
                            what, wrank, texts, nwarn, first_warn);
-                ASSERT_MSG(!memcmp(Cg, C0, c.C.bytes), "%s: the glue wrote into C on rank %d",
-                           what, wrank);
+                ASSERT_MSG(!memcmp(Cg, C0, c.C.bytes), "%s: the glue wrote into C on rank %d", what,
+                           wrank);
                 ASSERT_EQ(after.arg_errors - before.arg_errors, 1);
                 ASSERT_EQ(after.tessera_calls + after.reference_calls,
                           before.tessera_calls + before.reference_calls);
@@ -640,10 +675,12 @@ TEST(glue_counters_api) {
     ASSERT_OK(tess_scalapack_counters("pzherk", &z));
     ASSERT_EQ(d.tessera_calls, dd.tessera_calls);
     ASSERT(g.tessera_calls >= d.tessera_calls);
-    ASSERT_EQ(all.tessera_calls, g.tessera_calls);  /* this program calls p?gemm_ only */
+    ASSERT_EQ(all.tessera_calls, g.tessera_calls); /* this program calls p?gemm_ only */
     ASSERT(g.tessera_calls + g.reference_calls + g.quick_returns > 0);
-    if (!strcmp(mode(), "force")) ASSERT_GT(g.tessera_calls, 0);
-    else ASSERT_EQ(g.tessera_calls, 0);
+    if (!strcmp(mode(), "force"))
+        ASSERT_GT(g.tessera_calls, 0);
+    else
+        ASSERT_EQ(g.tessera_calls, 0);
     ASSERT_EQ(tess_scalapack_counters("pdherk", &z), -1);
     ASSERT_EQ(tess_scalapack_counters("pxgemm", &z), -1);
     ASSERT_EQ(tess_scalapack_counters("gemm", NULL), -1);

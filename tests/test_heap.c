@@ -24,25 +24,25 @@ TEST(heap_split_merge) {
     struct tess__heap *h = tess__heap_create(arena, 1024, 16);
     ASSERT(h);
     ASSERT_EQ(tess__heap_segments(h), 1);
-    void *a = tess__heap_alloc(h, 100);  /* 112 */
-    void *b = tess__heap_alloc(h, 200);  /* 208 */
-    void *c = tess__heap_alloc(h, 300);  /* 304 */
+    void *a = tess__heap_alloc(h, 100); /* 112 */
+    void *b = tess__heap_alloc(h, 200); /* 208 */
+    void *c = tess__heap_alloc(h, 300); /* 304 */
     ASSERT(a && b && c);
     ASSERT_EQ(off(arena, a), 0);
     ASSERT_EQ(off(arena, b), 112);
     ASSERT_EQ(off(arena, c), 320);
-    ASSERT_EQ(tess__heap_segments(h), 4);          /* A B C + free tail */
+    ASSERT_EQ(tess__heap_segments(h), 4); /* A B C + free tail */
     ASSERT_EQ(tess__heap_used(h), 112 + 208 + 304);
     tess__heap_free(h, b);
-    ASSERT_EQ(tess__heap_segments(h), 4);          /* B free between used A and C */
+    ASSERT_EQ(tess__heap_segments(h), 4); /* B free between used A and C */
     ASSERT_EQ(tess__heap_largest_free(h), 1024 - 624);
     tess__heap_free(h, a);
-    ASSERT_EQ(tess__heap_segments(h), 3);          /* A+B merged */
+    ASSERT_EQ(tess__heap_segments(h), 3); /* A+B merged */
     ASSERT_EQ(tess__heap_used(h), 304);
     /* 320 bytes fit exactly in the merged A+B hole, which lies below the 400-byte tail */
     void *ab = tess__heap_alloc(h, 320);
     ASSERT_EQ(off(arena, ab), 0);
-    ASSERT_EQ(tess__heap_segments(h), 3);          /* exact fit: no split */
+    ASSERT_EQ(tess__heap_segments(h), 3); /* exact fit: no split */
     tess__heap_free(h, ab);
     /* freeing C merges it with both neighbours: one segment again */
     tess__heap_free(h, c);
@@ -60,13 +60,13 @@ TEST(heap_merge_with_upper) {
     for (int i = 0; i < 4; i++) p[i] = tess__heap_alloc(h, 64);
     ASSERT_EQ(tess__heap_segments(h), 5);
     tess__heap_free(h, p[2]);
-    tess__heap_free(h, p[1]);                      /* merges with p[2]'s hole above */
+    tess__heap_free(h, p[1]); /* merges with p[2]'s hole above */
     ASSERT_EQ(tess__heap_segments(h), 4);
     ASSERT_EQ(tess__heap_largest_free(h), 4096 - 256);
     void *q = tess__heap_alloc(h, 128);
     ASSERT_EQ(off(arena, q), 64);
     tess__heap_free(h, q);
-    tess__heap_free(h, p[3]);                      /* merges below (1,2) and above (tail) */
+    tess__heap_free(h, p[3]); /* merges below (1,2) and above (tail) */
     ASSERT_EQ(tess__heap_segments(h), 2);
     tess__heap_free(h, p[0]);
     ASSERT_EQ(tess__heap_segments(h), 1);
@@ -84,17 +84,17 @@ TEST(heap_first_fit_order) {
         ASSERT_EQ(off(arena, p[i]), 64 * i);
     }
     tess__heap_free(h, p[2]);
-    tess__heap_free(h, p[0]);                      /* holes at 0 and 128, tail at 256 */
+    tess__heap_free(h, p[0]); /* holes at 0 and 128, tail at 256 */
     void *x = tess__heap_alloc(h, 64);
     ASSERT_EQ(off(arena, x), 0);
     void *y = tess__heap_alloc(h, 64);
     ASSERT_EQ(off(arena, y), 128);
     void *z = tess__heap_alloc(h, 64);
     ASSERT_EQ(off(arena, z), 256);
-    tess__heap_free(h, x);                         /* hole of 64 at 0 */
-    void *big = tess__heap_alloc(h, 128);          /* does not fit the hole: from the tail */
+    tess__heap_free(h, x);                /* hole of 64 at 0 */
+    void *big = tess__heap_alloc(h, 128); /* does not fit the hole: from the tail */
     ASSERT_EQ(off(arena, big), 320);
-    void *small = tess__heap_alloc(h, 1);          /* fits the hole */
+    void *small = tess__heap_alloc(h, 1); /* fits the hole */
     ASSERT_EQ(off(arena, small), 0);
     tess__heap_destroy(h);
     free(arena);
@@ -106,7 +106,7 @@ TEST(heap_alignment) {
     char *arena = arena_new(8192);
     ASSERT(tess__heap_create(arena, 8192, 0) == NULL);
     ASSERT(tess__heap_create(arena, 8192, 48) == NULL);
-    ASSERT(tess__heap_create(arena + 1, 100, 256) == NULL);  /* nothing aligned left */
+    ASSERT(tess__heap_create(arena + 1, 100, 256) == NULL); /* nothing aligned left */
     struct tess__heap *h = tess__heap_create(arena + 1, 8191, 256);
     ASSERT(h);
     ASSERT_EQ(tess__heap_capacity(h), 8192 - 256);
@@ -114,7 +114,7 @@ TEST(heap_alignment) {
     void *a = tess__heap_alloc(h, 1);
     void *b = tess__heap_alloc(h, 1);
     void *c = tess__heap_alloc(h, 257);
-    void *d = tess__heap_alloc(h, 0);             /* a minimal segment, not NULL */
+    void *d = tess__heap_alloc(h, 0); /* a minimal segment, not NULL */
     ASSERT(a && b && c && d);
     ASSERT_EQ((uintptr_t)a % 256, 0);
     ASSERT_EQ((uintptr_t)b % 256, 0);
@@ -126,7 +126,7 @@ TEST(heap_alignment) {
     ASSERT_EQ((char *)d - (char *)c, 512);
     ASSERT_EQ(tess__heap_used(h), 256 + 256 + 512 + 256);
     tess__heap_free(h, d);
-    tess__heap_free(h, NULL);                      /* no-op */
+    tess__heap_free(h, NULL); /* no-op */
     ASSERT_EQ(tess__heap_used(h), 1024);
     tess__heap_destroy(h);
     free(arena);
@@ -143,7 +143,7 @@ TEST(heap_exhaustion) {
     ASSERT(all);
     ASSERT_EQ(tess__heap_segments(h), 1);
     ASSERT(tess__heap_alloc(h, 1) == NULL);
-    ASSERT(tess__heap_alloc(h, 0) == NULL);        /* even a minimal segment has no room */
+    ASSERT(tess__heap_alloc(h, 0) == NULL); /* even a minimal segment has no room */
     ASSERT_EQ(tess__heap_used(h), 1024);
     ASSERT_EQ(tess__heap_largest_free(h), 0);
     tess__heap_free(h, all);
@@ -170,7 +170,7 @@ TEST(heap_free_all_one_segment) {
         ASSERT(p[i]);
     }
     ASSERT_EQ(tess__heap_segments(h), N + 1);
-    for (int i = N - 1; i > 0; i--) {              /* shuffle the free order */
+    for (int i = N - 1; i > 0; i--) { /* shuffle the free order */
         int j = rand_r(&seed) % (i + 1);
         void *t = p[i];
         p[i] = p[j];
@@ -191,8 +191,11 @@ TEST(heap_random_vs_shadow) {
     enum { UNIT = 64, UNITS = 512, LIVE = 96, OPS = 30000 };
     char *arena = arena_new(UNIT * UNITS);
     struct tess__heap *h = tess__heap_create(arena, UNIT * UNITS, UNIT);
-    static int owner[UNITS];                       /* live slot owning each unit, or -1 */
-    struct { char *p; size_t units; } live[LIVE] = {{0}};
+    static int owner[UNITS]; /* live slot owning each unit, or -1 */
+    struct {
+        char *p;
+        size_t units;
+    } live[LIVE] = {{0}};
     for (int u = 0; u < UNITS; u++) owner[u] = -1;
     unsigned seed = 777;
     size_t used_units = 0;
@@ -206,7 +209,8 @@ TEST(heap_random_vs_shadow) {
             }
             /* the bytes were not touched by any overlapping allocation */
             for (size_t i = 0; i < live[k].units * UNIT; i++)
-                ASSERT_MSG((unsigned char)live[k].p[i] == (unsigned char)k, "byte %zu clobbered", i);
+                ASSERT_MSG((unsigned char)live[k].p[i] == (unsigned char)k, "byte %zu clobbered",
+                           i);
             tess__heap_free(h, live[k].p);
             used_units -= live[k].units;
             live[k].p = NULL;
@@ -217,7 +221,10 @@ TEST(heap_random_vs_shadow) {
             /* expected: the lowest run of free units of length >= need */
             long expect = -1;
             for (size_t u = 0; u < UNITS && expect < 0;) {
-                if (owner[u] != -1) { u++; continue; }
+                if (owner[u] != -1) {
+                    u++;
+                    continue;
+                }
                 size_t r = u;
                 while (r < UNITS && owner[r] == -1) r++;
                 if (r - u >= need) expect = (long)u;
@@ -228,7 +235,8 @@ TEST(heap_random_vs_shadow) {
                 ASSERT_MSG(p == NULL, "op %d: alloc(%zu) should fail", op, bytes);
                 continue;
             }
-            ASSERT_MSG(p != NULL, "op %d: alloc(%zu) failed with a hole at unit %ld", op, bytes, expect);
+            ASSERT_MSG(p != NULL, "op %d: alloc(%zu) failed with a hole at unit %ld", op, bytes,
+                       expect);
             ASSERT(p >= arena && p + need * UNIT <= arena + UNIT * UNITS);
             ASSERT_EQ((p - arena) % UNIT, 0);
             ASSERT_EQ((p - arena) / UNIT, expect);
@@ -266,19 +274,25 @@ struct mt_arg {
 static void *mt_worker(void *p) {
     struct mt_arg *a = p;
     enum { KEEP = 16 };
-    struct { unsigned char *p; size_t n; } held[KEEP] = {{0}};
+    struct {
+        unsigned char *p;
+        size_t n;
+    } held[KEEP] = {{0}};
     unsigned seed = 1000u + (unsigned)a->id;
     for (int it = 0; it < 20000; it++) {
         int k = rand_r(&seed) % KEEP;
         if (held[k].p) {
             for (size_t i = 0; i < held[k].n; i++)
-                if (held[k].p[i] != (unsigned char)(a->id * KEEP + k)) { atomic_store(a->bad, 1); break; }
+                if (held[k].p[i] != (unsigned char)(a->id * KEEP + k)) {
+                    atomic_store(a->bad, 1);
+                    break;
+                }
             tess__heap_free(a->h, held[k].p);
             held[k].p = NULL;
         } else {
             size_t n = 1 + (size_t)(rand_r(&seed) % 2000);
             unsigned char *q = tess__heap_alloc(a->h, n);
-            if (!q) continue;  /* momentarily full: fine */
+            if (!q) continue; /* momentarily full: fine */
             if ((char *)q < a->arena || (char *)q + n > a->arena + a->size || (uintptr_t)q % 32)
                 atomic_store(a->bad, 1);
             memset(q, a->id * KEEP + k, n);
@@ -322,14 +336,14 @@ TEST(heap_alloc_at_and_fixed) {
     char *arena = arena_new(4096);
     struct tess__heap *h = tess__heap_create(arena, 4096, 64);
     ASSERT_EQ(tess__heap_fixed_room(h, 1024), 4);
-    char *a = tess__heap_alloc_at(h, arena + 1024, 1000, true);   /* 1024 */
+    char *a = tess__heap_alloc_at(h, arena + 1024, 1000, true); /* 1024 */
     ASSERT(a == arena + 1024);
     ASSERT_EQ(tess__heap_segments(h), 3);
     ASSERT_EQ(tess__heap_used(h), 1024);
-    ASSERT(tess__heap_alloc_at(h, arena + 1536, 64, false) == NULL);   /* used */
-    ASSERT(tess__heap_alloc_at(h, arena + 32, 64, false) == NULL);     /* misaligned */
-    ASSERT(tess__heap_alloc_at(h, arena + 4032, 128, false) == NULL);  /* past the end */
-    ASSERT(tess__heap_alloc_at(h, arena + 1984, 128, false) == NULL);  /* overlaps a */
+    ASSERT(tess__heap_alloc_at(h, arena + 1536, 64, false) == NULL);  /* used */
+    ASSERT(tess__heap_alloc_at(h, arena + 32, 64, false) == NULL);    /* misaligned */
+    ASSERT(tess__heap_alloc_at(h, arena + 4032, 128, false) == NULL); /* past the end */
+    ASSERT(tess__heap_alloc_at(h, arena + 1984, 128, false) == NULL); /* overlaps a */
     /* fixed a splits the runs [0, 1024) and [2048, 4096) */
     ASSERT_EQ(tess__heap_fixed_room(h, 1024), 3);
     ASSERT_EQ(tess__heap_fixed_room(h, 2048), 1);
@@ -337,14 +351,14 @@ TEST(heap_alloc_at_and_fixed) {
     char *b = tess__heap_alloc(h, 64);
     ASSERT(b == arena);
     ASSERT_EQ(tess__heap_fixed_room(h, 1024), 3);
-    char *c = tess__heap_alloc_at(h, arena + 4096 - 64, 64, false);   /* the last 64 bytes */
+    char *c = tess__heap_alloc_at(h, arena + 4096 - 64, 64, false); /* the last 64 bytes */
     ASSERT(c == arena + 4032);
     ASSERT_EQ(tess__heap_fixed_room(h, 2048), 1);
     tess__heap_set_fixed(h, c, true);
-    ASSERT_EQ(tess__heap_fixed_room(h, 2048), 0);                     /* [2048, 4032) */
+    ASSERT_EQ(tess__heap_fixed_room(h, 2048), 0); /* [2048, 4032) */
     ASSERT_EQ(tess__heap_fixed_room(h, 1024), 2);
     tess__heap_set_fixed(h, a, false);
-    ASSERT_EQ(tess__heap_fixed_room(h, 1024), 3);                     /* [0, 4032) */
+    ASSERT_EQ(tess__heap_fixed_room(h, 1024), 3); /* [0, 4032) */
     ASSERT_EQ(tess__heap_round(h, 1000), 1024);
     tess__heap_free(h, a);
     tess__heap_free(h, c);
@@ -373,11 +387,11 @@ TEST(heap_plan_b7_layouts) {
     char *sc = tess__heap_alloc_at(h, arena + 13 * K, K, true);
     ASSERT(zc && za && sc);
     ASSERT_EQ(tess__heap_used(h), 9 * K);
-    ASSERT(tess__heap_alloc(h, 4 * K) == NULL);        /* 7 KiB free, no 4 KiB piece */
-    ASSERT_EQ(tess__heap_fixed_room(h, 4 * K), 2);     /* but two once A is evicted */
+    ASSERT(tess__heap_alloc(h, 4 * K) == NULL);    /* 7 KiB free, no 4 KiB piece */
+    ASSERT_EQ(tess__heap_fixed_room(h, 4 * K), 2); /* but two once A is evicted */
     tess__heap_free(h, za);
     char *a = tess__heap_alloc(h, 4 * K), *b = tess__heap_alloc(h, 4 * K);
-    ASSERT(a == arena + 4 * K && b == arena + 8 * K);  /* first fit: A and B */
+    ASSERT(a == arena + 4 * K && b == arena + 8 * K); /* first fit: A and B */
     tess__heap_free(h, a);
     tess__heap_free(h, b);
     tess__heap_free(h, zc);
@@ -386,7 +400,7 @@ TEST(heap_plan_b7_layouts) {
     /* planning an s C beside a fixed z C */
     zc = tess__heap_alloc_at(h, arena + 7 * K, 4 * K, true);
     char *cp[3];
-    for (int i = 0; i < 3; i++) cp[i] = tess__heap_alloc(h, K);  /* copies at 0-3 KiB */
+    for (int i = 0; i < 3; i++) cp[i] = tess__heap_alloc(h, K); /* copies at 0-3 KiB */
     ASSERT(cp[2] == arena + 2 * K);
     size_t room[2] = {4 * K, K};
     bool now = false;
@@ -400,7 +414,7 @@ TEST(heap_plan_b7_layouts) {
     /* every free piece wrong: copies fill 3-7, 11-12 and 13-16 KiB; the one free KiB,
      * 12-13, would split the run 11-16 KiB and leave the z task one 4 KiB piece */
     char *more[4];
-    for (int i = 0; i < 4; i++) more[i] = tess__heap_alloc(h, K);    /* 3-7 KiB */
+    for (int i = 0; i < 4; i++) more[i] = tess__heap_alloc(h, K); /* 3-7 KiB */
     char *mid = tess__heap_alloc_at(h, arena + 11 * K, K, false);
     char *top = tess__heap_alloc_at(h, arena + 13 * K, 3 * K, false);
     ASSERT(more[3] == arena + 6 * K && mid && top);
@@ -434,20 +448,23 @@ TEST(heap_plan_random_keeps_room) {
     enum { UNIT = 256, UNITS = 64, MAXT = 16, MAXC = 48, OPS = 20000 };
     char *arena = arena_new(UNIT * UNITS);
     struct tess__heap *h = tess__heap_create(arena, UNIT * UNITS, UNIT);
-    struct { char *p; size_t units; } task[MAXT] = {{0}}, copy[MAXC] = {{0}};
+    struct {
+        char *p;
+        size_t units;
+    } task[MAXT] = {{0}}, copy[MAXC] = {{0}};
     unsigned seed = 4242;
     int admitted = 0, refused = 0, evicting = 0;
     for (int op = 0; op < OPS; op++) {
         int r = rand_r(&seed) % 10;
-        if (r < 4) {                                   /* a cached copy comes */
+        if (r < 4) { /* a cached copy comes */
             int k = rand_r(&seed) % MAXC;
             if (copy[k].p) continue;
             size_t u = (size_t)1 << (rand_r(&seed) % 3);
             if ((copy[k].p = tess__heap_alloc(h, u * UNIT))) copy[k].units = u;
-        } else if (r < 6) {                            /* a copy is evicted */
+        } else if (r < 6) { /* a copy is evicted */
             int k = rand_r(&seed) % MAXC;
             if (copy[k].p) tess__heap_free(h, copy[k].p), copy[k].p = NULL;
-        } else if (r < 9) {                            /* a task tries to start */
+        } else if (r < 9) { /* a task tries to start */
             int k = rand_r(&seed) % MAXT;
             if (task[k].p) continue;
             size_t u = (size_t)1 << (rand_r(&seed) % 4), bytes = 3 * u, nrun = 0;
@@ -455,7 +472,8 @@ TEST(heap_plan_random_keeps_room) {
             int n = 0;
             for (int i = 0; i < MAXT; i++)
                 if (task[i].p) bytes += 3 * task[i].units, room[n++] = task[i].units * UNIT, nrun++;
-            if (bytes > UNITS && op % 2) continue;     /* the byte admission (every other op:
+            if (bytes > UNITS && op % 2)
+                continue; /* the byte admission (every other op:
                                                            without it the plan must refuse) */
             room[n++] = u * UNIT;
             bool now;
@@ -468,14 +486,16 @@ TEST(heap_plan_random_keeps_room) {
             if (!now) {
                 evicting++;
                 for (int i = 0; i < MAXC; i++)
-                    if (copy[i].p && copy[i].p < at + u * UNIT && at < copy[i].p + copy[i].units * UNIT)
+                    if (copy[i].p && copy[i].p < at + u * UNIT &&
+                        at < copy[i].p + copy[i].units * UNIT)
                         tess__heap_free(h, copy[i].p), copy[i].p = NULL;
             }
             task[k].p = tess__heap_alloc_at(h, at, u * UNIT, true);
-            ASSERT_MSG(task[k].p == at, "op %d: planned place %ld not free", op, (long)(at - arena));
+            ASSERT_MSG(task[k].p == at, "op %d: planned place %ld not free", op,
+                       (long)(at - arena));
             task[k].units = u;
             admitted++;
-        } else {                                       /* a task ends */
+        } else { /* a task ends */
             int k = rand_r(&seed) % MAXT;
             if (task[k].p) tess__heap_free(h, task[k].p), task[k].p = NULL;
         }
@@ -484,16 +504,21 @@ TEST(heap_plan_random_keeps_room) {
         memset(fixed, 0, sizeof fixed);
         for (int i = 0; i < MAXT; i++)
             if (task[i].p)
-                for (size_t q = 0; q < task[i].units; q++) fixed[(task[i].p - arena) / UNIT + q] = 1;
+                for (size_t q = 0; q < task[i].units; q++)
+                    fixed[(task[i].p - arena) / UNIT + q] = 1;
         for (int i = 0; i < MAXT; i++) {
             if (!task[i].p) continue;
             size_t fit = 0, run = 0;
             for (int q = 0; q <= UNITS; q++) {
-                if (q < UNITS && !fixed[q]) { run++; continue; }
+                if (q < UNITS && !fixed[q]) {
+                    run++;
+                    continue;
+                }
                 fit += run / task[i].units;
                 run = 0;
             }
-            ASSERT_MSG(fit >= 2, "op %d: a task of %zu units has room for %zu", op, task[i].units, fit);
+            ASSERT_MSG(fit >= 2, "op %d: a task of %zu units has room for %zu", op, task[i].units,
+                       fit);
             ASSERT_EQ(tess__heap_fixed_room(h, task[i].units * UNIT), fit);
         }
     }

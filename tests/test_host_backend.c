@@ -75,7 +75,7 @@ static double max_rel_diff(const double *a, const double *b, size_t n) {
     for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
     for (size_t i = 0; i < n; i++) {
         double d = fabs(a[i] - b[i]);
-        if (!(d <= worst)) worst = d;  /* NaN propagates as a failure */
+        if (!(d <= worst)) worst = d; /* NaN propagates as a failure */
     }
     return worst / scale;
 }
@@ -132,8 +132,7 @@ TEST(emu_arena_opens_lazily) {
     edev_open(&a, p);
     ASSERT_EQ(a.size, 1024 * MIB);
     size_t r1 = resident_bytes();
-    ASSERT_MSG(r1 < r0 + 80 * MIB, "opening a 1 GiB arena made %zu MiB resident",
-               (r1 - r0) >> 20);
+    ASSERT_MSG(r1 < r0 + 80 * MIB, "opening a 1 GiB arena made %zu MiB resident", (r1 - r0) >> 20);
     unsigned char *b = a.base;
     b[0] = 1;
     b[a.size / 2] = 2;
@@ -198,9 +197,13 @@ TEST(gemm_on_device_matches_host) {
     struct edev a;
     edev_open(&a, prm(0, 1));
     enum { M = 37, N = 23, K = 19 };
-    const struct { tess_dtype_t dt; char ta, tb; int beta_zero; } cases[] = {
-        {TESS_D, 'N', 'N', 0}, {TESS_D, 'T', 'N', 1}, {TESS_Z, 'C', 'T', 0}, {TESS_Z, 'N', 'C', 1},
-        {TESS_S, 'N', 'T', 0}, {TESS_C, 'T', 'C', 0},
+    const struct {
+        tess_dtype_t dt;
+        char ta, tb;
+        int beta_zero;
+    } cases[] = {
+        {TESS_D, 'N', 'N', 0}, {TESS_D, 'T', 'N', 1}, {TESS_Z, 'C', 'T', 0},
+        {TESS_Z, 'N', 'C', 1}, {TESS_S, 'N', 'T', 0}, {TESS_C, 'T', 'C', 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         tess_dtype_t dt = cases[c].dt;
@@ -224,14 +227,18 @@ TEST(gemm_on_device_matches_host) {
         memset(&alpha, 0, sizeof alpha);
         memset(&beta, 0, sizeof beta);
         switch (dt) {
-        case TESS_S: alpha.s = 1.5f; beta.s = -0.5f; break;
-        case TESS_D: alpha.d = 1.5; beta.d = -0.5; break;
+        case TESS_S:
+            alpha.s = 1.5f;
+            beta.s = -0.5f;
+            break;
+        case TESS_D:
+            alpha.d = 1.5;
+            beta.d = -0.5;
+            break;
         case TESS_C:
             alpha.c[0] = 0.5f, alpha.c[1] = -1.25f, beta.c[0] = 0.75f, beta.c[1] = 0.5f;
             break;
-        case TESS_Z:
-            alpha.z[0] = 0.5, alpha.z[1] = -1.25, beta.z[0] = 0.75, beta.z[1] = 0.5;
-            break;
+        case TESS_Z: alpha.z[0] = 0.5, alpha.z[1] = -1.25, beta.z[0] = 0.75, beta.z[1] = 0.5; break;
         }
         if (cases[c].beta_zero) memset(&beta, 0, sizeof beta);
         unsigned char *dA = a.base + 4096, *dB = dA + na * es + 512, *dC = dB + nb * es + 512;
@@ -246,9 +253,9 @@ TEST(gemm_on_device_matches_host) {
         ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, got, 0, dC, 0, nc * es, 1, NULL));
         ASSERT_OK(drain(emu, a.bd, 0));
         memcpy(ref, hC, nc * es);
-        if (cases[c].beta_zero) memset(ref, 0xFF, nc * es);  /* NaN: must not be read */
-        tess__host_gemm(dt, cases[c].ta, cases[c].tb, M, N, K, &alpha, hA, lda, hB, ldb, &beta,
-                        ref, ldc);
+        if (cases[c].beta_zero) memset(ref, 0xFF, nc * es); /* NaN: must not be read */
+        tess__host_gemm(dt, cases[c].ta, cases[c].tb, M, N, K, &alpha, hA, lda, hB, ldb, &beta, ref,
+                        ldc);
         /* compare the m rows of every column, as reals */
         for (int64_t j = 0; j < N; j++) {
             size_t off = (size_t)(j * ldc) * es, len = (size_t)M * es;
@@ -257,8 +264,8 @@ TEST(gemm_on_device_matches_host) {
                             *y = (const float *)((unsigned char *)ref + off);
                 for (size_t i = 0; i < len / sizeof(float); i++)
                     ASSERT_MSG(fabsf(x[i] - y[i]) <= 1e-4f * (1 + fabsf(y[i])),
-                               "case %zu: C[%zu] col %lld: %g vs %g", c, i, (long long)j,
-                               x[i], y[i]);
+                               "case %zu: C[%zu] col %lld: %g vs %g", c, i, (long long)j, x[i],
+                               y[i]);
             } else {
                 double r = max_rel_diff((const double *)((unsigned char *)got + off),
                                         (const double *)((unsigned char *)ref + off),
@@ -277,14 +284,14 @@ TEST(gemm_on_device_matches_host) {
  * gemm still waits behind a slow copy does not change the result. */
 TEST(gemm_reads_scalars_at_call) {
     struct tess__dev_params p = prm(0, 1);
-    p.link_gbs = 0.01;  /* 1 MB: 100 ms */
+    p.link_gbs = 0.01; /* 1 MB: 100 ms */
     struct edev a;
     edev_open(&a, p);
     double *dA = (double *)a.base, *dB = dA + 4, *dC = dB + 4;
     double one[4] = {1, 1, 1, 1}, c = 0, alpha = 2.0, beta = 0.0;
     ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dA, 0, one, 0, sizeof one, 1, NULL));
     ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dB, 0, one, 0, sizeof one, 1, NULL));
-    static unsigned char slow[1000000];  /* keeps the gemm queued while alpha changes */
+    static unsigned char slow[1000000]; /* keeps the gemm queued while alpha changes */
     ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base + 4 * MIB, 0, slow, 0, sizeof slow, 1, NULL));
     ASSERT_OK(emu->gemm(a.bd, 0, TESS_D, 'N', 'N', 1, 1, 4, &alpha, dA, 1, dB, 4, &beta, dC, 1));
     alpha = 100.0;
@@ -322,7 +329,7 @@ TEST(stream_is_fifo) {
  * under 400 ms (best of three tries, so a loaded machine cannot fake a failure). */
 TEST(streams_run_concurrently) {
     struct tess__dev_params p = prm(0, 2);
-    p.link_gbs = 0.01;  /* 2 MB: 200 ms */
+    p.link_gbs = 0.01; /* 2 MB: 200 ms */
     struct edev a;
     edev_open(&a, p);
     size_t n = 2000000;
@@ -345,7 +352,7 @@ TEST(streams_run_concurrently) {
  * that copy is done: its own event never completes first, and its D2H sees the copy's bytes. */
 TEST(cross_stream_wait) {
     struct tess__dev_params p = prm(0, 3);
-    p.link_gbs = 0.01;  /* 2 MB: 200 ms */
+    p.link_gbs = 0.01; /* 2 MB: 200 ms */
     p.jitter_us = 100;
     struct edev a;
     edev_open(&a, p);
@@ -380,7 +387,7 @@ TEST(cross_stream_wait) {
  * counts as complete). */
 TEST(wait_captures_generation) {
     struct tess__dev_params p = prm(0, 3);
-    p.link_gbs = 0.01;  /* 3 MB: 300 ms */
+    p.link_gbs = 0.01; /* 3 MB: 300 ms */
     struct edev a;
     edev_open(&a, p);
     size_t n = 3000000;
@@ -398,15 +405,15 @@ TEST(wait_captures_generation) {
         double t0 = tess__now();
         ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 0, h, 0, n, 1, NULL));
         ASSERT_OK(emu->event_record(a.bd, 0, slow));
-        ASSERT_OK(emu->event_record(a.bd, 0, ev));   /* record g: behind the slow copy */
-        ASSERT_OK(emu->stream_wait(a.bd, 1, ev));    /* waits for record g */
-        ASSERT_OK(emu->event_record(a.bd, 2, ev));   /* record g+1: reached at once */
+        ASSERT_OK(emu->event_record(a.bd, 0, ev)); /* record g: behind the slow copy */
+        ASSERT_OK(emu->stream_wait(a.bd, 1, ev));  /* waits for record g */
+        ASSERT_OK(emu->event_record(a.bd, 2, ev)); /* record g+1: reached at once */
         ASSERT_OK(emu->event_record(a.bd, 1, after));
         ASSERT_EQ(query_until(emu, a.bd, ev, 5.0), TESS_OK);
         /* asked in this order, "after" done while "slow" is not means the wait let go early */
         int qa = emu->event_query(a.bd, after), qs = emu->event_query(a.bd, slow);
         ASSERT_MSG(!(qa == TESS_OK && qs == TESS_EAGAIN), "the wait followed the re-record");
-        conclusive = qs == TESS_EAGAIN;  /* else the machine was too slow to tell */
+        conclusive = qs == TESS_EAGAIN; /* else the machine was too slow to tell */
         ASSERT_OK(emu->event_sync(a.bd, after));
         ASSERT_MSG(tess__now() - t0 >= 0.29, "wait released after %.3f s", tess__now() - t0);
     }
@@ -458,8 +465,8 @@ TEST(bounds_checks) {
     /* still healthy: an exact-fit copy to the last bytes works */
     for (int i = 0; i < 16; i++) host[i] = i;
     ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base + a.size - 2 * w, w, host, w, w, 2, NULL));
-    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, host + 32, w, a.base + a.size - 2 * w, w, w, 2,
-                          NULL));
+    ASSERT_OK(
+        emu->copy2d(a.bd, 0, TESS__D2H, host + 32, w, a.base + a.size - 2 * w, w, w, 2, NULL));
     ASSERT_OK(drain(emu, a.bd, 0));
     ASSERT(memcmp(host, host + 32, 2 * w) == 0);
     emu->close(a.bd);
@@ -474,7 +481,7 @@ TEST(throttles) {
     p.gflops = 0.005;
     struct edev a;
     edev_open(&a, p);
-    size_t n = 4000000;  /* 80 ms at 0.05 GB/s */
+    size_t n = 4000000; /* 80 ms at 0.05 GB/s */
     unsigned char *h = calloc(1, n);
     double t0 = tess__now();
     ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 0, h, 0, n, 1, NULL));
@@ -484,7 +491,7 @@ TEST(throttles) {
     double one = 1, zero = 0;
     double *d = (double *)a.base;
     memset(d, 0, 3 * 64 * 64 * sizeof(double));
-    t0 = tess__now();  /* 2 * 64^3 flops = 524288: 105 ms at 5 MFLOP/s */
+    t0 = tess__now(); /* 2 * 64^3 flops = 524288: 105 ms at 5 MFLOP/s */
     ASSERT_OK(emu->gemm(a.bd, 0, TESS_D, 'N', 'N', 64, 64, 64, &one, d, 64, d + 4096, 64, &zero,
                         d + 8192, 64));
     ASSERT_OK(drain(emu, a.bd, 0));
@@ -501,7 +508,7 @@ TEST(shared_engine_takes_turns) {
     double el[2];
     for (int shared = 0; shared < 2; shared++) {
         struct tess__dev_params p = prm(0, 2);
-        p.gflops = 0.01;           /* 2 * 64^3 flops: 52 ms */
+        p.gflops = 0.01; /* 2 * 64^3 flops: 52 ms */
         p.shared_engine = shared;
         struct edev a;
         edev_open(&a, p);
@@ -540,7 +547,7 @@ static void *sync_thread(void *arg) {
  * naming the device, and another device's stream waiting on its event goes on unharmed. */
 TEST(fault_at_fails_device) {
     struct tess__dev_params pa = prm(0, 2), pb = prm(1, 1);
-    pa.link_gbs = 0.01;  /* 1.5 MB: 150 ms */
+    pa.link_gbs = 0.01; /* 1.5 MB: 150 ms */
     pa.fault_at = 3;
     struct edev a, b;
     edev_open(&a, pa);
@@ -555,7 +562,7 @@ TEST(fault_at_fails_device) {
     ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, a.base, 0, h, 0, n, 1, NULL));       /* op 1 */
     ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, d, 0, src, 0, sizeof src, 1, NULL)); /* op 2 */
     ASSERT_OK(emu->gemm(a.bd, 0, TESS_D, 'N', 'N', 2, 2, 2, &one, d, 2, d, 2, &zero, d + 4,
-                        2));                                                      /* op 3 */
+                        2));                                                       /* op 3 */
     ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, out, 0, d, 0, sizeof out, 1, NULL)); /* op 4 */
     ASSERT_OK(emu->event_record(a.bd, 0, ea));
     ASSERT_OK(emu->stream_wait(b.bd, 0, ea));
@@ -623,7 +630,7 @@ TEST(fault_published_after_running_ops) {
     int conclusive = 0;
     for (int attempt = 0; attempt < 3 && !conclusive; attempt++) {
         struct tess__dev_params p = prm(0, 2);
-        p.link_gbs = 0.01;  /* 3 MB: 300 ms */
+        p.link_gbs = 0.01; /* 3 MB: 300 ms */
         p.fault_at = 2;
         struct edev a;
         edev_open(&a, p);
@@ -634,7 +641,7 @@ TEST(fault_published_after_running_ops) {
         ASSERT_OK(emu->event_create(a.bd, &e1));
         double t0 = tess__now();
         ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, back, 0, a.base, 0, n, 1, NULL));
-        struct timespec ts = {0, 80000000};  /* let the slow copy start: it is op 1 */
+        struct timespec ts = {0, 80000000}; /* let the slow copy start: it is op 1 */
         nanosleep(&ts, NULL);
         ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, a.base + 4 * MIB, 0, &x, 0, sizeof x, 1, NULL));
         ASSERT_OK(emu->event_record(a.bd, 1, e1));
@@ -657,7 +664,7 @@ TEST(fault_published_after_running_ops) {
  * destroyed while its record was still queued. */
 TEST(close_drains) {
     struct tess__dev_params p = prm(0, 1);
-    p.link_gbs = 0.01;  /* 1 MB: 100 ms */
+    p.link_gbs = 0.01; /* 1 MB: 100 ms */
     struct edev a;
     edev_open(&a, p);
     size_t n = 1000000;

@@ -90,8 +90,8 @@ static struct outcome run_init(const char *const *env) {
         snprintf(r.msg, sizeof r.msg, "%s", tess_last_error());
         if (!r.rc) {
             double A[4] = {1, 2, 3, 4}, B[4] = {1, 0, 0, 1}, C[4] = {0};
-            r.gemm_rc = tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, 2, 2, 2, 1.0,
-                                   A, 2, B, 2, 0.0, C, 2);
+            r.gemm_rc = tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, 2, 2, 2, 1.0, A, 2,
+                                   B, 2, 0.0, C, 2);
             if (!r.gemm_rc && (C[0] != 1 || C[3] != 4)) r.gemm_rc = -1000;
             tuned_precisions(r.tuned);
             tess_finalize();
@@ -133,10 +133,11 @@ static struct outcome run_init(const char *const *env) {
 }
 
 /* The child ran to its end (no hang, no signal, exit 0). */
-#define ASSERT_ENDED(o, what)                                                              \
-    ASSERT_MSG((o).ended && (o).code == 0,                                                 \
-               "%s: child %s (signal %d, exit %d); stderr:\n%s", what,                     \
-               (o).ended ? "failed" : (o).sig ? "was killed" : "hung past the deadline",   \
+#define ASSERT_ENDED(o, what)                                                                      \
+    ASSERT_MSG((o).ended && (o).code == 0, "%s: child %s (signal %d, exit %d); stderr:\n%s", what, \
+               (o).ended ? "failed"                                                                \
+               : (o).sig ? "was killed"                                                            \
+                         : "hung past the deadline",                                               \
                (o).sig, (o).code, (o).err)
 
 /* tess_init with the knob name=value (and extra, NULL-terminated) is TESS_EINVAL naming
@@ -182,8 +183,8 @@ TEST(integer_knobs_range_checked_in_64_bits) {
  * 16 bytes: "device heap: out of host memory"), negative, unknown suffixes and values out
  * of range are refused at tess_init naming the knob, not by the allocator. */
 TEST(byte_knobs_refused_naming_the_knob) {
-    const char *bad[] = {"nan", "inf", "1e30", " 3", "0x10", "3", "-1M", "16Q", "16MiBx",
-                         "2T", "16 M", "1.5.0M", "M", ""};
+    const char *bad[] = {"nan", "inf",    "1e30", " 3",   "0x10",   "3", "-1M",
+                         "16Q", "16MiBx", "2T",   "16 M", "1.5.0M", "M", ""};
     for (int i = 0; bad[i][0]; i++) expect_refused("TESSERA_EMULATE_MEM", bad[i], NULL);
     expect_refused("TESSERA_STAGING", "9223372036854775807K", NULL);
     expect_refused("TESSERA_PGEMM_CHUNK", "0", NULL);
@@ -195,11 +196,11 @@ TEST(byte_knobs_refused_naming_the_knob) {
 TEST(double_knobs_refuse_nan_and_garbage) {
     const char *link[] = {"nan", "inf", "-1", "abc", "1.5x", "0x10", ""};
     for (int i = 0; link[i][0]; i++) expect_refused("TESSERA_EMULATE_LINK", link[i], NULL);
-    const char *gflops[] = {"abc", "nan", "2x", "1,2,x", "1,,2", "1,", ",1", "-1", "inf",
-                            "1, 2", ""};
+    const char *gflops[] = {"abc", "nan", "2x",  "1,2,x", "1,,2", "1,",
+                            ",1",  "-1",  "inf", "1, 2",  ""};
     for (int i = 0; gflops[i][0]; i++) expect_refused("TESSERA_EMULATE_GFLOPS", gflops[i], NULL);
-    expect_refused("TESSERA_BLAS_CPU_GFLOPS", "1,2", NULL);  /* one value or four */
-    expect_refused("TESSERA_BLAS_DEV_GFLOPS", "0", NULL);    /* > 0 */
+    expect_refused("TESSERA_BLAS_CPU_GFLOPS", "1,2", NULL); /* one value or four */
+    expect_refused("TESSERA_BLAS_DEV_GFLOPS", "0", NULL);   /* > 0 */
     expect_refused("TESSERA_BLAS_MARGIN", "-nan", NULL);
 }
 
@@ -208,8 +209,8 @@ TEST(double_knobs_refuse_nan_and_garbage) {
  * exist (7 of 2; 1 of 1) are TESS_EINVAL; before, each injected nothing and a mistyped
  * fault test passed without testing. */
 TEST(fault_spec_checked_at_init) {
-    const char *bad[] = {"abc", "0:abc", "foo:3", "0:0", "0:-1", "0:3,", "0:3,0:4", "pin:x",
-                         "xport:", ":3", "-1:3", "0:3x", "99:3", ""};
+    const char *bad[] = {"abc",   "0:abc",  "foo:3", "0:0",  "0:-1", "0:3,", "0:3,0:4",
+                         "pin:x", "xport:", ":3",    "-1:3", "0:3x", "99:3", ""};
     for (int i = 0; bad[i][0]; i++) expect_refused("TESSERA_FAULT", bad[i], NULL);
     expect_refused("TESSERA_FAULT", "7:3", "TESSERA_EMULATE=2");
     const char *one[] = {"TESSERA_EMULATE=1", "TESSERA_FAULT=1:3", NULL};
@@ -272,8 +273,8 @@ TEST(good_values_accepted) {
                          "TESSERA_EMULATE_GFLOPS=0,0", "TESSERA_EMULATE_LINK=0", NULL};
     struct outcome o = run_init(env);
     ASSERT_ENDED(o, "good values");
-    ASSERT_MSG(o.rc == TESS_OK && o.gemm_rc == TESS_OK, "good values: init %d gemm %d (%s)",
-               o.rc, o.gemm_rc, o.msg);
+    ASSERT_MSG(o.rc == TESS_OK && o.gemm_rc == TESS_OK, "good values: init %d gemm %d (%s)", o.rc,
+               o.gemm_rc, o.msg);
 }
 
 /* The parser's entry points for knobs outside the table (the ScaLAPACK glue's): the same
@@ -293,8 +294,7 @@ TEST(parser_for_other_readers) {
         ASSERT_EQ(tess__knob_env_int("TESSERA_SCALAPACK_MIN_DIM", 256, 1, 1 << 30, &v),
                   TESS_EINVAL);
         ASSERT_EQ(v, 256);
-        ASSERT_MSG(strstr(tess_last_error(), "TESSERA_SCALAPACK_MIN_DIM"), "%s",
-                   tess_last_error());
+        ASSERT_MSG(strstr(tess_last_error(), "TESSERA_SCALAPACK_MIN_DIM"), "%s", tess_last_error());
     }
     unsetenv("TESSERA_SCALAPACK_MIN_DIM");
     double x[4];
@@ -395,8 +395,8 @@ static struct outcome init_with_tune_file(const char *path, const char *tune, in
  * given) naming the knob. */
 static void expect_ignored(const struct outcome *o, const char *path, const char *words) {
     ASSERT_ENDED(*o, path);
-    ASSERT_MSG(o->rc == TESS_OK && o->gemm_rc == TESS_OK, "%s: init %d, gemm %d (%s)", path,
-               o->rc, o->gemm_rc, o->msg);
+    ASSERT_MSG(o->rc == TESS_OK && o->gemm_rc == TESS_OK, "%s: init %d, gemm %d (%s)", path, o->rc,
+               o->gemm_rc, o->msg);
     ASSERT_MSG(strstr(o->err, "TESSERA_TUNE_FILE") && strstr(o->err, words),
                "%s: no warning with \"%s\" naming TESSERA_TUNE_FILE; stderr:\n%s", path, words,
                o->err);
@@ -467,8 +467,8 @@ TEST(tune_file_huge_or_binary_ignored) {
 TEST(tune_file_truncated_line_dropped) {
     const char *path = tmp_path("truncated");
     char text[256];
-    int n = snprintf(text, sizeof text, "# tessera tune file, format 2: header\n%semulated s 1e9 64:2",
-                     line_d);
+    int n = snprintf(text, sizeof text,
+                     "# tessera tune file, format 2: header\n%semulated s 1e9 64:2", line_d);
     write_file(path, text, (size_t)n);
     struct outcome o = init_with_tune_file(path, "1", 1);
     expect_ignored(&o, path, "truncated");

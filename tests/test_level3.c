@@ -26,7 +26,7 @@
 #include "slowdown.h"
 #include "tessera.h"
 
-#define GUARD 16  /* elements after every matrix that nobody may write */
+#define GUARD 16 /* elements after every matrix that nobody may write */
 
 static const tess_dtype_t dtypes[4] = {TESS_S, TESS_D, TESS_C, TESS_Z};
 static const tess_trans_t trans3[3] = {TESS_NO_TRANS, TESS_TRANS, TESS_CONJ_TRANS};
@@ -45,7 +45,8 @@ static const struct l3_config {
     const char *name, *knobs;
     bool spread, hits, evict; /* what level3_counters must see */
 } configs[] = {
-    {.name = "cpu", .knobs = "TESSERA_DEVICES=none TESSERA_EMULATE=0 TESSERA_CPU_WORKER=1 TESSERA_TILE=8"},
+    {.name = "cpu",
+     .knobs = "TESSERA_DEVICES=none TESSERA_EMULATE=0 TESSERA_CPU_WORKER=1 TESSERA_TILE=8"},
     {.name = "emu2_t7", .knobs = EMU16 "TESSERA_EMULATE=2 TESSERA_TILE=7"},
     /* a cap of 8 complex-double tiles of 8^2 (16 double ones): every call evicts */
     {"emu3_cap", EMU "TESSERA_EMULATE=3 TESSERA_TILE=8 TESSERA_EMULATE_MEM=8192", .spread = true,
@@ -55,7 +56,7 @@ static const struct l3_config {
                     "TESSERA_EMULATE_STREAMS=4"},
     {.name = "emu2_cpu",
      .knobs = "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE=2 TESSERA_CPU_WORKER=1 "
-     "TESSERA_TILE=7"},
+              "TESSERA_TILE=7"},
 };
 
 /* the setup this run is under; NULL: the environment as it is, no counters expected */
@@ -72,10 +73,22 @@ static int64_t unit(void) {
 static void get_el(tess_dtype_t dt, const void *X, size_t i, long double *re, long double *im) {
     *re = *im = 0; /* every precision is a case below; this only tells the compiler */
     switch (dt) {
-    case TESS_S: *re = ((const float *)X)[i]; *im = 0; break;
-    case TESS_D: *re = ((const double *)X)[i]; *im = 0; break;
-    case TESS_C: *re = ((const float *)X)[2 * i]; *im = ((const float *)X)[2 * i + 1]; break;
-    case TESS_Z: *re = ((const double *)X)[2 * i]; *im = ((const double *)X)[2 * i + 1]; break;
+    case TESS_S:
+        *re = ((const float *)X)[i];
+        *im = 0;
+        break;
+    case TESS_D:
+        *re = ((const double *)X)[i];
+        *im = 0;
+        break;
+    case TESS_C:
+        *re = ((const float *)X)[2 * i];
+        *im = ((const float *)X)[2 * i + 1];
+        break;
+    case TESS_Z:
+        *re = ((const double *)X)[2 * i];
+        *im = ((const double *)X)[2 * i + 1];
+        break;
     }
 }
 
@@ -83,8 +96,14 @@ static void set_el(tess_dtype_t dt, void *X, size_t i, long double re, long doub
     switch (dt) {
     case TESS_S: ((float *)X)[i] = (float)re; break;
     case TESS_D: ((double *)X)[i] = (double)re; break;
-    case TESS_C: ((float *)X)[2 * i] = (float)re; ((float *)X)[2 * i + 1] = (float)im; break;
-    case TESS_Z: ((double *)X)[2 * i] = (double)re; ((double *)X)[2 * i + 1] = (double)im; break;
+    case TESS_C:
+        ((float *)X)[2 * i] = (float)re;
+        ((float *)X)[2 * i + 1] = (float)im;
+        break;
+    case TESS_Z:
+        ((double *)X)[2 * i] = (double)re;
+        ((double *)X)[2 * i + 1] = (double)im;
+        break;
     }
 }
 
@@ -110,9 +129,9 @@ static void *dup(const void *X, size_t bytes) {
 /* ---- one case ------------------------------------------------------------------------- */
 
 enum {
-    F_NAN_C = 1u << 0,   /* the output (all of it, padding too) starts as NaN: beta = 0 */
-    F_NAN_AB = 1u << 1,  /* A and B are all NaN: alpha = 0 (or k = 0) */
-    F_TYPED = 1u << 2,   /* the typed entry point instead of the generic one */
+    F_NAN_C = 1u << 0,  /* the output (all of it, padding too) starts as NaN: beta = 0 */
+    F_NAN_AB = 1u << 1, /* A and B are all NaN: alpha = 0 (or k = 0) */
+    F_TYPED = 1u << 2,  /* the typed entry point instead of the generic one */
 };
 
 struct l3case {
@@ -123,9 +142,9 @@ struct l3case {
     tess_uplo_t uplo;
     tess_trans_t trans;
     tess_diag_t diag;
-    int64_t m, n, k;           /* SYRK-like: n, k; SYMM/TRMM/TRSM: m, n */
-    int64_t pad[3];            /* leading dimension = minimum + pad, for A, B, C */
-    double alpha[2], beta[2];  /* re, im (im ignored where the scalar is real) */
+    int64_t m, n, k;          /* SYRK-like: n, k; SYMM/TRMM/TRSM: m, n */
+    int64_t pad[3];           /* leading dimension = minimum + pad, for A, B, C */
+    double alpha[2], beta[2]; /* re, im (im ignored where the scalar is real) */
     unsigned flags;
     uint64_t seed;
 };
@@ -146,16 +165,17 @@ static struct l3case mkcase(enum l3_routine r, tess_dtype_t dt, tess_layout_t la
 
 static void describe(const struct l3case *c, char *buf, size_t len) {
     static const char *ul[2] = {"U", "L"}, *sd[2] = {"L", "R"}, *dg[2] = {"N", "U"};
-    snprintf(buf, len,
-             "tess_%s%s(%s) %s side=%s uplo=%s trans=%s diag=%s m=%lld n=%lld k=%lld pad=%lld/%lld/%lld "
-             "alpha=%g%+gi beta=%g%+gi%s%s seed=%llu",
-             c->flags & F_TYPED ? ref_dtype_name(c->dt) : "", l3_rname[c->r],
-             c->flags & F_TYPED ? "" : ref_dtype_name(c->dt), ref_layout_name(c->layout), sd[c->side == TESS_RIGHT],
-             ul[c->uplo == TESS_LOWER], ref_trans_name(c->trans), dg[c->diag == TESS_UNIT],
-             (long long)c->m, (long long)c->n, (long long)c->k, (long long)c->pad[0],
-             (long long)c->pad[1], (long long)c->pad[2], c->alpha[0], c->alpha[1], c->beta[0],
-             c->beta[1], c->flags & F_NAN_C ? " nanC" : "", c->flags & F_NAN_AB ? " nanAB" : "",
-             (unsigned long long)c->seed);
+    snprintf(
+        buf, len,
+        "tess_%s%s(%s) %s side=%s uplo=%s trans=%s diag=%s m=%lld n=%lld k=%lld pad=%lld/%lld/%lld "
+        "alpha=%g%+gi beta=%g%+gi%s%s seed=%llu",
+        c->flags & F_TYPED ? ref_dtype_name(c->dt) : "", l3_rname[c->r],
+        c->flags & F_TYPED ? "" : ref_dtype_name(c->dt), ref_layout_name(c->layout),
+        sd[c->side == TESS_RIGHT], ul[c->uplo == TESS_LOWER], ref_trans_name(c->trans),
+        dg[c->diag == TESS_UNIT], (long long)c->m, (long long)c->n, (long long)c->k,
+        (long long)c->pad[0], (long long)c->pad[1], (long long)c->pad[2], c->alpha[0], c->alpha[1],
+        c->beta[0], c->beta[1], c->flags & F_NAN_C ? " nanC" : "",
+        c->flags & F_NAN_AB ? " nanAB" : "", (unsigned long long)c->seed);
 }
 
 /* Logical shapes (rows x cols) of A, B and the output C (B of TRMM/TRSM); 0 x 0 absent. */
@@ -189,17 +209,19 @@ struct data {
     struct l3case c;
     int64_t sh[3][2], ld[3];
     size_t ne[3];
-    void *X[3];    /* what tessera sees: A, B, C */
-    void *X0[3];   /* copies of tessera's inputs */
-    void *R[3];    /* the reference's inputs (A and B without the alpha = 0 NaN) */
+    void *X[3];  /* what tessera sees: A, B, C */
+    void *X0[3]; /* copies of tessera's inputs */
+    void *R[3];  /* the reference's inputs (A and B without the alpha = 0 NaN) */
     unsigned char alpha[16], beta[16], aalpha[16], abeta[16]; /* scalars, their |.| */
 };
 
 static void scalar_of(enum l3_routine r, bool is_alpha, tess_dtype_t dt, void *out, double re,
                       double im) {
     bool real = is_alpha ? l3_real_alpha(r) : l3_real_beta(r);
-    if (real) ref_scalar(dt == TESS_C ? TESS_S : TESS_D, out, re, 0);
-    else ref_scalar(dt, out, re, ref_is_complex(dt) ? im : 0);
+    if (real)
+        ref_scalar(dt == TESS_C ? TESS_S : TESS_D, out, re, 0);
+    else
+        ref_scalar(dt, out, re, ref_is_complex(dt) ? im : 0);
 }
 
 static void setup(const struct l3case *c, struct data *d) {
@@ -265,7 +287,7 @@ static void release(struct data *d) {
 
 /* The arguments of the case on matrices M (A, B, C) with scalars al, be. */
 static struct l3_args args_of(const struct data *d, void *const M[3], const void *al,
-                           const void *be) {
+                              const void *be) {
     const struct l3case *c = &d->c;
     struct l3_args a;
     memset(&a, 0, sizeof a);
@@ -318,7 +340,8 @@ static int verify(const struct data *d, char *msg, size_t len) {
             size_t idx = ref_index(c->layout, r, col, ldc);
             if (!referenced(c, r, col)) {
                 if (memcmp((const char *)C + idx * es, (const char *)d->X0[2] + idx * es, es)) {
-                    MSG("C(%lld,%lld) outside the triangle was written", (long long)r, (long long)col);
+                    MSG("C(%lld,%lld) outside the triangle was written", (long long)r,
+                        (long long)col);
                     return 1;
                 }
                 continue;
@@ -415,10 +438,10 @@ static int run_case(const struct l3case *c, char *msg, size_t len) {
     return rc;
 }
 
-#define RUN_CASE(c)                                                                    \
-    do {                                                                               \
-        char msg_[1024];                                                               \
-        ASSERT_MSG(run_case(&(c), msg_, sizeof msg_) == 0, "%s", msg_);                \
+#define RUN_CASE(c)                                                     \
+    do {                                                                \
+        char msg_[1024];                                                \
+        ASSERT_MSG(run_case(&(c), msg_, sizeof msg_) == 0, "%s", msg_); \
     } while (0)
 
 /* ---- every option combination ------------------------------------------------------------ */
@@ -476,8 +499,8 @@ static void tr_all(enum l3_routine r) {
                 for (int t = 0; t < 3; t++)
                     for (int dg = 0; dg < 2; dg++)
                         for (int l = 0; l < 2; l++, x++) {
-                            struct l3case c = mkcase(r, dtypes[d], layouts[l], 3 * u + 1,
-                                                     2 * u + 3, 0);
+                            struct l3case c = mkcase(r, dtypes[d], layouts[l], 3 * u + 1, 2 * u + 3,
+                                                     0);
                             c.side = sides[s], c.uplo = uplos[ul], c.trans = trans3[t];
                             c.diag = diags[dg];
                             c.pad[0] = x % 3, c.pad[2] = (x + 1) % 3;
@@ -508,8 +531,13 @@ static struct l3case any_case(enum l3_routine r, tess_dtype_t dt, int x) {
  * latter a quick return), in every routine and precision. */
 TEST(level3_odd_shapes) {
     int64_t u = unit();
-    const int64_t dims[][3] = {{1, 1, 1}, {1, 2 * u + 1, u}, {2 * u + 1, 1, 1}, {u, 2 * u, 3 * u},
-                               {u + 1, u - 1 > 0 ? u - 1 : 1, 1}, {0, 5, 3}, {4, 0, 2}};
+    const int64_t dims[][3] = {{1, 1, 1},
+                               {1, 2 * u + 1, u},
+                               {2 * u + 1, 1, 1},
+                               {u, 2 * u, 3 * u},
+                               {u + 1, u - 1 > 0 ? u - 1 : 1, 1},
+                               {0, 5, 3},
+                               {4, 0, 2}};
     int x = 0;
     for (int r = L3_SYMM; r < L3_NR; r++)
         for (int d = 0; d < 4; d++) {
@@ -538,8 +566,10 @@ TEST(level3_alpha_zero_nan_operands) {
                 struct l3case c = any_case((enum l3_routine)r, dtypes[d], x);
                 c.m = 2 * u + 1, c.n = u + 3, c.k = u + 2;
                 if (l3_rk((enum l3_routine)r)) c.n = 2 * u + 1;
-                if (kz) c.k = 0;
-                else c.alpha[0] = c.alpha[1] = 0;
+                if (kz)
+                    c.k = 0;
+                else
+                    c.alpha[0] = c.alpha[1] = 0;
                 c.pad[0] = c.pad[1] = 1, c.pad[2] = 2;
                 c.flags |= F_NAN_AB | (x % 2 ? F_TYPED : 0);
                 RUN_CASE(c);
@@ -553,7 +583,7 @@ TEST(level3_beta_zero_nan_c) {
     int64_t u = unit();
     int x = 0;
     for (int r = L3_SYMM; r < L3_NR; r++) {
-        if (l3_tr((enum l3_routine)r)) continue;  /* no beta */
+        if (l3_tr((enum l3_routine)r)) continue; /* no beta */
         for (int d = 0; d < 4; d++) {
             if (l3_herm((enum l3_routine)r) && !ref_is_complex(dtypes[d])) continue;
             for (int v = 0; v < 2; v++, x++) {
@@ -577,7 +607,7 @@ TEST(level3_quick_returns_write_nothing) {
         for (int d = 0; d < 4; d++) {
             tess_dtype_t dt = dtypes[d];
             if (l3_herm((enum l3_routine)r) && !ref_is_complex(dt)) continue;
-            if (l3_tr((enum l3_routine)r)) continue;  /* alpha = 0 is B = 0 there */
+            if (l3_tr((enum l3_routine)r)) continue; /* alpha = 0 is B = 0 there */
             for (int kz = 0; kz < (l3_rk((enum l3_routine)r) ? 2 : 1); kz++) {
                 struct l3case c = any_case((enum l3_routine)r, dt, d + kz);
                 c.m = 5, c.n = 6, c.k = kz ? 0 : 4;
@@ -606,7 +636,8 @@ TEST(level3_quick_returns_write_nothing) {
         a.m = 0, a.n = l3_rk((enum l3_routine)r) ? 0 : 3, a.k = 2;
         a.alpha = a.beta = one;
         a.lda = a.ldb = a.ldc = 3;
-        ASSERT_MSG(l3_call(&a) == TESS_OK, "%s with an empty shape: %s", l3_rname[r], tess_last_error());
+        ASSERT_MSG(l3_call(&a) == TESS_OK, "%s with an empty shape: %s", l3_rname[r],
+                   tess_last_error());
     }
 }
 
@@ -675,11 +706,28 @@ static struct l3_args base_args(enum l3_routine r, tess_dtype_t dt, int typed, i
     return a;
 }
 
-enum arg_id { A_LAYOUT, A_SIDE, A_UPLO, A_TRANS, A_DIAG, A_M, A_N, A_K, A_ALPHA, A_A, A_LDA,
-              A_B, A_LDB, A_BETA, A_C, A_LDC, A_NARGS };
-static const char *arg_name[A_NARGS] = {"layout", "side", "uplo", "trans", "diag", "m", "n",
-                                        "k", "alpha", "A", "lda", "B", "ldb", "beta", "C",
-                                        "ldc"};
+enum arg_id {
+    A_LAYOUT,
+    A_SIDE,
+    A_UPLO,
+    A_TRANS,
+    A_DIAG,
+    A_M,
+    A_N,
+    A_K,
+    A_ALPHA,
+    A_A,
+    A_LDA,
+    A_B,
+    A_LDB,
+    A_BETA,
+    A_C,
+    A_LDC,
+    A_NARGS
+};
+static const char *arg_name[A_NARGS] = {"layout", "side", "uplo",  "trans", "diag", "m",
+                                        "n",      "k",    "alpha", "A",     "lda",  "B",
+                                        "ldb",    "beta", "C",     "ldc"};
 
 /* 1-based position of argument id in routine r's typed signature (0: not an argument). */
 static int arg_pos(enum l3_routine r, enum arg_id id) {
@@ -703,9 +751,12 @@ static bool spoil(struct l3_args *a, enum arg_id id) {
     case A_UPLO: a->uplo = TESS_UPPER + 5; return true;
     case A_TRANS:
         /* the routine-specific bad trans: T for HERK/HER2K, C for complex SYRK/SYR2K */
-        if (l3_herm(a->r)) a->ta = TESS_TRANS;
-        else if (l3_rk(a->r) && ref_is_complex(a->dt)) a->ta = TESS_CONJ_TRANS;
-        else a->ta = 0;
+        if (l3_herm(a->r))
+            a->ta = TESS_TRANS;
+        else if (l3_rk(a->r) && ref_is_complex(a->dt))
+            a->ta = TESS_CONJ_TRANS;
+        else
+            a->ta = 0;
         return true;
     case A_DIAG: a->diag = 0; return true;
     case A_M: a->m = -1; return true;
@@ -744,12 +795,14 @@ TEST(level3_argument_errors) {
                     for (int id = 0; id < A_NARGS; id++) {
                         int pos = arg_pos((enum l3_routine)r, (enum arg_id)id);
                         if (!pos) continue;
-                        struct l3_args a = base_args((enum l3_routine)r, dtypes[d], typed, layouts[l]);
+                        struct l3_args a = base_args((enum l3_routine)r, dtypes[d], typed,
+                                                     layouts[l]);
                         /* a valid call first (then restore the buffers) */
                         if (id == 0) {
                             int st = l3_call(&a);
-                            ASSERT_MSG(st == TESS_OK, "%s %s: valid call returned %d: %s", l3_rname[r],
-                                       ref_dtype_name(dtypes[d]), st, tess_last_error());
+                            ASSERT_MSG(st == TESS_OK, "%s %s: valid call returned %d: %s",
+                                       l3_rname[r], ref_dtype_name(dtypes[d]), st,
+                                       tess_last_error());
                             memcpy(ebuf, ebuf0, sizeof ebuf);
                         }
                         if (!spoil(&a, (enum arg_id)id)) continue;
@@ -767,8 +820,9 @@ TEST(level3_argument_errors) {
                                      id == A_C ? "B" : "ldb");
                         if (id == A_TRANS && l3_tr((enum l3_routine)r))
                             snprintf(want, sizeof want, "argument %d (transa", pos);
-                        ASSERT_MSG(strstr(msg, want), "%s %s: spoiled %s: message \"%s\" lacks \"%s\"",
-                                   l3_rname[r], ref_dtype_name(dtypes[d]), arg_name[id], msg, want);
+                        ASSERT_MSG(strstr(msg, want),
+                                   "%s %s: spoiled %s: message \"%s\" lacks \"%s\"", l3_rname[r],
+                                   ref_dtype_name(dtypes[d]), arg_name[id], msg, want);
                         ASSERT_MSG(memcmp(ebuf, ebuf0, sizeof ebuf) == 0,
                                    "%s %s: spoiled %s: a buffer was written", l3_rname[r],
                                    ref_dtype_name(dtypes[d]), arg_name[id]);
@@ -803,7 +857,8 @@ static int dev_with_tasks(int nd, const char *what) {
         tess_dev_stats_t st;
         if (tess_device_stats(i, &st) != TESS_OK) continue;
         busy += st.tasks > 0;
-        fprintf(stderr, "  %s: %s: tasks %llu steps %llu l1 %llu l2 %llu misses %llu evictions %llu\n",
+        fprintf(stderr,
+                "  %s: %s: tasks %llu steps %llu l1 %llu l2 %llu misses %llu evictions %llu\n",
                 what, st.name, (unsigned long long)st.tasks, (unsigned long long)st.steps,
                 (unsigned long long)st.l1_hits, (unsigned long long)st.l2_hits,
                 (unsigned long long)st.misses, (unsigned long long)st.evictions);
@@ -812,7 +867,11 @@ static int dev_with_tasks(int nd, const char *what) {
 }
 
 /* What the SYRK and TRSM calls of level3_counters showed, accumulated over its rounds. */
-struct seen { bool spread_syrk, spread_trsm; int evictions; uint64_t hits; };
+struct seen {
+    bool spread_syrk, spread_trsm;
+    int evictions;
+    uint64_t hits;
+};
 
 /* One round: a SYRK and a TRSM call (uplo and trans vary with it), their counters added
  * to *sn. */

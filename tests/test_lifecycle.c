@@ -34,8 +34,7 @@ static double now_s(void) {
 
 static void sleep_us(long us) {
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
 }
 
 /* A hang becomes a failure with a word on stderr, not a CI timeout. */
@@ -236,7 +235,8 @@ TEST(fork_after_init) {
     bad = run_again(&d, msg, sizeof msg);
     ref_gemm_free(&d);
     ASSERT_MSG(done, "the child's call did not finish within 20 s (killed)");
-    ASSERT_MSG(WIFEXITED(status), "child died of signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    ASSERT_MSG(WIFEXITED(status), "child died of signal %d",
+               WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     ASSERT_MSG(WEXITSTATUS(status) == 0, "child exit status %d", WEXITSTATUS(status));
     ASSERT_MSG(!bad, "parent, after fork: %s", msg);
     ASSERT_OK(tess_finalize());

@@ -29,7 +29,7 @@ TEST(mesix_fill_i_to_e) {
     struct tess__dentry *e = tess__dir_get(d, &k);
     ASSERT(e);
     ASSERT_EQ(tess__dir_count(d), 1);
-    ASSERT(tess__dir_get(d, &k) == e);             /* no duplicate */
+    ASSERT(tess__dir_get(d, &k) == e); /* no duplicate */
     ASSERT(tess__dir_find(d, &k) == e);
     for (int dev = 0; dev < 4; dev++) ASSERT_EQ(tess__dir_state(e, dev), I);
     ASSERT_EQ(e->writer, -1);
@@ -55,16 +55,16 @@ TEST(mesix_e_s_e_i) {
     ASSERT_EQ(tess__dir_state(e, 2), I);
     tess__dir_fill(d, e, 2, &b2);
     ASSERT_EQ(tess__dir_state(e, 2), S);
-    ASSERT(!tess__dir_evict(d, e, 2));             /* S -> I, others stay S */
+    ASSERT(!tess__dir_evict(d, e, 2)); /* S -> I, others stay S */
     ASSERT_EQ(tess__dir_state(e, 0), S);
     ASSERT_EQ(tess__dir_state(e, 2), I);
     ASSERT(e->copy[2] == NULL);
-    ASSERT(!tess__dir_evict(d, e, 1));             /* S -> I, last holder S -> E */
+    ASSERT(!tess__dir_evict(d, e, 1)); /* S -> I, last holder S -> E */
     ASSERT_EQ(tess__dir_state(e, 1), I);
     ASSERT_EQ(tess__dir_state(e, 0), E);
     ASSERT(e->copy[1] == NULL && e->copy[0] == &b0);
     ASSERT_EQ(tess__dir_count(d), 1);
-    ASSERT(tess__dir_evict(d, e, 0));              /* E -> I: entry freed */
+    ASSERT(tess__dir_evict(d, e, 0)); /* E -> I: entry freed */
     ASSERT(tess__dir_find(d, &k) == NULL);
     ASSERT_EQ(tess__dir_count(d), 0);
     /* an entry created but never filled is freed by an eviction from any device */
@@ -94,12 +94,12 @@ TEST(mesix_write_from_s_then_writeback) {
     ASSERT_EQ(tess__dir_state(e, 2), I);
     /* the invalidated copies are still named so the caller can drop them */
     ASSERT(e->copy[0] == &b[0] && e->copy[3] == &b[3]);
-    ASSERT_EQ(tess__dir_peer(e, 0, 0xffffffffu), 1);  /* only the writer holds data */
-    ASSERT(!tess__dir_evict(d, e, 0));             /* the writer keeps the entry alive */
+    ASSERT_EQ(tess__dir_peer(e, 0, 0xffffffffu), 1); /* only the writer holds data */
+    ASSERT(!tess__dir_evict(d, e, 0));               /* the writer keeps the entry alive */
     ASSERT(!tess__dir_evict(d, e, 3));
     ASSERT(e->copy[0] == NULL && e->copy[3] == NULL);
     ASSERT_EQ(tess__dir_state(e, 1), M);
-    ASSERT(tess__dir_writeback(d, e, 1));          /* M -> I: nothing left */
+    ASSERT(tess__dir_writeback(d, e, 1)); /* M -> I: nothing left */
     ASSERT(tess__dir_find(d, &k) == NULL);
     ASSERT_EQ(tess__dir_count(d), 0);
     tess__dir_destroy(d);
@@ -115,10 +115,10 @@ TEST(mesix_write_from_e_and_writeback_keeps) {
     tess__dir_fill(d, e, 0, &b0);
     ASSERT_EQ(tess__dir_write(d, e, 0), 0);
     ASSERT_EQ(tess__dir_state(e, 0), M);
-    tess__dir_fill(d, e, 2, &b2);                  /* a peer copies the written tile */
+    tess__dir_fill(d, e, 2, &b2); /* a peer copies the written tile */
     ASSERT_EQ(tess__dir_state(e, 0), M);
     ASSERT_EQ(tess__dir_state(e, 2), S);
-    ASSERT(!tess__dir_writeback(d, e, 0));         /* device 2 still holds it */
+    ASSERT(!tess__dir_writeback(d, e, 0)); /* device 2 still holds it */
     ASSERT_EQ(tess__dir_state(e, 0), I);
     ASSERT_EQ(tess__dir_state(e, 2), E);
     ASSERT_EQ(e->writer, -1);
@@ -140,19 +140,19 @@ TEST(mesix_peer_preference) {
     struct tess__blk b[8] = {{0}};
     struct tess__tile_key k = key_of(4, 0x6000);
     struct tess__dentry *e = tess__dir_get(d, &k);
-    ASSERT_EQ(tess__dir_peer(e, 0, 0xff), -1);     /* nobody holds it */
+    ASSERT_EQ(tess__dir_peer(e, 0, 0xff), -1); /* nobody holds it */
     ASSERT_EQ(tess__dir_peer(NULL, 0, 0xff), -1);
     tess__dir_fill(d, e, 2, &b[2]);
     tess__dir_fill(d, e, 5, &b[5]);
     tess__dir_fill(d, e, 7, &b[7]);
-    ASSERT_EQ(tess__dir_peer(e, 0, 0xff), 2);      /* several: the lowest */
-    ASSERT_EQ(tess__dir_peer(e, 0, 1u << 5), 5);   /* the one dev can reach */
+    ASSERT_EQ(tess__dir_peer(e, 0, 0xff), 2);    /* several: the lowest */
+    ASSERT_EQ(tess__dir_peer(e, 0, 1u << 5), 5); /* the one dev can reach */
     ASSERT_EQ(tess__dir_peer(e, 0, (1u << 7) | (1u << 5)), 5);
-    ASSERT_EQ(tess__dir_peer(e, 0, (1u << 1) | (1u << 3)), -1);  /* no holder reachable */
-    ASSERT_EQ(tess__dir_peer(e, 2, 0xff), 5);      /* never dev itself */
+    ASSERT_EQ(tess__dir_peer(e, 0, (1u << 1) | (1u << 3)), -1); /* no holder reachable */
+    ASSERT_EQ(tess__dir_peer(e, 2, 0xff), 5);                   /* never dev itself */
     ASSERT_EQ(tess__dir_peer(e, 2, 1u << 2), -1);
     tess__dir_evict(d, e, 2);
-    ASSERT_EQ(tess__dir_peer(e, 0, 0xff), 5);      /* an evicted device is not a peer */
+    ASSERT_EQ(tess__dir_peer(e, 0, 0xff), 5); /* an evicted device is not a peer */
     tess__dir_destroy(d);
 }
 
@@ -233,10 +233,15 @@ TEST(mesix_growth_100k) {
         ASSERT(tess__dir_evict(d, tess__dir_find(d, &k), 0));
     }
     ASSERT_EQ(tess__dir_count(d), N / 2);
-    tess__dir_destroy(d);  /* frees the rest (ASan checks) */
+    tess__dir_destroy(d); /* frees the rest (ASan checks) */
 }
 
-struct purge { struct tess__dir *d; int calls; uint64_t space; int wrong; };
+struct purge {
+    struct tess__dir *d;
+    int calls;
+    uint64_t space;
+    int wrong;
+};
 
 static void purge_fn(struct tess__dentry *e, void *arg) {
     struct purge *p = arg;
@@ -244,7 +249,7 @@ static void purge_fn(struct tess__dentry *e, void *arg) {
     if (e->key.space != p->space) p->wrong++;
     uint32_t h = e->holders;
     for (int dev = 0; h; dev++, h >>= 1)
-        if ((h & 1) && tess__dir_evict(p->d, e, dev)) return;  /* e is gone */
+        if ((h & 1) && tess__dir_evict(p->d, e, dev)) return; /* e is gone */
 }
 
 /* foreach_space visits exactly the entries of one space and survives fn freeing each. */
@@ -267,11 +272,13 @@ TEST(mesix_foreach_space_evicting) {
     for (int i = 0; i < N; i++) {
         struct tess__tile_key k = key_of(1 + (uint64_t)(i % 3), 0x9000 + (uintptr_t)i * 8);
         struct tess__dentry *e = tess__dir_find(d, &k);
-        if (i % 3 == 1) ASSERT(e == NULL);
-        else ASSERT(e != NULL && tess__dir_state(e, 0) != I);
+        if (i % 3 == 1)
+            ASSERT(e == NULL);
+        else
+            ASSERT(e != NULL && tess__dir_state(e, 0) != I);
     }
     p = (struct purge){d, 0, 77, 0};
-    tess__dir_foreach_space(d, 77, purge_fn, &p);  /* an empty space */
+    tess__dir_foreach_space(d, 77, purge_fn, &p); /* an empty space */
     ASSERT_EQ(p.calls, 0);
     p = (struct purge){d, 0, 1, 0};
     tess__dir_foreach_space(d, 1, purge_fn, &p);

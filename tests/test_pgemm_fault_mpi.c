@@ -39,7 +39,11 @@ static double val(int tag, int64_t i, int64_t j) {
 /* global index of local index l along a dimension dealt in NB blocks over np processes */
 static int64_t l2g(int64_t l, int p, int np) { return ((l / NB) * np + p) * NB + l % NB; }
 
-struct loc { double *p; int64_t rows, cols; tess_desc_t d; };
+struct loc {
+    double *p;
+    int64_t rows, cols;
+    tess_desc_t d;
+};
 
 static void make(struct loc *x, tess_grid_t *g, int tag, int64_t m, int64_t n) {
     int P, Q, r, c;
@@ -66,8 +70,10 @@ static void one_device_env(char v) {
     setenv("TESSERA_PGEMM_CHUNK", "2048", 1);
     unsetenv("TESSERA_FAULT");
     char kv[2] = {v, 0};
-    if (v) setenv("TESSERA_PGEMM_VARIANT", kv, 1);
-    else unsetenv("TESSERA_PGEMM_VARIANT");
+    if (v)
+        setenv("TESSERA_PGEMM_VARIANT", kv, 1);
+    else
+        unsetenv("TESSERA_PGEMM_VARIANT");
 }
 
 static long n_failed[3], n_ok[3], n_ok_unreached;
@@ -86,8 +92,8 @@ static tess_grid_t *start(int P, int Q, int64_t m, int64_t n, int64_t k, struct 
 
 /* Every local entry of C is alpha A(:, ja:ja+k-1) B(ib:ib+k-1, :) + beta C0 within a
  * tolerance. */
-static void check_C_at(tess_grid_t *g, const struct loc *C, int64_t k, double alpha,
-                       double beta, int64_t ja, int64_t ib, const char *what) {
+static void check_C_at(tess_grid_t *g, const struct loc *C, int64_t k, double alpha, double beta,
+                       int64_t ja, int64_t ib, const char *what) {
     int Pg, Qg, r, c;
     tess_grid_info(g, &Pg, &Qg, &r, &c);
     for (int64_t j = 0; j < C->cols; j++)
@@ -124,8 +130,10 @@ static void one_case(char v, int P, int Q, long K) {
                          0, &B.d, beta, C.p, 0, 0, &C.d);
     int rcs[2] = {rc, -rc}, rcm[2];
     MPI_Allreduce(rcs, rcm, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    ASSERT_MSG(rcm[0] == -rcm[1], "variant %c, %dx%d, K %ld: the ranks returned different "
-               "statuses (%d here: %s)", v, P, Q, K, rc, tess_last_error());
+    ASSERT_MSG(rcm[0] == -rcm[1],
+               "variant %c, %dx%d, K %ld: the ranks returned different "
+               "statuses (%d here: %s)",
+               v, P, Q, K, rc, tess_last_error());
     ASSERT_MSG(rc == TESS_OK || rc == TESS_EDEVICE || rc == TESS_ENODEV,
                "variant %c, K %ld: status %d (%s)", v, K, rc, tess_last_error());
     tess_pgemm_stats_t st;
@@ -144,11 +152,12 @@ static void one_case(char v, int P, int Q, long K) {
         check_C(g, &C, k, alpha, beta, what);
     } else {
         n_failed[vi]++;
-        ASSERT_MSG(K > 0, "variant %c: a device failure without a fault (%s)", v, tess_last_error());
+        ASSERT_MSG(K > 0, "variant %c: a device failure without a fault (%s)", v,
+                   tess_last_error());
         if (v != 'c')
             ASSERT_MSG(memcmp(C.p, C0, cb) == 0,
-                       "variant %c, %dx%d, K %ld: the call failed but C was written on rank %d",
-                       v, P, Q, K, wrank);
+                       "variant %c, %dx%d, K %ld: the call failed but C was written on rank %d", v,
+                       P, Q, K, wrank);
     }
     free(A.p), free(B.p), free(C.p), free(C0);
     tess_grid_free(g);
@@ -203,10 +212,13 @@ TEST(pgemm_transport_device_lost_mid_unit) {
     for (size_t t = 0; t < sizeof Us / sizeof Us[0]; t++) {
         char kv[32];
         snprintf(kv, sizeof kv, "xport:%ld", Us[t]);
-        if (wrank == 1 && Us[t] > 0) setenv("TESSERA_FAULT", kv, 1);
-        else unsetenv("TESSERA_FAULT");
+        if (wrank == 1 && Us[t] > 0)
+            setenv("TESSERA_FAULT", kv, 1);
+        else
+            unsetenv("TESSERA_FAULT");
         for (int64_t j = 0; j < C.cols; j++) /* C afresh for the checked call */
-            for (int64_t i = 0; i < C.rows; i++) C.p[i + j * C.d.lld] = val(3, l2g(i, 0, 1), l2g(j, wrank, 2));
+            for (int64_t i = 0; i < C.rows; i++)
+                C.p[i + j * C.d.lld] = val(3, l2g(i, 0, 1), l2g(j, wrank, 2));
         alarm(60);
         int rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, alpha, A.p, 0, 0, &A.d, B.p,
                              0, 0, &B.d, beta, C.p, 0, 0, &C.d);
@@ -223,7 +235,8 @@ TEST(pgemm_transport_device_lost_mid_unit) {
                        rc, tess_last_error());
             if (wrank == 0)
                 ASSERT_MSG(strstr(tess_last_error(), "rank 1") != NULL,
-                           "U %ld: rank 0's message does not name rank 1: %s", Us[t], tess_last_error());
+                           "U %ld: rank 0's message does not name rank 1: %s", Us[t],
+                           tess_last_error());
             continue;
         }
         ASSERT_MSG(rc == TESS_OK, "after the lost device: status %d (%s)", rc, tess_last_error());
@@ -263,8 +276,8 @@ TEST(pgemm_null_operand) {
     const double alpha = 0.75, beta = -0.5;
     static const struct {
         const char *what;
-        int a_on, b_on;   /* the rank passing NULL: 0, 1, 2 (both), -1 (none) */
-        const char *msg;  /* what rank 0 must read */
+        int a_on, b_on;  /* the rank passing NULL: 0, 1, 2 (both), -1 (none) */
+        const char *msg; /* what rank 0 must read */
     } cases[] = {
         {"A NULL on rank 1", 1, -1, "rank 1: tess_pgemm: argument 9 (A) must not be NULL"},
         {"A NULL on every rank", 2, -1, "rank 0: tess_pgemm: argument 9 (A) must not be NULL"},
@@ -294,13 +307,13 @@ TEST(pgemm_null_operand) {
             ASSERT_MSG(rc == TESS_EINVAL, "%s: status %d (%s), expected TESS_EINVAL", what, rc,
                        tess_last_error());
             ASSERT_MSG(strstr(tess_last_error(), cases[t].msg) == tess_last_error(),
-                       "%s: message \"%s\", expected it to start \"%s\"", what,
-                       tess_last_error(), cases[t].msg);
+                       "%s: message \"%s\", expected it to start \"%s\"", what, tess_last_error(),
+                       cases[t].msg);
             ASSERT_MSG(!memcmp(C.p, C0, cb), "%s: the call failed but C was written on rank %d",
                        what, wrank);
             /* the next call, with the operands, is right */
-            rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, alpha, A.p, 0, 0, &A.d,
-                             B.p, 0, 0, &B.d, beta, C.p, 0, 0, &C.d);
+            rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, alpha, A.p, 0, 0, &A.d, B.p,
+                             0, 0, &B.d, beta, C.p, 0, 0, &C.d);
             same_on_both_ranks(rc, what);
             ASSERT_MSG(rc == TESS_OK, "%s: the next call: status %d (%s)", what, rc,
                        tess_last_error());
@@ -323,8 +336,8 @@ TEST(pgemm_null_where_nothing_is_held) {
     static const struct {
         const char *what;
         int P, Q;
-        int64_t m, n, k, ja, ib;   /* A is m x (ja + k), B (ib + k) x n, C m x n */
-        int a1, b1, c1;            /* rank 1 passes NULL for A, B, C */
+        int64_t m, n, k, ja, ib; /* A is m x (ja + k), B (ib + k) x n, C m x n */
+        int a1, b1, c1;          /* rank 1 passes NULL for A, B, C */
         double alpha;
     } cases[] = {
         /* 2 x 1, m <= NB: rank 1 holds no row of A or C (A in place, offset along k) */
@@ -356,8 +369,8 @@ TEST(pgemm_null_where_nothing_is_held) {
             alarm(60);
             int rc = tess_pdgemm(g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, cases[t].alpha,
                                  wrank == 1 && cases[t].a1 ? NULL : A.p, 0, cases[t].ja, &A.d,
-                                 wrank == 1 && cases[t].b1 ? NULL : B.p, cases[t].ib, 0, &B.d,
-                                 beta, wrank == 1 && cases[t].c1 ? NULL : C.p, 0, 0, &C.d);
+                                 wrank == 1 && cases[t].b1 ? NULL : B.p, cases[t].ib, 0, &B.d, beta,
+                                 wrank == 1 && cases[t].c1 ? NULL : C.p, 0, 0, &C.d);
             alarm(0);
             same_on_both_ranks(rc, what);
             ASSERT_MSG(rc == TESS_OK, "%s: status %d (%s)", what, rc, tess_last_error());

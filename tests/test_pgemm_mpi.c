@@ -46,10 +46,10 @@ void Cblacs_gridinit(int *icontxt, char *order, int nprow, int npcol);
 void Cblacs_gridinfo(int icontxt, int *nprow, int *npcol, int *myrow, int *mycol);
 void Cblacs_gridexit(int icontxt);
 void Cblacs_exit(int notdone);
-#define PGEMM_PROTO(name)                                                                     \
-    void name(const char *ta, const char *tb, const int *m, const int *n, const int *k,       \
+#define PGEMM_PROTO(name)                                                                       \
+    void name(const char *ta, const char *tb, const int *m, const int *n, const int *k,         \
               const void *alpha, const void *a, const int *ia, const int *ja, const int *desca, \
-              const void *b, const int *ib, const int *jb, const int *descb, const void *beta, \
+              const void *b, const int *ib, const int *jb, const int *descb, const void *beta,  \
               void *c, const int *ic, const int *jc, const int *descc);
 PGEMM_PROTO(psgemm_)
 PGEMM_PROTO(pdgemm_)
@@ -66,7 +66,7 @@ static struct tally {
     long split[2];                        /* cases that ran stationary A, B */
     long split_units;                     /* of those, pipelined over several units */
     long long compared;                   /* elements of sub(C) compared */
-    long bitwise_one;                     /* one-rank cases: tess_p?gemm == tess_?gemm bit for bit */
+    long bitwise_one; /* one-rank cases: tess_p?gemm == tess_?gemm bit for bit */
 } tl;
 static int verbose;
 static unsigned watchdog_s = 60;
@@ -102,7 +102,9 @@ static uint64_t mix(uint64_t z) {
     return z ^ (z >> 31);
 }
 static uint64_t next(uint64_t *s) { return mix(*s += 0x9E3779B97F4A7C15ull); }
-static int rnd(uint64_t *s, int lo, int hi) { return lo + (int)(next(s) % (uint64_t)(hi - lo + 1)); }
+static int rnd(uint64_t *s, int lo, int hi) {
+    return lo + (int)(next(s) % (uint64_t)(hi - lo + 1));
+}
 static double urand(uint64_t *s) { return (double)(next(s) >> 11) * 0x1.0p-53; }
 /* Element (i, j) part p of matrix mat of a case: in [-1, 1), the same on every rank. */
 static double hval(uint64_t cs, int mat, int64_t i, int64_t j, int p) {
@@ -152,8 +154,10 @@ static void put_nan(int dt, void *p, size_t i, uint32_t tag) {
 static int numroc(int n, int nb, int p, int src, int np) {
     int d = (p - src + np) % np, nblocks = n / nb, r = (nblocks / np) * nb;
     int extra = nblocks % np;
-    if (d < extra) r += nb;
-    else if (d == extra) r += n % nb;
+    if (d < extra)
+        r += nb;
+    else if (d == extra)
+        r += n % nb;
     return r;
 }
 static int g2p(int g, int nb, int src, int np) { return (src + g / nb) % np; }
@@ -166,7 +170,7 @@ struct lmat {
     int M, N, mb, nb, rsrc, csrc; /* global: the descriptor but LLD */
     int lr, lc, lld;              /* local rows, columns, leading dimension (this rank) */
     int dt;
-    size_t nel;                   /* elements allocated: lld * max(1, lc) */
+    size_t nel; /* elements allocated: lld * max(1, lc) */
     unsigned char *p;
 };
 
@@ -227,14 +231,14 @@ struct pcase {
     int CM, CN, Cmb, Cnb, Crsrc, Ccsrc;
     int ia, ja, ib, jb, ic, jc;
     double al[2], be[2];
-    int nanC;            /* beta = 0 and sub(C) full of NaN */
-    int aligned;         /* A's rows and B's columns follow C's map */
-    int aliasB;          /* B is A: the same local array and descriptor */
-    long chunk, mem;     /* TESSERA_PGEMM_CHUNK / _MEM for this case, 0 = unset */
-    int typed;           /* tess_p?gemm (1) or tess_pgemm (0) */
-    char variant;        /* TESSERA_PGEMM_VARIANT for this case: 0 (auto), 'a', 'b', 'c' */
-    char expect;         /* the variant stats must report ('C', 'A', 'B'), 0 = any */
-    uint64_t cs;         /* data seed */
+    int nanC;        /* beta = 0 and sub(C) full of NaN */
+    int aligned;     /* A's rows and B's columns follow C's map */
+    int aliasB;      /* B is A: the same local array and descriptor */
+    long chunk, mem; /* TESSERA_PGEMM_CHUNK / _MEM for this case, 0 = unset */
+    int typed;       /* tess_p?gemm (1) or tess_pgemm (0) */
+    char variant;    /* TESSERA_PGEMM_VARIANT for this case: 0 (auto), 'a', 'b', 'c' */
+    char expect;     /* the variant stats must report ('C', 'A', 'B'), 0 = any */
+    uint64_t cs;     /* data seed */
 };
 
 static tess_trans_t ttrans(char t) {
@@ -248,12 +252,15 @@ static void describe(const struct pcase *c, int P, int Q, char order, char *out,
              "B[%dx%d mb=%d nb=%d src=%d,%d ib=%d jb=%d] C[%dx%d mb=%d nb=%d src=%d,%d "
              "ic=%d jc=%d] chunk=%ld mem=%ld variant=%s %s%s%s",
              c->id, P, Q, order, seed0, dtc[c->dt], c->ta, c->tb, c->m, c->n, c->k, c->al[0],
-             c->al[1], c->be[0], c->be[1], c->nanC ? " C=NaN" : "", c->AM, c->AN, c->Amb,
-             c->Anb, c->Arsrc, c->Acsrc, c->ia, c->ja, c->BM, c->BN, c->Bmb, c->Bnb, c->Brsrc,
-             c->Bcsrc, c->ib, c->jb, c->CM, c->CN, c->Cmb, c->Cnb, c->Crsrc, c->Ccsrc, c->ic,
-             c->jc, c->chunk, c->mem, c->variant == 'a' ? "a" : c->variant == 'b' ? "b" : c->variant == 'c' ? "c" : "auto",
-             c->typed ? "typed" : "generic",
-             c->aliasB ? " B=A" : "", c->aligned ? " aligned" : "");
+             c->al[1], c->be[0], c->be[1], c->nanC ? " C=NaN" : "", c->AM, c->AN, c->Amb, c->Anb,
+             c->Arsrc, c->Acsrc, c->ia, c->ja, c->BM, c->BN, c->Bmb, c->Bnb, c->Brsrc, c->Bcsrc,
+             c->ib, c->jb, c->CM, c->CN, c->Cmb, c->Cnb, c->Crsrc, c->Ccsrc, c->ic, c->jc, c->chunk,
+             c->mem,
+             c->variant == 'a'   ? "a"
+             : c->variant == 'b' ? "b"
+             : c->variant == 'c' ? "c"
+                                 : "auto",
+             c->typed ? "typed" : "generic", c->aliasB ? " B=A" : "", c->aligned ? " aligned" : "");
 }
 
 static int pick_dim(uint64_t *s) {
@@ -291,16 +298,23 @@ static void make_case(int id, int P, int Q, int force_work, struct pcase *c) {
     c->tb = tr[rnd(&s, 0, 2)];
     c->m = pick_dim(&s), c->n = pick_dim(&s), c->k = pick_dim(&s);
     int sp = rnd(&s, 0, 99);
-    if (sp < 4) c->m = 0;
-    else if (sp < 8) c->n = 0;
-    else if (sp < 14) c->k = 0;
+    if (sp < 4)
+        c->m = 0;
+    else if (sp < 8)
+        c->n = 0;
+    else if (sp < 14)
+        c->k = 0;
     scalar(&s, c->dt, c->al);
     scalar(&s, c->dt, c->be);
     int sc = rnd(&s, 0, 99);
-    if (sc < 14) c->be[0] = c->be[1] = 0, c->nanC = 1;
-    else if (sc < 20) c->be[0] = 1, c->be[1] = 0;
-    else if (sc < 27) c->al[0] = c->al[1] = 0;
-    else if (sc < 30) c->al[0] = c->al[1] = 0, c->be[0] = c->be[1] = 0, c->nanC = 1;
+    if (sc < 14)
+        c->be[0] = c->be[1] = 0, c->nanC = 1;
+    else if (sc < 20)
+        c->be[0] = 1, c->be[1] = 0;
+    else if (sc < 27)
+        c->al[0] = c->al[1] = 0;
+    else if (sc < 30)
+        c->al[0] = c->al[1] = 0, c->be[0] = c->be[1] = 0, c->nanC = 1;
     if (force_work) {
         if (c->m == 0) c->m = 17;
         if (c->n == 0) c->n = 9;
@@ -347,9 +361,13 @@ static void make_case(int id, int P, int Q, int force_work, struct pcase *c) {
         if (c->jb >= c->AN) c->jb = c->AN - 1;
     }
     int kn = rnd(&s, 0, 99);
-    if (kn < 12) c->chunk = (long)esz[c->dt] * rnd(&s, 1, 300);
-    else if (kn < 22) c->mem = (long)esz[c->dt] * rnd(&s, 40, 3000);
-    else if (kn < 26) c->chunk = (long)esz[c->dt] * rnd(&s, 1, 64), c->mem = (long)esz[c->dt] * rnd(&s, 100, 2000);
+    if (kn < 12)
+        c->chunk = (long)esz[c->dt] * rnd(&s, 1, 300);
+    else if (kn < 22)
+        c->mem = (long)esz[c->dt] * rnd(&s, 40, 3000);
+    else if (kn < 26)
+        c->chunk = (long)esz[c->dt] * rnd(&s, 1, 64),
+        c->mem = (long)esz[c->dt] * rnd(&s, 100, 2000);
     c->typed = rnd(&s, 0, 1);
     int vr = rnd(&s, 0, 99);
     c->variant = vr < 15 ? 'a' : vr < 30 ? 'b' : vr < 35 ? 'c' : 0;
@@ -367,18 +385,18 @@ static int call_tess(tess_grid_t *g, const struct pcase *c, int m, int k, const 
     switch (c->dt) {
     case TESS_S:
         return tess_psgemm(g, ta, tb, m, c->n, k, *(const float *)al, (const float *)A->p, ia,
-                           c->ja, &da, (const float *)B->p, c->ib, c->jb, &db,
-                           *(const float *)be, C, c->ic, c->jc, &dc);
+                           c->ja, &da, (const float *)B->p, c->ib, c->jb, &db, *(const float *)be,
+                           C, c->ic, c->jc, &dc);
     case TESS_D:
         return tess_pdgemm(g, ta, tb, m, c->n, k, *(const double *)al, (const double *)A->p, ia,
-                           c->ja, &da, (const double *)B->p, c->ib, c->jb, &db,
-                           *(const double *)be, C, c->ic, c->jc, &dc);
+                           c->ja, &da, (const double *)B->p, c->ib, c->jb, &db, *(const double *)be,
+                           C, c->ic, c->jc, &dc);
     case TESS_C:
-        return tess_pcgemm(g, ta, tb, m, c->n, k, al, A->p, ia, c->ja, &da, B->p, c->ib, c->jb,
-                           &db, be, C, c->ic, c->jc, &dc);
+        return tess_pcgemm(g, ta, tb, m, c->n, k, al, A->p, ia, c->ja, &da, B->p, c->ib, c->jb, &db,
+                           be, C, c->ic, c->jc, &dc);
     default:
-        return tess_pzgemm(g, ta, tb, m, c->n, k, al, A->p, ia, c->ja, &da, B->p, c->ib, c->jb,
-                           &db, be, C, c->ic, c->jc, &dc);
+        return tess_pzgemm(g, ta, tb, m, c->n, k, al, A->p, ia, c->ja, &da, B->p, c->ib, c->jb, &db,
+                           be, C, c->ic, c->jc, &dc);
     }
 }
 
@@ -393,8 +411,10 @@ static void call_ref(int ctxt, const struct pcase *c, const void *al, const void
     void (*f)(const char *, const char *, const int *, const int *, const int *, const void *,
               const void *, const int *, const int *, const int *, const void *, const int *,
               const int *, const int *, const void *, void *, const int *, const int *,
-              const int *) =
-        c->dt == TESS_S ? psgemm_ : c->dt == TESS_D ? pdgemm_ : c->dt == TESS_C ? pcgemm_ : pzgemm_;
+              const int *) = c->dt == TESS_S   ? psgemm_
+                             : c->dt == TESS_D ? pdgemm_
+                             : c->dt == TESS_C ? pcgemm_
+                                               : pzgemm_;
     f(ta, tb, &m, &n, &k, al, A->p, &ia, &ja, da, B->p, &ib, &jb, db, be, C, &ic, &jc, dc);
 }
 
@@ -412,8 +432,8 @@ static double tol_of(const struct pcase *c) {
  * Returns the number of mismatches. */
 static long compare_C(const struct pcase *c, const struct lmat *Cm, int P, int Q, int myrow,
                       int mycol, const unsigned char *orig, const unsigned char *got,
-                      const unsigned char *refin, const unsigned char *ref, double tol,
-                      int quiet, long long *inside, long *changed) {
+                      const unsigned char *refin, const unsigned char *ref, double tol, int quiet,
+                      long long *inside, long *changed) {
     long bad = 0;
     const int dt = Cm->dt;
     const size_t es = esz[dt];
@@ -438,7 +458,8 @@ static long compare_C(const struct pcase *c, const struct lmat *Cm, int P, int Q
                 if (!ok) {
                     if (!quiet && bad < 4)
                         failf("C(%d,%d) (local %d,%d) = (%.9g,%.9g), ScaLAPACK (%.9g,%.9g), "
-                              "tol %.3g", gi, gj, li, lj, gr, gim, rr, rim, tol);
+                              "tol %.3g",
+                              gi, gj, li, lj, gr, gim, rr, rim, tol);
                     else if (!quiet)
                         n_fail++;
                     bad++;
@@ -446,8 +467,8 @@ static long compare_C(const struct pcase *c, const struct lmat *Cm, int P, int Q
             } else {
                 if (memcmp(got + e * es, orig + e * es, es)) {
                     if (!quiet && bad < 4)
-                        failf("outside sub(C): local (%d,%d)%s (global %d,%d) was written",
-                              li, lj, li >= Cm->lr ? " in the LLD gap" : "", gi, gj);
+                        failf("outside sub(C): local (%d,%d)%s (global %d,%d) was written", li, lj,
+                              li >= Cm->lr ? " in the LLD gap" : "", gi, gj);
                     else if (!quiet)
                         n_fail++;
                     bad++;
@@ -469,7 +490,8 @@ static void selftest_compare(void) {
     lmat_make(&Cm, TESS_D, 5, 4, 2, 3, 0, 0, 1, 1, 0, 0, 2, 42, 3);
     unsigned char *orig = dup_bytes(&Cm), *got = dup_bytes(&Cm), *ref = dup_bytes(&Cm);
     for (int j = 1; j < 3; j++)
-        for (int i = 1; i < 4; i++) ((double *)ref)[i + j * Cm.lld] += 1.0, ((double *)got)[i + j * Cm.lld] += 1.0;
+        for (int i = 1; i < 4; i++)
+            ((double *)ref)[i + j * Cm.lld] += 1.0, ((double *)got)[i + j * Cm.lld] += 1.0;
     long long in = 0;
     long ch = 0;
     double tol = tol_of(&c);
@@ -492,8 +514,8 @@ static void selftest_compare(void) {
 
 /* Elements of op(A) (rows of sub(C) that process row myrow owns, all k) and op(B) (all k,
  * columns of sub(C) on mycol) that other processes own; my sub(C) rows and columns. */
-static void needs(const struct pcase *c, int P, int Q, int myrow, int mycol, long *remA,
-                  long *remB, long *mrows, long *ncols) {
+static void needs(const struct pcase *c, int P, int Q, int myrow, int mycol, long *remA, long *remB,
+                  long *mrows, long *ncols) {
     *remA = *remB = *mrows = *ncols = 0;
     for (int i = 0; i < c->m; i++) {
         if (g2p(c->ic + i, c->Cmb, c->Crsrc, P) != myrow) continue;
@@ -517,10 +539,10 @@ static void needs(const struct pcase *c, int P, int Q, int myrow, int mycol, lon
 
 struct gctx {
     tess_grid_t *g;
-    int ctxt;         /* BLACS context (-1 outside) */
+    int ctxt; /* BLACS context (-1 outside) */
     int P, Q, myrow, mycol;
     char order;
-    MPI_Comm comm;    /* the grid's ranks (test side), MPI_COMM_NULL outside */
+    MPI_Comm comm; /* the grid's ranks (test side), MPI_COMM_NULL outside */
 };
 
 static void set_knob(const char *name, long v) {
@@ -628,7 +650,8 @@ static void run_case(struct gctx *G, const struct pcase *c) {
     MPI_Allreduce(&ch, &chall, 1, MPI_LONG_LONG, MPI_SUM, G->comm);
     int noop = c->m == 0 || c->n == 0 ||
                ((c->k == 0 || (c->al[0] == 0 && c->al[1] == 0)) && c->be[0] == 1 && c->be[1] == 0);
-    if (!noop && chall == 0) failf("the expected sub(C) equals the input everywhere: the case tests nothing");
+    if (!noop && chall == 0)
+        failf("the expected sub(C) equals the input everywhere: the case tests nothing");
 
     /* stats */
     const int work = c->m > 0 && c->n > 0 && c->k > 0 && (c->al[0] != 0 || c->al[1] != 0);
@@ -665,8 +688,10 @@ static void run_case(struct gctx *G, const struct pcase *c) {
             if (st.variant == 'A' ? !st.a_local : !st.b_local)
                 failf("stats: stationary %c but that operand is not in place", st.variant);
             if (st.passes != 1) failf("stats: stationary %c in %d passes", st.variant, st.passes);
-            unsigned long long hi = ((unsigned long long)c->k * (unsigned long long)(st.variant == 'A' ? c->n : c->m) +
-                                     (unsigned long long)(P * Q) * (unsigned long long)(mrows * ncols)) * es;
+            unsigned long long hi =
+                ((unsigned long long)c->k * (unsigned long long)(st.variant == 'A' ? c->n : c->m) +
+                 (unsigned long long)(P * Q) * (unsigned long long)(mrows * ncols)) *
+                es;
             if (st.bytes_received > hi)
                 failf("stats: stationary %c received %llu bytes, at most %llu expected", st.variant,
                       (unsigned long long)st.bytes_received, hi);
@@ -688,12 +713,17 @@ static void run_case(struct gctx *G, const struct pcase *c) {
                       (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_received);
             const int owns = mrows > 0 && ncols > 0;
             if (st.a_local && owns && remA)
-                failf("stats: a_local = 1 but %ld needed elements of op(A) are on other ranks", remA);
+                failf("stats: a_local = 1 but %ld needed elements of op(A) are on other ranks",
+                      remA);
             if (st.b_local && owns && remB)
-                failf("stats: b_local = 1 but %ld needed elements of op(B) are on other ranks", remB);
+                failf("stats: b_local = 1 but %ld needed elements of op(B) are on other ranks",
+                      remB);
             unsigned long long lo = owns ? (unsigned long long)((st.a_local ? 0 : remA) +
-                                                                (st.b_local ? 0 : remB)) * es : 0;
-            unsigned long long hi = (unsigned long long)c->k * (unsigned long long)(mrows + ncols) * es;
+                                                                (st.b_local ? 0 : remB)) *
+                                               es
+                                         : 0;
+            unsigned long long hi = (unsigned long long)c->k * (unsigned long long)(mrows + ncols) *
+                                    es;
             if (st.bytes_received < lo || st.bytes_received > hi)
                 failf("stats: bytes_received = %llu, expected in [%llu, %llu] (needs from others: "
                       "A %ld, B %ld elements; my sub(C) rows %ld, cols %ld)",
@@ -732,8 +762,8 @@ static void run_case(struct gctx *G, const struct pcase *c) {
             if (st.bytes_packed_d2d > st.bytes_sent ||
                 (st.bytes_packed_d2d && (!st.nccl || (dk && !strcmp(dk, "0")))))
                 failf("stats: %llu bytes packed D2D of %llu sent (nccl %d, PACK_D2D %s)",
-                      (unsigned long long)st.bytes_packed_d2d,
-                      (unsigned long long)st.bytes_sent, st.nccl, dk ? dk : "(unset)");
+                      (unsigned long long)st.bytes_packed_d2d, (unsigned long long)st.bytes_sent,
+                      st.nccl, dk ? dk : "(unset)");
             if (st.bytes_packed_d2d) tl.d2d++;
             if (c->mem && perk > 0 && c->k > 1 && (long)c->k * perk > 2 * c->mem && st.passes < 2)
                 failf("stats: TESSERA_PGEMM_MEM=%ld < k * %ld panel bytes but passes = %d", c->mem,
@@ -745,8 +775,8 @@ static void run_case(struct gctx *G, const struct pcase *c) {
     }
 out:
     alarm(0);
-    free(A.p), free(c->aliasB ? NULL : B.p), free(Cm.p), free(A0), free(B0), free(Ct), free(Cr), free(Corig),
-        free(Crin);
+    free(A.p), free(c->aliasB ? NULL : B.p), free(Cm.p), free(A0), free(B0), free(Ct), free(Cr),
+        free(Corig), free(Crin);
 }
 
 /* ---- the variant by shape: skinny products under the automatic choice ------------------ */
@@ -755,7 +785,11 @@ out:
  * stationary C; each against ScaLAPACK like the random cases. Blocks differ from C's so no
  * operand is in place. */
 static void run_shapes(struct gctx *G, int id0) {
-    static const struct { int m, n, k; char ta, tb, expect; int dt; } sh[] = {
+    static const struct {
+        int m, n, k;
+        char ta, tb, expect;
+        int dt;
+    } sh[] = {
         {700, 6, 500, 'N', 'N', 'A', TESS_D}, {650, 5, 480, 'C', 'T', 'A', TESS_Z},
         {6, 700, 500, 'T', 'N', 'B', TESS_S}, {5, 640, 470, 'N', 'C', 'B', TESS_C},
         {60, 60, 60, 'N', 'N', 'C', TESS_D},
@@ -795,7 +829,8 @@ static void run_panel_cap(struct gctx *G, int id) {
     size_t heap = 0;
     for (int d = 0; d < tess_device_count(); d++) {
         tess_dev_stats_t ds;
-        if (tess_device_stats(d, &ds) == TESS_OK && ds.mem_capacity && (!heap || ds.mem_capacity < heap))
+        if (tess_device_stats(d, &ds) == TESS_OK && ds.mem_capacity &&
+            (!heap || ds.mem_capacity < heap))
             heap = ds.mem_capacity;
     }
     if (!heap) {
@@ -809,19 +844,24 @@ static void run_panel_cap(struct gctx *G, int id) {
     c.al[0] = 0.5, c.be[0] = -0.75, c.variant = 'c', c.expect = 'C', c.aligned = 1, c.typed = 1;
     c.chunk = 512 << 10; /* units of 128 rows: exchange buffers of 2-3 x 256 KiB */
     c.ic = 1, c.jc = 2, c.CM = c.m + 3, c.CN = c.n + 5, c.Cmb = 64, c.Cnb = 3;
-    c.ia = c.ic, c.Amb = c.Cmb, c.Arsrc = c.Crsrc, c.AM = c.CM, c.ja = 2, c.AN = c.k + 3, c.Anb = 40;
-    c.jb = c.jc, c.Bnb = c.Cnb, c.Bcsrc = c.Ccsrc, c.BN = c.CN, c.ib = 1, c.BM = c.k + 2, c.Bmb = 24;
+    c.ia = c.ic, c.Amb = c.Cmb, c.Arsrc = c.Crsrc, c.AM = c.CM, c.ja = 2, c.AN = c.k + 3,
+    c.Anb = 40;
+    c.jb = c.jc, c.Bnb = c.Cnb, c.Bcsrc = c.Ccsrc, c.BN = c.CN, c.ib = 1, c.BM = c.k + 2,
+    c.Bmb = 24;
     const double panel = 8.0 * c.m * c.k;
     run_case(G, &c);
     tess_pgemm_stats_t st;
     if (G->myrow < 0 || tess_pgemm_last_stats(G->g, &st)) return; /* outside the grid */
-    if (!(panel > 0.5 * (double)heap)) failf("panel cap: the case's panel (%.0f B) is not above half the heap", panel);
+    if (!(panel > 0.5 * (double)heap))
+        failf("panel cap: the case's panel (%.0f B) is not above half the heap", panel);
     if (!st.nccl || !st.b_local || st.a_local)
         failf("panel cap: nccl %d, a_local %d, b_local %d (expected the GPU transport, B in place)",
               st.nccl, st.a_local, st.b_local);
     if (st.passes != 1)
-        failf("panel cap: A's panel of %.0f bytes on a heap of %zu bytes beside B's %d local columns "
-              "ran in %d passes, expected 1", panel, heap, c.n / G->Q, st.passes);
+        failf(
+            "panel cap: A's panel of %.0f bytes on a heap of %zu bytes beside B's %d local columns "
+            "ran in %d passes, expected 1",
+            panel, heap, c.n / G->Q, st.passes);
 }
 
 /* ---- bad input: every rank returns TESS_EINVAL, nothing written, nobody hangs ----------- */
@@ -836,11 +876,26 @@ static void run_bad(struct gctx *G) {
     int gsize = 1, grank = 0;
     if (in) MPI_Comm_size(G->comm, &gsize), MPI_Comm_rank(G->comm, &grank);
     const int badrank = gsize > 1 ? 1 : 0; /* the rank that alone passes something wrong */
-    enum { LLD_SHORT, M_NEG, K_NEG_ONE, IA_RANGE, IC_RANGE, MB_ZERO, RSRC_ONE, ALPHA_ONE,
-           VAR_BAD, VAR_ONE, NBAD };
-    static const char *what[NBAD] = {"LLD of C too small on one rank", "m < 0",
-                                     "k < 0 on one rank", "ia + m > M_A", "ic + m > M_C",
-                                     "MB_ of B = 0", "RSRC_ of A >= NPROW on one rank",
+    enum {
+        LLD_SHORT,
+        M_NEG,
+        K_NEG_ONE,
+        IA_RANGE,
+        IC_RANGE,
+        MB_ZERO,
+        RSRC_ONE,
+        ALPHA_ONE,
+        VAR_BAD,
+        VAR_ONE,
+        NBAD
+    };
+    static const char *what[NBAD] = {"LLD of C too small on one rank",
+                                     "m < 0",
+                                     "k < 0 on one rank",
+                                     "ia + m > M_A",
+                                     "ic + m > M_C",
+                                     "MB_ of B = 0",
+                                     "RSRC_ of A >= NPROW on one rank",
                                      "alpha different on one rank",
                                      "TESSERA_PGEMM_VARIANT=x",
                                      "TESSERA_PGEMM_VARIANT=a on one rank only"};
@@ -859,20 +914,30 @@ static void run_bad(struct gctx *G) {
         double alpha = 1.5, beta = 0.5;
         const int me_bad = in && grank == badrank;
         switch (v) {
-        case LLD_SHORT: if (me_bad) dc.lld = Cm.lr - 1; break;
+        case LLD_SHORT:
+            if (me_bad) dc.lld = Cm.lr - 1;
+            break;
         case M_NEG: m = -1; break;
-        case K_NEG_ONE: if (me_bad) k = -1; break;
+        case K_NEG_ONE:
+            if (me_bad) k = -1;
+            break;
         case IA_RANGE: ia = 1; break;
         case IC_RANGE: ic = 1; break;
         case MB_ZERO: db.mb = db.imb = 0; break;
-        case RSRC_ONE: if (me_bad) da.rsrc = P; break;
-        case ALPHA_ONE: if (me_bad) alpha = 1.25; break;
+        case RSRC_ONE:
+            if (me_bad) da.rsrc = P;
+            break;
+        case ALPHA_ONE:
+            if (me_bad) alpha = 1.25;
+            break;
         case VAR_BAD: setenv("TESSERA_PGEMM_VARIANT", "x", 1); break;
-        case VAR_ONE: if (me_bad) setenv("TESSERA_PGEMM_VARIANT", "a", 1); break;
+        case VAR_ONE:
+            if (me_bad) setenv("TESSERA_PGEMM_VARIANT", "a", 1);
+            break;
         }
         int rc = tess_pdgemm(G->g, TESS_NO_TRANS, TESS_NO_TRANS, m, n, k, alpha,
-                             (const double *)A.p, ia, 0, &da, (const double *)B.p, 0, 0, &db,
-                             beta, (double *)Cm.p, ic, 0, &dc);
+                             (const double *)A.p, ia, 0, &da, (const double *)B.p, 0, 0, &db, beta,
+                             (double *)Cm.p, ic, 0, &dc);
         unsetenv("TESSERA_PGEMM_VARIANT");
         if (in) {
             tl.cases_bad++;
@@ -924,7 +989,7 @@ static void run_one_rank(int ncases) {
         /* different cases on each rank; the first four do work in every precision */
         make_case(100000 + t * 64 + wrank, 1, 1, t < 4, &c);
         c.chunk = c.mem = 0;
-        if (t < 4) c.dt = t; /* every precision */
+        if (t < 4) c.dt = t;                                        /* every precision */
         if (t == 1) c.typed = 1, c.nanC = 1, c.be[0] = c.be[1] = 0; /* tess_pdgemm, beta = 0 */
         char d[sizeof cur_case - 16];
         describe(&c, 1, 1, 'R', d, sizeof d);
@@ -999,14 +1064,15 @@ static void run_one_rank(int ncases) {
 }
 
 /* ---- grids ------------------------------------------------------------------------------ */
-struct shape { int P, Q; char order; };
+struct shape {
+    int P, Q;
+    char order;
+};
 
 static int shapes_for(int np, struct shape *out) {
     int n = 0;
     switch (np) {
-    case 1:
-        out[n++] = (struct shape){1, 1, 'R'}, out[n++] = (struct shape){1, 1, 'C'};
-        break;
+    case 1: out[n++] = (struct shape){1, 1, 'R'}, out[n++] = (struct shape){1, 1, 'C'}; break;
     case 2:
         out[n++] = (struct shape){1, 2, 'R'}, out[n++] = (struct shape){2, 1, 'C'};
         out[n++] = (struct shape){1, 2, 'C'}, out[n++] = (struct shape){2, 1, 'R'};
@@ -1055,8 +1121,8 @@ static int grid_open(struct gctx *G, struct shape s) {
     if (ctxt >= 0) Cblacs_gridinfo(ctxt, &bp, &bq, &br, &bc);
     int in = G->myrow >= 0;
     if (in != (ctxt >= 0 && br >= 0) || (in && (br != G->myrow || bc != G->mycol))) {
-        fprintf(stderr, "rank %d: BLACS puts me at (%d,%d), tess at (%d,%d) on %dx%d '%c'\n",
-                wrank, br, bc, G->myrow, G->mycol, s.P, s.Q, s.order);
+        fprintf(stderr, "rank %d: BLACS puts me at (%d,%d), tess at (%d,%d) on %dx%d '%c'\n", wrank,
+                br, bc, G->myrow, G->mycol, s.P, s.Q, s.order);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Comm_split(MPI_COMM_WORLD, in ? 0 : 1, wrank, &G->comm);
@@ -1076,9 +1142,9 @@ static long env_long(const char *name, long def) {
 
 /* ---- the run: settings, every grid, the end of a test ----------------------------------- */
 static long n_random = 1200, only = -1; /* TEST_PGEMM_CASES, TEST_PGEMM_CASE */
-static struct shape shapes[32];       /* the grid shapes for this rank count */
+static struct shape shapes[32];         /* the grid shapes for this rank count */
 static int nshapes;
-static char gridlist[256];            /* their names, for the summary */
+static char gridlist[256]; /* their names, for the summary */
 static double t0;
 
 /* fn(G, s) on every grid shape s, each grid opened afresh and closed after (collective over
@@ -1096,8 +1162,8 @@ static void for_each_grid(void (*fn)(struct gctx *G, int s)) {
 static void assert_no_failures(long from, const char *what) {
     long mine = n_fail - from, most = 0;
     MPI_Allreduce(&mine, &most, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-    ASSERT_MSG(most == 0, "%s: up to %ld failures on a rank (%ld on this one), printed above",
-               what, most, mine);
+    ASSERT_MSG(most == 0, "%s: up to %ld failures on a rank (%ld on this one), printed above", what,
+               most, mine);
 }
 
 /* ---- the tests ------------------------------------------------------------------------- */
@@ -1185,7 +1251,8 @@ TEST(pgemm_device_panel_cap) {
     if (only >= 0) return;
     const char *xk = getenv("TESSERA_PGEMM_NCCL");
     if (!xk || strcmp(xk, "2")) {
-        if (wrank == 0) fprintf(stderr, "  (the GPU transport is not on: TESSERA_PGEMM_NCCL=2 runs this)\n");
+        if (wrank == 0)
+            fprintf(stderr, "  (the GPU transport is not on: TESSERA_PGEMM_NCCL=2 runs this)\n");
         return;
     }
     long f0 = n_fail;
@@ -1245,7 +1312,8 @@ static void pgemm_setup(void) {
     signal(SIGALRM, on_alarm);
     int rc = tess_init();
     if (rc) {
-        fprintf(stderr, "rank %d: tess_init: %s (%s)\n", wrank, tess_strerror(rc), tess_last_error());
+        fprintf(stderr, "rank %d: tess_init: %s (%s)\n", wrank, tess_strerror(rc),
+                tess_last_error());
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int bme, bnp;
@@ -1266,23 +1334,25 @@ static void pgemm_setup(void) {
 static void pgemm_teardown(void) {
     snprintf(cur_case, sizeof cur_case, "shutdown");
     alarm(watchdog_s);
-    long loc[6] = {n_fail, tl.cases_ref, tl.cases_one, tl.cases_bad, tl.bitwise_one,
-                   (long)(tl.compared > 0x7fffffff ? 0x7fffffff : tl.compared)};
+    long loc[6] = {n_fail,         tl.cases_ref,
+                   tl.cases_one,   tl.cases_bad,
+                   tl.bitwise_one, (long)(tl.compared > 0x7fffffff ? 0x7fffffff : tl.compared)};
     long sum[6];
     MPI_Allreduce(loc, sum, 6, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     alarm(0);
     Cblacs_exit(1);
     tess_finalize();
     if (wrank == 0)
-        printf("test_pgemm_mpi np=%d: %s | %ld case-ranks vs ScaLAPACK, %ld one-rank vs "
-               "tess_?gemm (%ld bit-identical), %ld bad-input case-ranks, %ld sub(C) elements "
-               "compared, %ld multi-pass, %ld small-chunk, %ld in-place, %ld/%ld stationary A/B (%ld in "
-               "several units), %ld through the GPU transport (%ld packing D2D) (rank 0) | "
-               "%ld failures | "
-               "%.1f s\n",
-               wsize, gridlist, sum[1], sum[2], sum[4], sum[3], sum[5], tl.multipass, tl.pipelined,
-               tl.inplace, tl.split[0], tl.split[1], tl.split_units, tl.devxport, tl.d2d, sum[0],
-               MPI_Wtime() - t0);
+        printf(
+            "test_pgemm_mpi np=%d: %s | %ld case-ranks vs ScaLAPACK, %ld one-rank vs "
+            "tess_?gemm (%ld bit-identical), %ld bad-input case-ranks, %ld sub(C) elements "
+            "compared, %ld multi-pass, %ld small-chunk, %ld in-place, %ld/%ld stationary A/B (%ld in "
+            "several units), %ld through the GPU transport (%ld packing D2D) (rank 0) | "
+            "%ld failures | "
+            "%.1f s\n",
+            wsize, gridlist, sum[1], sum[2], sum[4], sum[3], sum[5], tl.multipass, tl.pipelined,
+            tl.inplace, tl.split[0], tl.split[1], tl.split_units, tl.devxport, tl.d2d, sum[0],
+            MPI_Wtime() - t0);
     fflush(stdout);
 }
 

@@ -40,7 +40,9 @@ static void put(int dt, void *x, size_t i, long double re, long double im) {
     }
 }
 
-static tess_trans_t ttr(char t) { return t == 'N' ? TESS_NO_TRANS : t == 'T' ? TESS_TRANS : TESS_CONJ_TRANS; }
+static tess_trans_t ttr(char t) {
+    return t == 'N' ? TESS_NO_TRANS : t == 'T' ? TESS_TRANS : TESS_CONJ_TRANS;
+}
 
 /* ---- GEMM ----------------------------------------------------------------------------------- */
 
@@ -52,8 +54,8 @@ struct gcase {
     unsigned char alpha[16], beta[16];
 };
 
-static void gcase_make(struct gcase *g, int dt, char ta, char tb, int64_t m, int64_t n,
-                       int64_t k, uint64_t seed) {
+static void gcase_make(struct gcase *g, int dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
+                       uint64_t seed) {
     const size_t es = ref_esize(dt);
     *g = (struct gcase){.dt = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k};
     g->lda = (ta == 'N' ? m : k) + 3, g->ldb = (tb == 'N' ? k : n) + 2;
@@ -75,8 +77,8 @@ static void gcase_ref(struct gcase *g) {
 }
 
 static double gcase_check(const struct gcase *g, const struct oracle_gemm *p) {
-    return oracle_gemm_check(p, g->ta, g->tb, g->k, g->alpha, g->A, g->lda, g->B, g->ldb,
-                             g->beta, g->C, g->m, NULL);
+    return oracle_gemm_check(p, g->ta, g->tb, g->k, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta,
+                             g->C, g->m, NULL);
 }
 
 static void gcase_free(struct gcase *g) { free(g->A), free(g->B), free(g->C0), free(g->C); }
@@ -85,14 +87,15 @@ static void gcase_free(struct gcase *g) { free(g->A), free(g->B), free(g->C0), f
  * and |C0| |t|, |C| |t| for the oracle's own rounding). */
 static long double row_bound(const struct gcase *g, const struct oracle_gemm *p, int64_t i) {
     const int64_t m = g->m, n = g->n, k = g->k;
-    long double *bt = calloc(2 * (size_t)k + 2, sizeof *bt), *ba = calloc((size_t)k + 1, sizeof *ba);
+    long double *bt = calloc(2 * (size_t)k + 2, sizeof *bt),
+                *ba = calloc((size_t)k + 1, sizeof *ba);
     long double *w = calloc(2 * (size_t)m, sizeof *w), *wa = calloc((size_t)m, sizeof *wa);
     long double *c = calloc(2 * (size_t)m, sizeof *c), *ca = calloc((size_t)m, sizeof *ca);
     ASSERT(bt && ba && w && wa && c && ca);
     oracle_matvec(g->dt, g->tb, g->tb == 'N' ? k : n, g->tb == 'N' ? n : k, g->B, g->ldb, p->t,
                   p->tabs, bt, ba);
-    oracle_matvec(g->dt, g->ta, g->ta == 'N' ? m : k, g->ta == 'N' ? k : m, g->A, g->lda, bt, ba,
-                  w, wa);
+    oracle_matvec(g->dt, g->ta, g->ta == 'N' ? m : k, g->ta == 'N' ? k : m, g->A, g->lda, bt, ba, w,
+                  wa);
     oracle_matvec(g->dt, 'N', m, n, g->C, m, p->t, p->tabs, c, ca);
     long double ar, ai, br, bi;
     oracle_scalar(g->dt, g->alpha, &ar, &ai);
@@ -116,13 +119,15 @@ static void one_case(int dt, char ta, char tb, int64_t m, int64_t n, int64_t k, 
     ASSERT_EQ(oracle_gemm_begin(&p, dt, m, n, g.C0, m, 0), 0);
     ASSERT_EQ(oracle_gemm_begin(&pr, dt, m, n, g.C0, m, seed + 99), 0);
     double r = gcase_check(&g, &p), rr = gcase_check(&g, &pr);
-    ASSERT_MSG(r <= 1 && rr <= 1, "dt %d %c%c %lldx%lldx%lld: a right product fails (%g, %g)",
-               dt, ta, tb, (long long)m, (long long)n, (long long)k, r, rr);
+    ASSERT_MSG(r <= 1 && rr <= 1, "dt %d %c%c %lldx%lldx%lld: a right product fails (%g, %g)", dt,
+               ta, tb, (long long)m, (long long)n, (long long)k, r, rr);
     /* op(B) t outside, then the rest */
-    long double *bt = malloc(sizeof(long double) * 2 * (size_t)k), *btabs = malloc(sizeof(long double) * (size_t)k);
+    long double *bt = malloc(sizeof(long double) * 2 * (size_t)k),
+                *btabs = malloc(sizeof(long double) * (size_t)k);
     ASSERT(bt && btabs);
     oracle_matvec(dt, tb, tb == 'N' ? k : n, tb == 'N' ? n : k, g.B, g.ldb, p.t, p.tabs, bt, btabs);
-    double r2 = oracle_gemm_check_bt(&p, ta, k, g.alpha, g.A, g.lda, bt, btabs, g.beta, g.C, m, NULL);
+    double r2 = oracle_gemm_check_bt(&p, ta, k, g.alpha, g.A, g.lda, bt, btabs, g.beta, g.C, m,
+                                     NULL);
     ASSERT_MSG(r2 == r, "oracle_gemm_check_bt %g != oracle_gemm_check %g", r2, r);
     /* one entry off by 3 times its row's bound (divided by its probe entry, >= 1): fails */
     const int64_t i = m / 2, j = n / 3;
@@ -131,8 +136,8 @@ static void one_case(int dt, char ta, char tb, int64_t m, int64_t n, int64_t k, 
     get(dt, g.C, at, &cr, &ci);
     put(dt, g.C, at, cr + 3 * B / p.t[2 * j], ci);
     double r3 = gcase_check(&g, &p);
-    ASSERT_MSG(r3 > 1, "dt %d %c%c: an entry moved by 3 x its row's bound %Lg passes (%g)", dt,
-               ta, tb, B, r3);
+    ASSERT_MSG(r3 > 1, "dt %d %c%c: an entry moved by 3 x its row's bound %Lg passes (%g)", dt, ta,
+               tb, B, r3);
     /* one entry off by 8 times (k + 4) u n k */
     const long double u = oracle_unit(dt);
     put(dt, g.C, at, cr + 8 * (long double)(k + 4) * u * (long double)(n * k), ci);
@@ -152,7 +157,8 @@ TEST(right_passes_wrong_fails_every_precision_and_transpose) {
     uint64_t seed = 11;
     for (int dt = 0; dt < 4; dt++)
         for (int a = 0; a < (ref_is_complex(dt) ? 3 : 2); a++)
-            for (int b = 0; b < (ref_is_complex(dt) ? 3 : 2); b++) one_case(dt, ts[a], ts[b], 37, 29, 41, seed++);
+            for (int b = 0; b < (ref_is_complex(dt) ? 3 : 2); b++)
+                one_case(dt, ts[a], ts[b], 37, 29, 41, seed++);
 }
 
 /* Errors of the kinds a scheduler makes fail by far (over 100 times the bound): a block of C left as C0 (a lost task),
@@ -169,7 +175,8 @@ TEST(lost_block_and_lost_conjugate_fail) {
         memcpy(keep, g.C, ref_esize(dt) * (size_t)(g.m * g.n));
         for (int64_t j = 8; j < 16; j++) /* an 8 x 8 block as C0 */
             memcpy((char *)g.C + ((size_t)j * (size_t)g.m + 16) * ref_esize(dt),
-                   (char *)g.C0 + ((size_t)j * (size_t)g.m + 16) * ref_esize(dt), 8 * ref_esize(dt));
+                   (char *)g.C0 + ((size_t)j * (size_t)g.m + 16) * ref_esize(dt),
+                   8 * ref_esize(dt));
         double lost = gcase_check(&g, &p);
         ASSERT_MSG(lost > 100, "dt %d: a block left as C0 gives only %g", dt, lost);
         if (ref_is_complex(dt)) {
@@ -224,7 +231,8 @@ TEST(sound_up_to_large_k) {
             oracle_gemm_end(&p);
             gcase_free(&g);
         }
-        fprintf(stderr, "  %s: worst error/bound of a right product %.2e\n", ref_dtype_name(dt), worst);
+        fprintf(stderr, "  %s: worst error/bound of a right product %.2e\n", ref_dtype_name(dt),
+                worst);
     }
 }
 
@@ -242,8 +250,8 @@ TEST(sound_on_tessera_tiles) {
             char ta = ref_is_complex(dt) ? 'C' : 'T';
             gcase_make(&g, dt, ta, 'N', 23, 17, ks[q], 300 + (uint64_t)q);
             memcpy(g.C, g.C0, ref_esize(dt) * (size_t)(g.m * g.n));
-            ASSERT_OK(tess_gemm(dt, TESS_COL_MAJOR, ttr(ta), TESS_NO_TRANS, g.m, g.n, g.k,
-                                g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.m));
+            ASSERT_OK(tess_gemm(dt, TESS_COL_MAJOR, ttr(ta), TESS_NO_TRANS, g.m, g.n, g.k, g.alpha,
+                                g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.m));
             for (uint64_t seed = 0; seed < 2; seed++) {
                 struct oracle_gemm p;
                 ASSERT_EQ(oracle_gemm_begin(&p, dt, g.m, g.n, g.C0, g.m, seed), 0);
@@ -268,12 +276,14 @@ TEST(real_matvec_matches_plain_sums) {
         for (int t = 0; t < 2; t++) {
             const char tr = t ? 'T' : 'N';
             const int64_t in = tr == 'N' ? cols : rows, out = tr == 'N' ? rows : cols;
-            for (int64_t j = 0; j < in; j++) v[2 * j] = 1 + 0.01L * (long double)j, v[2 * j + 1] = 0, va[j] = v[2 * j];
+            for (int64_t j = 0; j < in; j++)
+                v[2 * j] = 1 + 0.01L * (long double)j, v[2 * j + 1] = 0, va[j] = v[2 * j];
             oracle_matvec(dt, tr, rows, cols, X, ld, v, va, y, ya);
             for (int64_t o = 0; o < out; o++) {
                 long double s = 0, sa = 0, re, im;
                 for (int64_t l = 0; l < in; l++) {
-                    size_t at = tr == 'N' ? (size_t)o + (size_t)l * (size_t)ld : (size_t)l + (size_t)o * (size_t)ld;
+                    size_t at = tr == 'N' ? (size_t)o + (size_t)l * (size_t)ld
+                                          : (size_t)l + (size_t)o * (size_t)ld;
                     get(dt, X, at, &re, &im);
                     s += re * v[2 * l], sa += fabsl(re) * va[l];
                 }
@@ -290,7 +300,9 @@ TEST(real_matvec_matches_plain_sums) {
 
 static enum CBLAS_SIDE cs(char c) { return c == 'L' ? CblasLeft : CblasRight; }
 static enum CBLAS_UPLO cu(char c) { return c == 'U' ? CblasUpper : CblasLower; }
-static enum CBLAS_TRANSPOSE ct(char c) { return c == 'N' ? CblasNoTrans : c == 'T' ? CblasTrans : CblasConjTrans; }
+static enum CBLAS_TRANSPOSE ct(char c) {
+    return c == 'N' ? CblasNoTrans : c == 'T' ? CblasTrans : CblasConjTrans;
+}
 static enum CBLAS_DIAG cd(char c) { return c == 'U' ? CblasUnit : CblasNonUnit; }
 
 /* The routine of p by OpenBLAS into C (ldc = m): C holds C0, or B0 for TRMM/TRSM. */
@@ -305,19 +317,23 @@ static void ref_l3(const struct prob *p, void *C) {
     float fa, fb;
     double da, db;
     memcpy(&fa, al, 4), memcpy(&fb, be, 4), memcpy(&da, al, 8), memcpy(&db, be, 8);
-#define REAL_(X, a, b)                                                                        \
-    switch (p->r) {                                                                           \
-    case R_GEMM: cblas_##X##gemm(o, CblasNoTrans, CblasNoTrans, m, n, k, a, A, lda, B, ldb, b, C, m); break; \
-    case R_SYMM: cblas_##X##symm(o, sd, ul, m, n, a, A, lda, B, ldb, b, C, m); break;          \
-    case R_SYRK: cblas_##X##syrk(o, ul, tr, n, k, a, A, lda, b, C, m); break;                  \
-    case R_SYR2K: cblas_##X##syr2k(o, ul, tr, n, k, a, A, lda, B, ldb, b, C, m); break;        \
-    case R_TRMM: cblas_##X##trmm(o, sd, ul, tr, dg, m, n, a, A, lda, C, m); break;             \
-    case R_TRSM: cblas_##X##trsm(o, sd, ul, tr, dg, m, n, a, A, lda, C, m); break;             \
-    default: break;                                                                           \
+#define REAL_(X, a, b)                                                                       \
+    switch (p->r) {                                                                          \
+    case R_GEMM:                                                                             \
+        cblas_##X##gemm(o, CblasNoTrans, CblasNoTrans, m, n, k, a, A, lda, B, ldb, b, C, m); \
+        break;                                                                               \
+    case R_SYMM: cblas_##X##symm(o, sd, ul, m, n, a, A, lda, B, ldb, b, C, m); break;        \
+    case R_SYRK: cblas_##X##syrk(o, ul, tr, n, k, a, A, lda, b, C, m); break;                \
+    case R_SYR2K: cblas_##X##syr2k(o, ul, tr, n, k, a, A, lda, B, ldb, b, C, m); break;      \
+    case R_TRMM: cblas_##X##trmm(o, sd, ul, tr, dg, m, n, a, A, lda, C, m); break;           \
+    case R_TRSM: cblas_##X##trsm(o, sd, ul, tr, dg, m, n, a, A, lda, C, m); break;           \
+    default: break;                                                                          \
     }
-#define CPLX_(X, ra, rb)                                                                      \
-    switch (p->r) {                                                                           \
-    case R_GEMM: cblas_##X##gemm(o, CblasNoTrans, CblasNoTrans, m, n, k, al, A, lda, B, ldb, be, C, m); break; \
+#define CPLX_(X, ra, rb)                                                                       \
+    switch (p->r) {                                                                            \
+    case R_GEMM:                                                                               \
+        cblas_##X##gemm(o, CblasNoTrans, CblasNoTrans, m, n, k, al, A, lda, B, ldb, be, C, m); \
+        break;                                                                                 \
     case R_SYMM: cblas_##X##symm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, m); break;        \
     case R_HEMM: cblas_##X##hemm(o, sd, ul, m, n, al, A, lda, B, ldb, be, C, m); break;        \
     case R_SYRK: cblas_##X##syrk(o, ul, tr, n, k, al, A, lda, be, C, m); break;                \
@@ -326,7 +342,7 @@ static void ref_l3(const struct prob *p, void *C) {
     case R_HER2K: cblas_##X##her2k(o, ul, tr, n, k, al, A, lda, B, ldb, rb, C, m); break;      \
     case R_TRMM: cblas_##X##trmm(o, sd, ul, tr, dg, m, n, al, A, lda, C, m); break;            \
     case R_TRSM: cblas_##X##trsm(o, sd, ul, tr, dg, m, n, al, A, lda, C, m); break;            \
-    default: break;                                                                           \
+    default: break;                                                                            \
     }
     switch (p->dt) {
     case TESS_S: REAL_(s, fa, fb) break;
@@ -345,8 +361,10 @@ static void diag_dominant(int dt, void *A, int64_t n) {
             long double re, im;
             size_t at = (size_t)(i + j * n);
             get(dt, A, at, &re, &im);
-            if (i == j) put(dt, A, at, 1 + fabsl(re), im / 2);
-            else put(dt, A, at, re / (2 * (long double)n), im / (2 * (long double)n));
+            if (i == j)
+                put(dt, A, at, 1 + fabsl(re), im / 2);
+            else
+                put(dt, A, at, re / (2 * (long double)n), im / (2 * (long double)n));
         }
 }
 
@@ -358,7 +376,8 @@ static void l3_case(enum routine r, int dt, char side, char uplo, char trans, ch
     const int64_t m = routine_rank(r) ? 29 : 37, n = 29, k = 41;
     const size_t es = ref_esize(dt);
     const int64_t ka = r == R_SYMM || r == R_HEMM || r == R_TRMM || r == R_TRSM
-                           ? (side == 'L' ? m : n) : 0;
+                           ? (side == 'L' ? m : n)
+                           : 0;
     /* A: ka x ka (square routines) or the stored op(A) of SYRK-like (n x k or k x n); B: m x n
      * (SYMM, TRMM/TRSM, GEMM: k x n) or like A (SYR2K-like) */
     int64_t ar = ka, ac = ka, br = m, bc = n;

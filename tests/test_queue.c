@@ -22,7 +22,7 @@ TEST(queue_fifo_single_thread) {
         for (int i = 0; i < pops; i++) {
             void *v;
             if (!tess__queue_pop(q, &v)) {
-                ASSERT_EQ(next_out, next_in);      /* empty only when all were taken */
+                ASSERT_EQ(next_out, next_in); /* empty only when all were taken */
                 break;
             }
             ASSERT_EQ((uintptr_t)v, next_out);
@@ -39,7 +39,7 @@ TEST(queue_full_empty) {
     struct tess__queue *q = tess__queue_create(4);
     void *v = item(99);
     ASSERT(!tess__queue_pop(q, &v));
-    ASSERT(v == item(99));                         /* untouched on failure */
+    ASSERT(v == item(99)); /* untouched on failure */
     ASSERT_EQ(tess__queue_size(q), 0);
     for (uintptr_t i = 1; i <= 4; i++) ASSERT(tess__queue_push(q, item(i)));
     ASSERT_EQ(tess__queue_size(q), 4);
@@ -47,7 +47,7 @@ TEST(queue_full_empty) {
     ASSERT(!tess__queue_push(q, item(6)));
     ASSERT(tess__queue_pop(q, &v));
     ASSERT(v == item(1));
-    ASSERT(tess__queue_push(q, NULL));             /* room again after one pop */
+    ASSERT(tess__queue_push(q, NULL)); /* room again after one pop */
     ASSERT(!tess__queue_push(q, item(7)));
     for (uintptr_t i = 2; i <= 4; i++) {
         ASSERT(tess__queue_pop(q, &v));
@@ -81,12 +81,15 @@ enum { NPROD = 4, NCONS = 4, PER_PROD = 250000, TOTAL = NPROD * PER_PROD };
 
 struct mpmc {
     struct tess__queue *q;
-    _Atomic unsigned char *seen;                   /* TOTAL counters */
+    _Atomic unsigned char *seen; /* TOTAL counters */
     _Atomic long consumed;
     _Atomic int order_bad;
 };
 
-struct prod_arg { struct mpmc *m; int id; };
+struct prod_arg {
+    struct mpmc *m;
+    int id;
+};
 
 static void *producer(void *p) {
     struct prod_arg *a = p;
@@ -100,7 +103,7 @@ static void *producer(void *p) {
 
 static void *consumer(void *p) {
     struct mpmc *m = p;
-    long last[NPROD];                              /* per producer: last index seen here */
+    long last[NPROD]; /* per producer: last index seen here */
     for (int i = 0; i < NPROD; i++) last[i] = -1;
     while (atomic_load(&m->consumed) < TOTAL) {
         void *v;

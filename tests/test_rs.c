@@ -18,7 +18,7 @@ static void tasks_init(struct tess__task *t, int n, const int *prio) {
     memset(t, 0, (size_t)n * sizeof *t);
     for (int k = 0; k < n; k++) {
         t[k].i = prio ? prio[k] : 0;
-        t[k].j = k;                                /* identity */
+        t[k].j = k; /* identity */
     }
 }
 
@@ -48,11 +48,11 @@ TEST(rs_priority_recomputed) {
     struct tess__task t[3];
     tasks_init(t, 3, (int[]){1, 2, 3});
     for (int k = 0; k < 3; k++) tess__rs_push(&rs, &t[k]);
-    int bonus[3] = {10, 0, 0};                     /* task 0 now ranks 11 */
+    int bonus[3] = {10, 0, 0}; /* task 0 now ranks 11 */
     ASSERT(tess__rs_pop_best(&rs, prio_of_i, bonus) == &t[0]);
     ASSERT_EQ(t[1].prio, 2);
     ASSERT_EQ(t[2].prio, 3);
-    bonus[1] = 5;                                  /* task 1 now ranks 7 */
+    bonus[1] = 5; /* task 1 now ranks 7 */
     ASSERT(tess__rs_pop_best(&rs, prio_of_i, bonus) == &t[1]);
     ASSERT(tess__rs_pop_best(&rs, prio_of_i, bonus) == &t[2]);
     tess__rs_destroy(&rs);
@@ -71,10 +71,10 @@ TEST(rs_ties_oldest_first) {
         ASSERT_MSG(x == &t[want[k]], "pop %d: got task %d, want %d", k, x ? x->j : -1, want[k]);
     }
     /* order is kept across a removal from the middle and a re-push */
-    for (int k = 0; k < 4; k++) tess__rs_push(&rs, &t[k]);   /* prios 4 4 8 4 */
+    for (int k = 0; k < 4; k++) tess__rs_push(&rs, &t[k]); /* prios 4 4 8 4 */
     ASSERT(tess__rs_pop_best(&rs, prio_of_i, NULL) == &t[2]);
     tess__rs_push(&rs, &t[2]);
-    t[2].i = 4;                                    /* all equal now: 0 1 3 2 */
+    t[2].i = 4; /* all equal now: 0 1 3 2 */
     int want2[4] = {0, 1, 3, 2};
     for (int k = 0; k < 4; k++) ASSERT(tess__rs_pop_best(&rs, prio_of_i, NULL) == &t[want2[k]]);
     tess__rs_destroy(&rs);
@@ -92,10 +92,10 @@ TEST(rs_steal_lowest) {
         t[k].prio = p[k];
         tess__rs_push(&rs, &t[k]);
     }
-    ASSERT(tess__rs_steal(&rs) == &t[5]);          /* prio 1, newest of three */
+    ASSERT(tess__rs_steal(&rs) == &t[5]); /* prio 1, newest of three */
     ASSERT(tess__rs_steal(&rs) == &t[3]);
     ASSERT(tess__rs_steal(&rs) == &t[1]);
-    ASSERT(tess__rs_steal(&rs) == &t[4]);          /* prio 3 */
+    ASSERT(tess__rs_steal(&rs) == &t[4]); /* prio 3 */
     ASSERT_EQ(tess__rs_count(&rs), 2);
     /* remaining: t0 (5), t2 (7) in that order; with a NULL callback stored prios rule */
     ASSERT(tess__rs_pop_best(&rs, NULL, NULL) == &t[2]);
@@ -174,12 +174,12 @@ struct conc {
     struct tess__task *t;
     _Atomic unsigned char *seen;
     _Atomic int taken;
-    _Atomic int next;                              /* next task to push */
+    _Atomic int next; /* next task to push */
 };
 
 static int prio_hash(struct tess__task *t, void *arg) {
     (void)arg;
-    return (int)(((unsigned)t->j * 2654435761u) >> 28);  /* 0..15, many ties */
+    return (int)(((unsigned)t->j * 2654435761u) >> 28); /* 0..15, many ties */
 }
 
 static void *pusher(void *p) {
@@ -195,7 +195,10 @@ static void *owner(void *p) {
     struct conc *c = p;
     while (atomic_load(&c->taken) < NT) {
         struct tess__task *x = tess__rs_pop_best(&c->rs, prio_hash, NULL);
-        if (!x) { sched_yield(); continue; }
+        if (!x) {
+            sched_yield();
+            continue;
+        }
         atomic_fetch_add(&c->seen[x->j], 1);
         atomic_fetch_add(&c->taken, 1);
     }
@@ -206,7 +209,10 @@ static void *thief(void *p) {
     struct conc *c = p;
     while (atomic_load(&c->taken) < NT) {
         struct tess__task *x = tess__rs_steal(&c->rs);
-        if (!x) { sched_yield(); continue; }
+        if (!x) {
+            sched_yield();
+            continue;
+        }
         atomic_fetch_add(&c->seen[x->j], 1);
         atomic_fetch_add(&c->taken, 1);
     }
@@ -231,7 +237,9 @@ TEST(rs_concurrent_no_loss) {
     for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
     ASSERT_EQ(atomic_load(&c.taken), NT);
     ASSERT_EQ(tess__rs_count(&c.rs), 0);
-    for (int k = 0; k < NT; k++) ASSERT_MSG(atomic_load(&c.seen[k]) == 1, "task %d seen %d times", k, (int)atomic_load(&c.seen[k]));
+    for (int k = 0; k < NT; k++)
+        ASSERT_MSG(atomic_load(&c.seen[k]) == 1, "task %d seen %d times", k,
+                   (int)atomic_load(&c.seen[k]));
     free((void *)c.seen);
     free(c.t);
     tess__rs_destroy(&c.rs);

@@ -30,9 +30,9 @@
 /* which fault test a setup runs (its TESSERA_FAULT names the device) */
 enum fault_test {
     NO_FAULT,
-    FAULT,    /* runtime_fault_injection, runtime_fault_concurrent_calls */
-    RECOVER,  /* runtime_fault_recovers */
-    SWEEP,    /* runtime_fault_sweep_redone */
+    FAULT,   /* runtime_fault_injection, runtime_fault_concurrent_calls */
+    RECOVER, /* runtime_fault_recovers */
+    SWEEP,   /* runtime_fault_sweep_redone */
 };
 
 #define EMU "TESSERA_DEVICES=none TESSERA_CPU_WORKER=0 "
@@ -49,8 +49,8 @@ static const struct rt_config {
     {"emu1", EMU16 "TESSERA_EMULATE=1 TESSERA_TILE=32", .tasks = true},
     {"emu2", EMU16 "TESSERA_EMULATE=2 TESSERA_TILE=32", .tasks = true, .l2 = true},
     /* 4 devices capped at 256 KiB (32 double tiles of 32^2, working set ~190) */
-    {"emu4_cap", EMU "TESSERA_EMULATE=4 TESSERA_TILE=32 TESSERA_EMULATE_MEM=262144",
-     .tasks = true, .l2 = true, .evict = true},
+    {"emu4_cap", EMU "TESSERA_EMULATE=4 TESSERA_TILE=32 TESSERA_EMULATE_MEM=262144", .tasks = true,
+     .l2 = true, .evict = true},
     /* device 0 ten times slower than the others (a 32^3 kernel in 10 ms, theirs in 1 ms:
      * calls long enough for every device to take part) holds 8 reserved tasks: the others
      * steal them */
@@ -79,8 +79,7 @@ static const struct rt_config {
      .fault = FAULT},
     {"emu3_fault", EMU16 "TESSERA_EMULATE=3 TESSERA_TILE=16 TESSERA_FAULT=0:40", .fault = FAULT},
     {"emu3_fault_recover",
-     EMU16 "TESSERA_EMULATE=3 TESSERA_TILE=32 TESSERA_P2P=0 TESSERA_FAULT=1:7",
-     .fault = RECOVER},
+     EMU16 "TESSERA_EMULATE=3 TESSERA_TILE=32 TESSERA_P2P=0 TESSERA_FAULT=1:7", .fault = RECOVER},
     /* every fault point 2..60 of device 1, beta != 0, TESSERA_RECOVER=1 (write-back through
      * a host buffer, peers fetch only finished copies): every call redone */
     {"emu3_fault_sweep",
@@ -93,12 +92,12 @@ static const struct rt_config {
 static const struct rt_config *cfg;
 
 struct rt_cfg {
-    int emulate;      /* TESSERA_EMULATE */
-    int cpu;          /* TESSERA_CPU_WORKER == 1 */
-    int no_gpu;       /* TESSERA_DEVICES == none */
-    int64_t tile;     /* TESSERA_TILE, 32 when unset */
-    int64_t cap;      /* TESSERA_EMULATE_MEM in bytes, 0 when unset */
-    int fault_dev;    /* device of TESSERA_FAULT "dev:k", -1 when none */
+    int emulate;   /* TESSERA_EMULATE */
+    int cpu;       /* TESSERA_CPU_WORKER == 1 */
+    int no_gpu;    /* TESSERA_DEVICES == none */
+    int64_t tile;  /* TESSERA_TILE, 32 when unset */
+    int64_t cap;   /* TESSERA_EMULATE_MEM in bytes, 0 when unset */
+    int fault_dev; /* device of TESSERA_FAULT "dev:k", -1 when none */
 };
 
 static int64_t parse_bytes(const char *s) {
@@ -129,7 +128,6 @@ static struct rt_cfg cfg_read(void) {
     return c;
 }
 
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -140,8 +138,8 @@ static void print_stats(const char *title) {
     int n = tess_device_count();
     fprintf(stderr,
             "  %s\n  %-3s %-18s %4s %6s %6s %6s %10s %10s %10s %7s %7s %7s %6s %5s %9s %9s\n",
-            title, "dev", "name", "fail", "tasks", "stolen", "steps", "h2d", "d2h", "p2p",
-            "l1", "l2", "miss", "evict", "busy", "cap", "peak");
+            title, "dev", "name", "fail", "tasks", "stolen", "steps", "h2d", "d2h", "p2p", "l1",
+            "l2", "miss", "evict", "busy", "cap", "peak");
     for (int i = 0; i < n; i++) {
         tess_dev_stats_t s;
         if (tess_device_stats(i, &s)) continue;
@@ -177,21 +175,21 @@ static struct ref_gemm_case dgemm_case(const struct rt_cfg *c, uint64_t seed) {
 
 static int64_t ceildiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-#define RUN_OK(d)                                                                        \
-    do {                                                                                 \
-        char msg_[1024] = "", what_[512];                                                \
-        int st_ = ref_gemm_call(d);                                                      \
-        ref_gemm_describe(&(d)->c, what_, sizeof what_);                                 \
-        ASSERT_MSG(st_ == TESS_OK, "%s: returned %d (%s): %s", what_, st_,               \
-                   tess_strerror(st_), tess_last_error());                               \
-        ASSERT_MSG(ref_gemm_verify(d, msg_, sizeof msg_) == 0, "%s: %s", what_, msg_);   \
+#define RUN_OK(d)                                                                              \
+    do {                                                                                       \
+        char msg_[1024] = "", what_[512];                                                      \
+        int st_ = ref_gemm_call(d);                                                            \
+        ref_gemm_describe(&(d)->c, what_, sizeof what_);                                       \
+        ASSERT_MSG(st_ == TESS_OK, "%s: returned %d (%s): %s", what_, st_, tess_strerror(st_), \
+                   tess_last_error());                                                         \
+        ASSERT_MSG(ref_gemm_verify(d, msg_, sizeof msg_) == 0, "%s: %s", what_, msg_);         \
     } while (0)
 
 /* tess_init / tess_finalize are reference counted and the runtime can be started again
  * after the last finalize; every cycle computes correctly. */
 TEST(runtime_init_finalize_cycles) {
     struct rt_cfg c = cfg_read();
-    if (c.fault_dev >= 0) return;  /* a fault would make these calls fail by design */
+    if (c.fault_dev >= 0) return; /* a fault would make these calls fail by design */
     for (int cycle = 0; cycle < 3; cycle++) {
         ASSERT_OK(tess_init());
         ASSERT_OK(tess_init());
@@ -200,7 +198,7 @@ TEST(runtime_init_finalize_cycles) {
         struct ref_gemm_data d;
         ref_gemm_setup(&g, &d);
         RUN_OK(&d);
-        ASSERT_OK(tess_finalize());      /* one reference left: still running */
+        ASSERT_OK(tess_finalize()); /* one reference left: still running */
         ASSERT_GT(tess_device_count(), 0);
         ref_gemm_free(&d);
         ref_gemm_setup(&g, &d);
@@ -306,7 +304,7 @@ TEST(runtime_counters_dgemm) {
         ASSERT_OK(tess_device_stats(i, &s));
         ASSERT_EQ(s.failed, 0);
         tasks += s.tasks, steps += s.steps;
-        if (s.kind != TESS_DEV_CPU) cached_steps += s.steps;  /* the CPU worker has no cache */
+        if (s.kind != TESS_DEV_CPU) cached_steps += s.steps; /* the CPU worker has no cache */
         h2d += s.bytes_h2d, d2h += s.bytes_d2h, p2p += s.bytes_p2p;
         l1 += s.l1_hits, l2 += s.l2_hits, miss += s.misses;
         flops += s.flops;
@@ -333,17 +331,15 @@ TEST(runtime_counters_dgemm) {
     ASSERT_MSG(flops > 0.95 * want && flops < 1.05 * want, "flops %.6g, expected %.6g", flops,
                want);
     ASSERT_MSG(l1 + l2 + miss >= 2 * cached_steps,
-               "l1 %llu + l2 %llu + misses %llu < 2 x %llu operand lookups",
-               (unsigned long long)l1, (unsigned long long)l2, (unsigned long long)miss,
-               (unsigned long long)cached_steps);
+               "l1 %llu + l2 %llu + misses %llu < 2 x %llu operand lookups", (unsigned long long)l1,
+               (unsigned long long)l2, (unsigned long long)miss, (unsigned long long)cached_steps);
     if (!unified) {
         uint64_t cbytes = (uint64_t)(g.m * g.n) * 8;
         uint64_t abytes = (uint64_t)(g.m * g.k) * 8, bbytes = (uint64_t)(g.k * g.n) * 8;
-        ASSERT_MSG(d2h == cbytes, "bytes_d2h %llu, expected C once = %llu",
-                   (unsigned long long)d2h, (unsigned long long)cbytes);
-        ASSERT_MSG(h2d >= abytes + bbytes + cbytes,
-                   "bytes_h2d %llu < A + B + C = %llu", (unsigned long long)h2d,
-                   (unsigned long long)(abytes + bbytes + cbytes));
+        ASSERT_MSG(d2h == cbytes, "bytes_d2h %llu, expected C once = %llu", (unsigned long long)d2h,
+                   (unsigned long long)cbytes);
+        ASSERT_MSG(h2d >= abytes + bbytes + cbytes, "bytes_h2d %llu < A + B + C = %llu",
+                   (unsigned long long)h2d, (unsigned long long)(abytes + bbytes + cbytes));
         ASSERT_GT(miss, 0);
     }
     if (l2 > 0) ASSERT_MSG(p2p > 0, "l2_hits %llu but bytes_p2p = 0", (unsigned long long)l2);
@@ -372,7 +368,7 @@ TEST(runtime_counters_dgemm) {
     struct knobs_saved sv;
     slow_down(c.emulate, c.tile, 0, &sv);
     int rc = tess_init();
-    slow_restore(&sv);  /* the knobs are read at tess_init */
+    slow_restore(&sv); /* the knobs are read at tess_init */
     ASSERT_OK(rc);
     ASSERT_EQ(tess_device_count(), n);
     int calls = 0;
@@ -437,7 +433,12 @@ TEST(runtime_all_precisions_correct) {
     ASSERT_OK(tess_finalize());
 }
 
-struct conc_arg { int id; struct rt_cfg c; int failed; char msg[1024]; };
+struct conc_arg {
+    int id;
+    struct rt_cfg c;
+    int failed;
+    char msg[1024];
+};
 
 static void *conc_worker(void *p) {
     struct conc_arg *a = p;
@@ -466,8 +467,8 @@ TEST(runtime_concurrent_jobs) {
         memset(&a[i], 0, sizeof a[i]);
         a[i].id = i;
         a[i].c = c;
-        want += 2 * (uint64_t)(ceildiv(3 * c.tile + 1 + i, c.tile) *
-                               ceildiv(4 * c.tile + 2, c.tile));
+        want += 2 *
+                (uint64_t)(ceildiv(3 * c.tile + 1 + i, c.tile) * ceildiv(4 * c.tile + 2, c.tile));
         ASSERT_EQ(pthread_create(&th[i], NULL, conc_worker, &a[i]), 0);
     }
     for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
@@ -510,7 +511,7 @@ TEST(runtime_fault_injection) {
         ref_gemm_setup(&g, &d);
         int st = ref_gemm_call(&d);
         char err[512];
-        snprintf(err, sizeof err, "%s", tess_last_error());  /* before any other public call */
+        snprintf(err, sizeof err, "%s", tess_last_error()); /* before any other public call */
         fprintf(stderr, "  call %d: status %d (%s): %s\n", call, st, tess_strerror(st), err);
         print_stats("after it");
         if (st == TESS_OK) {
@@ -527,8 +528,8 @@ TEST(runtime_fault_injection) {
         ASSERT_OK(tess_device_stats(c.fault_dev, &s));
         if (s.failed) break;
     }
-    ASSERT_MSG(s.failed == 1, "device %d did not fail in %d calls (failed = %d)", c.fault_dev,
-               call, s.failed);
+    ASSERT_MSG(s.failed == 1, "device %d did not fail in %d calls (failed = %d)", c.fault_dev, call,
+               s.failed);
     for (int i = 0; i < n; i++) {
         tess_dev_stats_t o;
         ASSERT_OK(tess_device_stats(i, &o));
@@ -551,7 +552,10 @@ TEST(runtime_fault_injection) {
     ASSERT_OK(tess_finalize());
 }
 
-struct fault_call { struct ref_gemm_data d; int st; };
+struct fault_call {
+    struct ref_gemm_data d;
+    int st;
+};
 
 static void *fault_call_main(void *p) {
     struct fault_call *f = p;
@@ -563,7 +567,7 @@ static void *fault_call_main(void *p) {
 TEST(runtime_fault_concurrent_calls) {
     struct rt_cfg c = cfg_read();
     if (!cfg || cfg->fault != FAULT) return;
-    ASSERT_OK(tess_init());  /* fresh runtime: the device fails again at its k-th op */
+    ASSERT_OK(tess_init()); /* fresh runtime: the device fails again at its k-th op */
     enum { NT = 3 };
     struct fault_call w[NT];
     pthread_t th[NT];
@@ -572,8 +576,7 @@ TEST(runtime_fault_concurrent_calls) {
         ref_gemm_setup(&g, &w[i].d);
         w[i].st = -100;
     }
-    for (int i = 0; i < NT; i++)
-        ASSERT_EQ(pthread_create(&th[i], NULL, fault_call_main, &w[i]), 0);
+    for (int i = 0; i < NT; i++) ASSERT_EQ(pthread_create(&th[i], NULL, fault_call_main, &w[i]), 0);
     for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < NT; i++) {
         char msg[1024] = "";
@@ -667,9 +670,10 @@ TEST(runtime_fault_sweep_redone) {
         }
         ASSERT_OK(tess_finalize());
     }
-    fprintf(stderr, "  faults at ops %d..%d: the device failed in %d calls (%d after it had "
-            "written back), every call right; %llu L2 hits\n", from, to, failed, wb_faults,
-            (unsigned long long)l2);
+    fprintf(stderr,
+            "  faults at ops %d..%d: the device failed in %d calls (%d after it had "
+            "written back), every call right; %llu L2 hits\n",
+            from, to, failed, wb_faults, (unsigned long long)l2);
     ASSERT_MSG(failed > 0, "device %d never failed", c.fault_dev);
     if (ref_env_long("TESSERA_P2P", 1)) ASSERT_MSG(l2 > 0, "no peer fetches under TESSERA_RECOVER");
 }

@@ -22,8 +22,8 @@
 #include "tessera.h"
 
 enum { TILE = 64 };
-#define GFLOPS "0.25"     /* per kernel of an emulated device (2 streams each) */
-#define LINK "4"          /* GB/s per copy */
+#define GFLOPS "0.25" /* per kernel of an emulated device (2 streams each) */
+#define LINK "4"      /* GB/s per copy */
 /* Least speedup of 8 devices over one (the GPUs' target is 0.95 x 8; here two cores
  * emulate all eight, beside other tests): 4 in a plain build (5.9-7.0 measured, also
  * while CI ran beside it), 3 under AddressSanitizer (6.0), 2 under ThreadSanitizer
@@ -71,7 +71,7 @@ static void start(int ndev) {
 }
 
 struct totals {
-    int used;                       /* devices with at least one task */
+    int used; /* devices with at least one task */
     uint64_t tasks, h2d, p2p, l2;
 };
 
@@ -130,19 +130,20 @@ TEST(scaling_dgemm_8_vs_1) {
     double *C1 = ref_malloc(nn * sizeof *C1), *C8 = ref_malloc(nn * sizeof *C8);
     double *R = ref_malloc(nn * sizeof *R);
     memcpy(R, C0, nn * sizeof *R);
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A,
-                (int)n, B, (int)n, 0.5, R, (int)n);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, A, (int)n,
+                B, (int)n, 0.5, R, (int)n);
     memcpy(C1, C0, nn * sizeof *C1);
     memcpy(C8, C0, nn * sizeof *C8);
     struct totals s1, s8;
     double t1 = dgemm_on(1, n, A, B, C1, &s1);
     double t8 = dgemm_on(8, n, A, B, C8, &s8);
-    double bytes = 3.0 * (double)nn * sizeof(double);          /* A, B, C once */
+    double bytes = 3.0 * (double)nn * sizeof(double); /* A, B, C once */
     double tiles = (double)((n + TILE - 1) / TILE);
-    double stream = 2.0 * tiles * (double)nn * sizeof(double);  /* every task's panels */
-    fprintf(stderr, "  dgemm n = %lld: 1 device %.3f s, 8 devices %.3f s (x%.2f); 8 devices: "
-                    "%d used, %llu tasks, H2D %.1f MB (A+B+C %.1f MB, streamed panels %.1f MB), "
-                    "P2P %.1f MB, l2 hits %llu\n",
+    double stream = 2.0 * tiles * (double)nn * sizeof(double); /* every task's panels */
+    fprintf(stderr,
+            "  dgemm n = %lld: 1 device %.3f s, 8 devices %.3f s (x%.2f); 8 devices: "
+            "%d used, %llu tasks, H2D %.1f MB (A+B+C %.1f MB, streamed panels %.1f MB), "
+            "P2P %.1f MB, l2 hits %llu\n",
             (long long)n, t1, t8, t1 / t8, s8.used, (unsigned long long)s8.tasks,
             (double)s8.h2d / 1e6, bytes / 1e6, stream / 1e6, (double)s8.p2p / 1e6,
             (unsigned long long)s8.l2);
@@ -164,8 +165,8 @@ TEST(scaling_dsyrk_8) {
     const size_t nn = (size_t)n * (size_t)n, nk = (size_t)n * (size_t)k;
     double *A = rand_mat(nk, 4), *C0 = rand_mat(nn, 5), *R = ref_malloc(nn * sizeof *R);
     memcpy(R, C0, nn * sizeof *R);
-    cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, (int)n, (int)k, 1.0, A, (int)n, 0.5,
-                R, (int)n);
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, (int)n, (int)k, 1.0, A, (int)n, 0.5, R,
+                (int)n);
     double t[2];
     struct totals s8 = {0};
     for (int r = 0; r < 2; r++) {
@@ -176,8 +177,8 @@ TEST(scaling_dsyrk_8) {
         ASSERT_OK(tess_init());
         tess_reset_stats();
         double t0 = now_s();
-        ASSERT_OK(tess_dsyrk(TESS_COL_MAJOR, TESS_LOWER, TESS_NO_TRANS, n, k, 1.0, A, n, 0.5, C,
-                             n));
+        ASSERT_OK(
+            tess_dsyrk(TESS_COL_MAJOR, TESS_LOWER, TESS_NO_TRANS, n, k, 1.0, A, n, 0.5, C, n));
         t[r] = now_s() - t0;
         if (r) s8 = totals();
         ASSERT_OK(tess_finalize());
@@ -193,8 +194,9 @@ TEST(scaling_dsyrk_8) {
         ASSERT_MSG(err / mx < 1e-12, "%d device(s): rel err %.2e", ndev, err / mx);
         free(C);
     }
-    fprintf(stderr, "  dsyrk n = %lld, k = %lld: 1 device %.3f s, 8 devices %.3f s (x%.2f), "
-                    "%d devices used, l2 hits %llu\n",
+    fprintf(stderr,
+            "  dsyrk n = %lld, k = %lld: 1 device %.3f s, 8 devices %.3f s (x%.2f), "
+            "%d devices used, l2 hits %llu\n",
             (long long)n, (long long)k, t[0], t[1], t[0] / t[1], s8.used,
             (unsigned long long)s8.l2);
     ASSERT_MSG(s8.used >= 6, "only %d of 8 devices computed tiles", s8.used);
@@ -208,12 +210,13 @@ TEST(scaling_dtrsm_8) {
     const int64_t n = 9 * TILE + 3, nrhs = 8 * TILE - 11;
     const size_t nn = (size_t)n * (size_t)n, nb = (size_t)n * (size_t)nrhs;
     double *A = rand_mat(nn, 6), *B0 = rand_mat(nb, 7);
-    for (int64_t i = 0; i < n; i++) A[(size_t)i * (size_t)(n + 1)] += (double)n; /* well conditioned */
+    for (int64_t i = 0; i < n; i++)
+        A[(size_t)i * (size_t)(n + 1)] += (double)n; /* well conditioned */
     double *R = ref_malloc(nb * sizeof *R), *B = ref_malloc(nb * sizeof *B);
     memcpy(R, B0, nb * sizeof *R);
     memcpy(B, B0, nb * sizeof *B);
-    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)n,
-                (int)nrhs, 1.0, A, (int)n, R, (int)n);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)n, (int)nrhs,
+                1.0, A, (int)n, R, (int)n);
     start(8);
     ASSERT_OK(tess_init());
     tess_reset_stats();
@@ -221,7 +224,8 @@ TEST(scaling_dtrsm_8) {
                          nrhs, 1.0, A, n, B, n));
     struct totals s8 = totals();
     ASSERT_OK(tess_finalize());
-    fprintf(stderr, "  dtrsm n = %lld, nrhs = %lld on 8 devices: %d used, %llu tasks, l2 hits %llu\n",
+    fprintf(stderr,
+            "  dtrsm n = %lld, nrhs = %lld on 8 devices: %d used, %llu tasks, l2 hits %llu\n",
             (long long)n, (long long)nrhs, s8.used, (unsigned long long)s8.tasks,
             (unsigned long long)s8.l2);
     ASSERT_MSG(rel_err(B, R, nb) < 1e-12, "rel err %.2e", rel_err(B, R, nb));

@@ -48,9 +48,9 @@ TEST(trace_file_has_tracks_and_intervals) {
     ASSERT(s[strlen(s) - 2] == '}');
     ASSERT_EQ(count(s, "\"worker (tasks)\""), 2);
     ASSERT_GT(count(s, "\"stream 0\""), 0);
-    ASSERT_EQ(count(s, "\"tid\": 0, \"ts\""), 25);     /* one worker interval per task */
-    ASSERT_EQ(count(s, "\"name\": \"gemm C("), 125);   /* 25 tasks x 5 k steps */
-    ASSERT_EQ(count(s, "\"name\": \"D2H C("), 25);     /* each C tile written back once */
+    ASSERT_EQ(count(s, "\"tid\": 0, \"ts\""), 25);      /* one worker interval per task */
+    ASSERT_EQ(count(s, "\"name\": \"gemm C("), 125);    /* 25 tasks x 5 k steps */
+    ASSERT_EQ(count(s, "\"name\": \"D2H C("), 25);      /* each C tile written back once */
     ASSERT_EQ(count(s, "\"name\": \"H2D load C("), 25); /* and loaded once (beta != 0) */
     ASSERT_GT(count(s, "\"name\": \"H2D a C(") + count(s, "\"name\": \"P2P a C("), 0);
     ASSERT_EQ(count(s, "\"dur\": -"), 0);
@@ -67,8 +67,10 @@ TEST(trace_file_per_rank) {
     char dir[400], spec[512], want[512], literal[512];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
     snprintf(spec, sizeof spec, "%s/trace_r%%r_%%%%.json", dir);
     snprintf(want, sizeof want, "%s/trace_r3_%%.json", dir);
     snprintf(literal, sizeof literal, "%s/trace_r%%r_%%%%.json", dir);

@@ -23,9 +23,17 @@ static void h100_rates(double *r) {
 }
 
 static int64_t pick(int64_t m, int64_t n, int64_t k, int ndev, size_t heap, const double *rate) {
-    struct tess__tile_in in = {.m = m, .n = n, .k = k, .es = 8, .flop_mul = 2, .ndev = ndev,
-                               .nstreams = 4, .heap = heap, .link = 55e9,
-                               .edges = tess__tune_gpu_edges, .rate = rate};
+    struct tess__tile_in in = {.m = m,
+                               .n = n,
+                               .k = k,
+                               .es = 8,
+                               .flop_mul = 2,
+                               .ndev = ndev,
+                               .nstreams = 4,
+                               .heap = heap,
+                               .link = 55e9,
+                               .edges = tess__tune_gpu_edges,
+                               .rate = rate};
     return tess__tile_model(&in, NULL);
 }
 
@@ -41,8 +49,8 @@ TEST(model_sizes_and_devices) {
     ASSERT_MSG(small <= 2048, "n = 4096 on one GPU took edge %lld", (long long)small);
     for (int64_t n = 2048; n <= 65536; n *= 2) {
         int64_t one = pick(n, n, n, 1, heap, r), four = pick(n, n, n, 4, heap, r);
-        ASSERT_MSG(four <= one, "n = %lld: 4 devices took %lld > one device's %lld",
-                   (long long)n, (long long)four, (long long)one);
+        ASSERT_MSG(four <= one, "n = %lld: 4 devices took %lld > one device's %lld", (long long)n,
+                   (long long)four, (long long)one);
     }
     /* flat rates: nothing to gain from a large edge, so the fill decides: smaller */
     double flat[TESS__TUNE_NCAND];
@@ -61,9 +69,14 @@ TEST(model_sizes_and_devices) {
 TEST(model_measured_h100) {
     const double r[TESS__TUNE_NCAND] = {38.182e12, 50.399e12, 54.978e12,
                                         55.288e12, 55.984e12, 56.262e12};
-    struct tess__tile_in in = {.es = 8, .flop_mul = 2, .ndev = 1, .nstreams = 8,
-                               .heap = (size_t)76 << 30, .link = 44.9e9,
-                               .edges = tess__tune_gpu_edges, .rate = r};
+    struct tess__tile_in in = {.es = 8,
+                               .flop_mul = 2,
+                               .ndev = 1,
+                               .nstreams = 8,
+                               .heap = (size_t)76 << 30,
+                               .link = 44.9e9,
+                               .edges = tess__tune_gpu_edges,
+                               .rate = r};
     const int64_t want[][2] = {{2048, 1024}, {4096, 1024}, {8192, 2048}, {32768, 8192}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         in.m = in.n = in.k = want[i][0];
@@ -83,16 +96,20 @@ TEST(model_measured_h200) {
     const double r[TESS__TUNE_NCAND] = {39.583e12, 50.653e12, 56.533e12,
                                         56.243e12, 57.097e12, 56.422e12};
     const size_t heap = (size_t)134950 << 20;
-    struct tess__tile_in in = {.es = 8, .flop_mul = 2, .ndev = 1, .nstreams = 8,
-                               .heap = heap / 2, .link = 52.5e9,
-                               .edges = tess__tune_gpu_edges, .rate = r};
+    struct tess__tile_in in = {.es = 8,
+                               .flop_mul = 2,
+                               .ndev = 1,
+                               .nstreams = 8,
+                               .heap = heap / 2,
+                               .link = 52.5e9,
+                               .edges = tess__tune_gpu_edges,
+                               .rate = r};
     const int64_t want[][4] = {{65536, 32768, 65536, 8192}, {32768, 16384, 32768, 6144}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         in.m = want[i][0], in.n = want[i][1], in.k = want[i][2];
         int64_t t = tess__tile_model(&in, NULL);
-        ASSERT_MSG(t == want[i][3], "%lld x %lld x %lld took edge %lld, want %lld",
-                   (long long)in.m, (long long)in.n, (long long)in.k, (long long)t,
-                   (long long)want[i][3]);
+        ASSERT_MSG(t == want[i][3], "%lld x %lld x %lld took edge %lld, want %lld", (long long)in.m,
+                   (long long)in.n, (long long)in.k, (long long)t, (long long)want[i][3]);
     }
     in.m = in.n = in.k = 49152, in.ndev = 2, in.heap = heap;
     ASSERT_EQ(tess__tile_model(&in, NULL), 8192);
@@ -106,7 +123,7 @@ TEST(model_bounds) {
     int64_t t = pick(32768, 32768, 32768, 1, (size_t)1 << 30, r); /* 1 GiB heap */
     ASSERT(t > 0 && 12.0 * t * t * 8 <= (double)((size_t)1 << 30));
     double holes[TESS__TUNE_NCAND] = {0};
-    holes[1] = r[1], holes[3] = r[3];  /* 2048 and 4096 measured only */
+    holes[1] = r[1], holes[3] = r[3]; /* 2048 and 4096 measured only */
     t = pick(32768, 32768, 32768, 1, (size_t)76 << 30, holes);
     ASSERT_MSG(t == 2048 || t == 4096, "took unmeasured edge %lld", (long long)t);
     double none[TESS__TUNE_NCAND] = {0};
@@ -223,7 +240,8 @@ TEST(measure_file_roundtrip) {
 /* A GEMM whose tile the tuned model chose (rates from the file of the test above, or
  * measured now) is right: m, n, k not multiples of any candidate, beta != 0. */
 TEST(gemm_on_tuned_tile) {
-    if (!tune_file[0]) snprintf(tune_file, sizeof tune_file, "/tmp/tessera-test-tune-%ld/tune", (long)getpid());
+    if (!tune_file[0])
+        snprintf(tune_file, sizeof tune_file, "/tmp/tessera-test-tune-%ld/tune", (long)getpid());
     start_emulated("1");
     unsetenv("TESSERA_EMULATE_GFLOPS");
     unsetenv("TESSERA_EMULATE_LINK");
@@ -232,10 +250,14 @@ TEST(gemm_on_tuned_tile) {
     double *A = malloc(sizeof(double) * m * k), *B = malloc(sizeof(double) * k * n);
     double *C = malloc(sizeof(double) * m * n), *R = malloc(sizeof(double) * m * n);
     uint64_t x = 7;
-    for (int i = 0; i < m * k; i++) x = x * 6364136223846793005ull + 1, A[i] = (double)(x >> 40) / (1 << 24) - 0.5;
-    for (int i = 0; i < k * n; i++) x = x * 6364136223846793005ull + 1, B[i] = (double)(x >> 40) / (1 << 24) - 0.5;
-    for (int i = 0; i < m * n; i++) x = x * 6364136223846793005ull + 1, C[i] = R[i] = (double)(x >> 40) / (1 << 24) - 0.5;
-    ASSERT_OK(tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_TRANS, m, n, k, 1.5, A, m, B, n, 0.5, C, m));
+    for (int i = 0; i < m * k; i++)
+        x = x * 6364136223846793005ull + 1, A[i] = (double)(x >> 40) / (1 << 24) - 0.5;
+    for (int i = 0; i < k * n; i++)
+        x = x * 6364136223846793005ull + 1, B[i] = (double)(x >> 40) / (1 << 24) - 0.5;
+    for (int i = 0; i < m * n; i++)
+        x = x * 6364136223846793005ull + 1, C[i] = R[i] = (double)(x >> 40) / (1 << 24) - 0.5;
+    ASSERT_OK(
+        tess_dgemm(TESS_COL_MAJOR, TESS_NO_TRANS, TESS_TRANS, m, n, k, 1.5, A, m, B, n, 0.5, C, m));
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, m, n, k, 1.5, A, m, B, n, 0.5, R, m);
     double worst = 0;
     for (int i = 0; i < m * n; i++) worst = fmax(worst, fabs(C[i] - R[i]));

@@ -44,14 +44,14 @@ int wheel_gemm(int dt, int o, int ta, int tb, i64 m, i64 n, i64 k, double comple
                const void *A, i64 lda, const void *B, i64 ldb, double complex beta, void *C,
                i64 ldc) {
     i64 ar = ta == NT ? m : k, ac = ta == NT ? k : m, br = tb == NT ? k : n, bc = tb == NT ? n : k;
-    if ((o != ROW && o != COL) || m < 0 || n < 0 || k < 0 ||
-        lda < max1(o == COL ? ar : ac) || ldb < max1(o == COL ? br : bc) ||
-        ldc < max1(o == COL ? m : n))
+    if ((o != ROW && o != COL) || m < 0 || n < 0 || k < 0 || lda < max1(o == COL ? ar : ac) ||
+        ldb < max1(o == COL ? br : bc) || ldc < max1(o == COL ? m : n))
         return 1;
     for (i64 j = 0; j < n; j++)
         for (i64 i = 0; i < m; i++) {
             double complex s = 0;
-            for (i64 l = 0; l < k; l++) s += op(dt, o, ta, A, lda, i, l) * op(dt, o, tb, B, ldb, l, j);
+            for (i64 l = 0; l < k; l++)
+                s += op(dt, o, ta, A, lda, i, l) * op(dt, o, tb, B, ldb, l, j);
             double complex c = beta == 0 ? 0 : beta * get(dt, C, at(o, i, j, ldc));
             put(dt, C, at(o, i, j, ldc), alpha * s + c);
         }
@@ -60,10 +60,9 @@ int wheel_gemm(int dt, int o, int ta, int tb, i64 m, i64 n, i64 k, double comple
 int wheel_syrk(int dt, int o, int u, int t, i64 n, i64 k, double complex alpha, const void *A,
                i64 lda, double complex beta, void *C, i64 ldc) {
     i64 ar = t == NT ? n : k, ac = t == NT ? k : n;
-    if ((o != ROW && o != COL) || n < 0 || k < 0 || lda < max1(o == COL ? ar : ac) ||
-        ldc < max1(n))
+    if ((o != ROW && o != COL) || n < 0 || k < 0 || lda < max1(o == COL ? ar : ac) || ldc < max1(n))
         return 1;
-    int tt = t == NT ? TR : NT;  /* op(A)^T, never conjugated (SYRK) */
+    int tt = t == NT ? TR : NT; /* op(A)^T, never conjugated (SYRK) */
     for (i64 j = 0; j < n; j++)
         for (i64 i = u == UP ? 0 : j; u == UP ? i <= j : i < n; i++) {
             double complex s = 0;
@@ -78,19 +77,19 @@ int wheel_syrk(int dt, int o, int u, int t, i64 n, i64 k, double complex alpha, 
 #define RS(x) (x)
 #define CS(p) CMPLX(((const float *)(p))[0], ((const float *)(p))[1])
 #define ZS(p) CMPLX(((const double *)(p))[0], ((const double *)(p))[1])
-#define GEMM64(p, DT, ST, S)                                                                 \
-    void scipy_cblas_##p##gemm64_(int o, int ta, int tb, i64 m, i64 n, i64 k, ST alpha,     \
-                                  const void *A, i64 lda, const void *B, i64 ldb, ST beta,  \
-                                  void *C, i64 ldc) {                                        \
-        wheel_calls++;                                                                       \
-        wheel_errors += wheel_gemm(DT, o, ta, tb, m, n, k, S(alpha), A, lda, B, ldb, S(beta), \
-                                   C, ldc);                                                  \
+#define GEMM64(p, DT, ST, S)                                                                     \
+    void scipy_cblas_##p##gemm64_(int o, int ta, int tb, i64 m, i64 n, i64 k, ST alpha,          \
+                                  const void *A, i64 lda, const void *B, i64 ldb, ST beta,       \
+                                  void *C, i64 ldc) {                                            \
+        wheel_calls++;                                                                           \
+        wheel_errors += wheel_gemm(DT, o, ta, tb, m, n, k, S(alpha), A, lda, B, ldb, S(beta), C, \
+                                   ldc);                                                         \
     }
-#define SYRK64(p, DT, ST, S)                                                                 \
+#define SYRK64(p, DT, ST, S)                                                                  \
     void scipy_cblas_##p##syrk64_(int o, int u, int t, i64 n, i64 k, ST alpha, const void *A, \
-                                  i64 lda, ST beta, void *C, i64 ldc) {                      \
-        wheel_calls++;                                                                       \
-        wheel_errors += wheel_syrk(DT, o, u, t, n, k, S(alpha), A, lda, S(beta), C, ldc);    \
+                                  i64 lda, ST beta, void *C, i64 ldc) {                       \
+        wheel_calls++;                                                                        \
+        wheel_errors += wheel_syrk(DT, o, u, t, n, k, S(alpha), A, lda, S(beta), C, ldc);     \
     }
 GEMM64(s, 0, float, RS)
 GEMM64(d, 1, double, RS)

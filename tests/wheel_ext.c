@@ -26,14 +26,20 @@ int wheel_gemm(int dt, int o, int ta, int tb, i64 m, i64 n, i64 k, double comple
                i64 ldc);
 int wheel_syrk(int dt, int o, int u, int t, i64 n, i64 k, double complex alpha, const void *A,
                i64 lda, double complex beta, void *C, i64 ldc);
-void scipy_cblas_sgemm64_(int, int, int, i64, i64, i64, float, const void *, i64, const void *, i64, float, void *, i64);
-void scipy_cblas_dgemm64_(int, int, int, i64, i64, i64, double, const void *, i64, const void *, i64, double, void *, i64);
-void scipy_cblas_cgemm64_(int, int, int, i64, i64, i64, const void *, const void *, i64, const void *, i64, const void *, void *, i64);
-void scipy_cblas_zgemm64_(int, int, int, i64, i64, i64, const void *, const void *, i64, const void *, i64, const void *, void *, i64);
+void scipy_cblas_sgemm64_(int, int, int, i64, i64, i64, float, const void *, i64, const void *, i64,
+                          float, void *, i64);
+void scipy_cblas_dgemm64_(int, int, int, i64, i64, i64, double, const void *, i64, const void *,
+                          i64, double, void *, i64);
+void scipy_cblas_cgemm64_(int, int, int, i64, i64, i64, const void *, const void *, i64,
+                          const void *, i64, const void *, void *, i64);
+void scipy_cblas_zgemm64_(int, int, int, i64, i64, i64, const void *, const void *, i64,
+                          const void *, i64, const void *, void *, i64);
 void scipy_cblas_ssyrk64_(int, int, int, i64, i64, float, const void *, i64, float, void *, i64);
 void scipy_cblas_dsyrk64_(int, int, int, i64, i64, double, const void *, i64, double, void *, i64);
-void scipy_cblas_csyrk64_(int, int, int, i64, i64, const void *, const void *, i64, const void *, void *, i64);
-void scipy_cblas_zsyrk64_(int, int, int, i64, i64, const void *, const void *, i64, const void *, void *, i64);
+void scipy_cblas_csyrk64_(int, int, int, i64, i64, const void *, const void *, i64, const void *,
+                          void *, i64);
+void scipy_cblas_zsyrk64_(int, int, int, i64, i64, const void *, const void *, i64, const void *,
+                          void *, i64);
 
 static const size_t esz[4] = {4, 8, 8, 16};
 static int failures;
@@ -43,18 +49,24 @@ static void *rnd(int dt, i64 n, unsigned *seed) {
     void *p = malloc(esz[dt] * (size_t)n);
     for (size_t i = 0; i < reals; i++) {
         double v = (double)rand_r(seed) / RAND_MAX - 0.5;
-        if (dt == 0 || dt == 2) ((float *)p)[i] = (float)v;
-        else ((double *)p)[i] = v;
+        if (dt == 0 || dt == 2)
+            ((float *)p)[i] = (float)v;
+        else
+            ((double *)p)[i] = v;
     }
     return p;
 }
 static double cabs_at(int dt, const void *p, i64 i) {
-    return dt == 0 ? fabs(((const float *)p)[i]) : dt == 1 ? fabs(((const double *)p)[i])
-         : dt == 2 ? cabsf(((const float complex *)p)[i]) : cabs(((const double complex *)p)[i]);
+    return dt == 0   ? fabs(((const float *)p)[i])
+           : dt == 1 ? fabs(((const double *)p)[i])
+           : dt == 2 ? cabsf(((const float complex *)p)[i])
+                     : cabs(((const double complex *)p)[i]);
 }
 static double complex val(int dt, const void *p, i64 i) {
-    return dt == 0 ? ((const float *)p)[i] : dt == 1 ? ((const double *)p)[i]
-         : dt == 2 ? ((const float complex *)p)[i] : ((const double complex *)p)[i];
+    return dt == 0   ? ((const float *)p)[i]
+           : dt == 1 ? ((const double *)p)[i]
+           : dt == 2 ? ((const float complex *)p)[i]
+                     : ((const double complex *)p)[i];
 }
 
 /* got vs want over n elements: `inside` says which are results (compared within tol) and
@@ -64,15 +76,17 @@ static void compare(const char *what, int dt, const void *got, const void *want,
     double worst = 0;
     for (i64 i = 0; i < n; i++) {
         if (!inside(i, shape)) {
-            if (memcmp((const char *)got + i * esz[dt], (const char *)want + i * esz[dt], esz[dt])) {
-                printf("FAIL %s: element %lld outside the result was written\n", what, (long long)i);
+            if (memcmp((const char *)got + i * esz[dt], (const char *)want + i * esz[dt],
+                       esz[dt])) {
+                printf("FAIL %s: element %lld outside the result was written\n", what,
+                       (long long)i);
                 failures++;
                 return;
             }
             continue;
         }
         double e = cabs(val(dt, got, i) - val(dt, want, i)) / (1 + cabs_at(dt, want, i));
-        if (!(e <= worst)) worst = e;  /* NaN makes worst NaN */
+        if (!(e <= worst)) worst = e; /* NaN makes worst NaN */
     }
     if (!(worst <= tol)) {
         printf("FAIL %s: relative error %g > %g\n", what, worst, tol);
@@ -100,8 +114,8 @@ static void gemm_call(int dt, int o, int ta, int tb, i64 m, i64 n, i64 k, const 
     default: scipy_cblas_zgemm64_(o, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc); break;
     }
 }
-static void syrk_call(int dt, int o, int u, int t, i64 n, i64 k, const double *al,
-                      const void *A, i64 lda, const double *be, void *C, i64 ldc) {
+static void syrk_call(int dt, int o, int u, int t, i64 n, i64 k, const double *al, const void *A,
+                      i64 lda, const double *be, void *C, i64 ldc) {
     float fa[2] = {(float)al[0], (float)al[1]}, fb[2] = {(float)be[0], (float)be[1]};
     switch (dt) {
     case 0: scipy_cblas_ssyrk64_(o, u, t, n, k, fa[0], A, lda, fb[0], C, ldc); break;
@@ -113,8 +127,10 @@ static void syrk_call(int dt, int o, int u, int t, i64 n, i64 k, const double *a
 
 static void plant_nan(int dt, void *C, i64 n) {
     for (i64 i = 0; i < n * (dt >= 2 ? 2 : 1); i++) {
-        if (dt == 0 || dt == 2) ((float *)C)[i] = NAN;
-        else ((double *)C)[i] = NAN;
+        if (dt == 0 || dt == 2)
+            ((float *)C)[i] = NAN;
+        else
+            ((double *)C)[i] = NAN;
     }
 }
 
@@ -138,7 +154,7 @@ int wheel_ext_run(int expect_wheel) {
                     void *A = rnd(dt, lda * (o == COL ? ac : ar), &seed);
                     void *B = rnd(dt, ldb * (o == COL ? bc : br), &seed);
                     void *C = rnd(dt, cn, &seed), *W = malloc(esz[dt] * (size_t)cn);
-                    for (int z = 0; z < 2; z++) {  /* beta, then beta = 0 over NaN */
+                    for (int z = 0; z < 2; z++) { /* beta, then beta = 0 over NaN */
                         const double *bb = z ? zero : be;
                         if (z) plant_nan(dt, C, cn);
                         memcpy(W, C, esz[dt] * (size_t)cn);
@@ -147,8 +163,8 @@ int wheel_ext_run(int expect_wheel) {
                         wheel_gemm(dt, o, ta, tb, m, n, k, CMPLX(al[0], al[1]), A, lda, B, ldb,
                                    z ? 0 : CMPLX(be[0], be[1]), W, ldc);
                         char what[64];
-                        snprintf(what, sizeof what, "%cgemm o=%d ta=%lld tb=%lld beta%s", pn[dt],
-                                 o, (long long)ta, (long long)tb, z ? "=0 over NaN" : "");
+                        snprintf(what, sizeof what, "%cgemm o=%d ta=%lld tb=%lld beta%s", pn[dt], o,
+                                 (long long)ta, (long long)tb, z ? "=0 over NaN" : "");
                         i64 shape[5] = {o, m, n, ldc, 0};
                         compare(what, dt, C, W, cn, in_mat, shape, tol * (double)k);
                     }
@@ -180,8 +196,9 @@ int wheel_ext_run(int expect_wheel) {
     long errs = wheel_errors, seen = wheel_calls;
     scipy_cblas_dgemm64_(COL, NT, NT, 2, 2, 2, a1, A, 2, A, 2, b1, C, 1);
     if (wheel_errors != errs + 1 || wheel_calls != seen + 1 || C[0] != 5 || C[3] != 8) {
-        printf("FAIL bad call: the stand-in saw %ld calls and %ld refusals (want 1 and 1), C[0] %g\n",
-               wheel_calls - seen, wheel_errors - errs, C[0]);
+        printf(
+            "FAIL bad call: the stand-in saw %ld calls and %ld refusals (want 1 and 1), C[0] %g\n",
+            wheel_calls - seen, wheel_errors - errs, C[0]);
         failures++;
     }
     long on_wheel = seen - before;

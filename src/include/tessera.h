@@ -31,15 +31,15 @@ extern "C" {
 #define TESS_VERSION_PATCH 0
 
 /* One list makes the status enum and the messages (tess_strerror). */
-#define TESS_STATUS_MAP(X)                                                   \
-    X(OK, 0, "success")                                                      \
-    X(EINVAL, -1, "invalid argument")                                        \
-    X(ENOMEM, -2, "out of memory")                                           \
-    X(EDEVICE, -3, "device, CUDA or cuBLAS failure")                         \
-    X(ECOMM, -4, "MPI or NCCL failure")                                      \
-    X(EAGAIN, -5, "in flight; poll again")                                   \
-    X(ENODEV, -6, "no usable device")                                        \
-    X(ENOSYS, -7, "not supported by this build")                             \
+#define TESS_STATUS_MAP(X)                           \
+    X(OK, 0, "success")                              \
+    X(EINVAL, -1, "invalid argument")                \
+    X(ENOMEM, -2, "out of memory")                   \
+    X(EDEVICE, -3, "device, CUDA or cuBLAS failure") \
+    X(ECOMM, -4, "MPI or NCCL failure")              \
+    X(EAGAIN, -5, "in flight; poll again")           \
+    X(ENODEV, -6, "no usable device")                \
+    X(ENOSYS, -7, "not supported by this build")     \
     X(EINTERNAL, -8, "internal error")
 
 typedef enum tess_status {
@@ -56,7 +56,11 @@ TESS_API const char *tess_last_error(void);
 
 /* CBLAS values, so CBLAS enums can be passed through unchanged. */
 typedef enum tess_layout { TESS_ROW_MAJOR = 101, TESS_COL_MAJOR = 102 } tess_layout_t;
-typedef enum tess_trans { TESS_NO_TRANS = 111, TESS_TRANS = 112, TESS_CONJ_TRANS = 113 } tess_trans_t;
+typedef enum tess_trans {
+    TESS_NO_TRANS = 111,
+    TESS_TRANS = 112,
+    TESS_CONJ_TRANS = 113
+} tess_trans_t;
 
 /* Precisions: float, double, complex float, complex double (interleaved re, im). */
 typedef enum tess_dtype { TESS_S = 0, TESS_D = 1, TESS_C = 2, TESS_Z = 3 } tess_dtype_t;
@@ -83,27 +87,23 @@ TESS_API int tess_finalize(void);
  * op(B) k x n. Netlib semantics: beta = 0 means C is not read (it may hold NaN); alpha = 0
  * or k = 0 means A and B are not read. Invalid arguments return TESS_EINVAL and write
  * nothing. Complex scalars and matrices are passed by pointer to interleaved pairs. */
-TESS_API int tess_sgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb,
-                        int64_t m, int64_t n, int64_t k, float alpha, const float *A,
-                        int64_t lda, const float *B, int64_t ldb, float beta, float *C,
-                        int64_t ldc);
-TESS_API int tess_dgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb,
-                        int64_t m, int64_t n, int64_t k, double alpha, const double *A,
-                        int64_t lda, const double *B, int64_t ldb, double beta, double *C,
-                        int64_t ldc);
-TESS_API int tess_cgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb,
-                        int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
-                        int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
-                        int64_t ldc);
-TESS_API int tess_zgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb,
-                        int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
-                        int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
-                        int64_t ldc);
+TESS_API int tess_sgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m,
+                        int64_t n, int64_t k, float alpha, const float *A, int64_t lda,
+                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+TESS_API int tess_dgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m,
+                        int64_t n, int64_t k, double alpha, const double *A, int64_t lda,
+                        const double *B, int64_t ldb, double beta, double *C, int64_t ldc);
+TESS_API int tess_cgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m,
+                        int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
+                        const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+TESS_API int tess_zgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m,
+                        int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
+                        const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
 /* The same for any precision: alpha and beta point to one scalar of that precision. */
 TESS_API int tess_gemm(tess_dtype_t dtype, tess_layout_t layout, tess_trans_t transa,
                        tess_trans_t transb, int64_t m, int64_t n, int64_t k, const void *alpha,
-                       const void *A, int64_t lda, const void *B, int64_t ldb,
-                       const void *beta, void *C, int64_t ldc);
+                       const void *A, int64_t lda, const void *B, int64_t ldb, const void *beta,
+                       void *C, int64_t ldc);
 
 /* ---- the rest of level 3 (docs/level3.md has the tile algorithms) ----------------------
  * CBLAS argument order and values, int64_t dimensions; real scalars by value, complex ones
@@ -142,25 +142,25 @@ TESS_API int tess_zhemm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo
  * trans TESS_NO_TRANS) or A^T (A k x n, TESS_TRANS; TESS_CONJ_TRANS too for s and d, an
  * error for c and z as in netlib). */
 TESS_API int tess_ssyrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                        int64_t k, float alpha, const float *A, int64_t lda, float beta,
-                        float *C, int64_t ldc);
+                        int64_t k, float alpha, const float *A, int64_t lda, float beta, float *C,
+                        int64_t ldc);
 TESS_API int tess_dsyrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
                         int64_t k, double alpha, const double *A, int64_t lda, double beta,
                         double *C, int64_t ldc);
 TESS_API int tess_csyrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                        int64_t k, const void *alpha, const void *A, int64_t lda,
-                        const void *beta, void *C, int64_t ldc);
+                        int64_t k, const void *alpha, const void *A, int64_t lda, const void *beta,
+                        void *C, int64_t ldc);
 TESS_API int tess_zsyrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                        int64_t k, const void *alpha, const void *A, int64_t lda,
-                        const void *beta, void *C, int64_t ldc);
+                        int64_t k, const void *alpha, const void *A, int64_t lda, const void *beta,
+                        void *C, int64_t ldc);
 /* C = alpha op(A) op(A)^H + beta C, alpha and beta real, trans TESS_NO_TRANS or
  * TESS_CONJ_TRANS; the diagonal of C comes out real (imaginary parts set to zero). */
 TESS_API int tess_cherk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                        int64_t k, float alpha, const void *A, int64_t lda, float beta,
-                        void *C, int64_t ldc);
+                        int64_t k, float alpha, const void *A, int64_t lda, float beta, void *C,
+                        int64_t ldc);
 TESS_API int tess_zherk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                        int64_t k, double alpha, const void *A, int64_t lda, double beta,
-                        void *C, int64_t ldc);
+                        int64_t k, double alpha, const void *A, int64_t lda, double beta, void *C,
+                        int64_t ldc);
 /* C = alpha op(A) op(B)^T + alpha op(B) op(A)^T + beta C (syr2k), or
  * alpha op(A) op(B)^H + conj(alpha) op(B) op(A)^H + beta C with real beta (her2k). */
 TESS_API int tess_ssyr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
@@ -170,17 +170,17 @@ TESS_API int tess_dsyr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t tr
                          int64_t k, double alpha, const double *A, int64_t lda, const double *B,
                          int64_t ldb, double beta, double *C, int64_t ldc);
 TESS_API int tess_csyr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                         int64_t k, const void *alpha, const void *A, int64_t lda,
-                         const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+                         int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+                         int64_t ldb, const void *beta, void *C, int64_t ldc);
 TESS_API int tess_zsyr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                         int64_t k, const void *alpha, const void *A, int64_t lda,
-                         const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+                         int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+                         int64_t ldb, const void *beta, void *C, int64_t ldc);
 TESS_API int tess_cher2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                         int64_t k, const void *alpha, const void *A, int64_t lda,
-                         const void *B, int64_t ldb, float beta, void *C, int64_t ldc);
+                         int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+                         int64_t ldb, float beta, void *C, int64_t ldc);
 TESS_API int tess_zher2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                         int64_t k, const void *alpha, const void *A, int64_t lda,
-                         const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+                         int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+                         int64_t ldb, double beta, void *C, int64_t ldc);
 
 /* B = alpha op(A) B (side TESS_LEFT, A m x m) or alpha B op(A) (TESS_RIGHT, A n x n), A
  * triangular (uplo; diag TESS_UNIT: unit diagonal, not read), B m x n, in place. */
@@ -188,8 +188,8 @@ TESS_API int tess_strmm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo
                         tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, float alpha,
                         const float *A, int64_t lda, float *B, int64_t ldb);
 TESS_API int tess_dtrmm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
-                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
-                        double alpha, const double *A, int64_t lda, double *B, int64_t ldb);
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, double alpha,
+                        const double *A, int64_t lda, double *B, int64_t ldb);
 TESS_API int tess_ctrmm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
                         tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
                         const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
@@ -202,8 +202,8 @@ TESS_API int tess_strsm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo
                         tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, float alpha,
                         const float *A, int64_t lda, float *B, int64_t ldb);
 TESS_API int tess_dtrsm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
-                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
-                        double alpha, const double *A, int64_t lda, double *B, int64_t ldb);
+                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, double alpha,
+                        const double *A, int64_t lda, double *B, int64_t ldb);
 TESS_API int tess_ctrsm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
                         tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
                         const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
@@ -216,36 +216,32 @@ TESS_API int tess_ztrsm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo
  * tess_herk's alpha and beta and tess_her2k's beta, which point to the REAL type (float
  * for TESS_C, double for TESS_Z). tess_hemm, tess_herk and tess_her2k take TESS_C or
  * TESS_Z only. */
-TESS_API int tess_symm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side,
-                       tess_uplo_t uplo, int64_t m, int64_t n, const void *alpha, const void *A,
-                       int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
-                       int64_t ldc);
-TESS_API int tess_hemm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side,
-                       tess_uplo_t uplo, int64_t m, int64_t n, const void *alpha, const void *A,
-                       int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
-                       int64_t ldc);
+TESS_API int tess_symm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                       int64_t m, int64_t n, const void *alpha, const void *A, int64_t lda,
+                       const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+TESS_API int tess_hemm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                       int64_t m, int64_t n, const void *alpha, const void *A, int64_t lda,
+                       const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
 TESS_API int tess_syrk(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo,
-                       tess_trans_t trans, int64_t n, int64_t k, const void *alpha,
-                       const void *A, int64_t lda, const void *beta, void *C, int64_t ldc);
+                       tess_trans_t trans, int64_t n, int64_t k, const void *alpha, const void *A,
+                       int64_t lda, const void *beta, void *C, int64_t ldc);
 TESS_API int tess_herk(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo,
-                       tess_trans_t trans, int64_t n, int64_t k, const void *alpha,
-                       const void *A, int64_t lda, const void *beta, void *C, int64_t ldc);
+                       tess_trans_t trans, int64_t n, int64_t k, const void *alpha, const void *A,
+                       int64_t lda, const void *beta, void *C, int64_t ldc);
 TESS_API int tess_syr2k(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo,
-                        tess_trans_t trans, int64_t n, int64_t k, const void *alpha,
-                        const void *A, int64_t lda, const void *B, int64_t ldb,
-                        const void *beta, void *C, int64_t ldc);
+                        tess_trans_t trans, int64_t n, int64_t k, const void *alpha, const void *A,
+                        int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
+                        int64_t ldc);
 TESS_API int tess_her2k(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo,
-                        tess_trans_t trans, int64_t n, int64_t k, const void *alpha,
-                        const void *A, int64_t lda, const void *B, int64_t ldb,
-                        const void *beta, void *C, int64_t ldc);
-TESS_API int tess_trmm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side,
-                       tess_uplo_t uplo, tess_trans_t transa, tess_diag_t diag, int64_t m,
-                       int64_t n, const void *alpha, const void *A, int64_t lda, void *B,
-                       int64_t ldb);
-TESS_API int tess_trsm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side,
-                       tess_uplo_t uplo, tess_trans_t transa, tess_diag_t diag, int64_t m,
-                       int64_t n, const void *alpha, const void *A, int64_t lda, void *B,
-                       int64_t ldb);
+                        tess_trans_t trans, int64_t n, int64_t k, const void *alpha, const void *A,
+                        int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
+                        int64_t ldc);
+TESS_API int tess_trmm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                       tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
+                       const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
+TESS_API int tess_trsm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
+                       tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
+                       const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
 
 /* Host memory for operands: page-locked (pinned) when a GPU is present, so tiles move at
  * the link's full rate; plain malloc otherwise. NULL when out of memory. Free it with
@@ -255,30 +251,30 @@ TESS_API void tess_free_host(void *p);
 
 /* Device kinds reported in statistics. */
 typedef enum tess_dev_kind {
-    TESS_DEV_CUDA = 1,     /* an NVIDIA GPU through CUDA + cuBLAS */
-    TESS_DEV_CPU = 2,      /* the CPU worker: OpenBLAS on host memory, no copies */
-    TESS_DEV_EMULATED = 3  /* a host device with its own capped arena (TESSERA_EMULATE) */
+    TESS_DEV_CUDA = 1,    /* an NVIDIA GPU through CUDA + cuBLAS */
+    TESS_DEV_CPU = 2,     /* the CPU worker: OpenBLAS on host memory, no copies */
+    TESS_DEV_EMULATED = 3 /* a host device with its own capped arena (TESSERA_EMULATE) */
 } tess_dev_kind_t;
 
 /* Counters of one device since tess_init or the last tess_reset_stats. */
 typedef struct tess_dev_stats {
     char name[64];
     tess_dev_kind_t kind;
-    int failed;              /* the device failed and is left out */
-    uint64_t tasks;          /* output tiles computed */
-    uint64_t stolen;         /* of which taken from another device's reservation station */
-    uint64_t steps;          /* tile kernels launched */
-    double flops;            /* floating-point operations of those kernels */
-    uint64_t bytes_h2d;      /* host to device */
-    uint64_t bytes_d2h;      /* device to host */
-    uint64_t bytes_p2p;      /* peer device to this device */
-    uint64_t l1_hits;        /* operand tile already on this device */
-    uint64_t l2_hits;        /* operand tile fetched from a peer device */
-    uint64_t misses;         /* operand tile fetched from the host */
-    uint64_t evictions;      /* cached tiles dropped to make room */
-    double busy_s;           /* seconds with at least one tile kernel in flight */
-    size_t mem_capacity;     /* bytes of the device heap */
-    size_t mem_peak;         /* most heap bytes in use at once */
+    int failed;          /* the device failed and is left out */
+    uint64_t tasks;      /* output tiles computed */
+    uint64_t stolen;     /* of which taken from another device's reservation station */
+    uint64_t steps;      /* tile kernels launched */
+    double flops;        /* floating-point operations of those kernels */
+    uint64_t bytes_h2d;  /* host to device */
+    uint64_t bytes_d2h;  /* device to host */
+    uint64_t bytes_p2p;  /* peer device to this device */
+    uint64_t l1_hits;    /* operand tile already on this device */
+    uint64_t l2_hits;    /* operand tile fetched from a peer device */
+    uint64_t misses;     /* operand tile fetched from the host */
+    uint64_t evictions;  /* cached tiles dropped to make room */
+    double busy_s;       /* seconds with at least one tile kernel in flight */
+    size_t mem_capacity; /* bytes of the device heap */
+    size_t mem_peak;     /* most heap bytes in use at once */
 } tess_dev_stats_t;
 
 /* Number of devices the runtime drives (starts the runtime if needed). */

@@ -41,16 +41,16 @@ TESS_API void tess_grid_free(tess_grid_t *grid);
 
 /* A 2D block-cyclic descriptor (ScaLAPACK's DESC with IMB/INB; the context is the grid). */
 typedef struct tess_desc {
-    int64_t m, n;      /* global size (M_, N_) */
-    int64_t imb, inb;  /* first block (IMB_, INB_); = mb, nb in ScaLAPACK's 9-entry form */
-    int64_t mb, nb;    /* block size (MB_, NB_) */
-    int rsrc, csrc;    /* process row / column of the first block (RSRC_, CSRC_) */
-    int64_t lld;       /* leading dimension of the local array (LLD_) */
+    int64_t m, n;     /* global size (M_, N_) */
+    int64_t imb, inb; /* first block (IMB_, INB_); = mb, nb in ScaLAPACK's 9-entry form */
+    int64_t mb, nb;   /* block size (MB_, NB_) */
+    int rsrc, csrc;   /* process row / column of the first block (RSRC_, CSRC_) */
+    int64_t lld;      /* leading dimension of the local array (LLD_) */
 } tess_desc_t;
 
 /* descinit: fills d (imb = mb, inb = nb), no checks (tess_p?gemm checks). */
-TESS_API void tess_desc_init(tess_desc_t *d, int64_t m, int64_t n, int64_t mb, int64_t nb,
-                             int rsrc, int csrc, int64_t lld);
+TESS_API void tess_desc_init(tess_desc_t *d, int64_t m, int64_t n, int64_t mb, int64_t nb, int rsrc,
+                             int csrc, int64_t lld);
 /* numroc: how many rows (dim 0) or columns (dim 1) of d this rank holds. */
 TESS_API int64_t tess_desc_local(const tess_grid_t *grid, const tess_desc_t *d, int dim);
 
@@ -71,15 +71,15 @@ TESS_API int tess_pgemm(tess_grid_t *grid, tess_dtype_t dtype, tess_trans_t tran
                         const void *beta, void *C, int64_t ic, int64_t jc,
                         const tess_desc_t *descC);
 TESS_API int tess_psgemm(tess_grid_t *grid, tess_trans_t transa, tess_trans_t transb, int64_t m,
-                         int64_t n, int64_t k, float alpha, const float *A, int64_t ia,
-                         int64_t ja, const tess_desc_t *descA, const float *B, int64_t ib,
-                         int64_t jb, const tess_desc_t *descB, float beta, float *C,
-                         int64_t ic, int64_t jc, const tess_desc_t *descC);
+                         int64_t n, int64_t k, float alpha, const float *A, int64_t ia, int64_t ja,
+                         const tess_desc_t *descA, const float *B, int64_t ib, int64_t jb,
+                         const tess_desc_t *descB, float beta, float *C, int64_t ic, int64_t jc,
+                         const tess_desc_t *descC);
 TESS_API int tess_pdgemm(tess_grid_t *grid, tess_trans_t transa, tess_trans_t transb, int64_t m,
                          int64_t n, int64_t k, double alpha, const double *A, int64_t ia,
                          int64_t ja, const tess_desc_t *descA, const double *B, int64_t ib,
-                         int64_t jb, const tess_desc_t *descB, double beta, double *C,
-                         int64_t ic, int64_t jc, const tess_desc_t *descC);
+                         int64_t jb, const tess_desc_t *descB, double beta, double *C, int64_t ic,
+                         int64_t jc, const tess_desc_t *descC);
 /* complex: alpha, beta point to {re, im}; A, B, C interleaved */
 TESS_API int tess_pcgemm(tess_grid_t *grid, tess_trans_t transa, tess_trans_t transb, int64_t m,
                          int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia,
@@ -94,19 +94,19 @@ TESS_API int tess_pzgemm(tess_grid_t *grid, tess_trans_t transa, tess_trans_t tr
 
 /* What the last tess_p?gemm on this grid did on this rank. */
 typedef struct tess_pgemm_stats {
-    double seconds;           /* wall time of the call */
-    double comm_seconds;      /* time the calling thread spent packing, in MPI and unpacking */
-    uint64_t bytes_sent;      /* operand bytes this rank sent to others */
-    uint64_t bytes_received;  /* operand bytes this rank received */
-    int passes;               /* node-runtime jobs (k split when the panels exceed the budget) */
-    int a_local, b_local;     /* operand used in place (no gather needed on any rank) */
-    int nccl;                 /* panels moved GPU to GPU with NCCL (else MPI, host memory) */
-    char variant;             /* 'C' stationary C, 'A' / 'B' stationary A / B (k split, partial
+    double seconds;            /* wall time of the call */
+    double comm_seconds;       /* time the calling thread spent packing, in MPI and unpacking */
+    uint64_t bytes_sent;       /* operand bytes this rank sent to others */
+    uint64_t bytes_received;   /* operand bytes this rank received */
+    int passes;                /* node-runtime jobs (k split when the panels exceed the budget) */
+    int a_local, b_local;      /* operand used in place (no gather needed on any rank) */
+    int nccl;                  /* panels moved GPU to GPU with NCCL (else MPI, host memory) */
+    char variant;              /* 'C' stationary C, 'A' / 'B' stationary A / B (k split, partial
                                  products summed into C); 0 when nothing was multiplied */
-    int units;                /* pipeline units: operand exchanges over all passes (stationary
+    int units;                 /* pipeline units: operand exchanges over all passes (stationary
                                  C; 0 when nothing moves), or ranges of the partial product
                                  multiplied and reduced one after another (A / B) */
-    uint64_t bytes_packed_d2d;/* GPU transport: of bytes_sent to ranks of this node, those
+    uint64_t bytes_packed_d2d; /* GPU transport: of bytes_sent to ranks of this node, those
                                  packed from this rank's own panel (D2D) instead of being
                                  copied from host memory a second time */
 } tess_pgemm_stats_t;

@@ -17,8 +17,8 @@
 #include "par.h"
 #include "tessera.h"
 
-#define MAX_LIST 32     /* entries of -n, --xt-blocks */
-#define MAX_GPUS 64     /* cuBLAS-XT devices */
+#define MAX_LIST 32 /* entries of -n, --xt-blocks */
+#define MAX_GPUS 64 /* cuBLAS-XT devices */
 #define MAX_THREADS PAR_MAX_THREADS
 
 /* rows of the GEMM table; K_INCORE_COPY and K_CPU (in-core cuBLAS timed with its copies,
@@ -33,7 +33,7 @@ struct opts {
     tess_dtype_t precs[4];
     int nprecs;
     int reps;
-    int ndev, dev[MAX_GPUS]; /* cuBLAS-XT devices; dev[0] runs in-core */
+    int ndev, dev[MAX_GPUS];       /* cuBLAS-XT devices; dev[0] runs in-core */
     int blocks[MAX_LIST], nblocks; /* level 3: 0 = cuBLAS-XT's own default (no SetBlockDim) */
     int skip[K_NKINDS];
     double time_limit; /* seconds since start; 0 = none */

@@ -69,8 +69,8 @@ static void bt_chunk(void *c, int i) {
     block_bounds(s, J * s->P, &r0, &r1, &c0, &c1);
     const struct oracle_gemm *pr = &s->p[J * s->P];
     size_t es = esize(s->dt), ld = (size_t)s->ld;
-    oracle_matvec(s->dt, 'N', k1 - k0, c1 - c0, s->B + ((size_t)k0 + (size_t)c0 * ld) * es,
-                  s->ld, pr->t, pr->tabs, s->bt + (size_t)J * 2 * s->n + 2 * k0,
+    oracle_matvec(s->dt, 'N', k1 - k0, c1 - c0, s->B + ((size_t)k0 + (size_t)c0 * ld) * es, s->ld,
+                  pr->t, pr->tabs, s->bt + (size_t)J * 2 * s->n + 2 * k0,
                   s->btabs + (size_t)J * s->n + k0);
 }
 
@@ -80,10 +80,10 @@ static void check_block(void *c, int b) {
     size_t es = esize(s->dt), ld = (size_t)s->ld;
     block_bounds(s, b, &r0, &r1, &c0, &c1);
     int J = b / s->P;
-    s->worst[b] = oracle_gemm_check_bt(&s->p[b], 'N', s->n, s->al, s->A + (size_t)r0 * es,
-                                       s->ld, s->bt + (size_t)J * 2 * s->n,
-                                       s->btabs + (size_t)J * s->n, s->be,
-                                       s->C + ((size_t)r0 + (size_t)c0 * ld) * es, s->ld, NULL);
+    s->worst[b] = oracle_gemm_check_bt(&s->p[b], 'N', s->n, s->al, s->A + (size_t)r0 * es, s->ld,
+                                       s->bt + (size_t)J * 2 * s->n, s->btabs + (size_t)J * s->n,
+                                       s->be, s->C + ((size_t)r0 + (size_t)c0 * ld) * es, s->ld,
+                                       NULL);
 }
 
 static void probeset_end(struct probeset *s) {
@@ -180,7 +180,7 @@ static cublasStatus_t xt_gemm(cublasXtHandle_t h, tess_dtype_t dt, int64_t n64, 
 static struct bufs {
     char *A, *B, *C; /* tess_malloc_host */
     size_t cap;
-    int pinned;      /* tess_malloc_host really returned page-locked memory */
+    int pinned;         /* tess_malloc_host really returned page-locked memory */
     char *Ap, *Bp, *Cp; /* malloc */
     size_t capp;
 } bufs;
@@ -227,7 +227,8 @@ static int ensure_bufs(int pin, int page, size_t bytes, size_t want_pin, size_t 
         bufs.cap = sz;
         bufs.pinned = is_pinned(bufs.A) && is_pinned(bufs.B) && is_pinned(bufs.C);
         fprintf(stderr, "  tess_malloc_host: 3 x %.2f GB in %.1f s%s\n", sz * 1e-9, now() - t0,
-                bufs.pinned ? " (pinned)" : ", NOT page-locked: pinned rows run on pageable memory");
+                bufs.pinned ? " (pinned)"
+                            : ", NOT page-locked: pinned rows run on pageable memory");
     }
     if (page && bufs.capp < bytes) {
         size_t sz = want_page > bytes ? want_page : bytes;
@@ -377,9 +378,10 @@ static void row_incore(struct group *g) {
                      __FILE__, __LINE__);
             goto fail;
         }
-        note(row, "does not fit: 3 x %.1f GB > 90%% of %.1f GB free on cuda:%d; ceiling rate "
-                  "from n = %lld", (double)g->n * g->n * g->es * 1e-9, fr * 1e-9, ic.dev,
-             (long long)s);
+        note(row,
+             "does not fit: 3 x %.1f GB > 90%% of %.1f GB free on cuda:%d; ceiling rate "
+             "from n = %lld",
+             (double)g->n * g->n * g->es * 1e-9, fr * 1e-9, ic.dev, (long long)s);
         fprintf(stderr, "  in-core: n = %lld does not fit on cuda:%d, timing n = %lld\n",
                 (long long)g->n, ic.dev, (long long)s);
         ic.s = row->n = s;
@@ -387,8 +389,8 @@ static void row_incore(struct group *g) {
     }
     w = (size_t)ic.s * g->es, pitch = (size_t)g->n * g->es, bytes = w * (size_t)ic.s;
     if (CU(cudaMalloc(&ic.dA, bytes)) || CU(cudaMalloc(&ic.dB, bytes)) ||
-        CU(cudaMalloc(&ic.dC, bytes)) || CB(cublasCreate(&ic.h)) ||
-        CU(cudaEventCreate(&ic.e0)) || CU(cudaEventCreate(&ic.e1)) ||
+        CU(cudaMalloc(&ic.dC, bytes)) || CB(cublasCreate(&ic.h)) || CU(cudaEventCreate(&ic.e0)) ||
+        CU(cudaEventCreate(&ic.e1)) ||
         CU(cudaMemcpy2D(ic.dA, w, g->A, pitch, w, (size_t)ic.s, cudaMemcpyHostToDevice)) ||
         CU(cudaMemcpy2D(ic.dB, w, g->B, pitch, w, (size_t)ic.s, cudaMemcpyHostToDevice)))
         goto fail;
@@ -452,7 +454,8 @@ static void row_cpu(struct group *g) {
     }
     opened = 1;
     struct cpu c = {.r = {.base.run = cpu_run, .A = g->A, .B = g->B, .C = g->C, .ps = &g->ps},
-                    .g = g, .cb = &cb};
+                    .g = g,
+                    .cb = &cb};
     note(row, "%s", cb.name);
     gemm_drive(g, row, &c.r);
 }
@@ -501,8 +504,9 @@ static void row_xt(struct group *g, int block, int pageable) {
         double h2d = (nb * nb * (2.0 * n * block) + n * n) * (double)g->es;
         note(row, "model (no counters): H2D %.1f GB/run, D2H %.1f GB/run", h2d * 1e-9,
              n * n * (double)g->es * 1e-9);
-        if (pageable) note(row, "CUBLASXT_PINNING_ENABLED, block %s", g->best_xt_block == block
-                                    ? "of the best pinned row" : "by default");
+        if (pageable)
+            note(row, "CUBLASXT_PINNING_ENABLED, block %s",
+                 g->best_xt_block == block ? "of the best pinned row" : "by default");
     }
     if (x.h) (void)CB(cublasXtDestroy(x.h));
     if (row->status == ROW_OK && !pageable && row->wrong == 0 && row->rate > g->best_xt_rate)
@@ -522,8 +526,8 @@ static int tess_run(struct runner *self, double *secs) {
     int64_t n = g->n;
     fill(g->dt, t->r.C, n, SEED_C);
     double t0 = now();
-    if (TS(tess_gemm(g->dt, TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, g->al, t->r.A,
-                     n, t->r.B, n, g->be, t->r.C, n)))
+    if (TS(tess_gemm(g->dt, TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, n, n, n, g->al, t->r.A, n,
+                     t->r.B, n, g->be, t->r.C, n)))
         return -1;
     *secs = now() - t0;
     return 0;
@@ -559,9 +563,10 @@ static void row_tess(struct group *g, int pageable, int init_rc) {
         row_fail(row);
         return;
     }
-    struct tess t = {.r = {.base = {.run = tess_run, .before_timed = tess_before, .after_timed = tess_after},
-                           .ps = &g->ps},
-                     .g = g};
+    struct tess t = {
+        .r = {.base = {.run = tess_run, .before_timed = tess_before, .after_timed = tess_after},
+              .ps = &g->ps},
+        .g = g};
     t.r.A = pageable ? bufs.Ap : g->A, t.r.B = pageable ? bufs.Bp : g->B;
     t.r.C = pageable ? bufs.Cp : g->C;
     if (pageable) check_unpinned(row);
@@ -580,7 +585,8 @@ static void row_tess(struct group *g, int pageable, int init_rc) {
 static void print_group(const struct group *g, double incore_rate) {
     double gb = (double)g->n * g->n * g->es * 1e-9;
     printf("\n%cgemm NN  m = n = k = %lld  alpha = 1, beta = 0.5  (A, B, C: 3 x %.2f GB)  "
-           "median of %d\n", prec_char(g->dt), (long long)g->n, gb, o.reps);
+           "median of %d\n",
+           prec_char(g->dt), (long long)g->n, gb, o.reps);
     printf("%-22s %6s %10s %9s %8s %8s %8s %8s %8s  %s\n", "row", "n", "median s", "TFLOP/s",
            "/in-core", "/best XT", "H2D GB", "D2H GB", "P2P GB", "check (worst error/bound)");
     for (int i = 0; i < g->nrows; i++) {
@@ -600,9 +606,9 @@ static void print_group(const struct group *g, double incore_rate) {
         for (int d = 0; d < r->ndev; d++) {
             const struct devstat *ds = &r->dev[d];
             printf("    %-36.36s %8.2f %8.2f %8.2f  busy %3.0f%%  tasks %llu stolen %llu "
-                   "evictions %llu%s\n", ds->name, ds->h2d * 1e-9, ds->d2h * 1e-9,
-                   ds->p2p * 1e-9, 100.0 * ds->busy, ds->tasks, ds->stolen, ds->evictions,
-                   ds->failed ? " FAILED" : "");
+                   "evictions %llu%s\n",
+                   ds->name, ds->h2d * 1e-9, ds->d2h * 1e-9, ds->p2p * 1e-9, 100.0 * ds->busy,
+                   ds->tasks, ds->stolen, ds->evictions, ds->failed ? " FAILED" : "");
         }
     }
     /* issue 3's small sizes: tessera against the better of one GPU with its copies and the
@@ -642,7 +648,8 @@ static void csv_group(FILE *f, const struct group *g, double incore_rate) {
             fprintf(f, ",%s,%d,%lld,%d,", kind_names[r->kind], r->block, (long long)r->n, r->reps);
             csv_str(f, ds ? ds->name : "all");
             if (r->status == ROW_OK)
-                fprintf(f, ",%.6f,%.6f,%.6f,%.4f,%s,%s,", r->med, r->tmin, r->tmax, r->rate, ri, rx);
+                fprintf(f, ",%.6f,%.6f,%.6f,%.4f,%s,%s,", r->med, r->tmin, r->tmax, r->rate, ri,
+                        rx);
             else
                 fprintf(f, ",,,,,,,");
             if (r->has_bytes && r->status == ROW_OK)
@@ -650,10 +657,14 @@ static void csv_group(FILE *f, const struct group *g, double incore_rate) {
                         (ds ? ds->d2h : r->d2h) * 1e-9, (ds ? ds->p2p : r->p2p) * 1e-9);
             else
                 fprintf(f, ",,,");
-            if (ds) fprintf(f, "%.4f,", ds->busy);
-            else fprintf(f, ",");
-            if (r->nver) fprintf(f, "%.3e,%d,%d,", r->worst, r->nver, r->wrong);
-            else fprintf(f, ",0,0,");
+            if (ds)
+                fprintf(f, "%.4f,", ds->busy);
+            else
+                fprintf(f, ",");
+            if (r->nver)
+                fprintf(f, "%.3e,%d,%d,", r->worst, r->nver, r->wrong);
+            else
+                fprintf(f, ",0,0,");
             fprintf(f, "%s,", st);
             csv_str(f, r->note);
             fputc('\n', f);
@@ -782,7 +793,8 @@ static void run_group(tess_dtype_t dt, int64_t n, int index, FILE *csv) {
             if (g->rows[i].kind == k) g->order[at++] = &g->rows[i];
     double incore_rate = 0;
     for (int i = 0; i < g->nrows; i++)
-        if (g->rows[i].kind == K_INCORE && g->rows[i].status == ROW_OK) incore_rate = g->rows[i].rate;
+        if (g->rows[i].kind == K_INCORE && g->rows[i].status == ROW_OK)
+            incore_rate = g->rows[i].rate;
     print_group(g, incore_rate);
     if (csv) csv_group(csv, g, incore_rate);
     if (g->ps.p) probeset_end(&g->ps);

@@ -36,25 +36,23 @@ cublasStatus_t l3_incore_call(cublasHandle_t h, const struct prob *p, const void
     const cublasDiagType_t dg = p->diag == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
     const int64_t m = p->m, n = p->n, k = p->k, lda = p->lda, ldb = p->ldb;
     const void *al = p->alpha, *be = p->beta;
-#define CALLS_(X)                                                                              \
-    switch (p->r) {                                                                            \
-    case R_GEMM: return cublas##X##gemm_64(h, N, N, m, n, k, al, dA, lda, dB, ldb, be, dC, ldc); \
-    case R_SYMM: return cublas##X##symm_64(h, sd, ul, m, n, al, dA, lda, dB, ldb, be, dC, ldc); \
-    case R_SYRK: return cublas##X##syrk_64(h, ul, tr, n, k, al, dA, lda, be, dC, ldc);         \
-    case R_SYR2K:                                                                              \
-        return cublas##X##syr2k_64(h, ul, tr, n, k, al, dA, lda, dB, ldb, be, dC, ldc);        \
-    case R_TRMM:                                                                               \
-        return cublas##X##trmm_64(h, sd, ul, tr, dg, m, n, al, dA, lda, dB, ldb, dC, ldc);     \
-    case R_TRSM: return cublas##X##trsm_64(h, sd, ul, tr, dg, m, n, al, dA, lda, dC, ldc);     \
-    default: break;                                                                            \
+#define CALLS_(X)                                                                                 \
+    switch (p->r) {                                                                               \
+    case R_GEMM: return cublas##X##gemm_64(h, N, N, m, n, k, al, dA, lda, dB, ldb, be, dC, ldc);  \
+    case R_SYMM: return cublas##X##symm_64(h, sd, ul, m, n, al, dA, lda, dB, ldb, be, dC, ldc);   \
+    case R_SYRK: return cublas##X##syrk_64(h, ul, tr, n, k, al, dA, lda, be, dC, ldc);            \
+    case R_SYR2K: return cublas##X##syr2k_64(h, ul, tr, n, k, al, dA, lda, dB, ldb, be, dC, ldc); \
+    case R_TRMM:                                                                                  \
+        return cublas##X##trmm_64(h, sd, ul, tr, dg, m, n, al, dA, lda, dB, ldb, dC, ldc);        \
+    case R_TRSM: return cublas##X##trsm_64(h, sd, ul, tr, dg, m, n, al, dA, lda, dC, ldc);        \
+    default: break;                                                                               \
     }
-#define HERM_(X)                                                                               \
-    switch (p->r) {                                                                            \
-    case R_HEMM: return cublas##X##hemm_64(h, sd, ul, m, n, al, dA, lda, dB, ldb, be, dC, ldc); \
-    case R_HERK: return cublas##X##herk_64(h, ul, tr, n, k, al, dA, lda, be, dC, ldc);         \
-    case R_HER2K:                                                                              \
-        return cublas##X##her2k_64(h, ul, tr, n, k, al, dA, lda, dB, ldb, be, dC, ldc);        \
-    default: break;                                                                            \
+#define HERM_(X)                                                                                  \
+    switch (p->r) {                                                                               \
+    case R_HEMM: return cublas##X##hemm_64(h, sd, ul, m, n, al, dA, lda, dB, ldb, be, dC, ldc);   \
+    case R_HERK: return cublas##X##herk_64(h, ul, tr, n, k, al, dA, lda, be, dC, ldc);            \
+    case R_HER2K: return cublas##X##her2k_64(h, ul, tr, n, k, al, dA, lda, dB, ldb, be, dC, ldc); \
+    default: break;                                                                               \
     }
     switch (p->dt) {
     case TESS_S: CALLS_(S) break;
@@ -79,22 +77,22 @@ cublasStatus_t l3_xt_call(cublasXtHandle_t h, const struct prob *p, void *C, siz
     const size_t m = (size_t)p->m, n = (size_t)p->n, k = (size_t)p->k, lda = (size_t)p->lda,
                  ldb = (size_t)p->ldb;
     const void *al = p->alpha, *be = p->beta, *A = p->A, *B = p->B;
-#define CALLS_(X)                                                                              \
-    switch (p->r) {                                                                            \
-    case R_GEMM: return cublasXt##X##gemm(h, N, N, m, n, k, al, A, lda, B, ldb, be, C, ldc);   \
-    case R_SYMM: return cublasXt##X##symm(h, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);    \
-    case R_SYRK: return cublasXt##X##syrk(h, ul, tr, n, k, al, A, lda, be, C, ldc);            \
-    case R_SYR2K: return cublasXt##X##syr2k(h, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc);  \
+#define CALLS_(X)                                                                               \
+    switch (p->r) {                                                                             \
+    case R_GEMM: return cublasXt##X##gemm(h, N, N, m, n, k, al, A, lda, B, ldb, be, C, ldc);    \
+    case R_SYMM: return cublasXt##X##symm(h, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);     \
+    case R_SYRK: return cublasXt##X##syrk(h, ul, tr, n, k, al, A, lda, be, C, ldc);             \
+    case R_SYR2K: return cublasXt##X##syr2k(h, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc);   \
     case R_TRMM: return cublasXt##X##trmm(h, sd, ul, tr, dg, m, n, al, A, lda, B, ldb, C, ldc); \
-    case R_TRSM: return cublasXt##X##trsm(h, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);        \
-    default: break;                                                                            \
+    case R_TRSM: return cublasXt##X##trsm(h, sd, ul, tr, dg, m, n, al, A, lda, C, ldc);         \
+    default: break;                                                                             \
     }
-#define HERM_(X)                                                                               \
-    switch (p->r) {                                                                            \
-    case R_HEMM: return cublasXt##X##hemm(h, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);    \
-    case R_HERK: return cublasXt##X##herk(h, ul, tr, n, k, al, A, lda, be, C, ldc);            \
-    case R_HER2K: return cublasXt##X##her2k(h, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc);  \
-    default: break;                                                                            \
+#define HERM_(X)                                                                              \
+    switch (p->r) {                                                                           \
+    case R_HEMM: return cublasXt##X##hemm(h, sd, ul, m, n, al, A, lda, B, ldb, be, C, ldc);   \
+    case R_HERK: return cublasXt##X##herk(h, ul, tr, n, k, al, A, lda, be, C, ldc);           \
+    case R_HER2K: return cublasXt##X##her2k(h, ul, tr, n, k, al, A, lda, B, ldb, be, C, ldc); \
+    default: break;                                                                           \
     }
     switch (p->dt) {
     case TESS_S: CALLS_(S) break;
@@ -112,8 +110,9 @@ int l3_tess_call(const struct prob *p, void *C, int64_t ldc) {
     const tess_layout_t L = TESS_COL_MAJOR;
     const tess_side_t sd = p->side == 'L' ? TESS_LEFT : TESS_RIGHT;
     const tess_uplo_t ul = p->uplo == 'U' ? TESS_UPPER : TESS_LOWER;
-    const tess_trans_t tr = p->trans == 'N' ? TESS_NO_TRANS : p->trans == 'T' ? TESS_TRANS
-                                                                             : TESS_CONJ_TRANS;
+    const tess_trans_t tr = p->trans == 'N'   ? TESS_NO_TRANS
+                            : p->trans == 'T' ? TESS_TRANS
+                                              : TESS_CONJ_TRANS;
     const tess_diag_t dg = p->diag == 'U' ? TESS_UNIT : TESS_NON_UNIT;
     const tess_dtype_t dt = p->dt;
     const int64_t m = p->m, n = p->n, k = p->k, lda = p->lda, ldb = p->ldb;
@@ -162,10 +161,10 @@ void trmm_inplace_check(tess_dtype_t dt, char *line, size_t len, FILE *csv) {
             oracle_fill(dt, A, ka, ka, ka, 11 + (uint64_t)s);
             oracle_fill(dt, B, m, n, m, 12 + (uint64_t)s);
         }
-        if (!failed && (CU(cudaSetDevice(o.dev[0])) || CU(cudaMalloc(&dA, abytes)) ||
-                        CU(cudaMalloc(&dB, bbytes)) || CU(cudaMalloc(&dC, bbytes)) ||
-                        CB(cublasCreate(&h)) ||
-                        CU(cudaMemcpy(dA, A, abytes, cudaMemcpyHostToDevice))))
+        if (!failed &&
+            (CU(cudaSetDevice(o.dev[0])) || CU(cudaMalloc(&dA, abytes)) ||
+             CU(cudaMalloc(&dB, bbytes)) || CU(cudaMalloc(&dC, bbytes)) || CB(cublasCreate(&h)) ||
+             CU(cudaMemcpy(dA, A, abytes, cudaMemcpyHostToDevice))))
             failed = 1;
         for (int a = 0; a < 2 && !failed; a++)
             for (int b = 0; b < 2 && !failed; b++)
@@ -173,8 +172,8 @@ void trmm_inplace_check(tess_dtype_t dt, char *line, size_t len, FILE *csv) {
                     for (int d = 0; d < 2 && !failed; d++) {
                         struct prob p;
                         struct check_flags f;
-                        prob_init(&p, R_TRMM, dt, sides[a], uplos[b], transes[t], diags[d], m, n,
-                                  0, A, ka, B, m);
+                        prob_init(&p, R_TRMM, dt, sides[a], uplos[b], transes[t], diags[d], m, n, 0,
+                                  A, ka, B, m);
                         p.threads = o.threads;
                         /* out of place into dC, then in place on dB (C == B) */
                         if (CU(cudaMemcpy(dB, B, bbytes, cudaMemcpyHostToDevice)) ||
@@ -203,9 +202,9 @@ void trmm_inplace_check(tess_dtype_t dt, char *line, size_t len, FILE *csv) {
                             if (len + 160 < sizeof bad)
                                 snprintf(bad + len, sizeof bad - len,
                                          "%s %lldx%lld side %c uplo %c trans %c diag %c: in place "
-                                         "%.1e, out of place %.1e", len ? ";" : "", (long long)m,
-                                         (long long)n, sides[a], uplos[b], transes[t], diags[d], w2,
-                                         w1);
+                                         "%.1e, out of place %.1e",
+                                         len ? ";" : "", (long long)m, (long long)n, sides[a],
+                                         uplos[b], transes[t], diags[d], w2, w1);
                         }
                     }
         if (h) (void)CB(cublasDestroy(h));
@@ -215,8 +214,8 @@ void trmm_inplace_check(tess_dtype_t dt, char *line, size_t len, FILE *csv) {
         free(A), free(B), free(R1), free(R2);
     }
     if (failed) {
-        snprintf(line, len, "cuBLAS %ctrmm with C == B: check FAILED to run: %s",
-                 prec_char(dt), last_err);
+        snprintf(line, len, "cuBLAS %ctrmm with C == B: check FAILED to run: %s", prec_char(dt),
+                 last_err);
         n_errors++;
     } else {
         snprintf(line, len,
@@ -232,10 +231,11 @@ void trmm_inplace_check(tess_dtype_t dt, char *line, size_t len, FILE *csv) {
         /* precision .. row, kind, then 12 empty columns (block .. worst_ratio) */
         fprintf(csv, "%c,,trmm,,,,,\"cuBLAS trmm C == B\",trmm-inplace,,,,,,,,,,,,,%d,%d,%s,",
                 prec_char(dt), total, failed ? 0 : total - in_ok,
-                failed ? "failed" : in_ok == total ? "ok" : "wrong");
+                failed           ? "failed"
+                : in_ok == total ? "ok"
+                                 : "wrong");
         csv_str(csv, line);
         fputc('\n', csv);
         fflush(csv);
     }
 }
-

@@ -66,10 +66,14 @@ static FILE *csv;
 static struct row *new_row(struct l3case *c, enum kind k, int block) {
     struct row *r = &c->rows[c->nrows++];
     char name[32];
-    if (k == K_INCORE) snprintf(name, sizeof name, "in-core");
-    else if (k == K_TESS) snprintf(name, sizeof name, "tess");
-    else if (block) snprintf(name, sizeof name, "xt b=%d", block);
-    else snprintf(name, sizeof name, "xt default");
+    if (k == K_INCORE)
+        snprintf(name, sizeof name, "in-core");
+    else if (k == K_TESS)
+        snprintf(name, sizeof name, "tess");
+    else if (block)
+        snprintf(name, sizeof name, "xt b=%d", block);
+    else
+        snprintf(name, sizeof name, "xt default");
     row_init(r, k, block, 0, name);
     return r;
 }
@@ -92,9 +96,12 @@ struct pmem {
 };
 static void pmem_chunk(void *c, int i) {
     struct pmem *p = c;
-    size_t at = (size_t)i * CHUNK_BYTES, len = p->bytes - at < CHUNK_BYTES ? p->bytes - at : CHUNK_BYTES;
-    if (p->src) memcpy(p->dst + at, p->src + at, len);
-    else memset(p->dst + at, 0, len);
+    size_t at = (size_t)i * CHUNK_BYTES,
+           len = p->bytes - at < CHUNK_BYTES ? p->bytes - at : CHUNK_BYTES;
+    if (p->src)
+        memcpy(p->dst + at, p->src + at, len);
+    else
+        memset(p->dst + at, 0, len);
 }
 static void pcopy(void *dst, const void *src, size_t bytes) {
     struct pmem p = {dst, src, bytes};
@@ -121,8 +128,10 @@ static void trsm_a_chunk(void *c, int q) {
             size_t at = ((size_t)j * (size_t)t->n + (size_t)i) * (cpx ? 2 : 1);
             double re = single ? ((float *)t->X)[at] : ((double *)t->X)[at];
             double im = !cpx ? 0 : single ? ((float *)t->X)[at + 1] : ((double *)t->X)[at + 1];
-            if (i == j) re = 1.0 + fabs(re), im *= 0.5;
-            else re *= s, im *= s;
+            if (i == j)
+                re = 1.0 + fabs(re), im *= 0.5;
+            else
+                re *= s, im *= s;
             if (single) {
                 ((float *)t->X)[at] = (float)re;
                 if (cpx) ((float *)t->X)[at + 1] = (float)im;
@@ -192,9 +201,12 @@ static void l3_drive(struct l3runner *rn, struct row *row) {
 
 /* C0 (fill), B0 (copy) or zero into host C before a run */
 static void reset_host_c(struct group *g, struct l3case *c, int out_of_place_trmm) {
-    if (c->r == R_TRMM && out_of_place_trmm) pzero(g->C, g->bytes);
-    else if (c->r == R_TRMM || c->r == R_TRSM) pcopy(g->C, g->B, g->bytes);
-    else fill(g->dt, g->C, g->n, SEED_C);
+    if (c->r == R_TRMM && out_of_place_trmm)
+        pzero(g->C, g->bytes);
+    else if (c->r == R_TRMM || c->r == R_TRSM)
+        pcopy(g->C, g->B, g->bytes);
+    else
+        fill(g->dt, g->C, g->n, SEED_C);
 }
 
 /* ---- in-core cuBLAS ------------------------------------------------------------------------------ */
@@ -247,8 +259,7 @@ static int incore_open(struct incore *ic, struct group *g, char *why, size_t wle
     int keep_c0 = 4.0 * (double)g->bytes <= 0.9 * (double)fr;
     if (CU(cudaMalloc(&ic->dA, g->bytes)) || CU(cudaMalloc(&ic->dB, g->bytes)) ||
         CU(cudaMalloc(&ic->dC, g->bytes)) || (keep_c0 && CU(cudaMalloc(&ic->dC0, g->bytes))) ||
-        CB(cublasCreate(&ic->h)) || CU(cudaEventCreate(&ic->e0)) ||
-        CU(cudaEventCreate(&ic->e1)) ||
+        CB(cublasCreate(&ic->h)) || CU(cudaEventCreate(&ic->e0)) || CU(cudaEventCreate(&ic->e1)) ||
         CU(cudaMemcpy(ic->dB, g->B, g->bytes, cudaMemcpyHostToDevice)))
         return -1;
     /* host C holds C0 until the first run */
@@ -346,12 +357,17 @@ static void print_case(const struct group *g, const struct l3case *c) {
     const struct row *bx = best_xt(c);
     double incore = rate_of(c, K_INCORE), bxr = bx ? bx->rate : 0;
     char al[40], be[40];
-    if (is_complex(g->dt) && c->p.ai != 0) snprintf(al, sizeof al, "%.3Lg%+.3Lgi", c->p.ar, c->p.ai);
-    else snprintf(al, sizeof al, "%.3Lg", c->p.ar);
-    if (is_complex(g->dt) && c->p.bi != 0) snprintf(be, sizeof be, "%.3Lg%+.3Lgi", c->p.br, c->p.bi);
-    else snprintf(be, sizeof be, "%.3Lg", c->p.br);
+    if (is_complex(g->dt) && c->p.ai != 0)
+        snprintf(al, sizeof al, "%.3Lg%+.3Lgi", c->p.ar, c->p.ai);
+    else
+        snprintf(al, sizeof al, "%.3Lg", c->p.ar);
+    if (is_complex(g->dt) && c->p.bi != 0)
+        snprintf(be, sizeof be, "%.3Lg%+.3Lgi", c->p.br, c->p.bi);
+    else
+        snprintf(be, sizeof be, "%.3Lg", c->p.br);
     printf("\n%c%s %s  m = n = k = %lld  alpha %s%s%s  (%.2f GB per matrix)  %.3g flop  median "
-           "of %d\n", prec_char(g->dt), routine_name[c->r], prob_opts(&c->p, opts, sizeof opts),
+           "of %d\n",
+           prec_char(g->dt), routine_name[c->r], prob_opts(&c->p, opts, sizeof opts),
            (long long)g->n, al, c->r == R_TRMM || c->r == R_TRSM ? "" : " beta ",
            c->r == R_TRMM || c->r == R_TRSM ? "" : be, g->bytes * 1e-9, c->p.flops, o.reps);
     printf("%-12s %10s %9s %8s %8s %8s %8s %8s  %s\n", "row", "median s", "TFLOP/s", "/in-core",
@@ -389,7 +405,9 @@ static void csv_case(const struct group *g, const struct l3case *c) {
     double incore = rate_of(c, K_INCORE);
     for (int i = 0; i < c->nrows; i++) {
         const struct row *r = &c->rows[i];
-        const char *st = r->status == ROW_OK ? "ok" : r->status == ROW_SKIPPED ? "skipped" : "failed";
+        const char *st = r->status == ROW_OK        ? "ok"
+                         : r->status == ROW_SKIPPED ? "skipped"
+                                                    : "failed";
         fprintf(csv, "%c,%lld,%s,%c,%c,%c,%c,", prec_char(g->dt), (long long)g->n,
                 routine_name[c->r], c->p.side, c->p.uplo, c->p.trans, c->p.diag);
         csv_str(csv, r->name);
@@ -405,9 +423,12 @@ static void csv_case(const struct group *g, const struct l3case *c) {
         }
         if (r->has_bytes && r->status == ROW_OK)
             fprintf(csv, "%.6f,%.6f,%.6f,", r->h2d * 1e-9, r->d2h * 1e-9, r->p2p * 1e-9);
-        else fprintf(csv, ",,,");
-        if (r->nver) fprintf(csv, "%.3e,%d,%d,", r->worst, r->nver, r->wrong);
-        else fprintf(csv, ",0,0,");
+        else
+            fprintf(csv, ",,,");
+        if (r->nver)
+            fprintf(csv, "%.3e,%d,%d,", r->worst, r->nver, r->wrong);
+        else
+            fprintf(csv, ",0,0,");
         fprintf(csv, "%s,", st);
         csv_str(csv, r->note);
         fputc('\n', csv);
@@ -446,8 +467,10 @@ static void add_summary(const struct group *g) {
                 snprintf(who + len, sizeof who - len, "%s%s", len ? "," : "", r->name);
             }
         }
-        if (wrong) snprintf(s->check, sizeof s->check, "WRONG: %s", who);
-        else if (o.verify == V_NONE) snprintf(s->check, sizeof s->check, "not verified");
+        if (wrong)
+            snprintf(s->check, sizeof s->check, "WRONG: %s", who);
+        else if (o.verify == V_NONE)
+            snprintf(s->check, sizeof s->check, "not verified");
         else if (!verified)
             snprintf(s->check, sizeof s->check, "nothing verified (%d failed, %d skipped)", failed,
                      skipped);
@@ -471,7 +494,8 @@ static void print_summary(void) {
         if (s->xt_best > 0)
             snprintf(cell[2], sizeof cell[2], s->xt_best_block ? "%.2f (%d)" : "%.2f (default)",
                      s->xt_best, s->xt_best_block);
-        else snprintf(cell[2], sizeof cell[2], "-");
+        else
+            snprintf(cell[2], sizeof cell[2], "-");
         snprintf(cell[3], sizeof cell[3], s->tess > 0 ? "**%.2f**" : "-", s->tess);
         ratio(cell[4], sizeof cell[4], s->tess, s->incore);
         ratio(cell[5], sizeof cell[5], s->tess, s->xt_best);
@@ -521,8 +545,8 @@ static int ensure_host(size_t bytes, size_t want, int with_at) {
     }
     hb.cap = want;
     hb.pinned = is_pinned(hb.A) && is_pinned(hb.B) && is_pinned(hb.C);
-    fprintf(stderr, "  tess_malloc_host: %d x %.2f GB in %.1f s%s\n", nmat, want * 1e-9,
-            now() - t0, hb.pinned ? " (pinned)" : ", NOT page-locked");
+    fprintf(stderr, "  tess_malloc_host: %d x %.2f GB in %.1f s%s\n", nmat, want * 1e-9, now() - t0,
+            hb.pinned ? " (pinned)" : ", NOT page-locked");
     return 0;
 }
 
@@ -687,8 +711,10 @@ int bench_level3(void) {
         if (o.routines >> r & 1u) printf(" %s", routine_name[r]);
     printf("; side %c uplo %c trans %c diag %c; cuBLAS-XT blocks", o.side, o.uplo, o.trans, o.diag);
     for (int b = 0; b < o.nblocks; b++)
-        if (o.blocks[b]) printf(" %d", o.blocks[b]);
-        else printf(" default");
+        if (o.blocks[b])
+            printf(" %d", o.blocks[b]);
+        else
+            printf(" default");
     printf("; rows:%s%s%s\n", o.skip[K_INCORE] ? "" : " in-core", o.skip[K_XT] ? "" : " xt",
            o.skip[K_TESS] ? "" : " tess");
     fflush(stdout);

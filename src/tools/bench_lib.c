@@ -89,15 +89,14 @@ void bench_fill(int threads, tess_dtype_t dt, void *x, int64_t n, uint64_t seed)
 /* CBLAS gemm of one precision: real scalars by value (s, d), complex ones by pointer (c, z). */
 typedef void cblas_sgemm_t(int, int, int, int, int, int, float, const void *, int, const void *,
                            int, float, void *, int);
-typedef void cblas_dgemm_t(int, int, int, int, int, int, double, const void *, int,
-                           const void *, int, double, void *, int);
+typedef void cblas_dgemm_t(int, int, int, int, int, int, double, const void *, int, const void *,
+                           int, double, void *, int);
 typedef void cblas_zgemm_t(int, int, int, int, int, int, const void *, const void *, int,
                            const void *, int, const void *, void *, int);
 enum { CBLAS_COL = 102, CBLAS_NOTRANS = 111 };
 
 int cpublas_open(struct cpublas *c) {
-    static const char *const sym[4] = {"cblas_sgemm", "cblas_dgemm", "cblas_cgemm",
-                                       "cblas_zgemm"};
+    static const char *const sym[4] = {"cblas_sgemm", "cblas_dgemm", "cblas_cgemm", "cblas_zgemm"};
     memset(c, 0, sizeof *c);
     const char *e = getenv("TESSERA_CPU_BLAS");
     snprintf(c->name, sizeof c->name, "%s", e && *e ? e : "libopenblas.so.0");
@@ -113,9 +112,9 @@ int cpublas_open(struct cpublas *c) {
     return 0;
 }
 
-void cpublas_gemm(const struct cpublas *c, tess_dtype_t dt, int m, int n, int k,
-                  const void *alpha, const void *A, int lda, const void *B, int ldb,
-                  const void *beta, void *C, int ldc) {
+void cpublas_gemm(const struct cpublas *c, tess_dtype_t dt, int m, int n, int k, const void *alpha,
+                  const void *A, int lda, const void *B, int ldb, const void *beta, void *C,
+                  int ldc) {
     const int o = CBLAS_COL, N = CBLAS_NOTRANS;
     void *fn = c->gemm[dt];
     switch (dt) {
@@ -128,8 +127,7 @@ void cpublas_gemm(const struct cpublas *c, tess_dtype_t dt, int m, int n, int k,
     case TESS_D: {
         cblas_dgemm_t *g;
         memcpy(&g, &fn, sizeof fn);
-        g(o, N, N, m, n, k, *(const double *)alpha, A, lda, B, ldb, *(const double *)beta, C,
-          ldc);
+        g(o, N, N, m, n, k, *(const double *)alpha, A, lda, B, ldb, *(const double *)beta, C, ldc);
         break;
     }
     default: {
@@ -168,8 +166,10 @@ void row_fail(struct row *r) {
 int row_out_of_time(struct row *r, double time_limit) {
     if (time_limit <= 0 || elapsed() <= time_limit) return 0;
     if (!out_of_time)
-        fprintf(stderr, "%s: --time-limit %.0f s reached after %.0f s: skipping the remaining "
-                        "rows\n", bench_prog, time_limit, elapsed());
+        fprintf(stderr,
+                "%s: --time-limit %.0f s reached after %.0f s: skipping the remaining "
+                "rows\n",
+                bench_prog, time_limit, elapsed());
     out_of_time = 1;
     r->status = ROW_SKIPPED;
     note(r, "skipped: --time-limit %.0f s reached at %.0f s", time_limit, elapsed());
@@ -207,9 +207,10 @@ void drive(struct runner *rn, struct row *row, const struct timing *tm) {
         if (fit < reps) {
             if (fit < 1) {
                 row->status = ROW_SKIPPED;
-                note(row, "warm-up %.*f s = %.2f TFLOP/s (%s), but no timed run fits in "
-                          "--time-limit %.0f s", rn->note_decimals, secs,
-                     rn->flops / secs * 1e-12, verdict, tm->time_limit);
+                note(row,
+                     "warm-up %.*f s = %.2f TFLOP/s (%s), but no timed run fits in "
+                     "--time-limit %.0f s",
+                     rn->note_decimals, secs, rn->flops / secs * 1e-12, verdict, tm->time_limit);
                 return;
             }
             note(row, "%d timed runs instead of %d: --time-limit", fit, reps);
@@ -227,8 +228,8 @@ void drive(struct runner *rn, struct row *row, const struct timing *tm) {
         snprintf(verdict, sizeof verdict, "not verified");
         if (tm->verify == V_ALL || (tm->verify == V_ENDS && i == reps - 1))
             rn->verify(rn, row, verdict, sizeof verdict);
-        fprintf(stderr, "%s run %-3d %*.3f s %8.2f TFLOP/s  %s\n", rn->label, i + 1,
-                rn->secs_width, secs, rn->flops / secs * 1e-12, verdict);
+        fprintf(stderr, "%s run %-3d %*.3f s %8.2f TFLOP/s  %s\n", rn->label, i + 1, rn->secs_width,
+                secs, rn->flops / secs * 1e-12, verdict);
     }
     row->reps = reps;
     if (rn->after_timed) rn->after_timed(rn, row, timed);
@@ -241,14 +242,19 @@ void drive(struct runner *rn, struct row *row, const struct timing *tm) {
 /* ---- cells -------------------------------------------------------------------------------------- */
 
 void ratio(char *buf, size_t len, double num, double den) {
-    if (num > 0 && den > 0) snprintf(buf, len, "%.3f", num / den);
-    else snprintf(buf, len, "-");
+    if (num > 0 && den > 0)
+        snprintf(buf, len, "%.3f", num / den);
+    else
+        snprintf(buf, len, "-");
 }
 
 void row_check_cell(const struct row *r, char *buf, size_t len) {
-    if (!r->nver) snprintf(buf, len, "not verified");
-    else if (r->wrong) snprintf(buf, len, "WRONG %d/%d %.1e", r->wrong, r->nver, r->worst);
-    else snprintf(buf, len, "ok %.1e (%d runs)", r->worst, r->nver);
+    if (!r->nver)
+        snprintf(buf, len, "not verified");
+    else if (r->wrong)
+        snprintf(buf, len, "WRONG %d/%d %.1e", r->wrong, r->nver, r->worst);
+    else
+        snprintf(buf, len, "ok %.1e (%d runs)", r->worst, r->nver);
 }
 
 void row_bytes_cells(const struct row *r, char *h2d, char *d2h, char *p2p, size_t len) {

@@ -16,10 +16,10 @@
 #define MAX_DEVSTATS 16 /* tessera devices reported per row */
 
 /* ---- the run: clock, failures, counters ------------------------------------------------ */
-extern const char *bench_prog;  /* the tool's name, for messages */
-extern double t_start;          /* now() at the start */
+extern const char *bench_prog; /* the tool's name, for messages */
+extern double t_start;         /* now() at the start */
 extern int n_wrong, n_errors, out_of_time;
-extern char last_err[1024];     /* the failing call, copied into the row's note */
+extern char last_err[1024]; /* the failing call, copied into the row's note */
 
 double now(void);
 double elapsed(void); /* seconds since t_start */
@@ -41,16 +41,16 @@ void bench_fill(int threads, tess_dtype_t dt, void *x, int64_t n, uint64_t seed)
 /* ---- the CPU BLAS: TESSERA_CPU_BLAS (default libopenblas.so.0), dlopen'ed -------------------- */
 struct cpublas {
     void *lib;
-    char name[256];                 /* the knob's value */
-    void *gemm[4];                  /* cblas_?gemm */
-    int (*get_num_threads)(void);   /* openblas_get_num_threads, or NULL */
+    char name[256];               /* the knob's value */
+    void *gemm[4];                /* cblas_?gemm */
+    int (*get_num_threads)(void); /* openblas_get_num_threads, or NULL */
 };
 /* 0, or -1 (fail_msg "dlopen": the library or its gemm cannot be found) */
 int cpublas_open(struct cpublas *c);
 /* Column-major C = alpha A B + beta C (NN); alpha, beta point to scalars of dt. */
-void cpublas_gemm(const struct cpublas *c, tess_dtype_t dt, int m, int n, int k,
-                  const void *alpha, const void *A, int lda, const void *B, int ldb,
-                  const void *beta, void *C, int ldc);
+void cpublas_gemm(const struct cpublas *c, tess_dtype_t dt, int m, int n, int k, const void *alpha,
+                  const void *A, int lda, const void *B, int ldb, const void *beta, void *C,
+                  int ldc);
 
 /* ---- rows of a timing table ------------------------------------------------------------------- */
 enum verify_mode { V_ALL, V_ENDS, V_NONE };
@@ -66,8 +66,8 @@ struct devstat {
 
 struct row {
     char name[48];
-    int kind, block;              /* the table's kind of row; cuBLAS-XT block (0: none/default) */
-    int64_t n;                    /* size run */
+    int kind, block; /* the table's kind of row; cuBLAS-XT block (0: none/default) */
+    int64_t n;       /* size run */
     enum row_status status;
     int reps;                     /* timed runs done */
     double med, tmin, tmax, rate; /* seconds; TFLOP/s of the median */
@@ -75,14 +75,14 @@ struct row {
     int nver, wrong;              /* runs verified, runs that failed */
     int other_bad, diag_bad;      /* runs breaking the SYRK-like / Hermitian contract */
     int has_bytes, ndev;
-    double h2d, d2h, p2p;         /* all devices, bytes per run */
+    double h2d, d2h, p2p; /* all devices, bytes per run */
     struct devstat dev[MAX_DEVSTATS];
     char note[400];
 };
 
 void row_init(struct row *r, int kind, int block, int64_t n, const char *name);
 void note(struct row *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void row_fail(struct row *r);                        /* failed: last_err into the note */
+void row_fail(struct row *r);                          /* failed: last_err into the note */
 int row_out_of_time(struct row *r, double time_limit); /* 1 (row skipped) past the limit */
 /* A row's verdict and a run's check result: worst, nver, wrong and the run counters. */
 void row_verified(struct row *r, double w, int wrong);
@@ -95,9 +95,9 @@ struct runner {
     void (*verify)(struct runner *self, struct row *row, char *verdict, size_t len);
     void (*before_timed)(struct runner *self, struct row *row);
     void (*after_timed)(struct runner *self, struct row *row, double timed_s);
-    char label[96];     /* the progress lines' prefix */
-    int secs_width;     /* of the seconds on them */
-    int note_decimals;  /* of the warm-up seconds in a "no timed run fits" note */
+    char label[96];    /* the progress lines' prefix */
+    int secs_width;    /* of the seconds on them */
+    int note_decimals; /* of the warm-up seconds in a "no timed run fits" note */
     double flops;
 };
 struct timing {

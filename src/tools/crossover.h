@@ -28,11 +28,11 @@ extern const char *const fam_name[NFAM];
 struct point {
     tess_dtype_t dt;
     int fam;
-    int64_t m, n, k, size;     /* size: what varies in the family (n, k or m) */
+    int64_t m, n, k, size; /* size: what varies in the family (n, k or m) */
     struct tess__blas_cost cost;
-    double cpu, dev;           /* median seconds; NAN: not measured */
-    int cpu_n, dev_n;          /* runs behind the median (0: not measured) */
-    const char *skip;          /* why not measured, or NULL */
+    double cpu, dev;  /* median seconds; NAN: not measured */
+    int cpu_n, dev_n; /* runs behind the median (0: not measured) */
+    const char *skip; /* why not measured, or NULL */
     int mismatch;
 };
 extern struct point pts[MAXPTS];
@@ -50,8 +50,8 @@ void build_grid(void);
 /* crossover_fit.c */
 int fit_model(struct tess__blas_model *fit, struct tess__blas_model *def,
               struct tess__blas_model *now_md, double *rms, const char **margin_at);
-void report(const struct tess__blas_model *fit, const struct tess__blas_model *now_md,
-            double rms, const char *margin_at);
+void report(const struct tess__blas_model *fit, const struct tess__blas_model *now_md, double rms,
+            const char *margin_at);
 int selftest(void);
 
 #endif

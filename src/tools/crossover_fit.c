@@ -36,7 +36,8 @@ static int knob_model(struct tess__blas_model *md, int env, char *why, size_t le
     for (int i = 0; i < 2; i++)
         if (tess__blas_model_list(v[i], i ? md->dev_gflops : md->cpu_gflops))
             return snprintf(why, len, "%s=\"%s\" must be one positive number or four (s,d,c,z)",
-                            k[i].knob, v[i]), -1;
+                            k[i].knob, v[i]),
+                   -1;
     double x[4];
     for (int i = 2; i < 6; i++) {
         char *end;
@@ -47,7 +48,8 @@ static int knob_model(struct tess__blas_model *md, int env, char *why, size_t le
         if (end == v[i] || *end || errno || !isfinite(x[i - 2]) || x[i - 2] < 0 ||
             (pos && !(x[i - 2] > 0)))
             return snprintf(why, len, "%s=\"%s\" must be a number %s 0", k[i].knob, v[i],
-                            pos ? ">" : ">="), -1;
+                            pos ? ">" : ">="),
+                   -1;
     }
     md->dev_half = x[0], md->link_gbs = x[1], md->overhead_us = x[2], md->margin = x[3];
     return 0;
@@ -113,8 +115,10 @@ static double nelder_mead(double *x, int n, double step, int iters) {
         if (fr < fv[0]) {
             for (int q = 0; q < n; q++) xe[q] = c[q] + 2 * (c[q] - sx[n][q]);
             double fe = loss(xe);
-            if (fe < fr) memcpy(sx[n], xe, sizeof(double) * (size_t)n), fv[n] = fe;
-            else memcpy(sx[n], xr, sizeof(double) * (size_t)n), fv[n] = fr;
+            if (fe < fr)
+                memcpy(sx[n], xe, sizeof(double) * (size_t)n), fv[n] = fe;
+            else
+                memcpy(sx[n], xr, sizeof(double) * (size_t)n), fv[n] = fr;
         } else if (fr < fv[n - 1]) {
             memcpy(sx[n], xr, sizeof(double) * (size_t)n), fv[n] = fr;
         } else {
@@ -159,7 +163,7 @@ static int dev_won(const struct point *p, const struct tess__blas_model *md) {
 static int64_t measured_crossover(tess_dtype_t dt, int fam, const struct tess__blas_model *md) {
     int64_t from = -1;
     int any = 0;
-    for (int i = 0; i < npts; i++) {  /* pts is sorted by flops: sizes ascend in a family */
+    for (int i = 0; i < npts; i++) { /* pts is sorted by flops: sizes ascend in a family */
         const struct point *p = &pts[i];
         if (p->dt != dt || p->fam != fam) continue;
         int w = dev_won(p, md);
@@ -195,15 +199,20 @@ static int64_t model_crossover(tess_dtype_t dt, int fam, int64_t top,
 }
 
 static void fmt_cross(char *buf, size_t n, int64_t v) {
-    if (v == 0) snprintf(buf, n, "-");
-    else if (v < 0) snprintf(buf, n, "none");
-    else snprintf(buf, n, "%lld", (long long)v);
+    if (v == 0)
+        snprintf(buf, n, "-");
+    else if (v < 0)
+        snprintf(buf, n, "none");
+    else
+        snprintf(buf, n, "%lld", (long long)v);
 }
 
 /* a knob value: integers above 100, three significant digits below */
 static void fmt_num(char *buf, size_t n, double v) {
-    if (v >= 100) snprintf(buf, n, "%.0f", v);
-    else snprintf(buf, n, "%.3g", v);
+    if (v >= 100)
+        snprintf(buf, n, "%.0f", v);
+    else
+        snprintf(buf, n, "%.3g", v);
 }
 
 /* The model fitted to pts (cpu rates, device parameters, margin) into *fit; what was not
@@ -213,8 +222,10 @@ int fit_model(struct tess__blas_model *fit_out, struct tess__blas_model *def_out
     struct tess__blas_model def, now_md, fit;
     char why[256];
     if (knob_model(&now_md, 1, why, sizeof why)) {
-        fprintf(stderr, PROG ": the TESSERA_BLAS_* knobs of this environment: %s; using the "
-                "built-in defaults for the 'knobs' column\n", why);
+        fprintf(stderr,
+                PROG ": the TESSERA_BLAS_* knobs of this environment: %s; using the "
+                     "built-in defaults for the 'knobs' column\n",
+                why);
         now_md.margin = 0;
     }
     /* the built-in defaults, for what this run did not measure */
@@ -246,7 +257,10 @@ int fit_model(struct tess__blas_model *fit_out, struct tess__blas_model *def_out
         double f = INFINITY;
         for (int round = 0; round < 6; round++) {
             double g = nelder_mead(x, NX, round < 3 ? 1.0 : 0.3, 4000);
-            if (f - g < 1e-9 * (1 + g) && round >= 2) { f = g; break; }
+            if (f - g < 1e-9 * (1 + g) && round >= 2) {
+                f = g;
+                break;
+            }
             f = g;
         }
         x[X_H] = fmin(fmax(x[X_H], 0), log(65536.0));
@@ -258,7 +272,7 @@ int fit_model(struct tess__blas_model *fit_out, struct tess__blas_model *def_out
         rms = sqrt(f / ndev_pts);
     } else {
         fprintf(stderr, PROG ": fewer than 3 device measurements: the device parameters are the "
-                "built-in defaults\n");
+                             "built-in defaults\n");
     }
     /* the margin: no measured point the devices lost may go to them */
     fit.margin = 1.2;
@@ -287,9 +301,8 @@ void report(const struct tess__blas_model *fitp, const struct tess__blas_model *
     }
     printf("\n# measured (seconds per call; ~ = CPU not run, the fitted rate's time; "
            "route: the fitted model's choice)\n");
-    printf("%-4s %-7s %6s %6s %6s %10s %10s %2s %10s %2s %8s %10s %5s %s\n", "prec", "family",
-           "m", "n", "k", "GFLOP", "cpu s", "n", "dev s", "n", "cpu/dev", "model dev", "route",
-           "note");
+    printf("%-4s %-7s %6s %6s %6s %10s %10s %2s %10s %2s %8s %10s %5s %s\n", "prec", "family", "m",
+           "n", "k", "GFLOP", "cpu s", "n", "dev s", "n", "cpu/dev", "model dev", "route", "note");
     FILE *csv = o.csv ? fopen(o.csv, "w") : NULL;
     if (o.csv && !csv) fprintf(stderr, PROG ": cannot write %s\n", o.csv);
     if (csv)
@@ -306,14 +319,18 @@ void report(const struct tess__blas_model *fitp, const struct tess__blas_model *
                 double md = tess__blas_model_dev(&fit, p->dt, &p->cost);
                 int to_dev = tess__blas_model_to_dev(&fit, p->dt, &p->cost);
                 int won = dev_won(p, &fit);
-                const char *note = p->skip ? p->skip : p->mismatch ? "WRONG RESULT"
-                                 : to_dev && won == 0 ? "LOSS: routed to the devices, slower there"
-                                 : !to_dev && p->dev > 0 && p->dev * 1.5 < c ? "missed (devices 1.5x faster)"
-                                 : "";
+                const char *note = p->skip       ? p->skip
+                                   : p->mismatch ? "WRONG RESULT"
+                                   : to_dev && won == 0
+                                       ? "LOSS: routed to the devices, slower there"
+                                   : !to_dev && p->dev > 0 && p->dev * 1.5 < c
+                                       ? "missed (devices 1.5x faster)"
+                                       : "";
                 if (to_dev && won == 0) n_loss++;
                 if (to_dev && i64max(i64max(p->m, p->n), p->k) <= 512) small_dev++;
                 char cs[32], ds[32];
-                if (p->skip && !(p->dev > 0)) snprintf(cs, sizeof cs, "-"), snprintf(ds, sizeof ds, "-");
+                if (p->skip && !(p->dev > 0))
+                    snprintf(cs, sizeof cs, "-"), snprintf(ds, sizeof ds, "-");
                 else {
                     snprintf(cs, sizeof cs, "%s%.4g", est ? "~" : "", c);
                     snprintf(ds, sizeof ds, "%.4g", p->dev);
@@ -324,10 +341,10 @@ void report(const struct tess__blas_model *fitp, const struct tess__blas_model *
                        p->dev > 0 ? c / p->dev : NAN, md, to_dev ? "dev" : "cpu", note);
                 if (csv)
                     fprintf(csv, "%c,%s,%lld,%lld,%lld,%.6g,%.6g,%.6g,%d,%.6g,%d,%.6g,%.6g,%s,%s\n",
-                            *pc, fam_name[fam], (long long)p->m, (long long)p->n,
-                            (long long)p->k, p->cost.flops / 1e9, p->cost.bytes, p->cpu,
-                            p->cpu_n, p->dev, p->dev_n, tess__blas_model_cpu(&fit, p->dt, &p->cost),
-                            md, to_dev ? "dev" : "cpu", note);
+                            *pc, fam_name[fam], (long long)p->m, (long long)p->n, (long long)p->k,
+                            p->cost.flops / 1e9, p->cost.bytes, p->cpu, p->cpu_n, p->dev, p->dev_n,
+                            tess__blas_model_cpu(&fit, p->dt, &p->cost), md, to_dev ? "dev" : "cpu",
+                            note);
             }
     if (csv) fclose(csv);
 
@@ -344,9 +361,12 @@ void report(const struct tess__blas_model *fitp, const struct tess__blas_model *
                 if (pts[i].dt == dt && pts[i].fam == fam) top = i64max(top, pts[i].size);
             if (!top) continue;
             char fname[64], a[24], b[24], c[24];
-            if (fam == FAM_SQUARE) snprintf(fname, sizeof fname, "m = n = k");
-            else if (fam == FAM_K) snprintf(fname, sizeof fname, "m = n = %lld, k", (long long)o.skinny);
-            else snprintf(fname, sizeof fname, "n = k = %lld, m", (long long)o.skinny);
+            if (fam == FAM_SQUARE)
+                snprintf(fname, sizeof fname, "m = n = k");
+            else if (fam == FAM_K)
+                snprintf(fname, sizeof fname, "m = n = %lld, k", (long long)o.skinny);
+            else
+                snprintf(fname, sizeof fname, "n = k = %lld, m", (long long)o.skinny);
             fmt_cross(a, sizeof a, measured_crossover(dt, fam, &fit));
             fmt_cross(b, sizeof b, model_crossover(dt, fam, top, &fit));
             fmt_cross(c, sizeof c, model_crossover(dt, fam, top, &now_md));
@@ -354,20 +374,21 @@ void report(const struct tess__blas_model *fitp, const struct tess__blas_model *
         }
     }
 
-    printf("\n# fit: cpu rate = the best measured; device parameters by least squares on log "
-           "time over %d device points (rms log error %.3f, i.e. about %.0f%%); margin %.3g%s%s%s\n",
-           ndev_pts, rms, 100 * (exp(rms) - 1), fit.margin, margin_at ? " (set by a " : "",
-           margin_at ? margin_at : "", margin_at ? " shape the devices lost)" : " (the floor)");
+    printf(
+        "\n# fit: cpu rate = the best measured; device parameters by least squares on log "
+        "time over %d device points (rms log error %.3f, i.e. about %.0f%%); margin %.3g%s%s%s\n",
+        ndev_pts, rms, 100 * (exp(rms) - 1), fit.margin, margin_at ? " (set by a " : "",
+        margin_at ? margin_at : "", margin_at ? " shape the devices lost)" : " (the floor)");
     printf("# routed to the devices by the fit but slower there: %d point%s; calls with every "
-           "dimension <= 512 routed to the devices: %d\n", n_loss, n_loss == 1 ? "" : "s",
-           small_dev);
+           "dimension <= 512 routed to the devices: %d\n",
+           n_loss, n_loss == 1 ? "" : "s", small_dev);
     for (int q = 0; q < 4; q++)
         if (strchr(o.precs, "sdcz"[q]) && (!have_cpu[q] || !have_dev[q]))
             printf("# %c: not measured (%s): its values are the built-in defaults\n", "sdcz"[q],
                    n_time ? "time limit" : "error");
     if (n_time)
-        printf("# %d point%s left out by the time limit (%.0f s)\n", n_time,
-               n_time == 1 ? "" : "s", o.time_limit);
+        printf("# %d point%s left out by the time limit (%.0f s)\n", n_time, n_time == 1 ? "" : "s",
+               o.time_limit);
     if (!ncuda)
         printf("# NO GPU here: these parameters describe %s, not a GPU\n",
                ndev ? "the runtime's host devices" : "nothing");
@@ -388,10 +409,13 @@ void report(const struct tess__blas_model *fitp, const struct tess__blas_model *
     printf("export TESSERA_BLAS_LINK_GBS=%s\n", link);
     printf("export TESSERA_BLAS_OVERHEAD_US=%s\n", ovh);
     printf("export TESSERA_BLAS_MARGIN=%s\n", mg);
-    printf("\n# C snippet: the built-in defaults, src/base/dropin_defaults.h (replace the six #define "
-           "lines)\n");
-    printf("#define TESS__BLAS_DEF_CPU_GFLOPS \"%s,%s,%s,%s\"\n", v[0][0], v[0][1], v[0][2], v[0][3]);
-    printf("#define TESS__BLAS_DEF_DEV_GFLOPS \"%s,%s,%s,%s\"\n", v[1][0], v[1][1], v[1][2], v[1][3]);
+    printf(
+        "\n# C snippet: the built-in defaults, src/base/dropin_defaults.h (replace the six #define "
+        "lines)\n");
+    printf("#define TESS__BLAS_DEF_CPU_GFLOPS \"%s,%s,%s,%s\"\n", v[0][0], v[0][1], v[0][2],
+           v[0][3]);
+    printf("#define TESS__BLAS_DEF_DEV_GFLOPS \"%s,%s,%s,%s\"\n", v[1][0], v[1][1], v[1][2],
+           v[1][3]);
     printf("#define TESS__BLAS_DEF_DEV_HALF \"%s\"\n", half);
     printf("#define TESS__BLAS_DEF_LINK_GBS \"%s\"\n", link);
     printf("#define TESS__BLAS_DEF_OVERHEAD_US \"%s\"\n", ovh);
@@ -420,7 +444,9 @@ static double gauss(uint64_t *s) {
 int selftest(void) {
     const struct tess__blas_model truth = {.cpu_gflops = {1400, 700, 1400, 700},
                                            .dev_gflops = {50000, 45000, 55000, 50000},
-                                           .dev_half = 300, .link_gbs = 8, .overhead_us = 300,
+                                           .dev_half = 300,
+                                           .link_gbs = 8,
+                                           .overhead_us = 300,
                                            .margin = 1};
     build_grid();
     uint64_t seed = 0x5EED;
@@ -449,8 +475,16 @@ int selftest(void) {
     report(&fit, &now_md, rms, margin_at);
 
     int bad = 0;
-#define CHECK(cond, ...) do { if (!(cond)) { bad++; printf("selftest: FAIL: " __VA_ARGS__); printf("\n"); } } while (0)
-    CHECK(fabs(fit.link_gbs / truth.link_gbs - 1) < 0.3, "link %.3g GB/s, truth %.3g", fit.link_gbs, truth.link_gbs);
+#define CHECK(cond, ...)                            \
+    do {                                            \
+        if (!(cond)) {                              \
+            bad++;                                  \
+            printf("selftest: FAIL: " __VA_ARGS__); \
+            printf("\n");                           \
+        }                                           \
+    } while (0)
+    CHECK(fabs(fit.link_gbs / truth.link_gbs - 1) < 0.3, "link %.3g GB/s, truth %.3g", fit.link_gbs,
+          truth.link_gbs);
     CHECK(fabs(fit.overhead_us / truth.overhead_us - 1) < 0.3, "overhead %.3g us, truth %.3g",
           fit.overhead_us, truth.overhead_us);
     for (int i = 0; i < npts; i++) {
@@ -458,18 +492,20 @@ int selftest(void) {
         int to_dev = tess__blas_model_to_dev(&fit, p->dt, &p->cost);
         CHECK(!to_dev || i64max(i64max(p->m, p->n), p->k) > 512,
               "%c %lldx%lldx%lld (all <= 512) routed to the devices", "sdcz"[p->dt],
-              (long long)p->m, (long long)p->n, (long long)p->k);
-        CHECK(!to_dev || true_dev[i] < true_cpu[i], "%c %lldx%lldx%lld routed to the devices, "
-              "slower there (%.3g s vs %.3g s)", "sdcz"[p->dt], (long long)p->m,
-              (long long)p->n, (long long)p->k, true_dev[i], true_cpu[i]);
+              (long long)p -> m, (long long)p -> n, (long long)p -> k);
+        CHECK(!to_dev || true_dev[i] < true_cpu[i],
+              "%c %lldx%lldx%lld routed to the devices, "
+              "slower there (%.3g s vs %.3g s)",
+              "sdcz"[p->dt], (long long)p -> m, (long long)p -> n, (long long)p -> k, true_dev[i],
+              true_cpu[i]);
     }
     for (int q = 0; q < 4; q++) {
         /* the machine's own square crossover, from its true times (CPU slower when small) */
         int64_t from = -1;
         for (double x = 16; x <= (double)o.max_n; x *= 1.02) {
             double z = round(x);
-            struct tess__blas_cost c = tess__blas_shape_cost(TESS__SHAPE_GEMM, (tess_dtype_t)q, z, z, z, z,
-                                                                   0);
+            struct tess__blas_cost c = tess__blas_shape_cost(TESS__SHAPE_GEMM, (tess_dtype_t)q, z,
+                                                             z, z, z, 0);
             int win = tess__blas_model_dev(&truth, (tess_dtype_t)q, &c) <
                       tess__blas_model_cpu(&truth, (tess_dtype_t)q, &c) * (z + 48) / z;
             if (win && from < 0) from = (int64_t)z;
@@ -486,4 +522,3 @@ int selftest(void) {
     printf("selftest: %s\n", bad ? "FAILED" : "ok");
     return bad ? 1 : 0;
 }
-

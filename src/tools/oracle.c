@@ -81,8 +81,7 @@ LD oracle_probe(int64_t n, uint64_t seed, int cplx_t, LD *t, LD *tabs) {
     return sum;
 }
 
-void oracle_fill(tess_dtype_t dt, void *x, int64_t rows, int64_t cols, int64_t ld,
-                 uint64_t seed) {
+void oracle_fill(tess_dtype_t dt, void *x, int64_t rows, int64_t cols, int64_t ld, uint64_t seed) {
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
     int parts = cplx(dt) ? 2 : 1;
     for (int64_t j = 0; j < cols; j++)
@@ -90,8 +89,10 @@ void oracle_fill(tess_dtype_t dt, void *x, int64_t rows, int64_t cols, int64_t l
             s ^= s << 13, s ^= s >> 7, s ^= s << 17;
             double v = (double)(s >> 11) * (2.0 / 9007199254740992.0) - 1.0;
             size_t at = (size_t)j * (size_t)ld * parts + (size_t)i;
-            if (single(dt)) ((float *)x)[at] = (float)v;
-            else ((double *)x)[at] = v;
+            if (single(dt))
+                ((float *)x)[at] = (float)v;
+            else
+                ((double *)x)[at] = v;
         }
 }
 
@@ -145,73 +146,73 @@ static inline void mask_range(enum oracle_mask mk, int64_t j, int64_t rows, int6
 
 /* One chunk [q0, q1) of the outputs, for element type T (CPX: interleaved complex). The
  * diagonal entry of column j, when the mask holds it and dg is not OD_ASIS, is dj. */
-#define DEFINE_MV(SUF, T, CPX)                                                                 \
-    static void mv_chunk_##SUF(const struct mvjob *jb, int64_t q0, int64_t q1) {               \
-        const T *X = (const T *)jb->X;                                                         \
-        const size_t ld = (size_t)jb->ld * (CPX ? 2 : 1);                                      \
-        const LD *v = jb->v, *vabs = jb->vabs;                                                 \
-        LD *y = jb->y, *yabs = jb->yabs;                                                       \
-        const int conj = jb->op == 'C', unit = jb->dg == OD_UNIT;                              \
-        if (jb->op == 'N') {                                                                   \
-            for (int64_t j = 0; j < jb->cols; j++) {                                           \
-                int64_t lo, hi;                                                                \
-                mask_range(jb->mk, j, jb->rows, &lo, &hi);                                     \
-                if (lo < q0) lo = q0;                                                          \
-                if (hi > q1) hi = q1;                                                          \
-                if (lo >= hi) continue;                                                        \
-                const T *col = X + (size_t)j * ld;                                             \
-                const LD vr = v[2 * j], vi = v[2 * j + 1], va = vabs[j];                       \
-                const int64_t dj = (jb->dg != OD_ASIS && j >= lo && j < hi) ? j : -1;          \
-                for (int64_t i = lo; i < hi; i++) {                                            \
-                    LD xr, xi;                                                                 \
-                    if (i != dj) {                                                             \
-                        xr = CPX ? (LD)col[2 * i] : (LD)col[i];                                \
-                        xi = CPX ? (LD)col[2 * i + 1] : 0;                                     \
-                    } else {                                                                   \
-                        xr = unit ? 1 : CPX ? (LD)col[2 * i] : (LD)col[i];                     \
-                        xi = 0;                                                                \
-                    }                                                                          \
-                    if (vi == 0) { /* the same sums, fewer products */                         \
-                        y[2 * i] += xr * vr;                                                   \
-                        if (CPX) y[2 * i + 1] += xi * vr;                                      \
-                    } else {                                                                   \
-                        y[2 * i] += xr * vr - xi * vi;                                         \
-                        y[2 * i + 1] += xr * vi + xi * vr;                                     \
-                    }                                                                          \
-                    yabs[i] += (CPX ? fabsl(xr) + fabsl(xi) : fabsl(xr)) * va;                 \
-                }                                                                              \
-            }                                                                                  \
-        } else {                                                                               \
-            for (int64_t j = q0; j < q1; j++) {                                                \
-                int64_t lo, hi;                                                                \
-                mask_range(jb->mk, j, jb->rows, &lo, &hi);                                     \
-                const T *col = X + (size_t)j * ld;                                             \
-                const int64_t dj = (jb->dg != OD_ASIS && j >= lo && j < hi) ? j : -1;          \
-                LD sr = 0, si = 0, sa = 0;                                                     \
-                for (int64_t i = lo; i < hi; i++) {                                            \
-                    LD xr, xi;                                                                 \
-                    if (i != dj) {                                                             \
-                        xr = CPX ? (LD)col[2 * i] : (LD)col[i];                                \
-                        xi = CPX ? (LD)col[2 * i + 1] : 0;                                     \
-                        if (conj) xi = -xi;                                                    \
-                    } else {                                                                   \
-                        xr = unit ? 1 : CPX ? (LD)col[2 * i] : (LD)col[i];                     \
-                        xi = 0;                                                                \
-                    }                                                                          \
-                    const LD vr = v[2 * i];                                                    \
-                    if (jb->vreal) {                                                           \
-                        sr += xr * vr;                                                         \
-                        if (CPX) si += xi * vr;                                                \
-                    } else {                                                                   \
-                        const LD vi = v[2 * i + 1];                                            \
-                        sr += xr * vr - xi * vi;                                               \
-                        si += xr * vi + xi * vr;                                               \
-                    }                                                                          \
-                    sa += (CPX ? fabsl(xr) + fabsl(xi) : fabsl(xr)) * vabs[i];                 \
-                }                                                                              \
-                y[2 * j] += sr, y[2 * j + 1] += si, yabs[j] += sa;                             \
-            }                                                                                  \
-        }                                                                                      \
+#define DEFINE_MV(SUF, T, CPX)                                                        \
+    static void mv_chunk_##SUF(const struct mvjob *jb, int64_t q0, int64_t q1) {      \
+        const T *X = (const T *)jb->X;                                                \
+        const size_t ld = (size_t)jb->ld * (CPX ? 2 : 1);                             \
+        const LD *v = jb->v, *vabs = jb->vabs;                                        \
+        LD *y = jb->y, *yabs = jb->yabs;                                              \
+        const int conj = jb->op == 'C', unit = jb->dg == OD_UNIT;                     \
+        if (jb->op == 'N') {                                                          \
+            for (int64_t j = 0; j < jb->cols; j++) {                                  \
+                int64_t lo, hi;                                                       \
+                mask_range(jb->mk, j, jb->rows, &lo, &hi);                            \
+                if (lo < q0) lo = q0;                                                 \
+                if (hi > q1) hi = q1;                                                 \
+                if (lo >= hi) continue;                                               \
+                const T *col = X + (size_t)j * ld;                                    \
+                const LD vr = v[2 * j], vi = v[2 * j + 1], va = vabs[j];              \
+                const int64_t dj = (jb->dg != OD_ASIS && j >= lo && j < hi) ? j : -1; \
+                for (int64_t i = lo; i < hi; i++) {                                   \
+                    LD xr, xi;                                                        \
+                    if (i != dj) {                                                    \
+                        xr = CPX ? (LD)col[2 * i] : (LD)col[i];                       \
+                        xi = CPX ? (LD)col[2 * i + 1] : 0;                            \
+                    } else {                                                          \
+                        xr = unit ? 1 : CPX ? (LD)col[2 * i] : (LD)col[i];            \
+                        xi = 0;                                                       \
+                    }                                                                 \
+                    if (vi == 0) { /* the same sums, fewer products */                \
+                        y[2 * i] += xr * vr;                                          \
+                        if (CPX) y[2 * i + 1] += xi * vr;                             \
+                    } else {                                                          \
+                        y[2 * i] += xr * vr - xi * vi;                                \
+                        y[2 * i + 1] += xr * vi + xi * vr;                            \
+                    }                                                                 \
+                    yabs[i] += (CPX ? fabsl(xr) + fabsl(xi) : fabsl(xr)) * va;        \
+                }                                                                     \
+            }                                                                         \
+        } else {                                                                      \
+            for (int64_t j = q0; j < q1; j++) {                                       \
+                int64_t lo, hi;                                                       \
+                mask_range(jb->mk, j, jb->rows, &lo, &hi);                            \
+                const T *col = X + (size_t)j * ld;                                    \
+                const int64_t dj = (jb->dg != OD_ASIS && j >= lo && j < hi) ? j : -1; \
+                LD sr = 0, si = 0, sa = 0;                                            \
+                for (int64_t i = lo; i < hi; i++) {                                   \
+                    LD xr, xi;                                                        \
+                    if (i != dj) {                                                    \
+                        xr = CPX ? (LD)col[2 * i] : (LD)col[i];                       \
+                        xi = CPX ? (LD)col[2 * i + 1] : 0;                            \
+                        if (conj) xi = -xi;                                           \
+                    } else {                                                          \
+                        xr = unit ? 1 : CPX ? (LD)col[2 * i] : (LD)col[i];            \
+                        xi = 0;                                                       \
+                    }                                                                 \
+                    const LD vr = v[2 * i];                                           \
+                    if (jb->vreal) {                                                  \
+                        sr += xr * vr;                                                \
+                        if (CPX) si += xi * vr;                                       \
+                    } else {                                                          \
+                        const LD vi = v[2 * i + 1];                                   \
+                        sr += xr * vr - xi * vi;                                      \
+                        si += xr * vi + xi * vr;                                      \
+                    }                                                                 \
+                    sa += (CPX ? fabsl(xr) + fabsl(xi) : fabsl(xr)) * vabs[i];        \
+                }                                                                     \
+                y[2 * j] += sr, y[2 * j + 1] += si, yabs[j] += sa;                    \
+            }                                                                         \
+        }                                                                             \
     }
 DEFINE_MV(s, float, 0)
 DEFINE_MV(d, double, 0)
@@ -238,9 +239,19 @@ static void mv_chunk(void *c, int q) {
 void oracle_mv(tess_dtype_t dt, int threads, int zero, char op, enum oracle_mask mk,
                enum oracle_diag dg, int64_t rows, int64_t cols, const void *X, int64_t ld,
                const LD *v, const LD *vabs, LD *y, LD *yabs) {
-    struct mvjob jb = {.op = op == 'N' ? 'N' : op == 'T' ? 'T' : 'C', .mk = mk, .dg = dg,
-                       .rows = rows, .cols = cols, .ld = ld, .X = X, .v = v, .vabs = vabs,
-                       .y = y, .yabs = yabs};
+    struct mvjob jb = {.op = op == 'N'   ? 'N'
+                             : op == 'T' ? 'T'
+                                         : 'C',
+                       .mk = mk,
+                       .dg = dg,
+                       .rows = rows,
+                       .cols = cols,
+                       .ld = ld,
+                       .X = X,
+                       .v = v,
+                       .vabs = vabs,
+                       .y = y,
+                       .yabs = yabs};
     if (!cplx(dt) && jb.op == 'C') jb.op = 'T';
     jb.out = jb.op == 'N' ? rows : cols;
     jb.vreal = 1;
@@ -256,12 +267,14 @@ void oracle_mv(tess_dtype_t dt, int threads, int zero, char op, enum oracle_mask
     if (nch > jb.out) nch = jb.out;
     jb.nchunks = (int)nch;
     struct mvctx c = {&jb, dt};
-    if (nch == 1) mv_chunk(&c, 0);
-    else par_run(threads, jb.nchunks, mv_chunk, &c);
+    if (nch == 1)
+        mv_chunk(&c, 0);
+    else
+        par_run(threads, jb.nchunks, mv_chunk, &c);
 }
 
-void oracle_matvec(tess_dtype_t dt, char op, int64_t rows, int64_t cols, const void *X,
-                   int64_t ld, const LD *v, const LD *vabs, LD *y, LD *yabs) {
+void oracle_matvec(tess_dtype_t dt, char op, int64_t rows, int64_t cols, const void *X, int64_t ld,
+                   const LD *v, const LD *vabs, LD *y, LD *yabs) {
     oracle_mv(dt, 1, 1, op, OM_FULL, OD_ASIS, rows, cols, X, ld, v, vabs, y, yabs);
 }
 
@@ -269,8 +282,8 @@ void oracle_matvec(tess_dtype_t dt, char op, int64_t rows, int64_t cols, const v
 
 static LD *lalloc(int64_t n) { return calloc((size_t)(n > 0 ? n : 0) + 1, sizeof(LD)); }
 
-int oracle_gemm_begin(struct oracle_gemm *p, tess_dtype_t dt, int64_t m, int64_t n,
-                      const void *C0, int64_t ldc, uint64_t seed) {
+int oracle_gemm_begin(struct oracle_gemm *p, tess_dtype_t dt, int64_t m, int64_t n, const void *C0,
+                      int64_t ldc, uint64_t seed) {
     memset(p, 0, sizeof *p);
     p->dt = dt, p->m = m, p->n = n;
     p->t = lalloc(2 * n), p->tabs = lalloc(n), p->c0t = lalloc(2 * m), p->c0abs = lalloc(m);
@@ -284,9 +297,8 @@ int oracle_gemm_begin(struct oracle_gemm *p, tess_dtype_t dt, int64_t m, int64_t
 }
 
 double oracle_gemm_check(const struct oracle_gemm *p, char ta, char tb, int64_t k,
-                         const void *alpha, const void *A, int64_t lda, const void *B,
-                         int64_t ldb, const void *beta, const void *C, int64_t ldc,
-                         int64_t *worst_row) {
+                         const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
+                         const void *beta, const void *C, int64_t ldc, int64_t *worst_row) {
     LD *bt = lalloc(2 * k), *btabs = lalloc(k);
     double worst = NAN;
     if (bt && btabs) {
@@ -295,8 +307,7 @@ double oracle_gemm_check(const struct oracle_gemm *p, char ta, char tb, int64_t 
         if (k > 0 && (ar != 0 || ai != 0)) /* op(B) t: B stored k x n ('N') or n x k */
             oracle_matvec(p->dt, tb, tb == 'N' ? k : p->n, tb == 'N' ? p->n : k, B, ldb, p->t,
                           p->tabs, bt, btabs);
-        worst = oracle_gemm_check_bt(p, ta, k, alpha, A, lda, bt, btabs, beta, C, ldc,
-                                     worst_row);
+        worst = oracle_gemm_check_bt(p, ta, k, alpha, A, lda, bt, btabs, beta, C, ldc, worst_row);
     }
     free(bt), free(btabs);
     return worst;
@@ -314,8 +325,7 @@ double oracle_gemm_check_bt(const struct oracle_gemm *p, char ta, int64_t k, con
     double worst = NAN;
     if (e && eabs && w && wabs) {
         if (k > 0 && (ar != 0 || ai != 0)) { /* alpha op(A) (op(B) t) */
-            oracle_matvec(dt, ta, ta == 'N' ? m : k, ta == 'N' ? k : m, A, lda, bt, btabs, w,
-                          wabs);
+            oracle_matvec(dt, ta, ta == 'N' ? m : k, ta == 'N' ? k : m, A, lda, bt, btabs, w, wabs);
             oracle_axpy(e, eabs, ar, ai, w, wabs, m);
         }
         if (br != 0 || bi != 0) oracle_axpy(e, eabs, br, bi, p->c0t, p->c0abs, m);

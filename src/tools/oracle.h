@@ -43,20 +43,19 @@ double oracle_rows(const struct oracle_bound *b, int64_t rows, const long double
  * [1, 2)); otherwise uniform in [-1, 1], both parts when cplx. Returns sum |t|. */
 long double oracle_probe(int64_t n, uint64_t seed, int cplx, long double *t, long double *tabs);
 /* x (rows x cols, ld) uniform in [-1, 1] from seed (xorshift; both parts for complex). */
-void oracle_fill(tess_dtype_t dt, void *x, int64_t rows, int64_t cols, int64_t ld,
-                 uint64_t seed);
+void oracle_fill(tess_dtype_t dt, void *x, int64_t rows, int64_t cols, int64_t ld, uint64_t seed);
 
 /* ---- y (+)= op(mask(X)) v, yabs (+)= |op(mask(X))| vabs --------------------------------------- */
 enum oracle_mask { OM_FULL, OM_UP, OM_LO, OM_SUP, OM_SLO }; /* entries (i, j): all, i <= j, ... */
-enum oracle_diag { OD_ASIS, OD_REAL, OD_UNIT };  /* diagonal as stored, real part, ones */
+enum oracle_diag { OD_ASIS, OD_REAL, OD_UNIT }; /* diagonal as stored, real part, ones */
 /* X stored rows x cols (ld); op 'N' (y: rows entries), 'T' or 'C' (y: cols); zero: y and yabs
  * start at 0, else accumulate; on up to `threads` threads (chunks of outputs). */
 void oracle_mv(tess_dtype_t dt, int threads, int zero, char op, enum oracle_mask mk,
                enum oracle_diag dg, int64_t rows, int64_t cols, const void *X, int64_t ld,
                const long double *v, const long double *vabs, long double *y, long double *yabs);
 /* y = op(X) v, the whole matrix, one thread. */
-void oracle_matvec(tess_dtype_t dt, char op, int64_t rows, int64_t cols, const void *X,
-                   int64_t ld, const long double *v, const long double *vabs, long double *y,
+void oracle_matvec(tess_dtype_t dt, char op, int64_t rows, int64_t cols, const void *X, int64_t ld,
+                   const long double *v, const long double *vabs, long double *y,
                    long double *yabs);
 /* y += s x, yabs += |s| xabs (m pairs) */
 void oracle_axpy(long double *y, long double *yabs, long double sr, long double si,
@@ -74,19 +73,18 @@ struct oracle_gemm {
     long double *c0t, *c0abs; /* m: C0 t, |C0| |t| */
 };
 /* Before the call: the probe (seed as oracle_probe) and C0 t. 0, or -1 out of memory. */
-int oracle_gemm_begin(struct oracle_gemm *p, tess_dtype_t dt, int64_t m, int64_t n,
-                      const void *C0, int64_t ldc, uint64_t seed);
+int oracle_gemm_begin(struct oracle_gemm *p, tess_dtype_t dt, int64_t m, int64_t n, const void *C0,
+                      int64_t ldc, uint64_t seed);
 /* After it: the worst ratio over the rows of C (oracle_rows). */
 double oracle_gemm_check(const struct oracle_gemm *p, char ta, char tb, int64_t k,
-                         const void *alpha, const void *A, int64_t lda, const void *B,
-                         int64_t ldb, const void *beta, const void *C, int64_t ldc,
-                         int64_t *worst_row);
+                         const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
+                         const void *beta, const void *C, int64_t ldc, int64_t *worst_row);
 /* The same with op(B) t given (bt: k pairs, btabs), shared by blocks of C with the same
  * columns. */
 double oracle_gemm_check_bt(const struct oracle_gemm *p, char ta, int64_t k, const void *alpha,
                             const void *A, int64_t lda, const long double *bt,
-                            const long double *btabs, const void *beta, const void *C,
-                            int64_t ldc, int64_t *worst_row);
+                            const long double *btabs, const void *beta, const void *C, int64_t ldc,
+                            int64_t *worst_row);
 void oracle_gemm_end(struct oracle_gemm *p);
 
 #endif

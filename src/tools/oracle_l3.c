@@ -24,25 +24,24 @@ static size_t esize(tess_dtype_t dt) { return dt == TESS_S ? 4 : dt == TESS_Z ? 
 
 /* y (+)= op(mask(X)) v on the problem's threads */
 static void mv(const struct prob *p, int zero, char op, enum oracle_mask mk, enum oracle_diag dg,
-               int64_t rows, int64_t cols, const void *X, int64_t ld, const LD *v,
-               const LD *vabs, LD *y, LD *yabs) {
+               int64_t rows, int64_t cols, const void *X, int64_t ld, const LD *v, const LD *vabs,
+               LD *y, LD *yabs) {
     oracle_mv(p->dt, p->threads, zero, op, mk, dg, rows, cols, X, ld, v, vabs, y, yabs);
 }
 
 /* y = Xh v, Xh the symmetric (herm: Hermitian, real diagonal) matrix of X's triangle uplo:
  * the triangle with the diagonal, then the strict triangle transposed. */
-static void symv(const struct prob *p, int herm, int64_t n, const void *X, int64_t ld,
-                 const LD *v, const LD *vabs, LD *y, LD *yabs) {
+static void symv(const struct prob *p, int herm, int64_t n, const void *X, int64_t ld, const LD *v,
+                 const LD *vabs, LD *y, LD *yabs) {
     char uplo = p->uplo;
-    mv(p, 1, 'N', uplo == 'U' ? OM_UP : OM_LO, herm ? OD_REAL : OD_ASIS, n, n, X, ld, v, vabs,
-       y, yabs);
+    mv(p, 1, 'N', uplo == 'U' ? OM_UP : OM_LO, herm ? OD_REAL : OD_ASIS, n, n, X, ld, v, vabs, y,
+       yabs);
     mv(p, 0, herm ? 'C' : 'T', uplo == 'U' ? OM_SUP : OM_SLO, OD_ASIS, n, n, X, ld, v, vabs, y,
        yabs);
 }
 
 /* y = op(T) v, T the triangle uplo of X (diag U: ones, not read) */
-static void trmv(const struct prob *p, int64_t n, const LD *v, const LD *vabs, LD *y,
-                 LD *yabs) {
+static void trmv(const struct prob *p, int64_t n, const LD *v, const LD *vabs, LD *y, LD *yabs) {
     mv(p, 1, p->trans, p->uplo == 'U' ? OM_UP : OM_LO, p->diag == 'U' ? OD_UNIT : OD_ASIS, n, n,
        p->A, p->lda, v, vabs, y, yabs);
 }
@@ -88,8 +87,7 @@ static void hash_chunk(void *c, int q) {
     x->part[q] = sum;
 }
 
-static uint64_t other_triangle_hash(const struct prob *p, int64_t n, const void *X,
-                                    int64_t ld) {
+static uint64_t other_triangle_hash(const struct prob *p, int64_t n, const void *X, int64_t ld) {
     uint64_t part[PAR_MAX_THREADS * 4];
     int threads = p->threads < 1 ? 1 : p->threads > PAR_MAX_THREADS ? PAR_MAX_THREADS : p->threads;
     struct hashctx c = {X, esize(p->dt), n, ld, p->uplo, 0, part};
@@ -137,15 +135,18 @@ const char *prob_opts(const struct prob *p, char *buf, size_t len) {
     return buf;
 }
 
-void prob_init(struct prob *p, enum routine r, tess_dtype_t dt, char side, char uplo,
-               char trans, char diag, int64_t m, int64_t n, int64_t k, const void *A,
-               int64_t lda, const void *B, int64_t ldb) {
+void prob_init(struct prob *p, enum routine r, tess_dtype_t dt, char side, char uplo, char trans,
+               char diag, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+               const void *B, int64_t ldb) {
     memset(p, 0, sizeof *p);
     int cpx = is_complex(dt);
     p->r = r, p->dt = dt, p->side = side, p->uplo = uplo, p->diag = diag, p->threads = 1;
-    if (r == R_GEMM) trans = 'N';
-    else if (trans != 'N' && (r == R_HERK || r == R_HER2K)) trans = 'C';
-    else if (trans != 'N' && (r == R_SYRK || r == R_SYR2K) && cpx) trans = 'T';
+    if (r == R_GEMM)
+        trans = 'N';
+    else if (trans != 'N' && (r == R_HERK || r == R_HER2K))
+        trans = 'C';
+    else if (trans != 'N' && (r == R_SYRK || r == R_SYR2K) && cpx)
+        trans = 'T';
     p->trans = trans;
     p->m = m, p->n = n, p->k = k;
     p->A = A, p->B = B, p->lda = lda, p->ldb = ldb;
@@ -186,8 +187,8 @@ int prob_begin(struct prob *p, const void *C0, int64_t ldc) {
     p->t = lalloc(2 * n), p->tabs = lalloc(n), p->e = lalloc(2 * m), p->eabs = lalloc(m);
     p->w = lalloc(2 * mx), p->wabs = lalloc(mx), p->y = lalloc(2 * mx), p->yabs = lalloc(mx);
     p->z = lalloc(2 * mx), p->zabs = lalloc(mx);
-    if (!p->t || !p->tabs || !p->e || !p->eabs || !p->w || !p->wabs || !p->y || !p->yabs ||
-        !p->z || !p->zabs) {
+    if (!p->t || !p->tabs || !p->e || !p->eabs || !p->w || !p->wabs || !p->y || !p->yabs || !p->z ||
+        !p->zabs) {
         prob_end(p);
         return -1;
     }
@@ -223,16 +224,24 @@ int prob_begin(struct prob *p, const void *C0, int64_t ldc) {
         const char *P = p->A, *Q = rank2(r) ? p->B : p->A;
         int64_t ldp = p->lda, ldq = rank2(r) ? p->ldb : p->lda;
         int nt = p->trans == 'N';
-        if (nt) mv(p, 1, star, OM_FULL, OD_ASIS, n, k, Q, ldq, t, ta, z, za); /* Q^* t */
-        else mv(p, 1, 'N', OM_FULL, OD_ASIS, k, n, Q, ldq, t, ta, z, za);
-        if (nt) mv(p, 1, 'N', OM_FULL, OD_ASIS, n, k, P, ldp, z, za, y, ya); /* P (Q^* t) */
-        else mv(p, 1, p->trans, OM_FULL, OD_ASIS, k, n, P, ldp, z, za, y, ya);
+        if (nt)
+            mv(p, 1, star, OM_FULL, OD_ASIS, n, k, Q, ldq, t, ta, z, za); /* Q^* t */
+        else
+            mv(p, 1, 'N', OM_FULL, OD_ASIS, k, n, Q, ldq, t, ta, z, za);
+        if (nt)
+            mv(p, 1, 'N', OM_FULL, OD_ASIS, n, k, P, ldp, z, za, y, ya); /* P (Q^* t) */
+        else
+            mv(p, 1, p->trans, OM_FULL, OD_ASIS, k, n, P, ldp, z, za, y, ya);
         oracle_axpy(p->e, p->eabs, p->ar, p->ai, y, ya, n);
         if (rank2(r)) { /* + alpha' Q (P^* t) */
-            if (nt) mv(p, 1, star, OM_FULL, OD_ASIS, n, k, P, ldp, t, ta, z, za);
-            else mv(p, 1, 'N', OM_FULL, OD_ASIS, k, n, P, ldp, t, ta, z, za);
-            if (nt) mv(p, 1, 'N', OM_FULL, OD_ASIS, n, k, Q, ldq, z, za, y, ya);
-            else mv(p, 1, p->trans, OM_FULL, OD_ASIS, k, n, Q, ldq, z, za, y, ya);
+            if (nt)
+                mv(p, 1, star, OM_FULL, OD_ASIS, n, k, P, ldp, t, ta, z, za);
+            else
+                mv(p, 1, 'N', OM_FULL, OD_ASIS, k, n, P, ldp, t, ta, z, za);
+            if (nt)
+                mv(p, 1, 'N', OM_FULL, OD_ASIS, n, k, Q, ldq, z, za, y, ya);
+            else
+                mv(p, 1, p->trans, OM_FULL, OD_ASIS, k, n, Q, ldq, z, za, y, ya);
             oracle_axpy(p->e, p->eabs, p->a2r, p->a2i, y, ya, n);
         }
         break;
@@ -255,8 +264,10 @@ int prob_begin(struct prob *p, const void *C0, int64_t ldc) {
     default: break;
     }
     if (C0 && r != R_TRMM && r != R_TRSM) { /* + beta C0 t (SYRK-like: C0h t) */
-        if (routine_rank(r)) symv(p, herm_out(r), n, C0, ldc, t, ta, y, ya);
-        else mv(p, 1, 'N', OM_FULL, OD_ASIS, m, n, C0, ldc, t, ta, y, ya);
+        if (routine_rank(r))
+            symv(p, herm_out(r), n, C0, ldc, t, ta, y, ya);
+        else
+            mv(p, 1, 'N', OM_FULL, OD_ASIS, m, n, C0, ldc, t, ta, y, ya);
         oracle_axpy(p->e, p->eabs, p->br, p->bi, y, ya, m);
         if (routine_rank(r)) p->other_hash = other_triangle_hash(p, n, C0, ldc);
     }

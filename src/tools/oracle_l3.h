@@ -29,7 +29,7 @@ struct prob {
     int64_t m, n, k;              /* C (or B) is m x n; SYRK-like: n x n, inner k */
     const char *A, *B;            /* inputs (TRMM/TRSM: B is B0) */
     int64_t lda, ldb;
-    int threads;                  /* for the products (prob_init: 1) */
+    int threads; /* for the products (prob_init: 1) */
     /* the scalars as the libraries take them (HERK alpha, HERK/HER2K beta of the real type) */
     _Alignas(16) unsigned char alpha[16], beta[16];
     long double ar, ai, br, bi, a2r, a2i; /* alpha, beta, alpha' (SYR2K/HER2K) */
@@ -52,9 +52,9 @@ int routine_rank(enum routine r);         /* SYRK-like */
 /* Routine, shape, options (trans normalised: herk/her2k read T as C, complex syrk/syr2k C as
  * T; GEMM is always NN), inputs, scalars (real: alpha 1, beta 0.5; complex: alpha 0.8 + 0.6i,
  * beta 0.5 + 0.25i; HERK alpha 1, HERK/HER2K beta 0.5) and flop count. */
-void prob_init(struct prob *p, enum routine r, tess_dtype_t dt, char side, char uplo,
-               char trans, char diag, int64_t m, int64_t n, int64_t k, const void *A,
-               int64_t lda, const void *B, int64_t ldb);
+void prob_init(struct prob *p, enum routine r, tess_dtype_t dt, char side, char uplo, char trans,
+               char diag, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+               const void *B, int64_t ldb);
 /* Before any run: what the check needs from the inputs and from C0 (ldc; NULL for TRMM/TRSM,
  * whose C0 is B). 0, or -1 out of host memory. */
 int prob_begin(struct prob *p, const void *C0, int64_t ldc);

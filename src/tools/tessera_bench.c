@@ -19,8 +19,8 @@
 #include "bench.h"
 #include "tessera.h"
 
-const char *const kind_names[K_NKINDS] = {"incore", "xt", "xt-pageable", "tess",
-                                          "tess-pageable", "incore-copies", "cpu-blas"};
+const char *const kind_names[K_NKINDS] = {
+    "incore", "xt", "xt-pageable", "tess", "tess-pageable", "incore-copies", "cpu-blas"};
 
 struct opts o;
 
@@ -50,53 +50,54 @@ int is_pinned(const void *p) {
 /* ---- options ---------------------------------------------------------------------------------- */
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: tessera-bench [-n N[,N...]] [-p s,d,c,z] [-r reps] [--devices N]\n"
-            "                     [--xt-blocks B[,B...]] [--skip ROW[,ROW...]] [--time-limit S]\n"
-            "                     [--csv FILE] [--verify all|ends|none] [--threads T]\n"
-            "  Times C = alpha A B + beta C (square, NN, alpha 1, beta 0.5) on the same random\n"
-            "  host operands with in-core cuBLAS (the ceiling), cuBLAS-XT (pinned, per block;\n"
-            "  pageable with its own pinning at the best block) and tessera (pinned, pageable);\n"
-            "  for n <= 8192 also in-core cuBLAS timed with its copies and the CPU BLAS\n"
-            "  (TESSERA_CPU_BLAS, default libopenblas.so.0), and tessera's ratio to the better.\n"
-            "  -n            sizes (default 8192)\n"
-            "  -p            precisions (default d)\n"
-            "  -r            timed runs per row after one warm-up; the median is reported (3)\n"
-            "  --devices     GPUs cuBLAS-XT uses: the first N of those tessera uses\n"
-            "                (TESSERA_DEVICES; default all visible); in-core runs on the first\n"
-            "  --xt-blocks   cuBLAS-XT block sizes (default 1024,8192,12288; 1024 is XT's own)\n"
-            "  --skip        rows to leave out: incore, xt, xt-pageable, tess, tess-pageable,\n"
-            "                incore-copies, cpu-blas (incore-copies runs with incore only)\n"
-            "  --time-limit  seconds from start; rows that would pass it are cut or skipped\n"
-            "  --csv         also write every row (and each tessera device) to FILE\n"
-            "  --verify      check every run (all, default), the warm-up and the last run\n"
-            "                (ends), or none; the probe check costs O(n^2) per run on the CPU\n"
-            "  --threads     CPU threads for filling and checking (default: CPUs available)\n"
-            "  Progress goes to stderr, the tables to stdout. Exit: 0 all verified, 1 a wrong\n"
-            "  result, 2 usage, 3 a row failed with an error, 77 no GPU.\n"
-            "\n"
-            "       tessera-bench --routine R[,R...] [-n N[,N...]] [-p s,d,c,z] [--reps reps]\n"
-            "                     [--side L|R] [--uplo L|U] [--trans N|T|C] [--diag N|U]\n"
-            "                     [--xt-blocks B[,B...]] [--skip incore,xt,tess] [--time-limit S]\n"
-            "                     [--csv FILE] [--verify all|ends|none] [--threads T] [--devices N]\n"
-            "  Level 3: for each precision, size and routine R (gemm, symm, hemm, syrk, herk,\n"
-            "  syr2k, her2k, trmm, trsm, or all; hemm/herk/her2k in c and z only), on the same\n"
-            "  random pinned host operands (square: m = n = k = N): in-core cuBLAS (operands\n"
-            "  on the first GPU, _64 API), cuBLAS-XT (one row per block) and tessera; one\n"
-            "  warm-up and reps timed runs per row, the median reported, every run checked by a\n"
-            "  probe-vector oracle in long double (semantics of the routine: triangles, sides,\n"
-            "  transposes, unit diagonal, Hermitian diagonals; SYRK-like: the other triangle of\n"
-            "  C byte for byte; TRSM: the residual op(A) X t - alpha B t). TFLOP/s by the\n"
-            "  LAPACK working-note counts (GEMM 2mnk, SYMM 2m^2n, SYRK n^2k, SYR2K 2n^2k,\n"
-            "  TRMM/TRSM m^2n; side R with n; complex x4). With trmm it also checks whether\n"
-            "  cuBLAS TRMM with C == B (in place) gives the right answer, for every option.\n"
-            "  --side/--uplo/--trans/--diag  options of the routines that have them (L, L, N, N);\n"
-            "                --trans is TRMM/TRSM's transa and SYRK-like trans (T is read as C for\n"
-            "                herk/her2k, C as T for complex syrk/syr2k)\n"
-            "  --xt-blocks   cuBLAS-XT blocks; 0 or default = XT's own (default default,8192,12288)\n"
-            "  --reps        the same as -r\n"
-            "  Without a GPU it exits 77; TESSERA_BENCH_NO_GPU=1 runs the tessera rows anyway\n"
-            "  (on the CPU worker or TESSERA_EMULATE devices: a test of the bench and oracle).\n");
+    fprintf(
+        f,
+        "usage: tessera-bench [-n N[,N...]] [-p s,d,c,z] [-r reps] [--devices N]\n"
+        "                     [--xt-blocks B[,B...]] [--skip ROW[,ROW...]] [--time-limit S]\n"
+        "                     [--csv FILE] [--verify all|ends|none] [--threads T]\n"
+        "  Times C = alpha A B + beta C (square, NN, alpha 1, beta 0.5) on the same random\n"
+        "  host operands with in-core cuBLAS (the ceiling), cuBLAS-XT (pinned, per block;\n"
+        "  pageable with its own pinning at the best block) and tessera (pinned, pageable);\n"
+        "  for n <= 8192 also in-core cuBLAS timed with its copies and the CPU BLAS\n"
+        "  (TESSERA_CPU_BLAS, default libopenblas.so.0), and tessera's ratio to the better.\n"
+        "  -n            sizes (default 8192)\n"
+        "  -p            precisions (default d)\n"
+        "  -r            timed runs per row after one warm-up; the median is reported (3)\n"
+        "  --devices     GPUs cuBLAS-XT uses: the first N of those tessera uses\n"
+        "                (TESSERA_DEVICES; default all visible); in-core runs on the first\n"
+        "  --xt-blocks   cuBLAS-XT block sizes (default 1024,8192,12288; 1024 is XT's own)\n"
+        "  --skip        rows to leave out: incore, xt, xt-pageable, tess, tess-pageable,\n"
+        "                incore-copies, cpu-blas (incore-copies runs with incore only)\n"
+        "  --time-limit  seconds from start; rows that would pass it are cut or skipped\n"
+        "  --csv         also write every row (and each tessera device) to FILE\n"
+        "  --verify      check every run (all, default), the warm-up and the last run\n"
+        "                (ends), or none; the probe check costs O(n^2) per run on the CPU\n"
+        "  --threads     CPU threads for filling and checking (default: CPUs available)\n"
+        "  Progress goes to stderr, the tables to stdout. Exit: 0 all verified, 1 a wrong\n"
+        "  result, 2 usage, 3 a row failed with an error, 77 no GPU.\n"
+        "\n"
+        "       tessera-bench --routine R[,R...] [-n N[,N...]] [-p s,d,c,z] [--reps reps]\n"
+        "                     [--side L|R] [--uplo L|U] [--trans N|T|C] [--diag N|U]\n"
+        "                     [--xt-blocks B[,B...]] [--skip incore,xt,tess] [--time-limit S]\n"
+        "                     [--csv FILE] [--verify all|ends|none] [--threads T] [--devices N]\n"
+        "  Level 3: for each precision, size and routine R (gemm, symm, hemm, syrk, herk,\n"
+        "  syr2k, her2k, trmm, trsm, or all; hemm/herk/her2k in c and z only), on the same\n"
+        "  random pinned host operands (square: m = n = k = N): in-core cuBLAS (operands\n"
+        "  on the first GPU, _64 API), cuBLAS-XT (one row per block) and tessera; one\n"
+        "  warm-up and reps timed runs per row, the median reported, every run checked by a\n"
+        "  probe-vector oracle in long double (semantics of the routine: triangles, sides,\n"
+        "  transposes, unit diagonal, Hermitian diagonals; SYRK-like: the other triangle of\n"
+        "  C byte for byte; TRSM: the residual op(A) X t - alpha B t). TFLOP/s by the\n"
+        "  LAPACK working-note counts (GEMM 2mnk, SYMM 2m^2n, SYRK n^2k, SYR2K 2n^2k,\n"
+        "  TRMM/TRSM m^2n; side R with n; complex x4). With trmm it also checks whether\n"
+        "  cuBLAS TRMM with C == B (in place) gives the right answer, for every option.\n"
+        "  --side/--uplo/--trans/--diag  options of the routines that have them (L, L, N, N);\n"
+        "                --trans is TRMM/TRSM's transa and SYRK-like trans (T is read as C for\n"
+        "                herk/her2k, C as T for complex syrk/syr2k)\n"
+        "  --xt-blocks   cuBLAS-XT blocks; 0 or default = XT's own (default default,8192,12288)\n"
+        "  --reps        the same as -r\n"
+        "  Without a GPU it exits 77; TESSERA_BENCH_NO_GPU=1 runs the tessera rows anyway\n"
+        "  (on the CPU worker or TESSERA_EMULATE devices: a test of the bench and oracle).\n");
 }
 
 /* Parse "a,b,c" of positive integers into out; count or -1. */
@@ -113,17 +114,35 @@ static int parse_list(const char *s, int64_t *out, int max) {
 }
 
 static int parse_args(int argc, char **argv) {
-    enum { O_DEVICES = 256, O_BLOCKS, O_SKIP, O_TIME, O_CSV, O_VERIFY, O_THREADS, O_ROUTINE,
-           O_SIDE, O_UPLO, O_TRANS, O_DIAG };
-    static const struct option longopts[] = {
-        {"devices", required_argument, 0, O_DEVICES}, {"xt-blocks", required_argument, 0, O_BLOCKS},
-        {"skip", required_argument, 0, O_SKIP},       {"time-limit", required_argument, 0, O_TIME},
-        {"csv", required_argument, 0, O_CSV},         {"verify", required_argument, 0, O_VERIFY},
-        {"threads", required_argument, 0, O_THREADS}, {"help", no_argument, 0, 'h'},
-        {"routine", required_argument, 0, O_ROUTINE}, {"reps", required_argument, 0, 'r'},
-        {"side", required_argument, 0, O_SIDE},       {"uplo", required_argument, 0, O_UPLO},
-        {"trans", required_argument, 0, O_TRANS},     {"diag", required_argument, 0, O_DIAG},
-        {0, 0, 0, 0}};
+    enum {
+        O_DEVICES = 256,
+        O_BLOCKS,
+        O_SKIP,
+        O_TIME,
+        O_CSV,
+        O_VERIFY,
+        O_THREADS,
+        O_ROUTINE,
+        O_SIDE,
+        O_UPLO,
+        O_TRANS,
+        O_DIAG
+    };
+    static const struct option longopts[] = {{"devices", required_argument, 0, O_DEVICES},
+                                             {"xt-blocks", required_argument, 0, O_BLOCKS},
+                                             {"skip", required_argument, 0, O_SKIP},
+                                             {"time-limit", required_argument, 0, O_TIME},
+                                             {"csv", required_argument, 0, O_CSV},
+                                             {"verify", required_argument, 0, O_VERIFY},
+                                             {"threads", required_argument, 0, O_THREADS},
+                                             {"help", no_argument, 0, 'h'},
+                                             {"routine", required_argument, 0, O_ROUTINE},
+                                             {"reps", required_argument, 0, 'r'},
+                                             {"side", required_argument, 0, O_SIDE},
+                                             {"uplo", required_argument, 0, O_UPLO},
+                                             {"trans", required_argument, 0, O_TRANS},
+                                             {"diag", required_argument, 0, O_DIAG},
+                                             {0, 0, 0, 0}};
     static const char *const routine_names[R_N] = {"gemm",  "symm",  "hemm", "syrk", "herk",
                                                    "syr2k", "her2k", "trmm", "trsm"};
     int64_t tmp[MAX_LIST];
@@ -187,10 +206,16 @@ static int parse_args(int argc, char **argv) {
         case O_UPLO:
         case O_TRANS:
         case O_DIAG: {
-            const char *allowed = c == O_SIDE ? "LR" : c == O_UPLO ? "LU" : c == O_TRANS ? "NTC" : "NU";
+            const char *allowed = c == O_SIDE    ? "LR"
+                                  : c == O_UPLO  ? "LU"
+                                  : c == O_TRANS ? "NTC"
+                                                 : "NU";
             char v = optarg[0] >= 'a' && optarg[0] <= 'z' ? (char)(optarg[0] - 32) : optarg[0];
             if (!v || optarg[1] || !strchr(allowed, v)) goto bad;
-            *(c == O_SIDE ? &o.side : c == O_UPLO ? &o.uplo : c == O_TRANS ? &o.trans : &o.diag) = v;
+            *(c == O_SIDE    ? &o.side
+              : c == O_UPLO  ? &o.uplo
+              : c == O_TRANS ? &o.trans
+                             : &o.diag) = v;
             break;
         }
         case O_SKIP: {
@@ -210,10 +235,14 @@ static int parse_args(int argc, char **argv) {
         case O_TIME: o.time_limit = atof(optarg); break;
         case O_CSV: o.csv = optarg; break;
         case O_VERIFY:
-            if (!strcmp(optarg, "all")) o.verify = V_ALL;
-            else if (!strcmp(optarg, "ends")) o.verify = V_ENDS;
-            else if (!strcmp(optarg, "none")) o.verify = V_NONE;
-            else goto bad;
+            if (!strcmp(optarg, "all"))
+                o.verify = V_ALL;
+            else if (!strcmp(optarg, "ends"))
+                o.verify = V_ENDS;
+            else if (!strcmp(optarg, "none"))
+                o.verify = V_NONE;
+            else
+                goto bad;
             break;
         case O_THREADS:
             o.threads = atoi(optarg);
@@ -266,7 +295,8 @@ static int tessera_gpus(int visible, int *out) {
     while (*s) {
         char *end;
         long v = strtol(s, &end, 10);
-        if (end == s) end++;
+        if (end == s)
+            end++;
         else if (v >= 0 && v < visible && n < MAX_GPUS) {
             int dup = 0;
             for (int i = 0; i < n; i++) dup |= out[i] == (int)v;
@@ -321,10 +351,14 @@ static void print_header(int argc, char **argv, int visible) {
     for (char **e = environ; *e; e++)
         if (!strncmp(*e, "TESSERA_", 8)) printf("  env %s\n", *e);
     printf("verify: %s, probe grid on %d threads; time limit: ",
-           o.verify == V_ALL ? "every run" : o.verify == V_ENDS ? "warm-up and last run" : "off",
+           o.verify == V_ALL    ? "every run"
+           : o.verify == V_ENDS ? "warm-up and last run"
+                                : "off",
            o.threads);
-    if (o.time_limit > 0) printf("%.0f s\n", o.time_limit);
-    else printf("none\n");
+    if (o.time_limit > 0)
+        printf("%.0f s\n", o.time_limit);
+    else
+        printf("none\n");
     fflush(stdout);
 }
 

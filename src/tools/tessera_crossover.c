@@ -27,12 +27,12 @@
 #include "oracle.h"
 #include "tessera.h"
 
-#define NSAMPLE 64          /* entries of C checked after every measured call */
+#define NSAMPLE 64 /* entries of C checked after every measured call */
 
 /* ---- options ------------------------------------------------------------------------- */
 
-struct cross_opts o = {.reps = 3, .max_n = 16384, .skinny = 8192, .time_limit = 170, .point_max = 4,
-       .precs = "sdcz"};
+struct cross_opts o = {
+    .reps = 3, .max_n = 16384, .skinny = 8192, .time_limit = 170, .point_max = 4, .precs = "sdcz"};
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -60,7 +60,11 @@ static void usage(FILE *f) {
 /* Random 32-bit floats of magnitude in [0.5, 1) and random sign: read as any precision
  * (a double's high word is one of them) they are normal numbers, no NaN, Inf or denormal,
  * so one fill serves s, d, c and z. */
-struct fill_arg { float *x; size_t n; uint64_t seed; };
+struct fill_arg {
+    float *x;
+    size_t n;
+    uint64_t seed;
+};
 static void *fill_part(void *p) {
     struct fill_arg *a = p;
     uint64_t s = a->seed * 0x9E3779B97F4A7C15ull + 1;
@@ -83,8 +87,10 @@ static void fill(void *x, size_t bytes, uint64_t seed) {
         size_t lo = (size_t)t * per, hi = lo + per < n ? lo + per : n;
         if (lo >= hi) break;
         a[t] = (struct fill_arg){(float *)x + lo, hi - lo, seed * 1000 + (uint64_t)t};
-        if (pthread_create(&th[started], NULL, fill_part, &a[t]) == 0) started++;
-        else fill_part(&a[t]);
+        if (pthread_create(&th[started], NULL, fill_part, &a[t]) == 0)
+            started++;
+        else
+            fill_part(&a[t]);
     }
     for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
 }
@@ -99,8 +105,8 @@ int npts;
 static void add_point(tess_dtype_t dt, int fam, int64_t m, int64_t n, int64_t k, int64_t size) {
     if (npts == MAXPTS) return;
     struct point *p = &pts[npts++];
-    *p = (struct point){.dt = dt, .fam = fam, .m = m, .n = n, .k = k, .size = size,
-                        .cpu = NAN, .dev = NAN};
+    *p = (struct point){
+        .dt = dt, .fam = fam, .m = m, .n = n, .k = k, .size = size, .cpu = NAN, .dev = NAN};
     p->cost = tess__blas_shape_cost(TESS__SHAPE_GEMM, dt, (double)m, (double)n, (double)k,
                                     (double)k, 0);
 }
@@ -110,7 +116,7 @@ static int by_flops(const void *a, const void *b) {
     double fx = x->cost.flops / (is_complex(x->dt) ? 8 : 2);
     double fy = y->cost.flops / (is_complex(y->dt) ? 8 : 2);
     if (fx != fy) return fx < fy ? -1 : 1;
-    static const int order[4] = {1, 0, 3, 2};  /* d, s, z, c: numpy's float64 first */
+    static const int order[4] = {1, 0, 3, 2}; /* d, s, z, c: numpy's float64 first */
     return order[x->dt] - order[y->dt];
 }
 
@@ -141,7 +147,7 @@ static void dev_gemm(const struct point *p) {
     if (rc && !dev_err) {
         dev_err = rc;
         fprintf(stderr, PROG ": tess_gemm %c %lldx%lldx%lld: %s: %s\n", "sdcz"[p->dt],
-                (long long)p->m, (long long)p->n, (long long)p->k, tess_strerror(rc),
+                (long long)p -> m, (long long)p -> n, (long long)p -> k, tess_strerror(rc),
                 tess_last_error());
     }
 }
@@ -179,7 +185,8 @@ static int check_c(const struct point *p) {
         int64_t c = (int64_t)((uint64_t)i * 104729u % (uint64_t)p->n);
         long double e[2] = {0, 0}, mag = 0;
         for (int64_t l = 0; l < p->k; l++) {
-            size_t ia = (size_t)r + (size_t)l * (size_t)p->m, ib = (size_t)l + (size_t)c * (size_t)p->k;
+            size_t ia = (size_t)r + (size_t)l * (size_t)p->m,
+                   ib = (size_t)l + (size_t)c * (size_t)p->k;
             long double ar, ai = 0, br, bi = 0;
             if (sp) {
                 const float *A = bufA, *B = bufB;
@@ -195,8 +202,10 @@ static int check_c(const struct point *p) {
         }
         size_t at = (size_t)r + (size_t)c * (size_t)p->m;
         long double y[2] = {0, 0}, yabs;
-        if (sp) y[0] = cplx ? ((float *)bufC)[2 * at] : ((float *)bufC)[at];
-        else y[0] = cplx ? ((double *)bufC)[2 * at] : ((double *)bufC)[at];
+        if (sp)
+            y[0] = cplx ? ((float *)bufC)[2 * at] : ((float *)bufC)[at];
+        else
+            y[0] = cplx ? ((double *)bufC)[2 * at] : ((double *)bufC)[at];
         if (cplx) y[1] = sp ? ((float *)bufC)[2 * at + 1] : ((double *)bufC)[2 * at + 1];
         yabs = fabsl(y[0]) + fabsl(y[1]);
         if (!(oracle_rows(&b, 1, y, &yabs, e, &mag, 0, NULL) <= 1)) return 1;
@@ -208,13 +217,16 @@ static int check_c(const struct point *p) {
 
 static int parse_args(int argc, char **argv) {
     enum { O_QUICK = 256, O_MAXN, O_SKINNY, O_REPS, O_LIMIT, O_PMAX, O_CSV, O_SELFTEST };
-    static const struct option lo[] = {
-        {"quick", no_argument, 0, O_QUICK},        {"max-n", required_argument, 0, O_MAXN},
-        {"skinny", required_argument, 0, O_SKINNY}, {"reps", required_argument, 0, O_REPS},
-        {"time-limit", required_argument, 0, O_LIMIT},
-        {"point-max", required_argument, 0, O_PMAX}, {"csv", required_argument, 0, O_CSV},
-        {"selftest", no_argument, 0, O_SELFTEST}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"quick", no_argument, 0, O_QUICK},
+                                       {"max-n", required_argument, 0, O_MAXN},
+                                       {"skinny", required_argument, 0, O_SKINNY},
+                                       {"reps", required_argument, 0, O_REPS},
+                                       {"time-limit", required_argument, 0, O_LIMIT},
+                                       {"point-max", required_argument, 0, O_PMAX},
+                                       {"csv", required_argument, 0, O_CSV},
+                                       {"selftest", no_argument, 0, O_SELFTEST},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     int c, set_maxn = 0, set_skinny = 0, set_limit = 0, set_pmax = 0;
     char *end;
     while ((c = getopt_long(argc, argv, "p:h", lo, NULL)) != -1) {
@@ -228,14 +240,17 @@ static int parse_args(int argc, char **argv) {
             snprintf(o.precs, sizeof o.precs, "%s", optarg);
             break;
         case O_QUICK: o.quick = 1; break;
-        case O_MAXN: case O_SKINNY: {
+        case O_MAXN:
+        case O_SKINNY: {
             long long v = strtoll(optarg, &end, 10);
             if (errno || *end || v < 64 || v > 65536) {
                 fprintf(stderr, PROG ": '%s' is not a size in 64..65536\n", optarg);
                 return 2;
             }
-            if (c == O_MAXN) o.max_n = v, set_maxn = 1;
-            else o.skinny = v, set_skinny = 1;
+            if (c == O_MAXN)
+                o.max_n = v, set_maxn = 1;
+            else
+                o.skinny = v, set_skinny = 1;
             break;
         }
         case O_REPS: {
@@ -247,14 +262,17 @@ static int parse_args(int argc, char **argv) {
             o.reps = (int)v;
             break;
         }
-        case O_LIMIT: case O_PMAX: {
+        case O_LIMIT:
+        case O_PMAX: {
             double v = strtod(optarg, &end);
             if (errno || *end || !(v > 0)) {
                 fprintf(stderr, PROG ": '%s' is not a positive number of seconds\n", optarg);
                 return 2;
             }
-            if (c == O_LIMIT) o.time_limit = v, set_limit = 1;
-            else o.point_max = v, set_pmax = 1;
+            if (c == O_LIMIT)
+                o.time_limit = v, set_limit = 1;
+            else
+                o.point_max = v, set_pmax = 1;
             break;
         }
         case O_CSV: o.csv = optarg; break;
@@ -289,7 +307,8 @@ void build_grid(void) {
         tess_dtype_t dt = (tess_dtype_t)(strchr("sdcz", *pc) - "sdcz");
         for (int64_t s = 64; s <= o.max_n; s *= 2) {
             add_point(dt, FAM_SQUARE, s, s, s, s);
-            if (s * 3 / 2 <= o.max_n && s * 3 / 2 <= 6144) add_point(dt, FAM_SQUARE, s * 3 / 2, s * 3 / 2, s * 3 / 2, s * 3 / 2);
+            if (s * 3 / 2 <= o.max_n && s * 3 / 2 <= 6144)
+                add_point(dt, FAM_SQUARE, s * 3 / 2, s * 3 / 2, s * 3 / 2, s * 3 / 2);
         }
         for (int64_t s = 64; s <= thin_top && s * 4 <= o.skinny; s *= 2) {
             add_point(dt, FAM_K, o.skinny, o.skinny, s, s);
@@ -297,7 +316,6 @@ void build_grid(void) {
         }
     }
     qsort(pts, (size_t)npts, sizeof pts[0], by_flops);
-
 }
 
 /* Allocate and fill the operands, start the runtime, print the header, measure every point
@@ -326,7 +344,7 @@ static int measure_all(void) {
         return 1;
     }
     fill(bufA, szA, 1), fill(bufB, szB, 2);
-    memset(bufC, 0, szC);  /* touch every page once, as a numpy array's would be */
+    memset(bufC, 0, szC); /* touch every page once, as a numpy array's would be */
     double t_fill = elapsed();
 
     if (cpublas_open(&cb)) return 1; /* the message is printed */
@@ -347,12 +365,15 @@ static int measure_all(void) {
         if (s.kind == TESS_DEV_CUDA) ncuda++;
         size_t l = strlen(devs);
         snprintf(devs + l, sizeof devs - l, "%s%s (%s)", i ? ", " : "", s.name,
-                 s.kind == TESS_DEV_CUDA ? "GPU" : s.kind == TESS_DEV_CPU ? "CPU worker" : "emulated");
+                 s.kind == TESS_DEV_CUDA  ? "GPU"
+                 : s.kind == TESS_DEV_CPU ? "CPU worker"
+                                          : "emulated");
     }
     int threads = cb.get_num_threads ? cb.get_num_threads() : 0;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     printf("# " PROG ": C = A B (NN, beta 0), pageable host operands, median of up to %d runs "
-           "after a warm-up\n", o.reps);
+           "after a warm-up\n",
+           o.reps);
     Dl_info dli;
     const char *blas_file = dladdr(cb.gemm[TESS_D], &dli) && dli.dli_fname ? dli.dli_fname : "?";
     printf("# cpu: %s (%s), %d threads, %ld cores\n", cb.name, blas_file, threads, cores);
@@ -382,7 +403,8 @@ static int measure_all(void) {
         int dt = p->dt;
         /* predictions from the best rates so far (optimistic: a skipped point is surely long) */
         double pc = best_cpu[dt] > 0 ? p->cost.flops / best_cpu[dt] : 0;
-        double pd = best_dev[dt] > 0 ? fmax(p->cost.flops / best_dev[dt], p->cost.bytes / best_bw) : 0;
+        double pd = best_dev[dt] > 0 ? fmax(p->cost.flops / best_dev[dt], p->cost.bytes / best_bw)
+                                     : 0;
         int do_cpu = pc <= o.point_max;
         double need = (do_cpu ? pc * (1 + fmin(o.reps, o.point_max / fmax(pc, 1e-9))) : 0) +
                       pd * (1 + fmin(o.reps, o.point_max / fmax(pd, 1e-9)));
@@ -397,7 +419,7 @@ static int measure_all(void) {
             if (check_c(p)) {
                 p->mismatch = 1, n_mismatch++;
                 fprintf(stderr, PROG ": %c %lldx%lldx%lld: the CPU BLAS's result is wrong\n",
-                        "sdcz"[dt], (long long)p->m, (long long)p->n, (long long)p->k);
+                        "sdcz"[dt], (long long)p -> m, (long long)p -> n, (long long)p -> k);
             }
         }
         memset(bufC, 0, (size_t)(p->m * p->n) * esize(dt));
@@ -411,13 +433,13 @@ static int measure_all(void) {
         if (check_c(p)) {
             p->mismatch = 1, n_mismatch++;
             fprintf(stderr, PROG ": %c %lldx%lldx%lld: tessera's result is wrong\n", "sdcz"[dt],
-                    (long long)p->m, (long long)p->n, (long long)p->k);
+                    (long long)p -> m, (long long)p -> n, (long long)p -> k);
         }
         char cs[32] = "skipped";
         if (do_cpu) snprintf(cs, sizeof cs, "%.4g s", p->cpu);
-        fprintf(stderr, "  [%4.0f s] %c %-6s %6lld %6lld %6lld  cpu %-10s dev %.4g s\n",
-                elapsed(), "sdcz"[dt], fam_name[p->fam], (long long)p->m, (long long)p->n,
-                (long long)p->k, cs, p->dev);
+        fprintf(stderr, "  [%4.0f s] %c %-6s %6lld %6lld %6lld  cpu %-10s dev %.4g s\n", elapsed(),
+                "sdcz"[dt], fam_name[p->fam], (long long)p -> m, (long long)p -> n,
+                (long long)p -> k, cs, p -> dev);
     }
     t_measured = elapsed();
     tess_finalize();
@@ -441,4 +463,3 @@ int main(int argc, char **argv) {
     report(&fit, &now_md, rms, margin_at);
     return n_mismatch || dev_err ? 1 : 0;
 }
-

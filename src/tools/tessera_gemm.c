@@ -147,16 +147,29 @@ static bool parse_scalar(const char *s, double v[2]) {
 
 /* 0: run, 1: --help, 2: bad usage (the message is in err) */
 static int parse(int argc, char **argv, struct opts *o, char *err, size_t errsz) {
-    *o = (struct opts){.m = 2048, .n = -1, .k = -1, .nb = 0, .reps = 3, .prec = 'd', .ta = 'N',
-                       .tb = 'N', .alpha = {1, 0}, .beta = {0.5, 0}, .verify = true,
+    *o = (struct opts){.m = 2048,
+                       .n = -1,
+                       .k = -1,
+                       .nb = 0,
+                       .reps = 3,
+                       .prec = 'd',
+                       .ta = 'N',
+                       .tb = 'N',
+                       .alpha = {1, 0},
+                       .beta = {0.5, 0},
+                       .verify = true,
                        .warmup = true};
     enum { O_TA = 256, O_TB, O_ALPHA, O_BETA, O_NB, O_PINNED, O_NOVERIFY, O_NOWARMUP };
-    static const struct option lo[] = {
-        {"ta", required_argument, 0, O_TA},       {"tb", required_argument, 0, O_TB},
-        {"alpha", required_argument, 0, O_ALPHA}, {"beta", required_argument, 0, O_BETA},
-        {"nb", required_argument, 0, O_NB},       {"pinned", no_argument, 0, O_PINNED},
-        {"no-verify", no_argument, 0, O_NOVERIFY}, {"no-warmup", no_argument, 0, O_NOWARMUP},
-        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+    static const struct option lo[] = {{"ta", required_argument, 0, O_TA},
+                                       {"tb", required_argument, 0, O_TB},
+                                       {"alpha", required_argument, 0, O_ALPHA},
+                                       {"beta", required_argument, 0, O_BETA},
+                                       {"nb", required_argument, 0, O_NB},
+                                       {"pinned", no_argument, 0, O_PINNED},
+                                       {"no-verify", no_argument, 0, O_NOVERIFY},
+                                       {"no-warmup", no_argument, 0, O_NOWARMUP},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     opterr = 0; /* every rank parses the same argv: rank 0 alone reports */
     optind = 1;
     int c;
@@ -165,7 +178,9 @@ static int parse(int argc, char **argv, struct opts *o, char *err, size_t errsz)
     while ((c = getopt_long(argc, argv, ":m:n:k:p:a:b:r:P:Q:h", lo, NULL)) != -1) {
         const char *name = optind > 1 && optind <= argc ? argv[optind - 1] : "?";
         switch (c) {
-        case 'm': case 'n': case 'k':
+        case 'm':
+        case 'n':
+        case 'k':
             if (!parse_i64(optarg, 0, &v))
                 BAD("-%c: '%s' is not a size (an integer >= 0)", c, optarg);
             *(c == 'm' ? &o->m : c == 'n' ? &o->n : &o->k) = v;
@@ -175,7 +190,10 @@ static int parse(int argc, char **argv, struct opts *o, char *err, size_t errsz)
                 BAD("-p: '%s' is not a precision (s, d, c or z)", optarg);
             o->prec = optarg[0];
             break;
-        case 'a': case O_TA: case 'b': case O_TB: {
+        case 'a':
+        case O_TA:
+        case 'b':
+        case O_TB: {
             bool a = c == 'a' || c == O_TA;
             if (!optarg[0] || optarg[1] || !strchr("NTCntc", optarg[0]))
                 BAD("%s: '%s' is not a transpose (N, T or C)", a ? "--ta" : "--tb", optarg);
@@ -187,7 +205,8 @@ static int parse(int argc, char **argv, struct opts *o, char *err, size_t errsz)
                 BAD("-r: '%s' is not a count >= 1", optarg);
             o->reps = (int)v;
             break;
-        case 'P': case 'Q':
+        case 'P':
+        case 'Q':
             if (!parse_i64(optarg, 1, &v) || v > 1 << 20)
                 BAD("-%c: '%s' is not a count >= 1", c, optarg);
             *(c == 'P' ? &o->P : &o->Q) = (int)v;
@@ -196,7 +215,8 @@ static int parse(int argc, char **argv, struct opts *o, char *err, size_t errsz)
             if (!parse_i64(optarg, 1, &v)) BAD("--nb: '%s' is not a block size >= 1", optarg);
             o->nb = v;
             break;
-        case O_ALPHA: case O_BETA:
+        case O_ALPHA:
+        case O_BETA:
             if (!parse_scalar(optarg, c == O_ALPHA ? o->alpha : o->beta))
                 BAD("--%s: '%s' is not a scalar (re or re,im)", c == O_ALPHA ? "alpha" : "beta",
                     optarg);
@@ -225,8 +245,10 @@ static int parse(int argc, char **argv, struct opts *o, char *err, size_t errsz)
 
 static int64_t numroc(int64_t n, int64_t nb, int p, int np) {
     int64_t nblocks = n / nb, r = (nblocks / np) * nb, extra = nblocks % np;
-    if (p < extra) r += nb;
-    else if (p == extra) r += n % nb;
+    if (p < extra)
+        r += nb;
+    else if (p == extra)
+        r += n % nb;
     return r;
 }
 
@@ -277,13 +299,14 @@ static void parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t), void *
     struct span s[64];
     pthread_t th[64];
     bool started[64] = {false};
-    for (int i = 0; i < nt; i++)
-        s[i] = (struct span){fn, arg, n * i / nt, n * (i + 1) / nt};
+    for (int i = 0; i < nt; i++) s[i] = (struct span){fn, arg, n * i / nt, n * (i + 1) / nt};
     for (int i = 1; i < nt; i++) started[i] = pthread_create(&th[i], NULL, span_main, &s[i]) == 0;
     span_main(&s[0]);
     for (int i = 1; i < nt; i++) {
-        if (started[i]) pthread_join(th[i], NULL);
-        else span_main(&s[i]); /* no thread: do it here */
+        if (started[i])
+            pthread_join(th[i], NULL);
+        else
+            span_main(&s[i]); /* no thread: do it here */
     }
 }
 
@@ -318,8 +341,10 @@ static void fill_cols(void *arg, int64_t lo, int64_t hi) {
             for (int q = 0; q < parts; q++) {
                 double v = (double)(mix(key ^ (e + q)) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
                 size_t at = ((size_t)j * (size_t)p->ld + (size_t)i) * parts + q;
-                if (single) ((float *)p->x)[at] = (float)v;
-                else ((double *)p->x)[at] = v;
+                if (single)
+                    ((float *)p->x)[at] = (float)v;
+                else
+                    ((double *)p->x)[at] = v;
             }
         }
 }
@@ -405,8 +430,10 @@ static void mv(tess_dtype_t dt, char trans, const struct part *p, const long dou
     memset(y, 0, sizeof *y * 2 * (size_t)out);
     memset(yabs, 0, sizeof *yabs * (size_t)out);
     struct mv w = {dt, trans, p, v, vabs, y, yabs};
-    if (trans == 'N') parallel_for(p->lr, mv_rows, &w);
-    else parallel_for(p->lc, mv_cols, &w);
+    if (trans == 'N')
+        parallel_for(p->lr, mv_rows, &w);
+    else
+        parallel_for(p->lc, mv_cols, &w);
     sum_all_ld(y, 2 * out);
     sum_all_ld(yabs, out);
 }
@@ -460,10 +487,10 @@ static int cmp_double(const void *a, const void *b) {
 
 /* what each rank reports to rank 0 at the end */
 struct rank_report {
-    double pgemm_s, comm_s, sent, recv; /* sums over the timed runs */
-    double d2d;                         /* of sent: packed from the own panel (GPU transport) */
+    double pgemm_s, comm_s, sent, recv;     /* sums over the timed runs */
+    double d2d;                             /* of sent: packed from the own panel (GPU transport) */
     double passes, units, a_local, b_local; /* of the last run */
-    double variant;                     /* of the last run: 'C', 'A', 'B' */
+    double variant;                         /* of the last run: 'C', 'A', 'B' */
     double ndev;
 };
 
@@ -503,19 +530,19 @@ static void print_tables(int ndev, const tess_dev_stats_t *devs, const struct ra
     if (g_rank == 0) {
         printf("\nper device over the %d timed run%s (rank, device index on that rank):\n", reps,
                reps == 1 ? "" : "s");
-        printf("  %-4s %-3s %-32s %6s %6s %8s %8s %8s %8s %8s %8s %8s %6s\n", "rank", "dev",
-               "name", "tasks", "stolen", "H2D GB", "D2H GB", "P2P GB", "L1 hit", "L2 hit",
-               "miss", "evict", "busy%");
+        printf("  %-4s %-3s %-32s %6s %6s %8s %8s %8s %8s %8s %8s %8s %6s\n", "rank", "dev", "name",
+               "tasks", "stolen", "H2D GB", "D2H GB", "P2P GB", "L1 hit", "L2 hit", "miss", "evict",
+               "busy%");
         const tess_dev_stats_t *s = devs_all;
         for (int r = 0; r < size; r++)
             for (int d = 0; d < cnt[r]; d++, s++)
                 printf("  %-4d %-3d %-32.32s %6llu %6llu %8.2f %8.2f %8.2f %8llu %8llu %8llu %8llu "
-                       "%6.1f%s\n", r, d, s->name, (unsigned long long)s->tasks,
-                       (unsigned long long)s->stolen, s->bytes_h2d * 1e-9, s->bytes_d2h * 1e-9,
-                       s->bytes_p2p * 1e-9, (unsigned long long)s->l1_hits,
-                       (unsigned long long)s->l2_hits, (unsigned long long)s->misses,
-                       (unsigned long long)s->evictions, wall > 0 ? 100.0 * s->busy_s / wall : 0.0,
-                       s->failed ? " FAILED" : "");
+                       "%6.1f%s\n",
+                       r, d, s->name, (unsigned long long)s->tasks, (unsigned long long)s->stolen,
+                       s->bytes_h2d * 1e-9, s->bytes_d2h * 1e-9, s->bytes_p2p * 1e-9,
+                       (unsigned long long)s->l1_hits, (unsigned long long)s->l2_hits,
+                       (unsigned long long)s->misses, (unsigned long long)s->evictions,
+                       wall > 0 ? 100.0 * s->busy_s / wall : 0.0, s->failed ? " FAILED" : "");
 #ifdef TESS_HAVE_MPI
         printf("\nper rank, tess_pgemm_last_stats summed over the timed runs:\n");
         printf("  %-4s %9s %9s %9s %9s %9s %6s %6s %8s %10s\n", "rank", "pgemm s", "comm s",
@@ -525,7 +552,10 @@ static void print_tables(int ndev, const tess_dev_stats_t *devs, const struct ra
             printf("  %-4d %9.3f %9.3f %9.3f %9.3f %9.3f %6d %6d %8s %10c\n", r, q->pgemm_s,
                    q->comm_s, q->sent * 1e-9, q->d2d * 1e-9, q->recv * 1e-9, (int)q->passes,
                    (int)q->units,
-                   q->a_local && q->b_local ? "A, B" : q->a_local ? "A" : q->b_local ? "B" : "-",
+                   q->a_local && q->b_local ? "A, B"
+                   : q->a_local             ? "A"
+                   : q->b_local             ? "B"
+                                            : "-",
                    q->variant > 0 ? (char)q->variant : '-');
         }
 #endif
@@ -562,8 +592,8 @@ static int run_gemm(struct job *j) {
 #endif
 }
 
-static bool part_init(struct part *p, int64_t rows, int64_t cols, int64_t nb, int myrow,
-                      int mycol, int P, int Q, size_t es, bool pinned) {
+static bool part_init(struct part *p, int64_t rows, int64_t cols, int64_t nb, int myrow, int mycol,
+                      int P, int Q, size_t es, bool pinned) {
     memset(p, 0, sizeof *p);
     p->rows = rows, p->cols = cols;
     bool in = myrow >= 0 && mycol >= 0;
@@ -579,15 +609,18 @@ static bool part_init(struct part *p, int64_t rows, int64_t cols, int64_t nb, in
 
 static void part_free(struct part *p, bool pinned) {
     free(p->grow), free(p->gcol);
-    if (pinned) tess_free_host(p->x);
-    else free(p->x);
+    if (pinned)
+        tess_free_host(p->x);
+    else
+        free(p->x);
 }
 
 /* the job after MPI and the options: returns the exit status (the same on every rank) */
 static int job_main(const struct opts *o) {
     int rc = tess_init();
-    if (rc) fprintf(stderr, PROG ": rank %d: tess_init: %s: %s\n", g_rank, tess_strerror(rc),
-                    tess_last_error());
+    if (rc)
+        fprintf(stderr, PROG ": rank %d: tess_init: %s: %s\n", g_rank, tess_strerror(rc),
+                tess_last_error());
     if (!agree(rc == 0)) {
         if (!rc) tess_finalize();
         return 1;
@@ -611,9 +644,10 @@ static int job_main(const struct opts *o) {
     const char *bind = getenv("TESSERA_DEVICES");
     if (g_local > 1 && ncuda > 0 && (!bind || !strcmp(bind, "all")) &&
         !getenv("CUDA_VISIBLE_DEVICES"))
-        fprintf(stderr, PROG ": rank %d: warning: %d ranks on this node share its %d GPU%s; give "
-                "each rank its own (TESSERA_DEVICES, as jobs/mpirun-gemm.sh does)\n", g_rank,
-                g_local, ncuda, ncuda == 1 ? "" : "s");
+        fprintf(stderr,
+                PROG ": rank %d: warning: %d ranks on this node share its %d GPU%s; give "
+                     "each rank its own (TESSERA_DEVICES, as jobs/mpirun-gemm.sh does)\n",
+                g_rank, g_local, ncuda, ncuda == 1 ? "" : "s");
 
     /* the grid */
     int P = 1, Q = 1, myrow = 0, mycol = 0;
@@ -651,10 +685,11 @@ static int job_main(const struct opts *o) {
         tess_desc_init(&j.dC, m, n, j.o.nb, j.o.nb, 0, 0, j.C.ld);
     }
 #endif
-    union { float f[2]; double d[2]; } alpha_u, beta_u; /* one scalar of the precision */
-    for (int i = 0; i < 2; i++) {
-        alpha_u.d[i] = o->alpha[i], beta_u.d[i] = o->beta[i];
-    }
+    union {
+        float f[2];
+        double d[2];
+    } alpha_u, beta_u; /* one scalar of the precision */
+    for (int i = 0; i < 2; i++) { alpha_u.d[i] = o->alpha[i], beta_u.d[i] = o->beta[i]; }
     if (j.dt == TESS_S || j.dt == TESS_C)
         for (int i = 0; i < 2; i++)
             alpha_u.f[i] = (float)o->alpha[i], beta_u.f[i] = (float)o->beta[i];
@@ -677,9 +712,10 @@ static int job_main(const struct opts *o) {
                (long long)k, al[0], al[1], be[0], be[1], o->pinned ? "pinned" : "pageable");
 #ifdef TESS_HAVE_MPI
         printf("  grid %d x %d of %d rank%s%s, %lld x %lld blocks; devices per rank %d..%d "
-               "(rank 0: %d GPU, %d emulated, %d CPU)\n", P, Q, g_size, g_size == 1 ? "" : "s",
-               P * Q < g_size ? " (the rest idle)" : "", (long long)j.o.nb, (long long)j.o.nb,
-               min_dev, max_dev, ncuda, nemu, ndev - ncuda - nemu);
+               "(rank 0: %d GPU, %d emulated, %d CPU)\n",
+               P, Q, g_size, g_size == 1 ? "" : "s", P * Q < g_size ? " (the rest idle)" : "",
+               (long long)j.o.nb, (long long)j.o.nb, min_dev, max_dev, ncuda, nemu,
+               ndev - ncuda - nemu);
 #else
         printf("  one process (built without MPI), %d devices (%d GPU, %d emulated, %d CPU)\n",
                ndev, ncuda, nemu, ndev - ncuda - nemu);
@@ -733,7 +769,8 @@ static int job_main(const struct opts *o) {
             rep.pgemm_s += ps.seconds, rep.comm_s += ps.comm_seconds;
             rep.sent += (double)ps.bytes_sent, rep.recv += (double)ps.bytes_received;
             rep.d2d += (double)ps.bytes_packed_d2d;
-            rep.passes = ps.passes, rep.units = ps.units, rep.a_local = ps.a_local, rep.b_local = ps.b_local;
+            rep.passes = ps.passes, rep.units = ps.units, rep.a_local = ps.a_local,
+            rep.b_local = ps.b_local;
             rep.variant = ps.variant;
         }
         double comm = max_all(ps.comm_seconds);
@@ -788,7 +825,8 @@ static int job_main(const struct opts *o) {
                        (double)orc.bound.g);
             else
                 printf("verified: FAILED in %d run%s (rel err %.1e at row %lld > tolerance %.1e)\n",
-                       bad, bad == 1 ? "" : "s", worst_all, (long long)worst_row, (double)orc.bound.g);
+                       bad, bad == 1 ? "" : "s", worst_all, (long long)worst_row,
+                       (double)orc.bound.g);
         }
         for (int d = 0; d < ndev; d++) tess_device_stats(d, &devs[d]);
         rep.ndev = ndev;

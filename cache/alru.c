@@ -18,16 +18,22 @@ void tess__alru_init(struct tess__alru *a) {
 static void link_front(struct tess__alru *a, struct tess__blk *b) {
     b->prev = NULL;
     b->next = a->head;
-    if (a->head) a->head->prev = b;
-    else a->tail = b;
+    if (a->head)
+        a->head->prev = b;
+    else
+        a->tail = b;
     a->head = b;
 }
 
 static void unlink_blk(struct tess__alru *a, struct tess__blk *b) {
-    if (b->prev) b->prev->next = b->next;
-    else a->head = b->next;
-    if (b->next) b->next->prev = b->prev;
-    else a->tail = b->prev;
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        a->head = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    else
+        a->tail = b->prev;
     b->prev = b->next = NULL;
 }
 

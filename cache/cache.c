@@ -29,9 +29,8 @@ int tess__cache_init(struct tess__cache *c, int ndev) {
     return TESS_OK;
 }
 
-void tess__cache_set_dev(struct tess__cache *c, int i, const struct tess__dev_ops *ops,
-                         void *bd, unsigned caps, struct tess__heap *heap,
-                         struct tess__counters *ctr) {
+void tess__cache_set_dev(struct tess__cache *c, int i, const struct tess__dev_ops *ops, void *bd,
+                         unsigned caps, struct tess__heap *heap, struct tess__counters *ctr) {
     struct tess__cdev *cd = &c->dev[i];
     cd->ops = ops;
     cd->bd = bd;
@@ -80,8 +79,7 @@ static void blk_recycle(struct tess__cache *c, struct tess__blk *b) {
 static void note_peak(struct tess__cdev *cd) {
     size_t used = tess__heap_used(cd->heap);
     size_t peak = atomic_load_explicit(&cd->ctr->mem_peak, memory_order_relaxed);
-    while (used > peak && !atomic_compare_exchange_weak(&cd->ctr->mem_peak, &peak, used)) {
-    }
+    while (used > peak && !atomic_compare_exchange_weak(&cd->ctr->mem_peak, &peak, used)) {}
 }
 
 /* The fill of b is complete (queries its event once; remembers the answer). */
@@ -120,8 +118,10 @@ static void blk_drop(struct tess__cache *c, struct tess__blk *b) {
         b->entry = NULL;
         tess__dir_evict(c->dir, e, b->dev);
     }
-    if (b->readers == 0) blk_free(c, b);
-    else b->stale = 1;
+    if (b->readers == 0)
+        blk_free(c, b);
+    else
+        b->stale = 1;
 }
 
 /* Heap memory on dev, evicting idle cached copies (least recently used first). */
@@ -230,8 +230,8 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
             b->peer_waited = 1;
         }
         if (!rc)
-            rc = ops->copy2d(cd->bd, stream, TESS__P2P, ptr, width, src->ptr,
-                             (size_t)src->ld * es, width, height, c->dev[peer].bd);
+            rc = ops->copy2d(cd->bd, stream, TESS__P2P, ptr, width, src->ptr, (size_t)src->ld * es,
+                             width, height, c->dev[peer].bd);
         if (!rc) {
             src->readers++;
             b->pinned_src = src;
@@ -244,8 +244,8 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
         rc = TESS_OK;
         if (t->home_ready) rc = ops->stream_wait(cd->bd, stream, t->home_ready);
         if (!rc)
-            rc = ops->copy2d(cd->bd, stream, t->home_dev == dev ? TESS__D2D : TESS__P2P, ptr,
-                             width, t->home_ptr, (size_t)t->home_ld * es, width, height,
+            rc = ops->copy2d(cd->bd, stream, t->home_dev == dev ? TESS__D2D : TESS__P2P, ptr, width,
+                             t->home_ptr, (size_t)t->home_ld * es, width, height,
                              c->dev[t->home_dev].bd);
         if (!rc) {
             TESS__COUNT(cd->ctr, misses, 1);
@@ -326,14 +326,15 @@ void tess__cache_release(struct tess__cache *c, struct tess__blk *b) {
 
 void tess__cache_unacquire(struct tess__cache *c, struct tess__blk *b) {
     tess__cache_lock(c);
-    if (c->dev[b->dev].caps & TESS__CAP_UNIFIED) blk_recycle(c, b);
-    else unread(c, b);
+    if (c->dev[b->dev].caps & TESS__CAP_UNIFIED)
+        blk_recycle(c, b);
+    else
+        unread(c, b);
     tess__cache_unlock(c);
 }
 
 /* A working block record for heap memory p (or EAGAIN when p is NULL); unlocks. */
-static int work_blk(struct tess__cache *c, int dev, void *p, size_t bytes,
-                    struct tess__blk **out) {
+static int work_blk(struct tess__cache *c, int dev, void *p, size_t bytes, struct tess__blk **out) {
     struct tess__blk *b = NULL;
     int rc = p ? blk_new(c, dev, &b) : TESS_EAGAIN;
     if (rc) {
@@ -428,8 +429,10 @@ void tess__cache_written(struct tess__cache *c, int dev, const struct tess__tile
             if (old->in_alru) tess__alru_remove(&c->dev[dev].alru, old);
             e->copy[dev] = NULL;
             old->entry = NULL;
-            if (old->readers == 0) blk_free(c, old);
-            else old->stale = 1;
+            if (old->readers == 0)
+                blk_free(c, old);
+            else
+                old->stale = 1;
         }
         tess__dir_writeback(c->dir, e, dev); /* M -> I (written back); may free e */
     }
@@ -440,7 +443,7 @@ void tess__cache_written(struct tess__cache *c, int dev, const struct tess__tile
         keep->ready_done = 1;
         keep->ld = key->rows;
         keep->space = key->space;
-        tess__dir_fill(c->dir, e, dev, keep);  /* I -> E */
+        tess__dir_fill(c->dir, e, dev, keep); /* I -> E */
         e->copy[dev] = keep;
         keep->entry = e;
         tess__alru_push_front(&cd->alru, keep);
@@ -452,7 +455,9 @@ void tess__cache_written(struct tess__cache *c, int dev, const struct tess__tile
     tess__cache_unlock(c);
 }
 
-struct purge_arg { struct tess__cache *c; };
+struct purge_arg {
+    struct tess__cache *c;
+};
 
 static void purge_entry(struct tess__dentry *e, void *arg) {
     struct tess__cache *c = ((struct purge_arg *)arg)->c;

@@ -42,7 +42,7 @@ void tess__heap_free(struct tess__heap *h, void *p);
 size_t tess__heap_capacity(const struct tess__heap *h);
 size_t tess__heap_used(struct tess__heap *h);
 size_t tess__heap_largest_free(struct tess__heap *h);
-size_t tess__heap_segments(struct tess__heap *h);  /* free + used segments (tests) */
+size_t tess__heap_segments(struct tess__heap *h); /* free + used segments (tests) */
 /* bytes as a segment holds them (rounded up to the alignment); 0 if they never fit. */
 size_t tess__heap_round(const struct tess__heap *h, size_t bytes);
 /* Room planning (B7). The runs are the ranges between fixed segments: what is free once
@@ -63,27 +63,27 @@ void *tess__heap_plan_fixed(struct tess__heap *h, size_t bytes, const size_t *ro
  * call is never reused by another call, whose data may have changed) and lets a later
  * layer keep tiles across calls by sharing a space. */
 struct tess__tile_key {
-    uint64_t space;      /* job or session id */
-    uintptr_t addr;      /* host address of element (0,0) of the block, or a synthetic id */
-    int64_t ld;          /* leading dimension of the home storage */
-    int32_t rows, cols;  /* stored block shape (before any op) */
-    uint32_t esize;      /* bytes per element */
+    uint64_t space;     /* job or session id */
+    uintptr_t addr;     /* host address of element (0,0) of the block, or a synthetic id */
+    int64_t ld;         /* leading dimension of the home storage */
+    int32_t rows, cols; /* stored block shape (before any op) */
+    uint32_t esize;     /* bytes per element */
 };
 
 /* Where the valid master copy of a tile lives when no device holds it. */
 enum tess__home_kind {
-    TESS__HOME_HOST = 0,  /* host memory at key.addr with leading dimension key.ld */
-    TESS__HOME_DEV = 1    /* device memory: arrived from another rank, or produced earlier */
+    TESS__HOME_HOST = 0, /* host memory at key.addr with leading dimension key.ld */
+    TESS__HOME_DEV = 1   /* device memory: arrived from another rank, or produced earlier */
 };
 
 /* A tile as a task names it: its key and its home. */
 struct tess__tile {
     struct tess__tile_key key;
     enum tess__home_kind home;
-    int home_dev;              /* HOME_DEV: device index holding it */
-    void *home_ptr;            /* HOME_DEV: device pointer of element (0,0) */
-    int64_t home_ld;           /* HOME_DEV: its leading dimension */
-    tess__event *home_ready;   /* HOME_DEV: event after which home_ptr is valid, or NULL */
+    int home_dev;            /* HOME_DEV: device index holding it */
+    void *home_ptr;          /* HOME_DEV: device pointer of element (0,0) */
+    int64_t home_ld;         /* HOME_DEV: its leading dimension */
+    tess__event *home_ready; /* HOME_DEV: event after which home_ptr is valid, or NULL */
 };
 
 /* ---- alru.c ----------------------------------------------------------------------- */
@@ -92,20 +92,20 @@ struct tess__dentry;
 
 /* One tile copy in one device's memory. */
 struct tess__blk {
-    struct tess__blk *prev, *next;  /* ALRU links; front = most recently used */
-    struct tess__dentry *entry;     /* directory entry, NULL for working blocks */
-    int dev;                        /* device index owning the memory */
-    int in_alru;                    /* 1 while linked in the device's ALRU */
-    void *ptr;                      /* device address (host address on UNIFIED devices) */
-    int64_t ld;                     /* leading dimension of the copy (elements) */
-    size_t bytes;                   /* bytes reserved in the heap */
-    int readers;                    /* users not yet released (tasks, peers copying from it) */
-    tess__event *ready;             /* recorded after the fill; valid while !ready_done */
-    int ready_done;                 /* the fill is known complete */
-    int stale;                      /* dropped from the directory, freed at readers == 0 */
-    struct tess__blk *pinned_src;   /* peer copy this block was filled from (its reader) */
-    int peer_waited;                /* the fill waited for the peer copy's own fill */
-    uint64_t space;                 /* key.space of the tile (kept when the entry goes) */
+    struct tess__blk *prev, *next; /* ALRU links; front = most recently used */
+    struct tess__dentry *entry;    /* directory entry, NULL for working blocks */
+    int dev;                       /* device index owning the memory */
+    int in_alru;                   /* 1 while linked in the device's ALRU */
+    void *ptr;                     /* device address (host address on UNIFIED devices) */
+    int64_t ld;                    /* leading dimension of the copy (elements) */
+    size_t bytes;                  /* bytes reserved in the heap */
+    int readers;                   /* users not yet released (tasks, peers copying from it) */
+    tess__event *ready;            /* recorded after the fill; valid while !ready_done */
+    int ready_done;                /* the fill is known complete */
+    int stale;                     /* dropped from the directory, freed at readers == 0 */
+    struct tess__blk *pinned_src;  /* peer copy this block was filled from (its reader) */
+    int peer_waited;               /* the fill waited for the peer copy's own fill */
+    uint64_t space;                /* key.space of the tile (kept when the entry goes) */
 };
 
 struct tess__alru {
@@ -131,10 +131,10 @@ enum tess__mesix { TESS__MESIX_I = 0, TESS__MESIX_S, TESS__MESIX_E, TESS__MESIX_
 /* Per tile: which devices hold a valid copy, and which one writes it (M). */
 struct tess__dentry {
     struct tess__tile_key key;
-    uint32_t holders;                        /* bit d: device d holds a valid copy */
-    int writer;                              /* device holding it in M, or -1 */
-    struct tess__blk *copy[TESS_MAX_DEVICES];/* the copy on each device, NULL if none */
-    struct tess__dentry *hnext;              /* hash chain */
+    uint32_t holders;                         /* bit d: device d holds a valid copy */
+    int writer;                               /* device holding it in M, or -1 */
+    struct tess__blk *copy[TESS_MAX_DEVICES]; /* the copy on each device, NULL if none */
+    struct tess__dentry *hnext;               /* hash chain */
 };
 
 struct tess__dir;
@@ -174,17 +174,17 @@ struct tess__cdev {
     const struct tess__dev_ops *ops;
     void *bd;
     unsigned caps;
-    struct tess__heap *heap;      /* NULL on UNIFIED devices */
+    struct tess__heap *heap; /* NULL on UNIFIED devices */
     struct tess__alru alru;
-    uint32_t peer_mask;           /* devices this one can copy from directly */
+    uint32_t peer_mask; /* devices this one can copy from directly */
     struct tess__counters *ctr;
-    struct tess__blk *free_blks;  /* recycled block records (with their events) */
+    struct tess__blk *free_blks; /* recycled block records (with their events) */
     int failed;
 };
 
 struct tess__cache {
-    int p2p;                      /* peer fetches allowed (TESSERA_P2P) */
-    int peer_done_only;           /* ... only from copies whose fill is complete (TESSERA_RECOVER) */
+    int p2p;            /* peer fetches allowed (TESSERA_P2P) */
+    int peer_done_only; /* ... only from copies whose fill is complete (TESSERA_RECOVER) */
     /* Called (with the cache lock held) with the space of a tile whose copy may hold
      * garbage: it was filled from a peer that failed before its own fill was known to be
      * complete. The runtime fails the job of that space (it cannot be redone safely). */
@@ -198,9 +198,8 @@ struct tess__cache {
 
 int tess__cache_init(struct tess__cache *c, int ndev);
 /* Register device i (its heap is created by the caller from the backend's arena). */
-void tess__cache_set_dev(struct tess__cache *c, int i, const struct tess__dev_ops *ops,
-                         void *bd, unsigned caps, struct tess__heap *heap,
-                         struct tess__counters *ctr);
+void tess__cache_set_dev(struct tess__cache *c, int i, const struct tess__dev_ops *ops, void *bd,
+                         unsigned caps, struct tess__heap *heap, struct tess__counters *ctr);
 void tess__cache_set_peers(struct tess__cache *c, int i, uint32_t peer_mask);
 void tess__cache_destroy(struct tess__cache *c);
 

@@ -19,20 +19,22 @@
 
 #include "cache.h"
 
-#define SEG_CHUNK 256      /* records per pool chunk */
-#define TAB_MIN 64         /* initial buckets of the occupied table (power of two) */
+#define SEG_CHUNK 256 /* records per pool chunk */
+#define TAB_MIN 64    /* initial buckets of the occupied table (power of two) */
 
 struct seg {
     uintptr_t addr;
     size_t size;
     int used;
-    int fixed;                  /* used and kept until a task ends (not evictable) */
-    struct seg *prev, *next;    /* metadata list: all segments, address order */
-    struct seg *fprev, *fnext;  /* free list: free segments, address order */
-    struct seg *hnext;          /* occupied chain (used) or pool link (spare record) */
+    int fixed;                 /* used and kept until a task ends (not evictable) */
+    struct seg *prev, *next;   /* metadata list: all segments, address order */
+    struct seg *fprev, *fnext; /* free list: free segments, address order */
+    struct seg *hnext;         /* occupied chain (used) or pool link (spare record) */
 };
 
-struct run { uintptr_t lo, hi; };  /* [lo, hi): a range between fixed segments */
+struct run {
+    uintptr_t lo, hi;
+}; /* [lo, hi): a range between fixed segments */
 
 struct chunk {
     struct chunk *next;
@@ -41,21 +43,21 @@ struct chunk {
 
 struct tess__heap {
     pthread_mutex_t lock;
-    uintptr_t base;             /* aligned start of the managed range */
-    size_t cap;                 /* bytes managed */
+    uintptr_t base; /* aligned start of the managed range */
+    size_t cap;     /* bytes managed */
     size_t align;
-    struct seg *first;          /* metadata list head (lowest address) */
-    struct seg *free_head;      /* free list head (lowest free address) */
-    struct seg **tab;           /* occupied table */
-    size_t tab_size;            /* buckets, a power of two */
-    size_t nused;               /* used segments */
+    struct seg *first;     /* metadata list head (lowest address) */
+    struct seg *free_head; /* free list head (lowest free address) */
+    struct seg **tab;      /* occupied table */
+    size_t tab_size;       /* buckets, a power of two */
+    size_t nused;          /* used segments */
     size_t used_bytes;
-    size_t nsegs;               /* free + used segments */
-    size_t nfixed;              /* fixed segments */
-    struct run *runs;           /* scratch of tess__heap_plan_fixed (nfixed + 1 entries) */
+    size_t nsegs;     /* free + used segments */
+    size_t nfixed;    /* fixed segments */
+    struct run *runs; /* scratch of tess__heap_plan_fixed (nfixed + 1 entries) */
     size_t runs_cap;
-    struct seg *spare;          /* unused records */
-    struct chunk *chunks;       /* every record allocation, freed at destroy */
+    struct seg *spare;    /* unused records */
+    struct chunk *chunks; /* every record allocation, freed at destroy */
 };
 
 /* ---- record pool ---------------------------------------------------------------------- */
@@ -139,8 +141,10 @@ static struct seg *tab_remove(struct tess__heap *h, uintptr_t addr) {
 /* ---- list helpers ----------------------------------------------------------------------- */
 
 static void free_unlink(struct tess__heap *h, struct seg *s) {
-    if (s->fprev) s->fprev->fnext = s->fnext;
-    else h->free_head = s->fnext;
+    if (s->fprev)
+        s->fprev->fnext = s->fnext;
+    else
+        h->free_head = s->fnext;
     if (s->fnext) s->fnext->fprev = s->fprev;
     s->fprev = s->fnext = NULL;
 }
@@ -149,8 +153,10 @@ static void free_unlink(struct tess__heap *h, struct seg *s) {
 static void free_replace(struct tess__heap *h, struct seg *old, struct seg *r) {
     r->fprev = old->fprev;
     r->fnext = old->fnext;
-    if (r->fprev) r->fprev->fnext = r;
-    else h->free_head = r;
+    if (r->fprev)
+        r->fprev->fnext = r;
+    else
+        h->free_head = r;
     if (r->fnext) r->fnext->fprev = r;
     old->fprev = old->fnext = NULL;
 }
@@ -162,13 +168,17 @@ static void free_insert(struct tess__heap *h, struct seg *s) {
     s->fprev = q;
     s->fnext = q ? q->fnext : h->free_head;
     if (s->fnext) s->fnext->fprev = s;
-    if (q) q->fnext = s;
-    else h->free_head = s;
+    if (q)
+        q->fnext = s;
+    else
+        h->free_head = s;
 }
 
 static void meta_unlink(struct tess__heap *h, struct seg *s) {
-    if (s->prev) s->prev->next = s->next;
-    else h->first = s->next;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        h->first = s->next;
     if (s->next) s->next->prev = s->prev;
     s->prev = s->next = NULL;
 }
@@ -225,15 +235,14 @@ void tess__heap_destroy(struct tess__heap *h) {
 /* Round a request as alloc does; 0 when it can never fit. */
 static size_t need_of(const struct tess__heap *h, size_t bytes) {
     size_t need = bytes ? bytes : 1;
-    if (need > h->cap) return 0;                    /* also keeps the rounding from overflowing */
+    if (need > h->cap) return 0; /* also keeps the rounding from overflowing */
     return (need + h->align - 1) & ~(h->align - 1);
 }
 
 /* Carve [p, p + need) out of the free segment s (s->addr <= p, p + need <= its end) and
  * mark it used. What lies below p stays free in s's place, what lies above it becomes a
  * free segment of its own. NULL when a record cannot be had (nothing changed then). */
-static struct seg *take(struct tess__heap *h, struct seg *s, uintptr_t p, size_t need,
-                        int fixed) {
+static struct seg *take(struct tess__heap *h, struct seg *s, uintptr_t p, size_t need, int fixed) {
     uintptr_t end = s->addr + s->size;
     struct seg *u = s, *lo = NULL, *r = NULL;
     if (p > s->addr && !(lo = rec_get(h))) return NULL;
@@ -291,7 +300,7 @@ void *tess__heap_alloc_fixed(struct tess__heap *h, size_t bytes, bool fixed) {
 
     pthread_mutex_lock(&h->lock);
     struct seg *s = h->free_head;
-    while (s && s->size < need) s = s->fnext;       /* first fit, lowest address */
+    while (s && s->size < need) s = s->fnext; /* first fit, lowest address */
     struct seg *u = s ? take(h, s, s->addr, need, fixed) : NULL;
     pthread_mutex_unlock(&h->lock);
     return u ? (void *)u->addr : NULL;
@@ -319,8 +328,10 @@ void tess__heap_set_fixed(struct tess__heap *h, void *p, bool fixed) {
     while (s && s->addr != (uintptr_t)p) s = s->hnext;
     if (s && s->fixed != (int)fixed) {
         s->fixed = fixed;
-        if (fixed) h->nfixed++;
-        else h->nfixed--;
+        if (fixed)
+            h->nfixed++;
+        else
+            h->nfixed--;
     }
     pthread_mutex_unlock(&h->lock);
     assert(s && "tess__heap_set_fixed: pointer not allocated from this heap");
@@ -372,12 +383,13 @@ static bool keeps(const struct run *R, uintptr_t p, size_t need, const size_t *x
                   const size_t *total, int nroom, int copies) {
     for (int i = 0; i < nroom; i++)
         if (total[i] - fits(R->lo, R->hi, x[i]) + fits(R->lo, p, x[i]) +
-                fits(p + need, R->hi, x[i]) < (size_t)copies)
+                fits(p + need, R->hi, x[i]) <
+            (size_t)copies)
             return false;
     return true;
 }
 
-#define PLAN_MAX_ROOM 64   /* room sizes one plan checks at most (callers pass a few) */
+#define PLAN_MAX_ROOM 64 /* room sizes one plan checks at most (callers pass a few) */
 
 void *tess__heap_plan_fixed(struct tess__heap *h, size_t bytes, const size_t *room, int nroom,
                             int copies, bool *now) {
@@ -462,9 +474,7 @@ void tess__heap_free(struct tess__heap *h, void *p) {
     pthread_mutex_unlock(&h->lock);
 }
 
-size_t tess__heap_capacity(const struct tess__heap *h) {
-    return h ? h->cap : 0;
-}
+size_t tess__heap_capacity(const struct tess__heap *h) { return h ? h->cap : 0; }
 
 size_t tess__heap_used(struct tess__heap *h) {
     if (!h) return 0;

@@ -12,14 +12,14 @@
 
 #include "cache.h"
 
-#define DIR_MIN_BUCKETS 64  /* power of two */
+#define DIR_MIN_BUCKETS 64 /* power of two */
 
 struct tess__dir {
-    struct tess__dentry **b;  /* buckets */
-    size_t nb;                /* buckets, a power of two */
-    size_t count;             /* entries */
+    struct tess__dentry **b; /* buckets */
+    size_t nb;               /* buckets, a power of two */
+    size_t count;            /* entries */
     int ndev;
-    int iterating;            /* > 0 inside foreach_space: the table does not grow */
+    int iterating; /* > 0 inside foreach_space: the table does not grow */
 };
 
 static uint32_t bit(int dev) { return (uint32_t)1 << dev; }
@@ -77,8 +77,8 @@ uint64_t tess__key_hash(const struct tess__tile_key *k) {
 }
 
 bool tess__key_eq(const struct tess__tile_key *a, const struct tess__tile_key *b) {
-    return a->space == b->space && a->addr == b->addr && a->ld == b->ld &&
-           a->rows == b->rows && a->cols == b->cols && a->esize == b->esize;
+    return a->space == b->space && a->addr == b->addr && a->ld == b->ld && a->rows == b->rows &&
+           a->cols == b->cols && a->esize == b->esize;
 }
 
 struct tess__dentry *tess__dir_find(struct tess__dir *d, const struct tess__tile_key *key) {
@@ -110,7 +110,7 @@ static void grow(struct tess__dir *d) {
 struct tess__dentry *tess__dir_get(struct tess__dir *d, const struct tess__tile_key *key) {
     struct tess__dentry *e = tess__dir_find(d, key);
     if (e) return e;
-    e = calloc(1, sizeof *e);  /* holders 0, copy[] NULL */
+    e = calloc(1, sizeof *e); /* holders 0, copy[] NULL */
     if (!e) return NULL;
     e->key = *key;
     e->writer = -1;
@@ -208,6 +208,4 @@ void tess__dir_foreach_space(struct tess__dir *d, uint64_t space,
     d->iterating--;
 }
 
-size_t tess__dir_count(const struct tess__dir *d) {
-    return d ? d->count : 0;
-}
+size_t tess__dir_count(const struct tess__dir *d) { return d ? d->count : 0; }

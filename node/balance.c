@@ -17,9 +17,10 @@
 
 #include "node.h"
 
-#define MARGIN 0.05 /* a peer must finish the task this much sooner ... */
+#define MARGIN 0.05     /* a peer must finish the task this much sooner ... */
 #define MARGIN_IDLE 1.0 /* ... or, when this device runs nothing, in half the time */
-#define HOLD_GAP 0.02   /* s: held back again within this (an idle worker looks every 1 ms):
+#define HOLD_GAP \
+    0.02 /* s: held back again within this (an idle worker looks every 1 ms):
                          * still holding, the time between counts against its patience */
 
 static _Atomic uint64_t n_deferred; /* process-wide, for tests */
@@ -38,7 +39,8 @@ int tess__bal_scale_rate(int dev, double factor) {
     }
     struct tess__dev *d = rt->dev[dev];
     uint64_t r = atomic_load_explicit(&d->bal.rate, memory_order_relaxed);
-    atomic_store_explicit(&d->bal.rate, (uint64_t)fmax(1, (double)r * factor), memory_order_relaxed);
+    atomic_store_explicit(&d->bal.rate, (uint64_t)fmax(1, (double)r * factor),
+                          memory_order_relaxed);
     tess__rt_put(rt);
     return TESS_OK;
 }
@@ -46,11 +48,16 @@ int tess__bal_scale_rate(int dev, double factor) {
 double tess__step_flops(const struct tess__step *st, tess_dtype_t dt) {
     double m = (double)st->m, n = (double)st->n, k = (double)st->k, pairs;
     switch (st->kind) {
-    case TESS__K_SYMM: case TESS__K_HEMM: pairs = st->side == 'L' ? m * m * n : m * n * n; break;
-    case TESS__K_SYRK: case TESS__K_HERK: pairs = 0.5 * n * (n + 1) * k; break;
-    case TESS__K_SYR2K: case TESS__K_HER2K: pairs = n * (n + 1) * k; break;
-    case TESS__K_TRMM: case TESS__K_TRSM:
-        pairs = st->side == 'L' ? 0.5 * m * (m + 1) * n : 0.5 * n * (n + 1) * m; break;
+    case TESS__K_SYMM:
+    case TESS__K_HEMM: pairs = st->side == 'L' ? m * m * n : m * n * n; break;
+    case TESS__K_SYRK:
+    case TESS__K_HERK: pairs = 0.5 * n * (n + 1) * k; break;
+    case TESS__K_SYR2K:
+    case TESS__K_HER2K: pairs = n * (n + 1) * k; break;
+    case TESS__K_TRMM:
+    case TESS__K_TRSM:
+        pairs = st->side == 'L' ? 0.5 * m * (m + 1) * n : 0.5 * n * (n + 1) * m;
+        break;
     default: pairs = m * n * k; break;
     }
     return tess__dtypes[dt].flop_mul * pairs;

@@ -36,16 +36,20 @@ size_t tess__queue_size(struct tess__queue *q);
  * tess__kernel for the kinds): C_ij = f(a, b, C_ij). */
 struct tess__step {
     enum tess__kernel_kind kind;
-    struct tess__tile a, b;    /* operand tiles, fetched through the cache */
-    int nops;                  /* operand tiles used: 1 (a) or 2 (a, b) */
+    struct tess__tile a, b; /* operand tiles, fetched through the cache */
+    int nops;               /* operand tiles used: 1 (a) or 2 (a, b) */
     char side, uplo, ta, tb, diag;
-    int64_t m, n, k;           /* kernel shape */
-    const void *alpha;         /* host scalars of the job's precision (live as long as the job) */
-    const void *beta;          /* typically the job's beta on step 0, one after */
+    int64_t m, n, k;   /* kernel shape */
+    const void *alpha; /* host scalars of the job's precision (live as long as the job) */
+    const void *beta;  /* typically the job's beta on step 0, one after */
 };
 
-enum tess__task_state { TESS__TASK_QUEUED, TESS__TASK_RESERVED, TESS__TASK_RUNNING,
-                        TESS__TASK_DONE };
+enum tess__task_state {
+    TESS__TASK_QUEUED,
+    TESS__TASK_RESERVED,
+    TESS__TASK_RUNNING,
+    TESS__TASK_DONE
+};
 
 struct tess__job;
 
@@ -61,22 +65,22 @@ struct tess__job;
 /* The work that produces one output tile. */
 struct tess__task {
     struct tess__job *job;
-    int32_t i, j;              /* output tile coordinates */
-    int32_t nsteps;            /* k steps (varies by routine and tile) */
-    int64_t m, n;              /* output tile shape */
-    void *c;                   /* host address of element (0,0) of the output tile */
-    int load_c;                /* read C_ij before step 0 (beta != 0, a triangle to keep, B of TRSM) */
-    _Atomic int ndeps;         /* tasks that must be DONE before this one is queued */
-    struct tess__task *succ;   /* the task waiting for this one (one chain), or NULL */
-    _Atomic int state;         /* enum tess__task_state */
-    int prio;                  /* Eq. 3 for the device whose station holds it */
-    double work_k;             /* kflop of all its steps (balance.c), 0 until first asked;
+    int32_t i, j;      /* output tile coordinates */
+    int32_t nsteps;    /* k steps (varies by routine and tile) */
+    int64_t m, n;      /* output tile shape */
+    void *c;           /* host address of element (0,0) of the output tile */
+    int load_c;        /* read C_ij before step 0 (beta != 0, a triangle to keep, B of TRSM) */
+    _Atomic int ndeps; /* tasks that must be DONE before this one is queued */
+    struct tess__task *succ; /* the task waiting for this one (one chain), or NULL */
+    _Atomic int state;       /* enum tess__task_state */
+    int prio;                /* Eq. 3 for the device whose station holds it */
+    double work_k;           /* kflop of all its steps (balance.c), 0 until first asked;
                                   written by the worker holding the task */
 };
 
 /* What a routine provides to the runtime. */
 struct tess__job_ops {
-    const char *name;          /* "gemm" */
+    const char *name; /* "gemm" */
     /* Outputs are read again by later tasks (TRSM): after its write-back a C tile stays
      * on its device as a clean cached copy (MESI-X E) that others hit or fetch (L2). */
     int publish;
@@ -92,10 +96,10 @@ struct tess__job_ops {
 struct tess__job {
     const struct tess__job_ops *ops;
     tess_dtype_t dt;
-    uint64_t space;            /* cache space of its tiles (unique per job) */
-    int64_t tile;              /* tile edge used to split the job */
-    size_t blk_bytes;          /* bytes reserved per tile copy (full tile: no fragmentation) */
-    uint32_t dev_mask;         /* devices whose heap can hold a running task of this job */
+    uint64_t space;    /* cache space of its tiles (unique per job) */
+    int64_t tile;      /* tile edge used to split the job */
+    size_t blk_bytes;  /* bytes reserved per tile copy (full tile: no fragmentation) */
+    uint32_t dev_mask; /* devices whose heap can hold a running task of this job */
     int64_t ldc;
     tess__scalar_t alpha, beta;
     /* routine parameters (column-major after layout folding) */
@@ -117,22 +121,22 @@ struct tess__job {
     /* tasks and completion */
     struct tess__task *tasks;
     int ntasks;
-    _Atomic int remaining;     /* tasks not DONE */
-    _Atomic int status;        /* first error, TESS_OK otherwise */
-    bool aborted;              /* failed by its submitter (tess__rt_job_fail), whose own
+    _Atomic int remaining; /* tasks not DONE */
+    _Atomic int status;    /* first error, TESS_OK otherwise */
+    bool aborted;          /* failed by its submitter (tess__rt_job_fail), whose own
                                   message stands; written and read on that thread */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct tess__job *next_running;  /* rt->jobs list */
+    struct tess__job *next_running; /* rt->jobs list */
 };
 
 /* ---- rs.c: reservation station of one device ---------------------------------------- */
 
 struct tess__rs {
     pthread_mutex_t lock;
-    int cap;                   /* slots */
+    int cap; /* slots */
     int count;
-    struct tess__task **t;     /* cap entries; t[0..count) in use */
+    struct tess__task **t; /* cap entries; t[0..count) in use */
 };
 
 int tess__rs_init(struct tess__rs *rs, int cap);
@@ -151,46 +155,46 @@ int tess__rs_count(struct tess__rs *rs);
 
 struct tess__rt;
 
-#define TESS__DEPTH 2          /* steps of one slot in flight at once */
+#define TESS__DEPTH 2 /* steps of one slot in flight at once */
 
 /* One task running on a stream of a device: slot s uses stream s. Each part has one writer,
  * the device's worker thread, through the file named; the commit thread of TESSERA_RECOVER
  * writes rec.commit only. Steps next - inflight .. next - 1 are in flight, step s in ring
  * entry s % TESS__DEPTH (operand copies held[2 r], held[2 r + 1]). */
-struct tess__slot_ring {       /* worker.c: the steps in flight */
-    int next;                  /* next step to issue */
-    int inflight;              /* issued steps not yet reaped (<= TESS__DEPTH) */
+struct tess__slot_ring {                     /* worker.c: the steps in flight */
+    int next;                                /* next step to issue */
+    int inflight;                            /* issued steps not yet reaped (<= TESS__DEPTH) */
     struct tess__blk *held[2 * TESS__DEPTH]; /* operand copies (a, b) of each step */
     tess__event *done[TESS__DEPTH];          /* recorded after each step */
     double t_issue[TESS__DEPTH];             /* when it was issued (wait order, trace) */
 };
-struct tess__slot_out {        /* worker.c: the output tile C_ij on the device */
-    struct tess__blk *c;       /* working block, placed at activation (NULL: UNIFIED) */
-    size_t committed;          /* heap bytes this slot counts on (admission) */
-    int c_loaded;              /* step 0's C load was queued */
-    tess__event *wb;           /* recorded after the write-back */
-    int writing_back;          /* write-back queued */
-    int cancelled;             /* the job failed: issue nothing more, write nothing back */
+struct tess__slot_out {  /* worker.c: the output tile C_ij on the device */
+    struct tess__blk *c; /* working block, placed at activation (NULL: UNIFIED) */
+    size_t committed;    /* heap bytes this slot counts on (admission) */
+    int c_loaded;        /* step 0's C load was queued */
+    tess__event *wb;     /* recorded after the write-back */
+    int writing_back;    /* write-back queued */
+    int cancelled;       /* the job failed: issue nothing more, write nothing back */
 };
-struct tess__slot_recover {    /* worker.c, TESSERA_RECOVER: C through a host buffer */
-    int bounced;               /* the write-back went into bounce, ... */
-    _Atomic int commit;        /* ... copied into C: 0 not begun, 1 commit thread, 2 done */
-    void *bounce;              /* one C block of host memory (at first use, kept) */
+struct tess__slot_recover { /* worker.c, TESSERA_RECOVER: C through a host buffer */
+    int bounced;            /* the write-back went into bounce, ... */
+    _Atomic int commit;     /* ... copied into C: 0 not begun, 1 commit thread, 2 done */
+    void *bounce;           /* one C block of host memory (at first use, kept) */
     size_t bounce_bytes;
 };
-struct tess__slot_bal {        /* balance.c: the task's work left (the end game) */
-    double work_k;             /* kflop of its steps not yet completed */
-    double step_k[TESS__DEPTH];/* kflop of each step in flight */
+struct tess__slot_bal {         /* balance.c: the task's work left (the end game) */
+    double work_k;              /* kflop of its steps not yet completed */
+    double step_k[TESS__DEPTH]; /* kflop of each step in flight */
 };
-struct tess__slot_trace {      /* trace.c (TESSERA_TRACE): the stream's intervals */
-    double t_act;              /* when the task was put on the slot */
-    double last_t;             /* when the stream's last traced operation ended */
+struct tess__slot_trace {         /* trace.c (TESSERA_TRACE): the stream's intervals */
+    double t_act;                 /* when the task was put on the slot */
+    double last_t;                /* when the stream's last traced operation ended */
     int8_t fill[2 * TESS__DEPTH]; /* enum tess__fill of each held copy */
-    tess__event *cl;           /* recorded after the C load */
-    int cl_rec;                /* cl was recorded for the running task */
+    tess__event *cl;              /* recorded after the C load */
+    int cl_rec;                   /* cl was recorded for the running task */
 };
 struct tess__slot {
-    struct tess__task *t;      /* NULL: free (worker.c) */
+    struct tess__task *t; /* NULL: free (worker.c) */
     int stream;
     struct tess__slot_ring ring;
     struct tess__slot_out out;
@@ -202,12 +206,12 @@ struct tess__slot {
 /* balance.c: what a device publishes for the end game (TESSERA_BALANCE). Written by the
  * device's worker only; peers read the atomics. */
 struct tess__bal {
-    double done_k;             /* kflop of steps completed since the runtime started */
-    double busy_s;             /* seconds with steps in flight, over the periods that ended */
-    _Atomic uint64_t rate;     /* done_k over busy time: kflop/s, 0 until a step completed */
-    _Atomic uint64_t left;     /* the slots' work_k summed: kflop not yet completed */
-    double held_s;             /* seconds idle and holding back since it last started a task */
-    double hold_last;          /* when it last held back while idle (0: not since then) */
+    double done_k;         /* kflop of steps completed since the runtime started */
+    double busy_s;         /* seconds with steps in flight, over the periods that ended */
+    _Atomic uint64_t rate; /* done_k over busy time: kflop/s, 0 until a step completed */
+    _Atomic uint64_t left; /* the slots' work_k summed: kflop not yet completed */
+    double held_s;         /* seconds idle and holding back since it last started a task */
+    double hold_last;      /* when it last held back while idle (0: not since then) */
 };
 
 struct tess__dev {
@@ -216,17 +220,17 @@ struct tess__dev {
     const struct tess__dev_ops *ops;
     void *bd;
     struct tess__dev_desc desc;
-    int nstreams;              /* the worker's streams: 0 .. nstreams - 1 */
-    int comm_stream;           /* emulated devices: the first of TESS_COMM_STREAMS streams the
+    int nstreams;    /* the worker's streams: 0 .. nstreams - 1 */
+    int comm_stream; /* emulated devices: the first of TESS_COMM_STREAMS streams the
                                   distributed layer queues on (xport_nccl.c); -1 elsewhere */
     size_t heap_bytes;
     struct tess__rs rs;
     struct tess__slot slot[TESS_MAX_STREAMS];
-    size_t committed;          /* sum of the slots' commitments */
-    int inflight;              /* steps in flight over all slots */
-    double busy_since;         /* when inflight last went from 0 to 1 */
-    double stall_since;        /* first failed allocation with nothing in flight, 0 if none */
-    int stalled_slot;          /* 1 + the slot whose step found no room (tried first), 0 if none */
+    size_t committed;   /* sum of the slots' commitments */
+    int inflight;       /* steps in flight over all slots */
+    double busy_since;  /* when inflight last went from 0 to 1 */
+    double stall_since; /* first failed allocation with nothing in flight, 0 if none */
+    int stalled_slot;   /* 1 + the slot whose step found no room (tried first), 0 if none */
     pthread_t thread;
     _Atomic int failed;
     _Atomic int warned;
@@ -238,9 +242,9 @@ struct tess__dev {
 /* trace.c: the timeline (TESSERA_TRACE) and the summary (TESSERA_SUMMARY). */
 struct tess__trace_rec;
 struct tess__trace {
-    pthread_mutex_t mu;        /* a leaf */
+    pthread_mutex_t mu; /* a leaf */
     int on;
-    double origin;             /* tess__now() at start: time 0 of the trace */
+    double origin; /* tess__now() at start: time 0 of the trace */
     struct tess__trace_rec *rec;
     size_t n, cap, dropped;
 };
@@ -249,43 +253,43 @@ struct tess__trace {
  * each device kind's measured tile-kernel rates and host link (measured once per machine,
  * kept in a file). */
 #define TESS__TUNE_NCAND 6
-extern const int64_t tess__tune_gpu_edges[TESS__TUNE_NCAND];  /* 1024 ... 8192 */
-extern const int64_t tess__tune_emu_edges[TESS__TUNE_NCAND];  /* 64 ... 512 */
+extern const int64_t tess__tune_gpu_edges[TESS__TUNE_NCAND]; /* 1024 ... 8192 */
+extern const int64_t tess__tune_emu_edges[TESS__TUNE_NCAND]; /* 64 ... 512 */
 struct tess__tune {
-    char key[96];                        /* device kind: "NVIDIA_H100_80GB_HBM3", "emulated" */
-    int64_t edges[TESS__TUNE_NCAND];     /* candidate edges of that kind */
-    int have[4];                         /* rates known for precision s, d, c, z */
-    double rate[4][TESS__TUNE_NCAND];    /* flop/s of one device per edge (0: unknown) */
-    double link[4];                      /* host -> device bytes/s of one device */
-    int measured;                        /* precisions this process measured */
+    char key[96];                     /* device kind: "NVIDIA_H100_80GB_HBM3", "emulated" */
+    int64_t edges[TESS__TUNE_NCAND];  /* candidate edges of that kind */
+    int have[4];                      /* rates known for precision s, d, c, z */
+    double rate[4][TESS__TUNE_NCAND]; /* flop/s of one device per edge (0: unknown) */
+    double link[4];                   /* host -> device bytes/s of one device */
+    int measured;                     /* precisions this process measured */
 };
 /* What the model needs of one call and the devices. */
 struct tess__tile_in {
     int64_t m, n, k;
-    size_t es;                           /* bytes of one element */
-    double flop_mul;                     /* flops per multiply-add */
-    int ndev, nstreams;                  /* devices sharing the call, streams of each */
-    size_t heap;                         /* the smallest device heap, bytes */
-    double link;                         /* bytes/s host -> one device */
-    const int64_t *edges;                /* TESS__TUNE_NCAND candidates, ascending */
-    const double *rate;                  /* their flop/s (0: not measured, never chosen) */
+    size_t es;            /* bytes of one element */
+    double flop_mul;      /* flops per multiply-add */
+    int ndev, nstreams;   /* devices sharing the call, streams of each */
+    size_t heap;          /* the smallest device heap, bytes */
+    double link;          /* bytes/s host -> one device */
+    const int64_t *edges; /* TESS__TUNE_NCAND candidates, ascending */
+    const double *rate;   /* their flop/s (0: not measured, never chosen) */
 };
 /* The edge of least modelled time (0 if no candidate has a rate); *pred its time, s. */
 int64_t tess__tile_model(const struct tess__tile_in *in, double *pred);
 
 struct tess__rt {
     struct tess__config cfg;
-    struct tess__tune tune;    /* written by tess__tune_start only, before the workers */
+    struct tess__tune tune; /* written by tess__tune_start only, before the workers */
     struct tess__trace trace;
     int ndev;
     struct tess__dev *dev[TESS_MAX_DEVICES];
     struct tess__queue *q;
     struct tess__cache cache;
-    pthread_mutex_t mu;        /* guards the sleeping workers' condition */
-    pthread_cond_t work;       /* signalled when tasks are queued or at shutdown */
+    pthread_mutex_t mu;  /* guards the sleeping workers' condition */
+    pthread_cond_t work; /* signalled when tasks are queued or at shutdown */
     _Atomic int shutdown;
     _Atomic uint64_t next_space;
-    pthread_mutex_t jobs_mu;   /* a leaf: the running jobs, for failing one by its space */
+    pthread_mutex_t jobs_mu; /* a leaf: the running jobs, for failing one by its space */
     struct tess__job *jobs;
     /* Ready tasks that found the queue full when a worker released them (a worker must
      * never wait for room in the queue it drains): taken after the queue. */
@@ -305,13 +309,13 @@ struct tess__rt {
  * Never from a worker thread. Nonzero status (with a message, *rt NULL) if it does not
  * start. */
 int tess__rt_get(struct tess__rt **rt);
-void tess__rt_put(struct tess__rt *rt);                 /* NULL: nothing */
+void tess__rt_put(struct tess__rt *rt); /* NULL: nothing */
 /* For an object that outlives the call that made it (the distributed GEMM's transport,
  * cached on its grid): pin a runtime the caller holds a call reference on, so that it is
  * not freed while the object uses it; tess_finalize does not wait for pins, the last
  * unpin of a finalized runtime stops it. */
 void tess__rt_pin(struct tess__rt *rt);
-void tess__rt_unpin(struct tess__rt *rt);               /* NULL: nothing */
+void tess__rt_unpin(struct tess__rt *rt); /* NULL: nothing */
 /* One runtime's start and stop, for the life above (runtime.c) only. */
 int tess__rt_start(struct tess__rt **rt);
 void tess__rt_stop(struct tess__rt *rt);
@@ -339,15 +343,15 @@ void tess__rt_devsum(const struct tess__rt *rt, struct tess__rt_devsum *out);
  * heap_share > 0 (GEMM jobs), the tuned model over that share of the smallest heap (the
  * rest held by the distributed GEMM's device panels) when the devices have rates, else the
  * fixed rule. */
-int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                      int64_t k, double heap_share);
+int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n, int64_t k,
+                      double heap_share);
 /* tune.c: measure what the file lacks (TESSERA_TUNE); called once the devices are open,
  * before the workers start. Never fails the start. */
 int tess__tune_start(struct tess__rt *rt);
 /* The tuned edge for this call with heap_share of the smallest heap for its tiles, 0 when
  * there is none (no rates, or the CPU worker runs). */
-int64_t tess__tune_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                        int64_t k, double heap_share);
+int64_t tess__tune_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n, int64_t k,
+                        double heap_share);
 
 /* The next ready task (queue first, then the overflow list), or NULL. */
 struct tess__task *tess__rt_next_task(struct tess__rt *rt);
@@ -386,8 +390,8 @@ void tess__trace_slot_end(struct tess__dev *d, struct tess__slot *sl);
  * its transfer stream, 1 its pack stream, 2 the calling thread) of device dev. No-op
  * unless TESSERA_TRACE is set. */
 #define TESS__TRACE_COMM_TID(d, k) (1 + (d)->nstreams + (k))
-void tess__trace_add(struct tess__rt *rt, int dev, int tid, double t0, double t1,
-                     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void tess__trace_add(struct tess__rt *rt, int dev, int tid, double t0, double t1, const char *fmt,
+                     ...) __attribute__((format(printf, 6, 7)));
 /* Print the summary if asked, write the trace file if asked, free the buffer. */
 void tess__trace_stop(struct tess__rt *rt);
 
@@ -401,7 +405,7 @@ void tess__worker_slots_close(struct tess__dev *d);
 /* Process-wide counts of the tight-heap paths (B7), for tests (linked with the static twin,
  * tessera_internal: the shared library exports no internal name). */
 struct tess__pressure {
-    uint64_t flushes;           /* a step found no room with nothing in flight: idle copies evicted */
+    uint64_t flushes; /* a step found no room with nothing in flight: idle copies evicted */
     uint64_t flush_retries_ok;  /* ... and the step then went through */
     uint64_t planned_evictions; /* C blocks placed by the room plan where copies had to go */
     uint64_t deferred;          /* activations put off: no place kept room for the running tasks */

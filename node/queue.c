@@ -23,10 +23,10 @@ struct cell {
 };
 
 struct tess__queue {
-    _Alignas(CACHE_LINE) struct cell *buf;      /* read-only after create */
-    size_t mask;                                /* capacity - 1 */
-    _Alignas(CACHE_LINE) _Atomic size_t enq;    /* next position to push (own line) */
-    _Alignas(CACHE_LINE) _Atomic size_t deq;    /* next position to pop (own line: the
+    _Alignas(CACHE_LINE) struct cell *buf;   /* read-only after create */
+    size_t mask;                             /* capacity - 1 */
+    _Alignas(CACHE_LINE) _Atomic size_t enq; /* next position to push (own line) */
+    _Alignas(CACHE_LINE) _Atomic size_t deq; /* next position to pop (own line: the
                                                  * struct's size is a multiple of 64) */
 };
 
@@ -67,13 +67,12 @@ bool tess__queue_push(struct tess__queue *q, void *item) {
         intptr_t dif = (intptr_t)seq - (intptr_t)pos;
         if (dif == 0) {
             /* the cell is free for this lap: claim the position */
-            if (atomic_compare_exchange_weak_explicit(&q->enq, &pos, pos + 1,
-                                                      memory_order_relaxed,
+            if (atomic_compare_exchange_weak_explicit(&q->enq, &pos, pos + 1, memory_order_relaxed,
                                                       memory_order_relaxed))
                 break;
             /* pos was reloaded by the failed CAS */
         } else if (dif < 0) {
-            return false;  /* the consumer of the previous lap has not freed it: full */
+            return false; /* the consumer of the previous lap has not freed it: full */
         } else {
             pos = atomic_load_explicit(&q->enq, memory_order_relaxed);
         }
@@ -92,12 +91,11 @@ bool tess__queue_pop(struct tess__queue *q, void **item) {
         intptr_t dif = (intptr_t)seq - (intptr_t)(pos + 1);
         if (dif == 0) {
             /* the cell holds this lap's item: claim the position */
-            if (atomic_compare_exchange_weak_explicit(&q->deq, &pos, pos + 1,
-                                                      memory_order_relaxed,
+            if (atomic_compare_exchange_weak_explicit(&q->deq, &pos, pos + 1, memory_order_relaxed,
                                                       memory_order_relaxed))
                 break;
         } else if (dif < 0) {
-            return false;  /* no producer has published this position yet: empty */
+            return false; /* no producer has published this position yet: empty */
         } else {
             pos = atomic_load_explicit(&q->deq, memory_order_relaxed);
         }

@@ -24,10 +24,10 @@
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER; /* a call let go, a stop ended */
-static struct tess__rt *g_rt;   /* the attached runtime, NULL when none */
-static int g_refs;              /* tess_init references of g_rt (an implicit start: 1) */
-static int g_closing;           /* finalizes waiting for the calls of a detached runtime */
-static int g_epoch;             /* forks survived: a runtime of another epoch is the parent's */
+static struct tess__rt *g_rt;                          /* the attached runtime, NULL when none */
+static int g_refs;    /* tess_init references of g_rt (an implicit start: 1) */
+static int g_closing; /* finalizes waiting for the calls of a detached runtime */
+static int g_epoch;   /* forks survived: a runtime of another epoch is the parent's */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Thread_local struct tess__rt *t_rt; /* the runtime of this thread's calls */
 static _Thread_local int t_calls;           /* call references this thread holds on t_rt */
@@ -42,10 +42,11 @@ static int64_t fault_for_dev(const char *spec, int dev) {
     return tess__fault_at(spec, key);
 }
 
-static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int ordinal,
-                    int nstreams, size_t mem) {
+static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int ordinal, int nstreams,
+                    size_t mem) {
     int id = rt->ndev;
-    if (id >= TESS_MAX_DEVICES) return tess__fail(TESS_EINVAL, "more than %d devices", TESS_MAX_DEVICES);
+    if (id >= TESS_MAX_DEVICES)
+        return tess__fail(TESS_EINVAL, "more than %d devices", TESS_MAX_DEVICES);
     struct tess__dev *d = calloc(1, sizeof *d);
     if (!d) return tess__fail(TESS_ENOMEM, "device record: out of host memory");
     d->id = id;
@@ -343,8 +344,7 @@ void tess__rt_unpin(struct tess__rt *rt) {
 
 static int live_devices(const struct tess__rt *rt, uint32_t mask) {
     int n = 0;
-    for (int i = 0; i < rt->ndev; i++)
-        n += (mask & (1u << i)) && !atomic_load(&rt->dev[i]->failed);
+    for (int i = 0; i < rt->ndev; i++) n += (mask & (1u << i)) && !atomic_load(&rt->dev[i]->failed);
     return n;
 }
 
@@ -455,7 +455,8 @@ int tess__rt_submit(struct tess__rt *rt, struct tess__job *job) {
             job->dev_mask |= 1u << i;
     }
     if (!job->dev_mask)
-        return tess__fail(TESS_ENOMEM, "no device heap holds three %zu-byte tiles; lower TESSERA_TILE",
+        return tess__fail(TESS_ENOMEM,
+                          "no device heap holds three %zu-byte tiles; lower TESSERA_TILE",
                           job->blk_bytes);
     if (!live_devices(rt, job->dev_mask))
         return tess__fail(TESS_ENODEV, "every device able to run this call has failed");
@@ -537,8 +538,10 @@ void tess__rt_devsum(const struct tess__rt *rt, struct tess__rt_devsum *out) {
     out->min_heap = SIZE_MAX;
     for (int i = 0; i < rt->ndev; i++) {
         const struct tess__dev *d = rt->dev[i];
-        if (d->desc.kind == TESS_DEV_CUDA) out->gpus++;
-        else if (d->desc.kind == TESS_DEV_EMULATED) out->emulated++;
+        if (d->desc.kind == TESS_DEV_CUDA)
+            out->gpus++;
+        else if (d->desc.kind == TESS_DEV_EMULATED)
+            out->emulated++;
         if (d->desc.caps & TESS__CAP_UNIFIED) {
             out->cpu = 1;
             continue;
@@ -550,8 +553,8 @@ void tess__rt_devsum(const struct tess__rt *rt, struct tess__rt_devsum *out) {
     }
 }
 
-int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                      int64_t k, double heap_share) {
+int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n, int64_t k,
+                      double heap_share) {
     if (rt->cfg.tile > 0) return rt->cfg.tile;
     int64_t tt = heap_share > 0 ? tess__tune_tile(rt, dt, m, n, k, heap_share) : 0;
     if (tt > 0) return tt;
@@ -563,7 +566,7 @@ int64_t tess__rt_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int
     /* Enough tasks to keep every device's streams busy, but never tiny GPU tiles. */
     int64_t ndev = gpus + others > 0 ? gpus + others : 1;
     int64_t big = TESS__MAX(m, n);
-    int64_t tiles;  /* checked: two dimensions of 2^40 have 2^64 tiles of 256 */
+    int64_t tiles; /* checked: two dimensions of 2^40 have 2^64 tiles of 256 */
     while (t > (gpus ? 1024 : 64) && big > 0 &&
            !__builtin_mul_overflow(TESS__CEILDIV(m, t), TESS__CEILDIV(n, t), &tiles) &&
            tiles < 2 * ndev)

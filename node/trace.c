@@ -21,8 +21,8 @@ struct tess__trace_rec {
     char name[44];
 };
 
-void tess__trace_add(struct tess__rt *rt, int dev, int tid, double t0, double t1,
-                     const char *fmt, ...) {
+void tess__trace_add(struct tess__rt *rt, int dev, int tid, double t0, double t1, const char *fmt,
+                     ...) {
     struct tess__trace *tr = &rt->trace;
     if (!tr->on) return;
     if (t1 < t0) t1 = t0;
@@ -67,8 +67,7 @@ void tess__trace_slot_start(struct tess__slot *sl) {
 }
 
 void tess__trace_slot_load(struct tess__dev *d, struct tess__slot *sl) {
-    if (d->rt->trace.on && !d->ops->event_record(d->bd, sl->stream, sl->tr.cl))
-        sl->tr.cl_rec = 1;
+    if (d->rt->trace.on && !d->ops->event_record(d->bd, sl->stream, sl->tr.cl)) sl->tr.cl_rec = 1;
 }
 
 void tess__trace_slot_issue(struct tess__slot *sl, int s, int fill_a, int fill_b) {
@@ -86,8 +85,7 @@ static double ev_time(struct tess__dev *d, tess__event *ev) {
 static void slot_op(struct tess__dev *d, struct tess__slot *sl, tess__event *ev, double issued,
                     const char *what) {
     double t1 = ev_time(d, ev), t0 = TESS__MAX(sl->tr.last_t, issued);
-    tess__trace_add(d->rt, d->id, sl->stream + 1, t0, t1, "%s C(%d,%d)", what, sl->t->i,
-                    sl->t->j);
+    tess__trace_add(d->rt, d->id, sl->stream + 1, t0, t1, "%s C(%d,%d)", what, sl->t->i, sl->t->j);
     sl->tr.last_t = TESS__MAX(sl->tr.last_t, t1);
 }
 
@@ -163,42 +161,53 @@ static void write_trace(struct tess__rt *rt) {
     }
     pthread_mutex_unlock(&tr->mu);
     for (int d = 0; d < rt->ndev; d++) {
-        fprintf(f, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": "
-                   "\"%d: %s\"}},\n", d, d, rt->dev[d]->desc.name);
+        fprintf(f,
+                "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": "
+                "\"%d: %s\"}},\n",
+                d, d, rt->dev[d]->desc.name);
         for (int k = 0; k < 3 && comm_used[d]; k++)
-            fprintf(f, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
-                       "\"args\": {\"name\": \"%s\"}},\n", d, TESS__TRACE_COMM_TID(rt->dev[d], k),
-                    comm_track[k]);
-        fprintf(f, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 0, "
-                   "\"args\": {\"name\": \"worker (tasks)\"}},\n", d);
+            fprintf(f,
+                    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+                    "\"args\": {\"name\": \"%s\"}},\n",
+                    d, TESS__TRACE_COMM_TID(rt->dev[d], k), comm_track[k]);
+        fprintf(f,
+                "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 0, "
+                "\"args\": {\"name\": \"worker (tasks)\"}},\n",
+                d);
         for (int s = 0; s < rt->dev[d]->nstreams; s++)
-            fprintf(f, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
-                       "\"args\": {\"name\": \"stream %d\"}},\n", d, s + 1, s);
+            fprintf(f,
+                    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+                    "\"args\": {\"name\": \"stream %d\"}},\n",
+                    d, s + 1, s);
     }
     pthread_mutex_lock(&tr->mu);
     for (size_t i = 0; i < tr->n; i++) {
         const struct tess__trace_rec *r = &tr->rec[i];
-        fprintf(f, "{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
-                   "\"dur\": %.3f}%s\n", r->name, r->dev, r->tid, (r->t0 - tr->origin) * 1e6,
-                (r->t1 - r->t0) * 1e6, i + 1 < tr->n ? "," : "");
+        fprintf(f,
+                "{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
+                "\"dur\": %.3f}%s\n",
+                r->name, r->dev, r->tid, (r->t0 - tr->origin) * 1e6, (r->t1 - r->t0) * 1e6,
+                i + 1 < tr->n ? "," : "");
     }
     pthread_mutex_unlock(&tr->mu);
     fprintf(f, "]}\n");
     fclose(f);
     if (tr->dropped)
-        tess__log(TESS__LOG_WARN, "TESSERA_TRACE: %zu intervals dropped (out of memory)", tr->dropped);
+        tess__log(TESS__LOG_WARN, "TESSERA_TRACE: %zu intervals dropped (out of memory)",
+                  tr->dropped);
 }
 
 static void print_summary(struct tess__rt *rt) {
     double wall = tess__now() - rt->trace.origin;
     fprintf(stderr, "tessera summary (%.3f s since start):\n", wall);
     fprintf(stderr, "  %-3s %-36s %7s %6s %9s %9s %9s %8s %8s %8s %7s %6s\n", "id", "device",
-            "tasks", "stolen", "H2D GB", "D2H GB", "P2P GB", "L1 hit", "L2 hit", "miss",
-            "evict", "busy%");
+            "tasks", "stolen", "H2D GB", "D2H GB", "P2P GB", "L1 hit", "L2 hit", "miss", "evict",
+            "busy%");
     for (int i = 0; i < rt->ndev; i++) {
         tess_dev_stats_t s;
         tess__dev_stats(rt->dev[i], &s);
-        fprintf(stderr, "  %-3d %-36.36s %7llu %6llu %9.3f %9.3f %9.3f %8llu %8llu %8llu %7llu %6.1f%s\n",
+        fprintf(stderr,
+                "  %-3d %-36.36s %7llu %6llu %9.3f %9.3f %9.3f %8llu %8llu %8llu %7llu %6.1f%s\n",
                 i, s.name, (unsigned long long)s.tasks, (unsigned long long)s.stolen,
                 s.bytes_h2d * 1e-9, s.bytes_d2h * 1e-9, s.bytes_p2p * 1e-9,
                 (unsigned long long)s.l1_hits, (unsigned long long)s.l2_hits,

@@ -103,18 +103,23 @@ int64_t tess__tile_model(const struct tess__tile_in *in, double *pred) {
 
 static void tune_path(const struct tess__config *cfg, char *out, size_t len) {
     const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (cfg->tune_file[0]) snprintf(out, len, "%s", cfg->tune_file);
-    else if (x && *x) snprintf(out, len, "%s/tessera/tune", x);
-    else if (h && *h) snprintf(out, len, "%s/.cache/tessera/tune", h);
-    else out[0] = 0;
+    if (cfg->tune_file[0])
+        snprintf(out, len, "%s", cfg->tune_file);
+    else if (x && *x)
+        snprintf(out, len, "%s/tessera/tune", x);
+    else if (h && *h)
+        snprintf(out, len, "%s/.cache/tessera/tune", h);
+    else
+        out[0] = 0;
 }
 
 /* The first line of the file this version writes; a file that opens with another comment
  * line is another version's. Files without a comment line first (written by hand, tests)
  * are read line by line. */
 #define TUNE_MAGIC "# tessera tune file, format 2:"
-#define TUNE_HEADER TUNE_MAGIC " <kind> <precision> <link bytes/s> <edge>:<flop/s>...; " \
-                    "delete to measure again\n"
+#define TUNE_HEADER                                                      \
+    TUNE_MAGIC " <kind> <precision> <link bytes/s> <edge>:<flop/s>...; " \
+               "delete to measure again\n"
 #define TUNE_MAX_BYTES ((size_t)64 << 10) /* hundreds of kinds' lines */
 #define TUNE_MAX_TEXT "64 KiB"
 #define TUNE_MAX_LINES 2048
@@ -135,7 +140,8 @@ static void tune_warn(int quiet, const char *path, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    if (!quiet) tess__log(TESS__LOG_WARN, "tile tuning: tune file %s (TESSERA_TUNE_FILE) %s", path, why);
+    if (!quiet)
+        tess__log(TESS__LOG_WARN, "tile tuning: tune file %s (TESSERA_TUNE_FILE) %s", path, why);
 }
 
 /* Call each(line, arg) for every complete line of the file (NUL-terminated, newline
@@ -153,9 +159,12 @@ static enum tune_scan_rc tune_scan(const char *path, int quiet, void (*each)(cha
     const char *why = NULL, *big = "larger than " TUNE_MAX_TEXT;
     enum tune_scan_rc rc = TUNE_IGNORED;
     size_t n = 0;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) why = "not a regular file", rc = TUNE_KEEP;
-    else if ((size_t)st.st_size > TUNE_MAX_BYTES) why = big;
-    else if (!(buf = malloc(TUNE_MAX_BYTES + 1))) why = "out of memory", rc = TUNE_KEEP;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+        why = "not a regular file", rc = TUNE_KEEP;
+    else if ((size_t)st.st_size > TUNE_MAX_BYTES)
+        why = big;
+    else if (!(buf = malloc(TUNE_MAX_BYTES + 1)))
+        why = "out of memory", rc = TUNE_KEEP;
     while (!why && n <= TUNE_MAX_BYTES) { /* one byte more: a file that grew */
         ssize_t got = read(fd, buf + n, TUNE_MAX_BYTES + 1 - n);
         if (got < 0 && errno == EINTR) continue;
@@ -276,12 +285,15 @@ static const char *tune_write(const struct tess__tune *tu, const char *path, int
         if (!tu->have[dt]) continue;
         fprintf(out, "%s %c %.6g", tu->key, prec[dt], tu->link[dt]);
         for (int i = 0; i < TESS__TUNE_NCAND; i++)
-            if (tu->rate[dt][i] > 0) fprintf(out, " %lld:%.6g", (long long)tu->edges[i], tu->rate[dt][i]);
+            if (tu->rate[dt][i] > 0)
+                fprintf(out, " %lld:%.6g", (long long)tu->edges[i], tu->rate[dt][i]);
         fputc('\n', out);
     }
     int bad = ferror(out);
-    const char *why = fclose(out) || bad ? "write error" : keep ? "unreadable, not replaced"
-                    : rename(tmp, path) ? strerror(errno) : NULL;
+    const char *why = fclose(out) || bad  ? "write error"
+                      : keep              ? "unreadable, not replaced"
+                      : rename(tmp, path) ? strerror(errno)
+                                          : NULL;
     if (why) unlink(tmp);
     return why;
 }
@@ -321,7 +333,8 @@ static int measure(struct tess__rt *rt, struct tess__dev *d, tess_dtype_t dt) {
     }
     if (top < 0) return TESS_ENOMEM;
     size_t T = (size_t)tu->edges[top], tb = T * T * es;
-    void *A = tess__heap_alloc(heap, tb), *B = tess__heap_alloc(heap, tb), *C[TESS_MAX_STREAMS] = {0};
+    void *A = tess__heap_alloc(heap, tb), *B = tess__heap_alloc(heap, tb),
+         *C[TESS_MAX_STREAMS] = {0};
     int rc = A && B ? TESS_OK : TESS_ENOMEM;
     for (int s = 0; s < S && !rc; s++)
         if (!(C[s] = tess__heap_alloc(heap, tb))) rc = TESS_ENOMEM;
@@ -334,9 +347,11 @@ static int measure(struct tess__rt *rt, struct tess__dev *d, tess_dtype_t dt) {
         int sgl = dt == TESS_S || dt == TESS_C;
         for (size_t i = 0; i < hb / (sgl ? 4 : 8); i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            double v = (double)(x >> 11) * 0x1p-52 - 1.0;  /* [-1, 1) */
-            if (sgl) ((float *)h)[i] = (float)v;
-            else h[i] = v;
+            double v = (double)(x >> 11) * 0x1p-52 - 1.0; /* [-1, 1) */
+            if (sgl)
+                ((float *)h)[i] = (float)v;
+            else
+                h[i] = v;
         }
         rc = fill(d, A, hb, h, hb); /* first touch, untimed */
         if (!rc) rc = drain(d, ev);
@@ -351,10 +366,20 @@ static int measure(struct tess__rt *rt, struct tess__dev *d, tess_dtype_t dt) {
     }
     for (int i = top; i >= 0 && !rc; i--) {
         int64_t t = tu->edges[i];
-        struct tess__kernel kn = {.kind = TESS__K_GEMM, .dt = dt, .ta = 'N', .tb = 'N',
-                                  .m = t, .n = t, .k = t, .alpha = tess__scalar_one(dt),
-                                  .A = A, .lda = t, .B = B, .ldb = t,
-                                  .beta = tess__scalar_one(dt), .ldc = t};
+        struct tess__kernel kn = {.kind = TESS__K_GEMM,
+                                  .dt = dt,
+                                  .ta = 'N',
+                                  .tb = 'N',
+                                  .m = t,
+                                  .n = t,
+                                  .k = t,
+                                  .alpha = tess__scalar_one(dt),
+                                  .A = A,
+                                  .lda = t,
+                                  .B = B,
+                                  .ldb = t,
+                                  .beta = tess__scalar_one(dt),
+                                  .ldc = t};
         double t0 = 0;
         for (int round = 0; round < 3 && !rc; round++) {
             if (round == 1) t0 = tess__now();
@@ -418,7 +443,8 @@ int tess__tune_start(struct tess__rt *rt) {
         }
     for (int dt = 0; dt < 4; dt++)
         if (tu->have[dt])
-            tess__log(TESS__LOG_INFO, "tile tuning: %s %c: link %.1f GB/s; TFLOP/s at edges "
+            tess__log(TESS__LOG_INFO,
+                      "tile tuning: %s %c: link %.1f GB/s; TFLOP/s at edges "
                       "%lld ... %lld: %.1f %.1f %.1f %.1f %.1f %.1f (%d precision(s) measured now)",
                       tu->key, prec[dt], tu->link[dt] * 1e-9, (long long)tu->edges[0],
                       (long long)tu->edges[TESS__TUNE_NCAND - 1], tu->rate[dt][0] * 1e-12,
@@ -429,19 +455,25 @@ int tess__tune_start(struct tess__rt *rt) {
     return TESS_OK;
 }
 
-int64_t tess__tune_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n,
-                        int64_t k, double heap_share) {
+int64_t tess__tune_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n, int64_t k,
+                        double heap_share) {
     const struct tess__tune *tu = &rt->tune;
     if (!tu->have[dt]) return 0;
     struct tess__rt_devsum ds;
     tess__rt_devsum(rt, &ds);
     if (ds.cpu || !ds.live) return 0; /* the CPU worker runs: the fixed rule */
     const int nd = ds.live, streams = ds.streams;
-    const size_t heap =
-        heap_share < 1 ? (size_t)((double)ds.min_heap * heap_share) : ds.min_heap;
-    struct tess__tile_in in = {.m = m, .n = n, .k = k, .es = tess__dtypes[dt].size,
-                               .flop_mul = tess__dtypes[dt].flop_mul, .ndev = nd,
-                               .nstreams = streams, .heap = heap, .link = tu->link[dt],
-                               .edges = tu->edges, .rate = tu->rate[dt]};
+    const size_t heap = heap_share < 1 ? (size_t)((double)ds.min_heap * heap_share) : ds.min_heap;
+    struct tess__tile_in in = {.m = m,
+                               .n = n,
+                               .k = k,
+                               .es = tess__dtypes[dt].size,
+                               .flop_mul = tess__dtypes[dt].flop_mul,
+                               .ndev = nd,
+                               .nstreams = streams,
+                               .heap = heap,
+                               .link = tu->link[dt],
+                               .edges = tu->edges,
+                               .rate = tu->rate[dt]};
     return tess__tile_model(&in, NULL);
 }

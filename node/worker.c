@@ -21,8 +21,8 @@
 
 #include "node.h"
 
-#define STALL_LIMIT_S 5.0   /* no room, nothing in flight, this long: the job fails ENOMEM */
-#define ROOM_COPIES 2       /* operand tiles of one step (A, B) the admission keeps room for */
+#define STALL_LIMIT_S 5.0 /* no room, nothing in flight, this long: the job fails ENOMEM */
+#define ROOM_COPIES 2     /* operand tiles of one step (A, B) the admission keeps room for */
 
 /* Process-wide counts of the tight-heap paths (tess__worker_pressure). */
 static _Atomic uint64_t n_flushes, n_flush_ok, n_planned, n_deferred, n_stall_enomem;
@@ -41,9 +41,7 @@ static void job_fail(struct tess__job *job, int status) {
 }
 
 /* Finish a task that will not run (its job failed). */
-static void task_cancel(struct tess__rt *rt, struct tess__task *t) {
-    tess__task_done(rt, t);
-}
+static void task_cancel(struct tess__rt *rt, struct tess__task *t) { tess__task_done(rt, t); }
 
 static bool unified(const struct tess__dev *d) { return d->desc.caps & TESS__CAP_UNIFIED; }
 
@@ -105,7 +103,7 @@ static void stall_nap(const struct tess__dev *d) {
  * be had: the tile is then written back directly. */
 static bool bounce_ready(struct tess__slot *sl, size_t bytes) {
     if (sl->rec.bounce && sl->rec.bounce_bytes >= bytes) return true;
-    tess_free_host(sl->rec.bounce);  /* a job of larger blocks than before */
+    tess_free_host(sl->rec.bounce); /* a job of larger blocks than before */
     sl->rec.bounce = tess_malloc_host(bytes);
     sl->rec.bounce_bytes = sl->rec.bounce ? bytes : 0;
     return sl->rec.bounce != NULL;
@@ -289,7 +287,8 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
         }
         struct tess__task *t = sl->t;
         /* a write-back into the slot's bounce buffer has not touched C */
-        bool torn = t->load_c && ((sl->out.writing_back && !sl->rec.bounced) || (unified(d) && sl->ring.next > 0));
+        bool torn = t->load_c && ((sl->out.writing_back && !sl->rec.bounced) ||
+                                  (unified(d) && sl->ring.next > 0));
         sl->ring.inflight = 0;
         slot_clear(d, sl);
         if (torn || atomic_load(&t->job->status) != TESS_OK) {
@@ -352,7 +351,8 @@ static int reap(struct tess__dev *d) {
             }
             slot_finish(d, sl);
             progress = 1;
-        } else if (sl->ring.inflight == 0 && (sl->out.cancelled || (unified(d) && sl->ring.next == sl->t->nsteps))) {
+        } else if (sl->ring.inflight == 0 &&
+                   (sl->out.cancelled || (unified(d) && sl->ring.next == sl->t->nsteps))) {
             slot_finish(d, sl);
             progress = 1;
         }
@@ -475,7 +475,8 @@ static int activate(struct tess__dev *d, int *deferred) {
                 if (!has_work(d)) {
                     *deferred = 1;
                     if (stall_expired(d)) {
-                        tess__fail(TESS_ENOMEM, "device %d: no room for the tiles of a task", d->id);
+                        tess__fail(TESS_ENOMEM, "device %d: no room for the tiles of a task",
+                                   d->id);
                         job_fail(t->job, TESS_ENOMEM);
                         atomic_fetch_add(&n_stall_enomem, 1);
                     }
@@ -527,7 +528,8 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
             sl->out.c_loaded = 1;
             if (t->load_c) {
                 rc = ops->copy2d(d->bd, sl->stream, TESS__H2D, sl->out.c->ptr, (size_t)t->m * es,
-                                 t->c, (size_t)job->ldc * es, (size_t)t->m * es, (size_t)t->n, NULL);
+                                 t->c, (size_t)job->ldc * es, (size_t)t->m * es, (size_t)t->n,
+                                 NULL);
                 if (rc) {
                     sl->out.c_loaded = 0;
                     return rc;
@@ -549,10 +551,24 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         return rc;
     }
     struct tess__kernel k = {
-        .kind = st.kind, .dt = job->dt, .side = st.side, .uplo = st.uplo, .ta = st.ta,
-        .tb = st.tb, .diag = st.diag, .m = st.m, .n = st.n, .k = st.k, .alpha = st.alpha,
-        .beta = st.beta, .A = a->ptr, .lda = a->ld, .B = b ? b->ptr : NULL,
-        .ldb = b ? b->ld : 1, .C = cptr, .ldc = cld,
+        .kind = st.kind,
+        .dt = job->dt,
+        .side = st.side,
+        .uplo = st.uplo,
+        .ta = st.ta,
+        .tb = st.tb,
+        .diag = st.diag,
+        .m = st.m,
+        .n = st.n,
+        .k = st.k,
+        .alpha = st.alpha,
+        .beta = st.beta,
+        .A = a->ptr,
+        .lda = a->ld,
+        .B = b ? b->ptr : NULL,
+        .ldb = b ? b->ld : 1,
+        .C = cptr,
+        .ldc = cld,
     };
     rc = ops->kernel(d->bd, sl->stream, &k);
     if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->ring.done[s % TESS__DEPTH]);
@@ -605,7 +621,8 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
         for (int j = 0; j < d->nstreams; j++) {
             int i = (first + j) % d->nstreams;
             struct tess__slot *sl = &d->slot[i];
-            if (!sl->t || sl->out.cancelled || sl->ring.next >= sl->t->nsteps || sl->ring.inflight >= TESS__DEPTH)
+            if (!sl->t || sl->out.cancelled || sl->ring.next >= sl->t->nsteps ||
+                sl->ring.inflight >= TESS__DEPTH)
                 continue;
             if (atomic_load(&sl->t->job->status) != TESS_OK) {
                 sl->out.cancelled = 1; /* its job failed elsewhere: stop, write nothing back */
@@ -673,7 +690,8 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting, in
         } else if (sl->out.writing_back && atomic_load(&sl->rec.commit) == 1) {
             waiting = 1; /* landing */
         } else if (sl->out.writing_back) {
-            e = sl->out.wb, t = sl->ring.t_issue[(sl->ring.next - 1) % TESS__DEPTH]; /* queued with the last step */
+            e = sl->out.wb,
+            t = sl->ring.t_issue[(sl->ring.next - 1) % TESS__DEPTH]; /* queued with the last step */
         }
         if (e && (!ev || t < first)) ev = e, first = t;
     }

@@ -25,12 +25,18 @@ static void to11(const f_int *d, f_int e[GLUE_DLEN_]) {
 }
 
 static struct tess__comm_bc rows_of(const f_int *e, int nprow) {
-    return (struct tess__comm_bc){.n = e[GLUE_M_], .ib = e[GLUE_IMB_], .nb = e[GLUE_MB_],
-                                  .src = nprow > 1 ? e[GLUE_RSRC_] : 0, .np = nprow};
+    return (struct tess__comm_bc){.n = e[GLUE_M_],
+                                  .ib = e[GLUE_IMB_],
+                                  .nb = e[GLUE_MB_],
+                                  .src = nprow > 1 ? e[GLUE_RSRC_] : 0,
+                                  .np = nprow};
 }
 static struct tess__comm_bc cols_of(const f_int *e, int npcol) {
-    return (struct tess__comm_bc){.n = e[GLUE_N_], .ib = e[GLUE_INB_], .nb = e[GLUE_NB_],
-                                  .src = npcol > 1 ? e[GLUE_CSRC_] : 0, .np = npcol};
+    return (struct tess__comm_bc){.n = e[GLUE_N_],
+                                  .ib = e[GLUE_INB_],
+                                  .nb = e[GLUE_NB_],
+                                  .src = npcol > 1 ? e[GLUE_CSRC_] : 0,
+                                  .np = npcol};
 }
 
 /* lld x max(1, lc) elements of es bytes, without overflow */
@@ -89,8 +95,7 @@ void *glue_elem(const struct glue_call *c, const f_int *d, const void *base, f_i
     f_int e[GLUE_DLEN_];
     to11(d, e);
     struct tess__comm_bc r = rows_of(e, c->nprow), q = cols_of(e, c->npcol);
-    if (tess__comm_bc_g2p(&r, gi) != c->myrow || tess__comm_bc_g2p(&q, gj) != c->mycol)
-        return NULL;
+    if (tess__comm_bc_g2p(&r, gi) != c->myrow || tess__comm_bc_g2p(&q, gj) != c->mycol) return NULL;
     size_t li = (size_t)tess__comm_bc_g2l(&r, gi), lj = (size_t)tess__comm_bc_g2l(&q, gj);
     return (char *)base + (li + lj * (size_t)e[GLUE_LLD_]) * tess__dtypes[c->dt].size;
 }
@@ -102,12 +107,11 @@ int glue_pgemm(tess_grid_t *g, const struct glue_call *c, char ta, char tb, f_in
     if (m == 0 || n == 0) return TESS_OK;
     struct tess__comm_desc a, b, cd;
     if (tess__comm_desc_from_scalapack(da, "A", &a) ||
-        tess__comm_desc_from_scalapack(db, "B", &b) ||
-        tess__comm_desc_from_scalapack(dc, "C", &cd))
+        tess__comm_desc_from_scalapack(db, "B", &b) || tess__comm_desc_from_scalapack(dc, "C", &cd))
         return TESS_EINVAL; /* global entries only: the same on every process */
     tess__autostart_enter();
-    int st = tess__pgemm_run(g, c->dt, ta, tb, m, n, k, alpha, A, ia, ja, &a, B, ib, jb, &b,
-                             beta, C, ic, jc, &cd);
+    int st = tess__pgemm_run(g, c->dt, ta, tb, m, n, k, alpha, A, ia, ja, &a, B, ib, jb, &b, beta,
+                             C, ic, jc, &cd);
     tess__autostart_leave();
     return st;
 }
@@ -121,8 +125,8 @@ void glue_tradd(const struct glue_call *c, char uplo, char trans, f_int m, f_int
 }
 
 void glue_geadd(const struct glue_call *c, f_int m, f_int n, const void *alpha, const void *A,
-                f_int ia, f_int ja, const f_int *da, const void *beta, void *C, f_int ic,
-                f_int jc, const f_int *dc) {
+                f_int ia, f_int ja, const f_int *da, const void *beta, void *C, f_int ic, f_int jc,
+                const f_int *dc) {
     f_int IA = ia + 1, JA = ja + 1, IC = ic + 1, JC = jc + 1;
     glue_aux(c->dt)->geadd("N", &m, &n, alpha, A, &IA, &JA, da, beta, C, &IC, &JC, dc);
 }

@@ -17,21 +17,39 @@
 #include "autostart.h"
 #include "comm.h"
 
-typedef int f_int;  /* INTEGER of the LP64 ScaLAPACK (PBLAS's Int) */
+typedef int f_int; /* INTEGER of the LP64 ScaLAPACK (PBLAS's Int) */
 
 /* PBLAS's 11-entry descriptor (BLOCK_CYCLIC_2D_INB), 0-based positions. */
 enum {
-    GLUE_DTYPE_ = 0, GLUE_CTXT_, GLUE_M_, GLUE_N_, GLUE_IMB_, GLUE_INB_, GLUE_MB_, GLUE_NB_,
-    GLUE_RSRC_, GLUE_CSRC_, GLUE_LLD_, GLUE_DLEN_
+    GLUE_DTYPE_ = 0,
+    GLUE_CTXT_,
+    GLUE_M_,
+    GLUE_N_,
+    GLUE_IMB_,
+    GLUE_INB_,
+    GLUE_MB_,
+    GLUE_NB_,
+    GLUE_RSRC_,
+    GLUE_CSRC_,
+    GLUE_LLD_,
+    GLUE_DLEN_
 };
 enum { GLUE_BLOCK_CYCLIC_2D = 1, GLUE_BLOCK_CYCLIC_2D_INB = 2 };
 
 /* The level-3 routine kinds, one counter row each. */
 enum glue_kind {
-    GLUE_GEMM, GLUE_SYMM, GLUE_HEMM, GLUE_SYRK, GLUE_HERK, GLUE_SYR2K, GLUE_HER2K,
-    GLUE_TRMM, GLUE_TRSM, GLUE_NKINDS
+    GLUE_GEMM,
+    GLUE_SYMM,
+    GLUE_HEMM,
+    GLUE_SYRK,
+    GLUE_HERK,
+    GLUE_SYR2K,
+    GLUE_HER2K,
+    GLUE_TRMM,
+    GLUE_TRSM,
+    GLUE_NKINDS
 };
-extern const char *const glue_kind_name[GLUE_NKINDS];  /* "gemm", "herk", ... */
+extern const char *const glue_kind_name[GLUE_NKINDS]; /* "gemm", "herk", ... */
 
 #define GLUE_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GLUE_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -48,17 +66,15 @@ struct glue_call {
     f_int m, n, k;                 /* the routine's sizes; SYRK family: m = n */
     tess__scalar_t alpha, beta;    /* TRMM/TRSM: beta unused (0) */
     const void *A, *B;
-    void *C;                       /* the output: C, or TRMM's/TRSM's B (then B is NULL) */
-    f_int ia, ja, ib, jb, ic, jc;  /* 0-based */
-    const f_int *da, *db, *dc;     /* 11 entries each (db NULL where there is no B) */
+    void *C;                      /* the output: C, or TRMM's/TRSM's B (then B is NULL) */
+    f_int ia, ja, ib, jb, ic, jc; /* 0-based */
+    const f_int *da, *db, *dc;    /* 11 entries each (db NULL where there is no B) */
     f_int ctxt, nprow, npcol, myrow, mycol;
-    const char *rout;              /* PBLAS's name of the routine ("PDGEMM"), for reports */
+    const char *rout; /* PBLAS's name of the routine ("PDGEMM"), for reports */
 };
 
 /* The order of a routine's triangular or symmetric A (m for SIDE = 'L', else n). */
-static inline f_int glue_order_a(const struct glue_call *c) {
-    return c->side == 'L' ? c->m : c->n;
-}
+static inline f_int glue_order_a(const struct glue_call *c) { return c->side == 'L' ? c->m : c->n; }
 
 /* ---- PBLAS's argument reading and checks (pbcheck.c) --------------------------------- */
 char glue_upcase(char c);
@@ -99,29 +115,27 @@ void *glue_reference(const char *name);
 struct glue_aux {
     void (*tradd)(const char *uplo, const char *trans, const f_int *m, const f_int *n,
                   const void *alpha, const void *A, const f_int *ia, const f_int *ja,
-                  const f_int *desca, const void *beta, void *C, const f_int *ic,
-                  const f_int *jc, const f_int *descc);
+                  const f_int *desca, const void *beta, void *C, const f_int *ic, const f_int *jc,
+                  const f_int *descc);
     void (*geadd)(const char *trans, const f_int *m, const f_int *n, const void *alpha,
                   const void *A, const f_int *ia, const f_int *ja, const f_int *desca,
-                  const void *beta, void *C, const f_int *ic, const f_int *jc,
-                  const f_int *descc);
-    void (*trtri)(const char *uplo, const char *diag, const f_int *n, void *A,
-                  const f_int *ia, const f_int *ja, const f_int *desca, f_int *info,
-                  size_t luplo, size_t ldiag);
+                  const void *beta, void *C, const f_int *ic, const f_int *jc, const f_int *descc);
+    void (*trtri)(const char *uplo, const char *diag, const f_int *n, void *A, const f_int *ia,
+                  const f_int *ja, const f_int *desca, f_int *info, size_t luplo, size_t ldiag);
 };
 const struct glue_aux *glue_aux(tess_dtype_t dt);
 
 /* ---- knobs (state.c), read once at the first call ---------------------------------- */
 struct glue_knobs {
-    int force;           /* TESSERA_SCALAPACK_FORCE */
-    int64_t min_dim;     /* TESSERA_SCALAPACK_MIN_DIM */
-    double min_volume;   /* TESSERA_SCALAPACK_MIN_VOLUME */
-    int verbose;         /* TESSERA_SCALAPACK_VERBOSE */
-    int64_t trsm_block;  /* TESSERA_SCALAPACK_TRSM_BLOCK */
-    int ok;              /* every TESSERA_* knob taken; else every call goes to the reference */
+    int force;          /* TESSERA_SCALAPACK_FORCE */
+    int64_t min_dim;    /* TESSERA_SCALAPACK_MIN_DIM */
+    double min_volume;  /* TESSERA_SCALAPACK_MIN_VOLUME */
+    int verbose;        /* TESSERA_SCALAPACK_VERBOSE */
+    int64_t trsm_block; /* TESSERA_SCALAPACK_TRSM_BLOCK */
+    int ok;             /* every TESSERA_* knob taken; else every call goes to the reference */
 };
 const struct glue_knobs *glue_knobs(void);
-int glue_world_rank(void);  /* MPI_COMM_WORLD rank, -1 before MPI */
+int glue_world_rank(void); /* MPI_COMM_WORLD rank, -1 before MPI */
 
 /* ---- counters (state.c) ------------------------------------------------------------ */
 void glue_count_reference(enum glue_kind k, tess_dtype_t dt, double flops);
@@ -222,8 +236,8 @@ void glue_tradd(const struct glue_call *c, char uplo, char trans, f_int m, f_int
                 const void *alpha, const void *A, f_int ia, f_int ja, const f_int *da,
                 const void *beta, void *C, f_int ic, f_int jc, const f_int *dc);
 void glue_geadd(const struct glue_call *c, f_int m, f_int n, const void *alpha, const void *A,
-                f_int ia, f_int ja, const f_int *da, const void *beta, void *C, f_int ic,
-                f_int jc, const f_int *dc);
+                f_int ia, f_int ja, const f_int *da, const void *beta, void *C, f_int ic, f_int jc,
+                const f_int *dc);
 f_int glue_trtri(const struct glue_call *c, char uplo, char diag, f_int n, void *A, f_int ia,
                  f_int ja, const f_int *da);
 

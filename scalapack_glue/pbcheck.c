@@ -56,8 +56,8 @@ static int64_t numroc0(f_int n, f_int ib, f_int nb, f_int p, f_int src, f_int np
 }
 
 /* Report one problem through the program's PB_Cwarn (PBLAS's text). */
-#define WARN(S, ctxt, line, rout, ...)                                      \
-    do {                                                                    \
+#define WARN(S, ctxt, line, rout, ...)                                           \
+    do {                                                                         \
         if ((S)->cwarn) (S)->cwarn((ctxt), (line), (char *)(rout), __VA_ARGS__); \
     } while (0)
 
@@ -72,9 +72,12 @@ static void chkmat(const struct glue_syms *S, f_int ctxt, const char *rout, cons
                    f_int m, int mpos0, f_int n, int npos0, f_int ia, f_int ja, const f_int *d,
                    int dpos0, f_int *info) {
     f_int nprow, npcol, myrow, mycol;
-    if (*info >= 0) *info = BIGNUM;
-    else if (*info < -DESCMULT) *info = -*info;
-    else *info = -*info * DESCMULT;
+    if (*info >= 0)
+        *info = BIGNUM;
+    else if (*info < -DESCMULT)
+        *info = -*info;
+    else
+        *info = -*info * DESCMULT;
     const f_int mpos = mpos0 * DESCMULT, npos = npos0 * DESCMULT;
     const f_int iapos = (dpos0 - 2) * DESCMULT, japos = (dpos0 - 1) * DESCMULT;
     const f_int dpos = dpos0 * DESCMULT + 1;
@@ -115,8 +118,10 @@ static void chkmat(const struct glue_syms *S, f_int ctxt, const char *rout, cons
         return;
     }
     /* the block sizes, in PB_Cchkmat's order */
-    static const struct { int at; const char *name; } blk[] = {
-        {GLUE_IMB_, "IMB_"}, {GLUE_INB_, "INB_"}, {GLUE_MB_, "MB_"}, {GLUE_NB_, "NB_"}};
+    static const struct {
+        int at;
+        const char *name;
+    } blk[] = {{GLUE_IMB_, "IMB_"}, {GLUE_INB_, "INB_"}, {GLUE_MB_, "MB_"}, {GLUE_NB_, "NB_"}};
     for (size_t i = 0; i < sizeof blk / sizeof blk[0]; i++)
         if (d[blk[i].at] < 1) {
             *info = MIN_(*info, dpos + blk[i].at);
@@ -174,7 +179,8 @@ static void chkmat(const struct glue_syms *S, f_int ctxt, const char *rout, cons
         }
         /* LLD_ only when nothing is wrong so far (in this call's earlier arguments too) */
         if (*info == BIGNUM) {
-            int64_t np = numroc0(d[GLUE_M_], d[GLUE_IMB_], d[GLUE_MB_], myrow, d[GLUE_RSRC_], nprow);
+            int64_t np = numroc0(d[GLUE_M_], d[GLUE_IMB_], d[GLUE_MB_], myrow, d[GLUE_RSRC_],
+                                 nprow);
             if (d[GLUE_LLD_] < MAX_(1, np)) {
                 int64_t nq = numroc0(d[GLUE_N_], d[GLUE_INB_], d[GLUE_NB_], mycol, d[GLUE_CSRC_],
                                      npcol);
@@ -190,9 +196,12 @@ static void chkmat(const struct glue_syms *S, f_int ctxt, const char *rout, cons
             }
         }
     }
-    if (*info == BIGNUM) *info = 0;
-    else if (*info % DESCMULT == 0) *info = -(*info / DESCMULT);
-    else *info = -*info;
+    if (*info == BIGNUM)
+        *info = 0;
+    else if (*info % DESCMULT == 0)
+        *info = -(*info / DESCMULT);
+    else
+        *info = -*info;
 }
 
 /* ---- the routines' own checks ------------------------------------------------------------- */
@@ -220,7 +229,8 @@ static const int *warn_lines(enum glue_kind k, int cplx) {
 static int desca_pos(enum glue_kind k) {
     switch (k) {
     case GLUE_GEMM: return 10;
-    case GLUE_TRMM: case GLUE_TRSM: return 11;
+    case GLUE_TRMM:
+    case GLUE_TRSM: return 11;
     default: return 9;
     }
 }
@@ -228,9 +238,13 @@ static int desca_pos(enum glue_kind k) {
 void glue_report(const struct glue_call *c, const char *rout, f_int info) {
     const struct glue_syms *S = glue_syms();
     glue_count_error(c->kind, c->dt);
-    if (S->cabort) S->cabort(c->ctxt, (char *)rout, info);
-    else fprintf(stderr, "tessera-scalapack: %s: parameter number %d had an illegal value "
-                 "(no PB_Cabort found to report it)\n", rout, -info);
+    if (S->cabort)
+        S->cabort(c->ctxt, (char *)rout, info);
+    else
+        fprintf(stderr,
+                "tessera-scalapack: %s: parameter number %d had an illegal value "
+                "(no PB_Cabort found to report it)\n",
+                rout, -info);
 }
 
 /* SIDE, then UPLO (the first two letters of p?symm_, p?hemm_, p?trmm_, p?trsm_): the first
@@ -269,14 +283,19 @@ f_int glue_check(struct glue_call *c, const char *rout) {
             WARN(S, ctxt, L[1], rout, "Illegal TRANSB = %c\n", c->tb);
             info = -2;
         }
-        if (notran) chkmat(S, ctxt, rout, "A", M, 3, K, 5, c->ia, c->ja, c->da, 10, &info);
-        else chkmat(S, ctxt, rout, "A", K, 5, M, 3, c->ia, c->ja, c->da, 10, &info);
-        if (notb) chkmat(S, ctxt, rout, "B", K, 5, N, 4, c->ib, c->jb, c->db, 14, &info);
-        else chkmat(S, ctxt, rout, "B", N, 4, K, 5, c->ib, c->jb, c->db, 14, &info);
+        if (notran)
+            chkmat(S, ctxt, rout, "A", M, 3, K, 5, c->ia, c->ja, c->da, 10, &info);
+        else
+            chkmat(S, ctxt, rout, "A", K, 5, M, 3, c->ia, c->ja, c->da, 10, &info);
+        if (notb)
+            chkmat(S, ctxt, rout, "B", K, 5, N, 4, c->ib, c->jb, c->db, 14, &info);
+        else
+            chkmat(S, ctxt, rout, "B", N, 4, K, 5, c->ib, c->jb, c->db, 14, &info);
         chkmat(S, ctxt, rout, "C", M, 3, N, 4, c->ic, c->jc, c->dc, 19, &info);
         break;
     }
-    case GLUE_SYMM: case GLUE_HEMM:
+    case GLUE_SYMM:
+    case GLUE_HEMM:
         info = side_uplo(S, ctxt, L, rout, c);
         if (lside) {
             chkmat(S, ctxt, rout, "A", M, 3, M, 3, c->ia, c->ja, c->da, 9, &info);
@@ -287,7 +306,8 @@ f_int glue_check(struct glue_call *c, const char *rout) {
         }
         chkmat(S, ctxt, rout, "C", M, 3, N, 4, c->ic, c->jc, c->dc, 18, &info);
         break;
-    case GLUE_TRMM: case GLUE_TRSM: {
+    case GLUE_TRMM:
+    case GLUE_TRSM: {
         int nounit = c->diag == 'N';
         if ((info = side_uplo(S, ctxt, L, rout, c))) {
             /* reported */
@@ -303,8 +323,10 @@ f_int glue_check(struct glue_call *c, const char *rout) {
             WARN(S, ctxt, L[3], rout, "Illegal DIAG = %c\n", c->diag);
             info = -4;
         }
-        if (lside) chkmat(S, ctxt, rout, "A", M, 5, M, 5, c->ia, c->ja, c->da, 11, &info);
-        else chkmat(S, ctxt, rout, "A", N, 6, N, 6, c->ia, c->ja, c->da, 11, &info);
+        if (lside)
+            chkmat(S, ctxt, rout, "A", M, 5, M, 5, c->ia, c->ja, c->da, 11, &info);
+        else
+            chkmat(S, ctxt, rout, "A", N, 6, N, 6, c->ia, c->ja, c->da, 11, &info);
         chkmat(S, ctxt, rout, "B", M, 5, N, 6, c->ic, c->jc, c->dc, 15, &info);
         break;
     }

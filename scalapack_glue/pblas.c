@@ -17,15 +17,15 @@
 
 /* The reference routine `name`, looked up once per entry point (a racing second lookup finds
  * the same address). A GNU statement expression. */
-#define REF_LOOKUP(name)                                                   \
-    __extension__({                                                        \
-        static _Atomic(void *) ref_;                                       \
-        void *r_ = atomic_load_explicit(&ref_, memory_order_acquire);      \
-        if (!r_) {                                                         \
-            r_ = glue_reference(name);                                     \
-            atomic_store_explicit(&ref_, r_, memory_order_release);        \
-        }                                                                  \
-        r_;                                                                \
+#define REF_LOOKUP(name)                                              \
+    __extension__({                                                   \
+        static _Atomic(void *) ref_;                                  \
+        void *r_ = atomic_load_explicit(&ref_, memory_order_acquire); \
+        if (!r_) {                                                    \
+            r_ = glue_reference(name);                                \
+            atomic_store_explicit(&ref_, r_, memory_order_release);   \
+        }                                                             \
+        r_;                                                           \
     })
 
 /* A scalar of the routine: in its precision, or real (widened to complex, imaginary 0). */
@@ -35,8 +35,10 @@ static void load_scalar(tess_dtype_t dt, tess__scalar_t *out, const void *p, int
         return;
     }
     memset(out, 0, sizeof *out);
-    if (dt == TESS_C) out->c[0] = *(const float *)p;
-    else out->z[0] = *(const double *)p;
+    if (dt == TESS_C)
+        out->c[0] = *(const float *)p;
+    else
+        out->z[0] = *(const double *)p;
 }
 
 /* PBLAS's quick return: nothing to compute, nothing read or written (scalars compared
@@ -46,8 +48,10 @@ static int quick(const struct glue_call *c) {
     int beta1 = tess__scalar_is_one(c->dt, &c->beta);
     switch (c->kind) {
     case GLUE_GEMM: return c->m == 0 || c->n == 0 || ((alpha0 || c->k == 0) && beta1);
-    case GLUE_SYMM: case GLUE_HEMM: return c->m == 0 || c->n == 0 || (alpha0 && beta1);
-    case GLUE_TRMM: case GLUE_TRSM: return c->m == 0 || c->n == 0;
+    case GLUE_SYMM:
+    case GLUE_HEMM: return c->m == 0 || c->n == 0 || (alpha0 && beta1);
+    case GLUE_TRMM:
+    case GLUE_TRSM: return c->m == 0 || c->n == 0;
     default: return c->n == 0 || ((alpha0 || c->k == 0) && beta1);
     }
 }
@@ -74,8 +78,10 @@ static void l3(struct glue_call *c, const char *rout, const void *alpha, int rea
         return;
     }
     load_scalar(c->dt, &c->alpha, alpha, real_alpha);
-    if (beta) load_scalar(c->dt, &c->beta, beta, real_beta);
-    else memset(&c->beta, 0, sizeof c->beta);
+    if (beta)
+        load_scalar(c->dt, &c->beta, beta, real_beta);
+    else
+        memset(&c->beta, 0, sizeof c->beta);
     if (!tess__dtypes[c->dt].complex_) { /* a real 'C' is 'T' */
         if (c->ta == 'C') c->ta = 'T';
         if (c->tb == 'C') c->tb = 'T';
@@ -93,7 +99,8 @@ struct pmat {
     const void *p;
     const f_int *i, *j, *desc;
 };
-#define PMAT(X, i, j, desc) {X, i, j, desc}
+#define PMAT(X, i, j, desc) \
+    { X, i, j, desc }
 
 /* The operands into c (PB_CargFtoC): A, B (NULL: none) and the output, in d's rows. */
 static void read_operands(struct glue_call *c, const struct pmat *a, const struct pmat *b,
@@ -111,11 +118,10 @@ static void read_operands(struct glue_call *c, const struct pmat *a, const struc
 /* ---- p?gemm_( TRANSA, TRANSB, M, N, K, ALPHA, A, IA, JA, DESCA, B, IB, JB, DESCB, BETA, C,
  *              IC, JC, DESCC ) ------------------------------------------------------------- */
 
-typedef void (*pgemm_fn)(const char *, const char *, const f_int *, const f_int *,
-                         const f_int *, const void *, const void *, const f_int *,
-                         const f_int *, const f_int *, const void *, const f_int *,
-                         const f_int *, const f_int *, const void *, void *, const f_int *,
-                         const f_int *, const f_int *);
+typedef void (*pgemm_fn)(const char *, const char *, const f_int *, const f_int *, const f_int *,
+                         const void *, const void *, const f_int *, const f_int *, const f_int *,
+                         const void *, const f_int *, const f_int *, const f_int *, const void *,
+                         void *, const f_int *, const f_int *, const f_int *);
 struct gemm_orig {
     pgemm_fn ref;
     const char *ta, *tb;
@@ -132,24 +138,36 @@ static void gemm_reference(void *arg) {
 
 static void pgemm(tess_dtype_t dt, const char *rout, struct gemm_orig *o) {
     f_int d[3][GLUE_DLEN_];
-    struct glue_call c = {.kind = GLUE_GEMM, .dt = dt, .ta = glue_upcase(o->ta[0]),
-                          .tb = glue_upcase(o->tb[0]), .m = *o->m, .n = *o->n, .k = *o->k};
+    struct glue_call c = {.kind = GLUE_GEMM,
+                          .dt = dt,
+                          .ta = glue_upcase(o->ta[0]),
+                          .tb = glue_upcase(o->tb[0]),
+                          .m = *o->m,
+                          .n = *o->n,
+                          .k = *o->k};
     read_operands(&c, &o->a, &o->b, &o->c, d);
     l3(&c, rout, o->alpha, 0, o->beta, 0, glue_gemm_route, gemm_reference, o);
 }
 
 #define PGEMM(pre, DT, ROUT)                                                                    \
-    GLUE_EXPORT void p##pre##gemm_(const char *ta, const char *tb, const f_int *m,             \
-                                   const f_int *n, const f_int *k, const void *alpha,          \
-                                   const void *A, const f_int *ia, const f_int *ja,            \
-                                   const f_int *desca, const void *B, const f_int *ib,         \
-                                   const f_int *jb, const f_int *descb, const void *beta,      \
-                                   void *C, const f_int *ic, const f_int *jc,                  \
-                                   const f_int *descc) {                                       \
-        pgemm_fn ref = (pgemm_fn)REF_LOOKUP("p" #pre "gemm_");                                 \
-        struct gemm_orig o = {ref, ta, tb, m, n, k, alpha, beta, PMAT(A, ia, ja, desca),       \
-                              PMAT(B, ib, jb, descb), PMAT(C, ic, jc, descc)};                 \
-        pgemm(DT, ROUT, &o);                                                                   \
+    GLUE_EXPORT void p##pre##gemm_(                                                             \
+        const char *ta, const char *tb, const f_int *m, const f_int *n, const f_int *k,         \
+        const void *alpha, const void *A, const f_int *ia, const f_int *ja, const f_int *desca, \
+        const void *B, const f_int *ib, const f_int *jb, const f_int *descb, const void *beta,  \
+        void *C, const f_int *ic, const f_int *jc, const f_int *descc) {                        \
+        pgemm_fn ref = (pgemm_fn)REF_LOOKUP("p" #pre "gemm_");                                  \
+        struct gemm_orig o = {ref,                                                              \
+                              ta,                                                               \
+                              tb,                                                               \
+                              m,                                                                \
+                              n,                                                                \
+                              k,                                                                \
+                              alpha,                                                            \
+                              beta,                                                             \
+                              PMAT(A, ia, ja, desca),                                           \
+                              PMAT(B, ib, jb, descb),                                           \
+                              PMAT(C, ic, jc, descc)};                                          \
+        pgemm(DT, ROUT, &o);                                                                    \
     }
 PGEMM(s, TESS_S, "PSGEMM")
 PGEMM(d, TESS_D, "PDGEMM")
@@ -175,8 +193,8 @@ struct abc_orig {
 
 static void abc_reference(void *arg) {
     const struct abc_orig *o = arg;
-    o->ref(o->l1, o->l2, o->s1, o->s2, o->alpha, o->a.p, o->a.i, o->a.j, o->a.desc, o->b.p,
-           o->b.i, o->b.j, o->b.desc, o->beta, (void *)o->c.p, o->c.i, o->c.j, o->c.desc);
+    o->ref(o->l1, o->l2, o->s1, o->s2, o->alpha, o->a.p, o->a.i, o->a.j, o->a.desc, o->b.p, o->b.i,
+           o->b.j, o->b.desc, o->beta, (void *)o->c.p, o->c.i, o->c.j, o->c.desc);
 }
 
 static void pabc(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct abc_orig *o) {
@@ -202,8 +220,16 @@ static void pabc(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct 
                            const f_int *descb, const void *beta, void *C, const f_int *ic,      \
                            const f_int *jc, const f_int *descc) {                               \
         pabc_fn ref = (pabc_fn)REF_LOOKUP(#fname);                                              \
-        struct abc_orig o = {ref, l1, l2, s1, s2, alpha, beta, PMAT(A, ia, ja, desca),          \
-                             PMAT(B, ib, jb, descb), PMAT(C, ic, jc, descc)};                   \
+        struct abc_orig o = {ref,                                                               \
+                             l1,                                                                \
+                             l2,                                                                \
+                             s1,                                                                \
+                             s2,                                                                \
+                             alpha,                                                             \
+                             beta,                                                              \
+                             PMAT(A, ia, ja, desca),                                            \
+                             PMAT(B, ib, jb, descb),                                            \
+                             PMAT(C, ic, jc, descc)};                                           \
         pabc(KIND, DT, ROUT, &o);                                                               \
     }
 PABC(pssymm_, GLUE_SYMM, TESS_S, "PSSYMM")
@@ -241,22 +267,27 @@ static void syrk_reference(void *arg) {
 
 static void psyrk(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct syrk_orig *o) {
     f_int d[3][GLUE_DLEN_];
-    struct glue_call c = {.kind = kind, .dt = dt, .uplo = glue_upcase(o->uplo[0]),
-                          .ta = glue_upcase(o->trans[0]), .m = *o->n, .n = *o->n, .k = *o->k};
+    struct glue_call c = {.kind = kind,
+                          .dt = dt,
+                          .uplo = glue_upcase(o->uplo[0]),
+                          .ta = glue_upcase(o->trans[0]),
+                          .m = *o->n,
+                          .n = *o->n,
+                          .k = *o->k};
     read_operands(&c, &o->a, NULL, &o->c, d);
     int herk = kind == GLUE_HERK;
     l3(&c, rout, o->alpha, herk, o->beta, herk, glue_syrk_route, syrk_reference, o);
 }
 
-#define PSYRK(fname, KIND, DT, ROUT)                                                            \
-    GLUE_EXPORT void fname(const char *uplo, const char *trans, const f_int *n, const f_int *k, \
-                           const void *alpha, const void *A, const f_int *ia, const f_int *ja,  \
-                           const f_int *desca, const void *beta, void *C, const f_int *ic,      \
-                           const f_int *jc, const f_int *descc) {                               \
-        psyrk_fn ref = (psyrk_fn)REF_LOOKUP(#fname);                                            \
-        struct syrk_orig o = {ref, uplo, trans, n, k, alpha, beta, PMAT(A, ia, ja, desca),      \
-                              PMAT(C, ic, jc, descc)};                                          \
-        psyrk(KIND, DT, ROUT, &o);                                                              \
+#define PSYRK(fname, KIND, DT, ROUT)                                                              \
+    GLUE_EXPORT void fname(const char *uplo, const char *trans, const f_int *n, const f_int *k,   \
+                           const void *alpha, const void *A, const f_int *ia, const f_int *ja,    \
+                           const f_int *desca, const void *beta, void *C, const f_int *ic,        \
+                           const f_int *jc, const f_int *descc) {                                 \
+        psyrk_fn ref = (psyrk_fn)REF_LOOKUP(#fname);                                              \
+        struct syrk_orig o = {                                                                    \
+            ref, uplo, trans, n, k, alpha, beta, PMAT(A, ia, ja, desca), PMAT(C, ic, jc, descc)}; \
+        psyrk(KIND, DT, ROUT, &o);                                                                \
     }
 PSYRK(pssyrk_, GLUE_SYRK, TESS_S, "PSSYRK")
 PSYRK(pdsyrk_, GLUE_SYRK, TESS_D, "PDSYRK")
@@ -287,9 +318,14 @@ static void trxm_reference(void *arg) {
 
 static void ptrxm(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct trxm_orig *o) {
     f_int d[3][GLUE_DLEN_];
-    struct glue_call c = {.kind = kind, .dt = dt, .side = glue_upcase(o->side[0]),
-                          .uplo = glue_upcase(o->uplo[0]), .ta = glue_upcase(o->transa[0]),
-                          .diag = glue_upcase(o->diag[0]), .m = *o->m, .n = *o->n};
+    struct glue_call c = {.kind = kind,
+                          .dt = dt,
+                          .side = glue_upcase(o->side[0]),
+                          .uplo = glue_upcase(o->uplo[0]),
+                          .ta = glue_upcase(o->transa[0]),
+                          .diag = glue_upcase(o->diag[0]),
+                          .m = *o->m,
+                          .n = *o->n};
     read_operands(&c, &o->a, NULL, &o->b, d); /* B is in and out: in the output's place */
     l3(&c, rout, o->alpha, 0, NULL, 0, kind == GLUE_TRMM ? glue_trmm_route : glue_trsm_route,
        trxm_reference, o);
@@ -301,8 +337,16 @@ static void ptrxm(enum glue_kind kind, tess_dtype_t dt, const char *rout, struct
                            const void *A, const f_int *ia, const f_int *ja, const f_int *desca, \
                            void *B, const f_int *ib, const f_int *jb, const f_int *descb) {     \
         ptrxm_fn ref = (ptrxm_fn)REF_LOOKUP(#fname);                                            \
-        struct trxm_orig o = {ref, side, uplo, transa, diag, m, n, alpha,                       \
-                              PMAT(A, ia, ja, desca), PMAT(B, ib, jb, descb)};                  \
+        struct trxm_orig o = {ref,                                                              \
+                              side,                                                             \
+                              uplo,                                                             \
+                              transa,                                                           \
+                              diag,                                                             \
+                              m,                                                                \
+                              n,                                                                \
+                              alpha,                                                            \
+                              PMAT(A, ia, ja, desca),                                           \
+                              PMAT(B, ib, jb, descb)};                                          \
         ptrxm(KIND, DT, ROUT, &o);                                                              \
     }
 PTRXM(pstrmm_, GLUE_TRMM, TESS_S, "PSTRMM")

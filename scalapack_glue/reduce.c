@@ -57,15 +57,15 @@ void glue_symm_route(const struct glue_call *c, void (*reference)(void *), void 
     int st;
     if (alpha0) {
         /* sub(C) = beta sub(C), beta = 0 writing zeros without reading */
-        st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, 0, &c->alpha, c->A, c->ia, c->ja, c->da,
-                        c->B, c->ib, c->jb, c->db, &c->beta, c->C, c->ic, c->jc, c->dc);
+        st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, 0, &c->alpha, c->A, c->ia, c->ja, c->da, c->B,
+                        c->ib, c->jb, c->db, &c->beta, c->C, c->ic, c->jc, c->dc);
     } else {
         bool herm = c->kind == GLUE_HEMM;
         char other = c->uplo == 'U' ? 'L' : 'U';
-        glue_tradd(c, c->uplo, 'N', ka, ka, one(c), c->A, c->ia, c->ja, c->da, zero(), T.buf, 0,
-                   0, T.desc);
-        glue_tradd(c, other, herm ? 'C' : 'T', ka, ka, one(c), c->A, c->ia, c->ja, c->da,
-                   zero(), T.buf, 0, 0, T.desc);
+        glue_tradd(c, c->uplo, 'N', ka, ka, one(c), c->A, c->ia, c->ja, c->da, zero(), T.buf, 0, 0,
+                   T.desc);
+        glue_tradd(c, other, herm ? 'C' : 'T', ka, ka, one(c), c->A, c->ia, c->ja, c->da, zero(),
+                   T.buf, 0, 0, T.desc);
         if (herm) {
             /* T(d, d) = Re A(ia + d, ja + d): T's blocks sit where sub(A)'s do */
             size_t half = tess__dtypes[c->dt].size / 2;
@@ -117,8 +117,8 @@ void glue_syrk_route(const struct glue_call *c, void (*reference)(void *), void 
         const void *Y = two ? c->B : c->A;
         f_int iy = two ? c->ib : c->ia, jy = two ? c->jb : c->ja;
         const f_int *dy = two ? c->db : c->da;
-        int st = glue_pgemm(g, c, g1, g2, c->n, c->n, c->k, &c->alpha, c->A, c->ia, c->ja, c->da,
-                            Y, iy, jy, dy, zero(), W.buf, 0, 0, W.desc);
+        int st = glue_pgemm(g, c, g1, g2, c->n, c->n, c->k, &c->alpha, c->A, c->ia, c->ja, c->da, Y,
+                            iy, jy, dy, zero(), W.buf, 0, 0, W.desc);
         if (st == TESS_OK && two) {
             tess__scalar_t a2 = c->alpha; /* HER2K: conj(alpha) op(B) op(A)^H */
             if (herm && c->dt == TESS_C) a2.c[1] = -a2.c[1];
@@ -140,8 +140,8 @@ void glue_syrk_route(const struct glue_call *c, void (*reference)(void *), void 
         glue_tradd(c, c->uplo, 'N', c->n, c->n, zero(), c->C, c->ic, c->jc, c->dc, &c->beta, c->C,
                    c->ic, c->jc, c->dc);
     else
-        glue_tradd(c, c->uplo, 'N', c->n, c->n, one(c), W.buf, 0, 0, W.desc, &c->beta, c->C,
-                   c->ic, c->jc, c->dc);
+        glue_tradd(c, c->uplo, 'N', c->n, c->n, one(c), W.buf, 0, 0, W.desc, &c->beta, c->C, c->ic,
+                   c->jc, c->dc);
     if (herm) zero_imag_diag(c, c->dc, c->C, c->ic, c->jc, c->n);
     glue_tmp_free(&W);
     glue_count_tessera(c->kind, c->dt, glue_call_flops(c));
@@ -185,11 +185,11 @@ void glue_trmm_route(const struct glue_call *c, void (*reference)(void *), void 
         }
         glue_geadd(c, c->m, c->n, one(c), c->C, c->ic, c->jc, c->dc, zero(), W.buf, 0, 0, W.desc);
         if (c->side == 'L')
-            st = glue_pgemm(g, c, c->ta, 'N', c->m, c->n, ka, &c->alpha, T.buf, 0, 0, T.desc,
-                            W.buf, 0, 0, W.desc, zero(), c->C, c->ic, c->jc, c->dc);
+            st = glue_pgemm(g, c, c->ta, 'N', c->m, c->n, ka, &c->alpha, T.buf, 0, 0, T.desc, W.buf,
+                            0, 0, W.desc, zero(), c->C, c->ic, c->jc, c->dc);
         else
-            st = glue_pgemm(g, c, 'N', c->ta, c->m, c->n, ka, &c->alpha, W.buf, 0, 0, W.desc,
-                            T.buf, 0, 0, T.desc, zero(), c->C, c->ic, c->jc, c->dc);
+            st = glue_pgemm(g, c, 'N', c->ta, c->m, c->n, ka, &c->alpha, W.buf, 0, 0, W.desc, T.buf,
+                            0, 0, T.desc, zero(), c->C, c->ic, c->jc, c->dc);
         if (st != TESS_OK) /* put sub(B) back: its input is intact in W */
             glue_geadd(c, c->m, c->n, one(c), W.buf, 0, 0, W.desc, zero(), c->C, c->ic, c->jc,
                        c->dc);

@@ -26,8 +26,10 @@
 static void gemm_dims(const struct glue_call *c, double *m, double *n, double *k) {
     switch (c->kind) {
     case GLUE_GEMM: *m = c->m, *n = c->n, *k = c->k; break;
-    case GLUE_SYMM: case GLUE_HEMM: case GLUE_TRMM: case GLUE_TRSM:
-        *m = c->m, *n = c->n, *k = glue_order_a(c); break;
+    case GLUE_SYMM:
+    case GLUE_HEMM:
+    case GLUE_TRMM:
+    case GLUE_TRSM: *m = c->m, *n = c->n, *k = glue_order_a(c); break;
     default: *m = *n = c->n, *k = c->k; break; /* the SYRK family */
     }
 }
@@ -37,9 +39,12 @@ double glue_call_flops(const struct glue_call *c) {
     double m, n, k, ma;
     gemm_dims(c, &m, &n, &k);
     switch (c->kind) {
-    case GLUE_SYRK: case GLUE_HERK: ma = 0.5 * n * (n + 1) * k; break;
-    case GLUE_SYR2K: case GLUE_HER2K: ma = n * (n + 1) * k; break;
-    case GLUE_TRMM: case GLUE_TRSM: ma = 0.5 * m * n * k; break;
+    case GLUE_SYRK:
+    case GLUE_HERK: ma = 0.5 * n * (n + 1) * k; break;
+    case GLUE_SYR2K:
+    case GLUE_HER2K: ma = n * (n + 1) * k; break;
+    case GLUE_TRMM:
+    case GLUE_TRSM: ma = 0.5 * m * n * k; break;
     default: ma = m * n * k; break;
     }
     return ma * tess__dtypes[c->dt].flop_mul;
@@ -56,12 +61,10 @@ static void operand_shapes(const struct glue_call *c, f_int r[3], f_int q[3]) {
         r[1] = c->tb == 'N' ? c->k : c->n, q[1] = c->tb == 'N' ? c->n : c->k;
         r[2] = c->m, q[2] = c->n;
         break;
-    case GLUE_SYMM: case GLUE_HEMM:
-        r[0] = q[0] = ka, r[1] = r[2] = c->m, q[1] = q[2] = c->n;
-        break;
-    case GLUE_TRMM: case GLUE_TRSM:
-        r[0] = q[0] = ka, r[2] = c->m, q[2] = c->n;
-        break;
+    case GLUE_SYMM:
+    case GLUE_HEMM: r[0] = q[0] = ka, r[1] = r[2] = c->m, q[1] = q[2] = c->n; break;
+    case GLUE_TRMM:
+    case GLUE_TRSM: r[0] = q[0] = ka, r[2] = c->m, q[2] = c->n; break;
     default: /* the SYRK family: op(A) (and op(B)) n x k */
         r[0] = r[1] = na ? c->n : c->k, q[0] = q[1] = na ? c->k : c->n;
         r[2] = q[2] = c->n;
@@ -72,7 +75,7 @@ static void operand_shapes(const struct glue_call *c, f_int r[3], f_int q[3]) {
 /* ---- one tessera grid per BLACS context --------------------------------------------------- */
 
 static int keyval = MPI_KEYVAL_INVALID;
-static char unusable;  /* attribute value: building a grid failed on this context */
+static char unusable; /* attribute value: building a grid failed on this context */
 struct parked {
     tess_grid_t *g;
     struct parked *next;
@@ -102,8 +105,10 @@ static void reap(void) {
     pthread_mutex_unlock(&grave_mu);
     while (p) {
         struct parked *next = p->next;
-        tess__log(TESS__LOG_INFO, "scalapack glue: rank %d: freeing the %d x %d grid of a freed "
-                  "BLACS context", glue_world_rank(), p->g->at.nprow, p->g->at.npcol);
+        tess__log(TESS__LOG_INFO,
+                  "scalapack glue: rank %d: freeing the %d x %d grid of a freed "
+                  "BLACS context",
+                  glue_world_rank(), p->g->at.nprow, p->g->at.npcol);
         tess_grid_free(p->g);
         free(p);
         p = next;
@@ -128,7 +133,8 @@ static tess_grid_t *grid_for(const struct glue_call *c) {
     MPI_Comm comm = context_comm(c->ctxt);
     if (comm == MPI_COMM_NULL) return NULL;
     if (keyval == MPI_KEYVAL_INVALID &&
-        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, grid_attr_delete, &keyval, NULL) != MPI_SUCCESS) {
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, grid_attr_delete, &keyval, NULL) !=
+            MPI_SUCCESS) {
         keyval = MPI_KEYVAL_INVALID;
         return NULL;
     }
@@ -149,16 +155,20 @@ static tess_grid_t *grid_for(const struct glue_call *c) {
     st = tess__comm_agree_on(comm, st);
     if (st) {
         if (glue_knobs()->verbose)
-            fprintf(stderr, "tessera-scalapack: rank %d: no tessera grid for BLACS context %d "
-                    "(%s); its calls go to the reference ScaLAPACK\n", glue_world_rank(),
-                    c->ctxt, tess_last_error());
-        if (built) tess_grid_free(g);
-        else free(g);
+            fprintf(stderr,
+                    "tessera-scalapack: rank %d: no tessera grid for BLACS context %d "
+                    "(%s); its calls go to the reference ScaLAPACK\n",
+                    glue_world_rank(), c->ctxt, tess_last_error());
+        if (built)
+            tess_grid_free(g);
+        else
+            free(g);
         g = NULL;
-    }
-    else
-        tess__log(TESS__LOG_INFO, "scalapack glue: rank %d: %d x %d grid built for BLACS "
-                  "context %d", glue_world_rank(), c->nprow, c->npcol, c->ctxt);
+    } else
+        tess__log(TESS__LOG_INFO,
+                  "scalapack glue: rank %d: %d x %d grid built for BLACS "
+                  "context %d",
+                  glue_world_rank(), c->nprow, c->npcol, c->ctxt);
     MPI_Comm_set_attr(comm, keyval, g ? (void *)g : (void *)&unusable);
     return g;
 }
@@ -189,8 +199,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
  * CTXT_ (a local handle) and LLD_ (a local size). */
 static uint64_t args_hash(const struct glue_call *c) {
     uint64_t h = 1469598103934665603ull;
-    int v[10] = {(int)c->kind, (int)c->dt, c->side, c->uplo, c->ta, c->tb, c->diag,
-                 c->m, c->n, c->k};
+    int v[10] = {(int)c->kind, (int)c->dt, c->side, c->uplo, c->ta,
+                 c->tb,        c->diag,    c->m,    c->n,    c->k};
     h = fnv(h, v, sizeof v);
     size_t es = tess__dtypes[c->dt].size;
     h = fnv(h, c->alpha.bytes, es);
@@ -208,8 +218,8 @@ static uint64_t args_hash(const struct glue_call *c) {
 
 /* comm/ takes this descriptor and submatrix as PBLAS does (it should, once PBLAS's checks
  * passed and no source is replicated). */
-static int comm_takes(const f_int *d, const char *name, const struct tess__comm_coords *at,
-                      f_int i, f_int j, f_int rows, f_int cols) {
+static int comm_takes(const f_int *d, const char *name, const struct tess__comm_coords *at, f_int i,
+                      f_int j, f_int rows, f_int cols) {
     struct tess__comm_desc out;
     return tess__comm_desc_from_scalapack(d, name, &out) == TESS_OK &&
            tess__comm_desc_check(&out, name, at, i, j, rows, cols, NULL, NULL) == TESS_OK;
@@ -229,12 +239,12 @@ struct arg_pos {
 static struct arg_pos arg_positions(enum glue_kind k) {
     switch (k) {
     case GLUE_GEMM: return (struct arg_pos){{0, 0, 1, 2, 0}, 3, 4, 5, 6, 15, {10, 14, 19}};
-    case GLUE_SYMM: case GLUE_HEMM:
-        return (struct arg_pos){{1, 2, 0, 0, 0}, 3, 4, 0, 5, 14, {9, 13, 18}};
-    case GLUE_SYRK: case GLUE_HERK:
-        return (struct arg_pos){{0, 1, 2, 0, 0}, 0, 3, 4, 5, 10, {9, 0, 14}};
-    case GLUE_SYR2K: case GLUE_HER2K:
-        return (struct arg_pos){{0, 1, 2, 0, 0}, 0, 3, 4, 5, 14, {9, 13, 18}};
+    case GLUE_SYMM:
+    case GLUE_HEMM: return (struct arg_pos){{1, 2, 0, 0, 0}, 3, 4, 0, 5, 14, {9, 13, 18}};
+    case GLUE_SYRK:
+    case GLUE_HERK: return (struct arg_pos){{0, 1, 2, 0, 0}, 0, 3, 4, 5, 10, {9, 0, 14}};
+    case GLUE_SYR2K:
+    case GLUE_HER2K: return (struct arg_pos){{0, 1, 2, 0, 0}, 0, 3, 4, 5, 14, {9, 13, 18}};
     default: /* TRMM, TRSM: the output is B */
         return (struct arg_pos){{1, 2, 3, 0, 4}, 5, 6, 0, 7, 0, {11, 0, 15}};
     }
@@ -242,16 +252,22 @@ static struct arg_pos arg_positions(enum glue_kind k) {
 
 /* The compared values, the same layout on every process whatever the routine: */
 enum {
-    V_KIND, V_DT, V_LETTER, V_M = V_LETTER + 5, V_N, V_K,
-    V_ALPHA, V_BETA = V_ALPHA + 4, /* 16 bytes each, as four 32-bit pieces */
-    V_OFF = V_BETA + 4,            /* ia, ja, ib, jb, ic, jc */
-    V_DESC = V_OFF + 6,            /* 3 x the entries below */
+    V_KIND,
+    V_DT,
+    V_LETTER,
+    V_M = V_LETTER + 5,
+    V_N,
+    V_K,
+    V_ALPHA,
+    V_BETA = V_ALPHA + 4, /* 16 bytes each, as four 32-bit pieces */
+    V_OFF = V_BETA + 4,   /* ia, ja, ib, jb, ic, jc */
+    V_DESC = V_OFF + 6,   /* 3 x the entries below */
     NV = V_DESC + 3 * 8
 };
-static const int desc_entry[8] = {GLUE_M_, GLUE_N_, GLUE_IMB_, GLUE_INB_, GLUE_MB_, GLUE_NB_,
-                                  GLUE_RSRC_, GLUE_CSRC_};
-static const char *const desc_entry_name[8] = {"M_", "N_", "IMB_", "INB_", "MB_", "NB_",
-                                               "RSRC_", "CSRC_"};
+static const int desc_entry[8] = {GLUE_M_,  GLUE_N_,  GLUE_IMB_,  GLUE_INB_,
+                                  GLUE_MB_, GLUE_NB_, GLUE_RSRC_, GLUE_CSRC_};
+static const char *const desc_entry_name[8] = {"M_",  "N_",  "IMB_",  "INB_",
+                                               "MB_", "NB_", "RSRC_", "CSRC_"};
 
 static void scalar_pieces(const struct glue_call *c, const tess__scalar_t *s, long long *out) {
     unsigned char b[16] = {0};
@@ -284,7 +300,7 @@ static void arg_values(const struct glue_call *c, long long v[NV]) {
  * descriptor entry) and the value range over the processes. */
 struct differ {
     int code;
-    int what;           /* 0 letter, 1 integer, 2 index (printed 1-based), 3 scalar */
+    int what; /* 0 letter, 1 integer, 2 index (printed 1-based), 3 scalar */
     char name[24];
     long long lo, hi;
 };
@@ -302,7 +318,8 @@ static void report_differ(tess_grid_t *g, const struct glue_call *c) {
     if (MPI_Allreduce(in, out, 2 * NV, MPI_LONG_LONG, MPI_MIN, g->comm) != MPI_SUCCESS) {
         /* cannot tell which: still an error on every process, never the reference */
         if (S->cwarn)
-            S->cwarn(c->ctxt, -1, (char *)rout, "Illegal call: the processes of the context "
+            S->cwarn(c->ctxt, -1, (char *)rout,
+                     "Illegal call: the processes of the context "
                      "passed different arguments; they must be the same on every process");
         glue_report(c, rout, -1);
         return;
@@ -311,25 +328,24 @@ static void report_differ(tess_grid_t *g, const struct glue_call *c) {
 #define DIFF(i) (lo[i] != -hi_neg[i])
     if (DIFF(V_KIND) || DIFF(V_DT)) {
         if (S->cwarn)
-            S->cwarn(c->ctxt, -1, (char *)rout, "Illegal call: the processes of the context "
+            S->cwarn(c->ctxt, -1, (char *)rout,
+                     "Illegal call: the processes of the context "
                      "called different PBLAS routines; they must call the same one");
         glue_report(c, rout, -1);
         return;
     }
     const struct arg_pos P = arg_positions(c->kind);
     const bool trxm = c->kind == GLUE_TRMM || c->kind == GLUE_TRSM;
-    const char *const letter[5] = {"SIDE", "UPLO",
-                                   c->kind == GLUE_GEMM || trxm ? "TRANSA" : "TRANS", "TRANSB",
-                                   "DIAG"};
+    const char *const letter[5] = {
+        "SIDE", "UPLO", c->kind == GLUE_GEMM || trxm ? "TRANSA" : "TRANS", "TRANSB", "DIAG"};
     const char *const mname[3] = {"A", "B", trxm ? "B" : "C"};
     struct differ d[NV];
     int nd = 0;
-#define ADD(code_, what_, lo_, hi_, ...)                                         \
-    do {                                                                       \
-        d[nd] = (struct differ){.code = (code_), .what = (what_), .lo = (lo_),  \
-                                .hi = (hi_)};                                  \
-        snprintf(d[nd].name, sizeof d[nd].name, __VA_ARGS__);                  \
-        nd++;                                                                  \
+#define ADD(code_, what_, lo_, hi_, ...)                                                     \
+    do {                                                                                     \
+        d[nd] = (struct differ){.code = (code_), .what = (what_), .lo = (lo_), .hi = (hi_)}; \
+        snprintf(d[nd].name, sizeof d[nd].name, __VA_ARGS__);                                \
+        nd++;                                                                                \
     } while (0)
     for (int i = 0; i < 5; i++)
         if (P.letter[i] && DIFF(V_LETTER + i))
@@ -367,7 +383,8 @@ static void report_differ(tess_grid_t *g, const struct glue_call *c) {
         }
     if (nd == 0) { /* only what this routine does not take differs: cannot happen */
         if (S->cwarn)
-            S->cwarn(c->ctxt, -1, (char *)rout, "Illegal call: the processes of the context "
+            S->cwarn(c->ctxt, -1, (char *)rout,
+                     "Illegal call: the processes of the context "
                      "passed different arguments; they must be the same on every process");
         glue_report(c, rout, -1);
         return;
@@ -397,8 +414,7 @@ static void report_differ(tess_grid_t *g, const struct glue_call *c) {
 enum glue_way glue_route_way(tess_grid_t *g, const struct glue_call *c, bool local_ok) {
     f_int r[3], q[3];
     operand_shapes(c, r, q);
-    int ok = local_ok &&
-             comm_takes(c->dc, "C", &g->at, c->ic, c->jc, r[2], q[2]) &&
+    int ok = local_ok && comm_takes(c->dc, "C", &g->at, c->ic, c->jc, r[2], q[2]) &&
              comm_takes(c->da, "A", &g->at, c->ia, c->ja, r[0], q[0]) &&
              (!c->db || comm_takes(c->db, "B", &g->at, c->ib, c->jb, r[1], q[1])) &&
              glue_devices_ready();
@@ -417,16 +433,20 @@ void glue_route_failed(const struct glue_call *c, int st, bool intact, const cha
     if (st == TESS_ENODEV) tess__autostart_off(); /* no device left: the reference */
     if (intact) {
         if (glue_knobs()->verbose)
-            fprintf(stderr, "tessera-scalapack: rank %d: p%c%s_ failed in tessera (%s, %s: %s); "
+            fprintf(stderr,
+                    "tessera-scalapack: rank %d: p%c%s_ failed in tessera (%s, %s: %s); "
                     "its output still holds its input, so it runs again on the reference "
-                    "ScaLAPACK\n", glue_world_rank(), "sdcz"[c->dt], glue_kind_name[c->kind],
-                    where, tess_strerror(st), tess_last_error());
+                    "ScaLAPACK\n",
+                    glue_world_rank(), "sdcz"[c->dt], glue_kind_name[c->kind], where,
+                    tess_strerror(st), tess_last_error());
         glue_count_fallback(c->kind, c->dt);
         return;
     }
-    fprintf(stderr, "tessera-scalapack: rank %d: p%c%s_ failed in tessera (%s, %s: %s) after "
-            "writing part of its output; its input is lost, stopping\n", glue_world_rank(),
-            "sdcz"[c->dt], glue_kind_name[c->kind], where, tess_strerror(st), tess_last_error());
+    fprintf(stderr,
+            "tessera-scalapack: rank %d: p%c%s_ failed in tessera (%s, %s: %s) after "
+            "writing part of its output; its input is lost, stopping\n",
+            glue_world_rank(), "sdcz"[c->dt], glue_kind_name[c->kind], where, tess_strerror(st),
+            tess_last_error());
     const struct glue_syms *S = glue_syms();
     if (S->blacs_abort) S->blacs_abort(c->ctxt, -1);
     abort();
@@ -444,8 +464,8 @@ void glue_gemm_route(const struct glue_call *c, void (*reference)(void *arg), vo
         reference(arg);
         return;
     }
-    int st = glue_pgemm(g, c, c->ta, c->tb, c->m, c->n, c->k, &c->alpha, c->A, c->ia, c->ja,
-                        c->da, c->B, c->ib, c->jb, c->db, &c->beta, c->C, c->ic, c->jc, c->dc);
+    int st = glue_pgemm(g, c, c->ta, c->tb, c->m, c->n, c->k, &c->alpha, c->A, c->ia, c->ja, c->da,
+                        c->B, c->ib, c->jb, c->db, &c->beta, c->C, c->ic, c->jc, c->dc);
     if (st == TESS_OK) {
         glue_count_tessera(c->kind, c->dt, flops);
         return;

@@ -16,9 +16,9 @@
 #include "tessera_scalapack.h"
 
 const char *const glue_kind_name[GLUE_NKINDS] = {
-    [GLUE_GEMM] = "gemm",   [GLUE_SYMM] = "symm",   [GLUE_HEMM] = "hemm",
-    [GLUE_SYRK] = "syrk",   [GLUE_HERK] = "herk",   [GLUE_SYR2K] = "syr2k",
-    [GLUE_HER2K] = "her2k", [GLUE_TRMM] = "trmm",   [GLUE_TRSM] = "trsm",
+    [GLUE_GEMM] = "gemm",   [GLUE_SYMM] = "symm", [GLUE_HEMM] = "hemm",
+    [GLUE_SYRK] = "syrk",   [GLUE_HERK] = "herk", [GLUE_SYR2K] = "syr2k",
+    [GLUE_HER2K] = "her2k", [GLUE_TRMM] = "trmm", [GLUE_TRSM] = "trsm",
 };
 
 /* ---- the program's symbols, the reference and auxiliary routines ----------------------- */
@@ -26,7 +26,11 @@ const char *const glue_kind_name[GLUE_NKINDS] = {
 static struct glue_syms syms;
 static pthread_once_t syms_once = PTHREAD_ONCE_INIT;
 
-#define FIND(field, name) do { void *p_ = dlsym(RTLD_DEFAULT, name); memcpy(&syms.field, &p_, sizeof p_); } while (0)
+#define FIND(field, name)                     \
+    do {                                      \
+        void *p_ = dlsym(RTLD_DEFAULT, name); \
+        memcpy(&syms.field, &p_, sizeof p_);  \
+    } while (0)
 static void syms_load(void) {
     FIND(gridinfo, "Cblacs_gridinfo");
     FIND(blacs_get, "blacs_get_");
@@ -44,9 +48,11 @@ const struct glue_syms *glue_syms(void) {
 void *glue_reference(const char *name) {
     void *f = dlsym(RTLD_NEXT, name);
     if (!f) {
-        fprintf(stderr, "tessera-scalapack: no %s below libtessera_scalapack.so (%s): load it "
+        fprintf(stderr,
+                "tessera-scalapack: no %s below libtessera_scalapack.so (%s): load it "
                 "in front of a ScaLAPACK library (LD_PRELOAD, or link it before "
-                "-lscalapack); stopping\n", name, dlerror());
+                "-lscalapack); stopping\n",
+                name, dlerror());
         abort();
     }
     return f;
@@ -97,12 +103,12 @@ struct counter {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct counter counts[GLUE_NKINDS][4];
 
-#define COUNT(k, dt, stmt)                     \
-    do {                                       \
-        pthread_mutex_lock(&mu);               \
-        struct counter *c_ = &counts[k][dt];   \
-        stmt;                                  \
-        pthread_mutex_unlock(&mu);             \
+#define COUNT(k, dt, stmt)                   \
+    do {                                     \
+        pthread_mutex_lock(&mu);             \
+        struct counter *c_ = &counts[k][dt]; \
+        stmt;                                \
+        pthread_mutex_unlock(&mu);           \
     } while (0)
 
 void glue_count_reference(enum glue_kind k, tess_dtype_t dt, double flops) {
@@ -183,8 +189,11 @@ GLUE_EXPORT void tess_scalapack_reset_counters(void) {
 bool glue_devices_ready(void) {
     /* unforced, a device other than the CPU worker: with the CPU worker only, the
      * reference ScaLAPACK's own BLAS is as good */
-    struct tess__autostart a = {.who = who, .fallback = "the reference ScaLAPACK",
-                                .emulated = true, .force = knob.force, .verbose = knob.verbose};
+    struct tess__autostart a = {.who = who,
+                                .fallback = "the reference ScaLAPACK",
+                                .emulated = true,
+                                .force = knob.force,
+                                .verbose = knob.verbose};
     return tess__autostart_ready(&a);
 }
 
@@ -209,11 +218,13 @@ static void summary(void) {
         for (int d = 0; d < 4; d++) {
             const struct counter *c = &counts[k][d];
             if (!c->tess_calls && !c->ref_calls && !c->quick && !c->errors) continue;
-            fprintf(stderr, "tessera-scalapack: rank %d: p%c%s tessera %llu %.4g reference %llu "
-                    "%.4g quick %llu errors %llu fallbacks %llu\n", world_rank, "sdcz"[d],
-                    glue_kind_name[k], (unsigned long long)c->tess_calls, c->tess_flops,
-                    (unsigned long long)c->ref_calls, c->ref_flops, (unsigned long long)c->quick,
-                    (unsigned long long)c->errors, (unsigned long long)c->fallbacks);
+            fprintf(stderr,
+                    "tessera-scalapack: rank %d: p%c%s tessera %llu %.4g reference %llu "
+                    "%.4g quick %llu errors %llu fallbacks %llu\n",
+                    world_rank, "sdcz"[d], glue_kind_name[k], (unsigned long long)c -> tess_calls,
+                    c -> tess_flops, (unsigned long long)c -> ref_calls, c -> ref_flops,
+                    (unsigned long long)c -> quick, (unsigned long long)c -> errors,
+                    (unsigned long long)c -> fallbacks);
         }
     pthread_mutex_unlock(&mu);
 }

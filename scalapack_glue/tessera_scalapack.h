@@ -24,13 +24,13 @@ extern "C" {
  * the same whichever way it went: GEMM 2mnk, SYMM/HEMM 2mnk_a, SYRK/HERK n(n+1)k,
  * SYR2K/HER2K 2n(n+1)k, TRMM/TRSM mnk_a (four times that complex; 0 when alpha = 0). */
 typedef struct tess_scalapack_counters {
-    uint64_t tessera_calls;    /* computed through tessera's distributed GEMM */
+    uint64_t tessera_calls; /* computed through tessera's distributed GEMM */
     double tessera_flops;
-    uint64_t reference_calls;  /* passed to the reference routine underneath */
+    uint64_t reference_calls; /* passed to the reference routine underneath */
     double reference_flops;
-    uint64_t quick_returns;    /* nothing to compute (PBLAS's quick return), nothing called */
-    uint64_t arg_errors;       /* bad arguments reported to the program's PB_Cabort */
-    uint64_t fallbacks;        /* tessera failed with the output's input intact: run again
+    uint64_t quick_returns; /* nothing to compute (PBLAS's quick return), nothing called */
+    uint64_t arg_errors;    /* bad arguments reported to the program's PB_Cabort */
+    uint64_t fallbacks;     /* tessera failed with the output's input intact: run again
                                   by the reference (also counted in reference_calls) */
 } tess_scalapack_counters_t;
 

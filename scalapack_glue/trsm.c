@@ -29,7 +29,7 @@ static void to_reference(const struct glue_call *c, void (*reference)(void *), v
 struct plan {
     f_int ka, bs, nblk;
     bool forward;
-    f_int nbt;  /* Tinv's block size */
+    f_int nbt; /* Tinv's block size */
 };
 
 static void step_block(const struct plan *p, f_int step, f_int *k0, f_int *bk) {

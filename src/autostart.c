@@ -25,8 +25,8 @@ static const char *const state_name[] = {"not started", "in use", "off", "releas
 
 static _Atomic int state = NOT_STARTED;
 static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int forked;     /* a child forked after tess__autostart_init */
-static _Atomic int in_flight;  /* calls inside the runtime right now */
+static _Atomic int forked;    /* a child forked after tess__autostart_init */
+static _Atomic int in_flight; /* calls inside the runtime right now */
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void child_after_fork(void) {

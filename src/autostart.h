@@ -11,11 +11,11 @@
 
 /* What the face wants of the runtime. */
 struct tess__autostart {
-    const char *who;       /* prefix of its messages: "tessera-blas", "tessera-scalapack: rank 0" */
-    const char *fallback;  /* where its calls go instead: "the CPU BLAS" */
-    bool emulated;         /* emulated devices are worth it (GPUs always are, the CPU worker never) */
-    bool force;            /* any device is worth it */
-    int verbose;           /* 1: say why the runtime is not used when it fails to start; 2: and
+    const char *who;      /* prefix of its messages: "tessera-blas", "tessera-scalapack: rank 0" */
+    const char *fallback; /* where its calls go instead: "the CPU BLAS" */
+    bool emulated; /* emulated devices are worth it (GPUs always are, the CPU worker never) */
+    bool force;    /* any device is worth it */
+    int verbose;   /* 1: say why the runtime is not used when it fails to start; 2: and
                               when it has no device worth it */
 };
 

@@ -46,12 +46,14 @@ void tess_print_info(FILE *f) {
         fprintf(f, "\nGEMM tile tuning (TESSERA_TUNE): %s\n", any ? tu->key : "none (fixed rule)");
         if (any) {
             fprintf(f, "  prec  link GB/s   GFLOP/s at edge");
-            for (int i = 0; i < TESS__TUNE_NCAND; i++) fprintf(f, " %8lld", (long long)tu->edges[i]);
+            for (int i = 0; i < TESS__TUNE_NCAND; i++)
+                fprintf(f, " %8lld", (long long)tu->edges[i]);
             fprintf(f, "\n");
             for (int dt = 0; dt < 4; dt++) {
                 if (!tu->have[dt]) continue;
                 fprintf(f, "  %-4s  %9.1f   %15s", tess__dtypes[dt].name, tu->link[dt] * 1e-9, "");
-                for (int i = 0; i < TESS__TUNE_NCAND; i++) fprintf(f, " %8.0f", tu->rate[dt][i] * 1e-9);
+                for (int i = 0; i < TESS__TUNE_NCAND; i++)
+                    fprintf(f, " %8.0f", tu->rate[dt][i] * 1e-9);
                 fprintf(f, "\n");
             }
         }

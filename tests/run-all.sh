@@ -3,7 +3,8 @@
 # builds and runs the whole suite three ways: a Release build (every test), an
 # AddressSanitizer + UndefinedBehaviorSanitizer build (every test), and a ThreadSanitizer
 # build (the runtime tests: labels unit and runtime). Every build has TESS_WERROR=ON: a
-# compiler warning fails it. CUDA tests skip (77) without a GPU.
+# compiler warning fails it. CUDA tests skip (77) without a GPU. First, tests/check_style.sh
+# (the layout of .clang-format, commit subjects) counts as one test.
 # While a suite runs, each test's result line is printed as it finishes (a failing test's
 # output after it); each suite ends with its counts and one line per skipped test with the
 # reason the test gave (its "SKIP: ..." line). Ends with one line
@@ -71,6 +72,9 @@ run_suite() { # name, build dir, cmake args, ctest args
   echo "== $name: $p passed, $f failed, $s skipped"
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
 }
+# the house rules a machine checks (layout, commit subjects): one test
+echo "== style"
+if bash tests/check_style.sh; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 run_suite "Release" build-ci "-DCMAKE_BUILD_TYPE=Release" ""
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   run_suite "ASan+UBSan" build-asan "-DCMAKE_BUILD_TYPE=Debug -DTESS_SANITIZE=address,undefined" ""

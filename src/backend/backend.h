@@ -20,9 +20,9 @@ enum tess__copy_kind { TESS__H2D = 0, TESS__D2H = 1, TESS__D2D = 2, TESS__P2P = 
 
 /* Capabilities of a device instance. */
 enum {
-    TESS__CAP_UNIFIED = 1u << 0,  /* device memory is host memory: operands are used in place */
-    TESS__CAP_P2P = 1u << 1,      /* can copy from peers of the same backend (see can_peer) */
-    TESS__CAP_SHARED = 1u << 2    /* one compute engine: a kernel alone runs at the device's
+    TESS__CAP_UNIFIED = 1u << 0, /* device memory is host memory: operands are used in place */
+    TESS__CAP_P2P = 1u << 1,     /* can copy from peers of the same backend (see can_peer) */
+    TESS__CAP_SHARED = 1u << 2   /* one compute engine: a kernel alone runs at the device's
                                      whole rate and concurrent ones share it (GPUs, the CPU
                                      worker, emulated devices with shared_engine); the end
                                      game (node/balance.c) relies on it */
@@ -44,8 +44,15 @@ typedef struct tess__event tess__event; /* backend-defined */
  * Only the triangle `uplo` of C is referenced by SYRK/HERK/SYR2K/HER2K, only that of A by
  * SYMM/HEMM/TRMM/TRSM. beta = 0 never reads C. */
 enum tess__kernel_kind {
-    TESS__K_GEMM = 0, TESS__K_SYMM, TESS__K_HEMM, TESS__K_SYRK, TESS__K_HERK, TESS__K_SYR2K,
-    TESS__K_HER2K, TESS__K_TRMM, TESS__K_TRSM
+    TESS__K_GEMM = 0,
+    TESS__K_SYMM,
+    TESS__K_HEMM,
+    TESS__K_SYRK,
+    TESS__K_HERK,
+    TESS__K_SYR2K,
+    TESS__K_HER2K,
+    TESS__K_TRMM,
+    TESS__K_TRSM
 };
 
 struct tess__kernel {
@@ -53,7 +60,7 @@ struct tess__kernel {
     tess_dtype_t dt;
     char side, uplo, ta, tb, diag;
     int64_t m, n, k;
-    const void *alpha, *beta;      /* host scalars of precision dt, read before the call returns */
+    const void *alpha, *beta; /* host scalars of precision dt, read before the call returns */
     const void *A;
     int64_t lda;
     const void *B;
@@ -64,27 +71,27 @@ struct tess__kernel {
 
 /* What the runtime asks of one device when opening it. */
 struct tess__dev_params {
-    int ordinal;          /* backend-local index: CUDA device number, or emulated device index */
-    int nstreams;         /* streams to create (1..TESS_MAX_STREAMS; emulated: up to
+    int ordinal;       /* backend-local index: CUDA device number, or emulated device index */
+    int nstreams;      /* streams to create (1..TESS_MAX_STREAMS; emulated: up to
                              TESS_COMM_STREAMS more, the distributed layer's) */
-    size_t mem_cap;       /* bytes wanted for the device heap arena; 0 = backend default */
-    double link_gbs;      /* emulated: copy bandwidth in GB/s (0 = unthrottled) */
-    double gflops;        /* emulated: kernel rate in GFLOP/s (0 = unthrottled) */
-    int64_t fault_at;     /* emulated: the k-th copy/gemm (1-based) fails; 0 = never */
-    int jitter_us;        /* emulated: random delay up to this before each op */
-    int shared_engine;    /* emulated: the streams' kernels take turns on one engine (its
+    size_t mem_cap;    /* bytes wanted for the device heap arena; 0 = backend default */
+    double link_gbs;   /* emulated: copy bandwidth in GB/s (0 = unthrottled) */
+    double gflops;     /* emulated: kernel rate in GFLOP/s (0 = unthrottled) */
+    int64_t fault_at;  /* emulated: the k-th copy/gemm (1-based) fails; 0 = never */
+    int jitter_us;     /* emulated: random delay up to this before each op */
+    int shared_engine; /* emulated: the streams' kernels take turns on one engine (its
                              gflops in all), as on a GPU; 0: each stream computes at gflops */
-    int timing;           /* events carry completion times (event_time), for the trace */
+    int timing;        /* events carry completion times (event_time), for the trace */
 };
 
 /* Description of an opened device (filled by open). */
 struct tess__dev_desc {
-    char name[64];        /* "NVIDIA H100 80GB HBM3 (cuda:0)", "emulated:2", "cpu" */
+    char name[64]; /* "NVIDIA H100 80GB HBM3 (cuda:0)", "emulated:2", "cpu" */
     tess_dev_kind_t kind;
-    unsigned caps;        /* TESS__CAP_* */
-    size_t mem_total;     /* physical memory of the device, bytes (0 if not applicable) */
-    double link_gbs;      /* host link bandwidth, informational (0 unknown) */
-    int pci_bus;          /* for topology printing, -1 unknown */
+    unsigned caps;    /* TESS__CAP_* */
+    size_t mem_total; /* physical memory of the device, bytes (0 if not applicable) */
+    double link_gbs;  /* host link bandwidth, informational (0 unknown) */
+    int pci_bus;      /* for topology printing, -1 unknown */
 };
 
 struct tess__dev_ops {
@@ -109,9 +116,9 @@ struct tess__dev_ops {
     /* Queue C = alpha op(A) op(B) + beta C, column-major, ta/tb in 'N','T','C'. alpha and
      * beta point to host scalars of precision dt, read before the call returns. beta = 0
      * must not read C. */
-    int (*gemm)(void *bd, int stream, tess_dtype_t dt, char ta, char tb, int64_t m,
-                int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
-                const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
+    int (*gemm)(void *bd, int stream, tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n,
+                int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+                int64_t ldb, const void *beta, void *C, int64_t ldc);
     /* Queue one tile kernel (any kind above; GEMM behaves as the gemm hook). */
     int (*kernel)(void *bd, int stream, const struct tess__kernel *k);
     int (*event_create)(void *bd, tess__event **ev);
@@ -131,8 +138,8 @@ struct tess__dev_ops {
     int (*can_peer)(void *bd, void *peer);
 };
 
-extern const struct tess__dev_ops tess__cpu_ops;   /* host.c: the CPU worker */
-extern const struct tess__dev_ops tess__emu_ops;   /* host.c: emulated devices */
+extern const struct tess__dev_ops tess__cpu_ops; /* host.c: the CPU worker */
+extern const struct tess__dev_ops tess__emu_ops; /* host.c: emulated devices */
 /* host.c's process-wide locks across fork, for the runtime's fork handlers (runtime.c,
  * which holds its life lock around them): prepare takes them, the parent releases them,
  * the child releases them and forgets the parent's stream threads waiting on events. */
@@ -140,7 +147,7 @@ void tess__host_fork_prepare(void);
 void tess__host_fork_parent(void);
 void tess__host_fork_child(void);
 #ifdef TESS_HAVE_CUDA
-extern const struct tess__dev_ops tess__cuda_ops;  /* cuda.c */
+extern const struct tess__dev_ops tess__cuda_ops; /* cuda.c */
 /* CUDA ordinal of the i-th GPU selected by cfg->devices, -1 if none. */
 int tess__cuda_ordinal(const struct tess__config *cfg, int i);
 #endif

@@ -42,35 +42,35 @@ struct tess__event {
     cudaEvent_t ev;
     struct cuda_dev *owner;
     _Atomic int recorded;
-    struct tess__event *next_free;  /* pool list (owner->evmu) */
+    struct tess__event *next_free; /* pool list (owner->evmu) */
 };
 
 /* Failure states of a device: healthy, being marked (message being written), failed. */
 enum { DEV_OK = 0, DEV_FAILING = 1, DEV_FAILED = 2 };
 
 struct cuda_dev {
-    int ord;                            /* CUDA device number */
+    int ord; /* CUDA device number */
     int nstreams;
     cudaStream_t stream[TESS_MAX_STREAMS];
-    cublasHandle_t blas[TESS_MAX_STREAMS];  /* blas[i] is bound to stream[i] */
+    cublasHandle_t blas[TESS_MAX_STREAMS]; /* blas[i] is bound to stream[i] */
     void *arena;
     size_t arena_bytes;
-    size_t max_pitch;                   /* cudaDeviceProp.memPitch; larger: row by row */
-    int uva;                            /* cudaDeviceProp.unifiedAddressing */
-    int64_t fault_at;                   /* injected fault: the k-th copy/gemm fails; 0 never */
-    _Atomic int64_t ops;                /* copy2d + gemm calls so far */
-    _Atomic int state;                  /* DEV_* */
-    char why[384];                      /* first failure, valid once state == DEV_FAILED */
-    int ndev;                           /* CUDA devices visible at open */
-    _Atomic int *peer;                  /* [ndev]: 0 not asked, 1 usable, -1 not usable */
-    _Atomic int refs;                   /* 1 for the open device + 1 per event */
-    pthread_mutex_t evmu;               /* guards ev_free and closed */
+    size_t max_pitch;     /* cudaDeviceProp.memPitch; larger: row by row */
+    int uva;              /* cudaDeviceProp.unifiedAddressing */
+    int64_t fault_at;     /* injected fault: the k-th copy/gemm fails; 0 never */
+    _Atomic int64_t ops;  /* copy2d + gemm calls so far */
+    _Atomic int state;    /* DEV_* */
+    char why[384];        /* first failure, valid once state == DEV_FAILED */
+    int ndev;             /* CUDA devices visible at open */
+    _Atomic int *peer;    /* [ndev]: 0 not asked, 1 usable, -1 not usable */
+    _Atomic int refs;     /* 1 for the open device + 1 per event */
+    pthread_mutex_t evmu; /* guards ev_free and closed */
     struct tess__event *ev_free;
     int closed;
-    int timing;                         /* events time their records (the trace) */
-    cudaEvent_t t0_ev;                  /* reference event for event_time, reached ... */
-    double t0_host;                     /* ... at this tess__now() */
-    struct tess__stage *stage;          /* pageable staging (stage.c), NULL when off */
+    int timing;                /* events time their records (the trace) */
+    cudaEvent_t t0_ev;         /* reference event for event_time, reached ... */
+    double t0_host;            /* ... at this tess__now() */
+    struct tess__stage *stage; /* pageable staging (stage.c), NULL when off */
 };
 
 /* ---- failure: the one wrapper every vendor call goes through ------------------------- */
@@ -80,8 +80,7 @@ static bool dev_failed(struct cuda_dev *d) {
 }
 
 /* Mark d failed (the first failure's message is kept) and record the message. */
-static int dev_fail(struct cuda_dev *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static int dev_fail(struct cuda_dev *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int dev_fail(struct cuda_dev *d, const char *fmt, ...) {
     char msg[sizeof d->why];
     va_list ap;
@@ -111,8 +110,8 @@ static int cu_check_(struct cuda_dev *d, cudaError_t e, const char *call, const 
     return tess__cuda_check(e, call, file, line, dev_fail_msg, d);
 }
 
-static int cublas_check_(struct cuda_dev *d, cublasStatus_t e, const char *call,
-                         const char *file, int line) {
+static int cublas_check_(struct cuda_dev *d, cublasStatus_t e, const char *call, const char *file,
+                         int line) {
     if (e == CUBLAS_STATUS_SUCCESS) return TESS_OK;
     return dev_fail(d, "%s at %s:%d: %s (%s)", call, tess__src_file(file), line,
                     cublasGetStatusName(e), cublasGetStatusString(e));
@@ -121,9 +120,10 @@ static int cublas_check_(struct cuda_dev *d, cublasStatus_t e, const char *call,
 /* TESS_CU(d, call): run a CUDA runtime or cuBLAS call once; TESS_OK, or mark d failed and
  * return TESS_EDEVICE with the call, file:line and CUDA's message. The controlling
  * expression of _Generic is not evaluated, so `call` runs exactly once. */
-#define TESS_CU(d, call)                                                                 \
-    _Generic((call), cudaError_t: cu_check_, cublasStatus_t: cublas_check_)(             \
-        (d), (call), #call, __FILE__, __LINE__)
+#define TESS_CU(d, call)                 \
+    _Generic((call), cudaError_t         \
+             : cu_check_, cublasStatus_t \
+             : cublas_check_)((d), (call), #call, __FILE__, __LINE__)
 
 /* ---- current device ---------------------------------------------------------------- */
 
@@ -139,8 +139,7 @@ static int enter(struct cuda_dev *d, int *prev) {
 
 /* Give the caller back its device (ord: the device enter() made current). */
 static void leave(int ord, int prev) {
-    if (prev >= 0 && prev != ord && cudaSetDevice(prev) != cudaSuccess)
-        (void)cudaGetLastError();
+    if (prev >= 0 && prev != ord && cudaSetDevice(prev) != cudaSuccess) (void)cudaGetLastError();
 }
 
 /* ---- count: which GPUs cfg->devices selects ----------------------------------------- */
@@ -174,8 +173,7 @@ static int select_gpus(const struct tess__config *cfg, int out[TESS_MAX_DEVICES]
                       cfg->devices);
             while (*end && *end != ',') end++;
         } else if (v < 0 || v >= n) {
-            tess__log(TESS__LOG_WARN, "TESSERA_DEVICES: GPU %ld is not visible (%d GPUs)", v,
-                      n);
+            tess__log(TESS__LOG_WARN, "TESSERA_DEVICES: GPU %ld is not visible (%d GPUs)", v, n);
         } else {
             bool dup = false;
             for (int i = 0; i < cnt; i++) dup = dup || out[i] == (int)v;
@@ -265,8 +263,13 @@ static void stage_setup(struct cuda_dev *d) {
     if (cfg.staging <= 0) return;
     /* TESSERA_FAULT's "pin:N" entry (issue 8: a failed pinned allocation) */
     struct tess__stage_params sp = {
-        .ord = d->ord, .budget = cfg.staging, .threads = cfg.staging_threads,
-        .summary = cfg.summary, .probe = d->stream[0], .fail = stage_fail, .ctx = d,
+        .ord = d->ord,
+        .budget = cfg.staging,
+        .threads = cfg.staging_threads,
+        .summary = cfg.summary,
+        .probe = d->stream[0],
+        .fail = stage_fail,
+        .ctx = d,
         .fail_slab = (int)tess__fault_at(cfg.emu_fault, "pin"),
     };
     if (tess__stage_open(&sp, &d->stage) != TESS_OK) d->stage = NULL;
@@ -387,9 +390,8 @@ static int cuda_arena(void *bd, size_t want, void **base, size_t *got) {
     if (size == 0) {
         if (free_b <= margin + ((size_t)64 << 20)) {
             leave(d->ord, prev);
-            return tess__fail(TESS_ENOMEM,
-                              "cuda:%d: %zu MiB free, less than the %zu MiB margin", d->ord,
-                              free_b >> 20, margin >> 20);
+            return tess__fail(TESS_ENOMEM, "cuda:%d: %zu MiB free, less than the %zu MiB margin",
+                              d->ord, free_b >> 20, margin >> 20);
         }
         size = (free_b - margin) & ~(((size_t)2 << 20) - 1); /* whole 2 MiB pages */
     }
@@ -408,9 +410,8 @@ static int cuda_arena(void *bd, size_t want, void **base, size_t *got) {
         size_t smaller = size / 8 * 7 & ~(size_t)0xfffff;
         if (attempt == 8 || smaller < ((size_t)64 << 20)) {
             leave(d->ord, prev);
-            return tess__fail(TESS_ENOMEM,
-                              "cuda:%d: cudaMalloc of %zu MiB failed (%zu MiB free)", d->ord,
-                              size >> 20, free_b >> 20);
+            return tess__fail(TESS_ENOMEM, "cuda:%d: cudaMalloc of %zu MiB failed (%zu MiB free)",
+                              d->ord, size >> 20, free_b >> 20);
         }
         size = smaller;
     }
@@ -445,9 +446,8 @@ static int check_stream(struct cuda_dev *d, int stream) {
     return TESS_OK;
 }
 
-static int cuda_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *dst,
-                       size_t dpitch, const void *src, size_t spitch, size_t width,
-                       size_t height, void *peer) {
+static int cuda_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *dst, size_t dpitch,
+                       const void *src, size_t spitch, size_t width, size_t height, void *peer) {
     struct cuda_dev *d = bd, *pd = peer;
     if (dev_failed(d)) return dev_dead(d);
     int rc = check_stream(d, stream);
@@ -455,8 +455,7 @@ static int cuda_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *ds
     if ((unsigned)kind > TESS__P2P)
         return tess__fail(TESS_EINVAL, "cuda:%d: copy kind %d", d->ord, (int)kind);
     if (width == 0 || height == 0) return TESS_OK; /* nothing to move, nothing counted */
-    if (!dst || !src)
-        return tess__fail(TESS_EINVAL, "cuda:%d: copy2d with a NULL pointer", d->ord);
+    if (!dst || !src) return tess__fail(TESS_EINVAL, "cuda:%d: copy2d with a NULL pointer", d->ord);
     if (height > 1 && (width > dpitch || width > spitch))
         return tess__fail(TESS_EINVAL, "cuda:%d: copy2d width %zu > pitch (%zu, %zu)", d->ord,
                           width, dpitch, spitch);
@@ -482,14 +481,13 @@ static int cuda_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *ds
                                 height, d->max_pitch, &staged);
         if (staged || rc != TESS_OK) return rc;
     }
-    if (height == 1)
-        return TESS_CU(d, cudaMemcpyAsync(dst, src, width, ck, s));
+    if (height == 1) return TESS_CU(d, cudaMemcpyAsync(dst, src, width, ck, s));
     if (dpitch <= d->max_pitch && spitch <= d->max_pitch)
         return TESS_CU(d, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, ck, s));
     /* A pitch beyond cudaMemcpy2D's limit (a very tall host matrix): row by row. */
     for (size_t r = 0; r < height && rc == TESS_OK; r++)
-        rc = TESS_CU(d, cudaMemcpyAsync((char *)dst + r * dpitch,
-                                        (const char *)src + r * spitch, width, ck, s));
+        rc = TESS_CU(d, cudaMemcpyAsync((char *)dst + r * dpitch, (const char *)src + r * spitch,
+                                        width, ck, s));
     return rc;
 }
 
@@ -502,9 +500,9 @@ static cublasOperation_t blas_op(char t) {
 /* C = alpha op(A) op(B) + beta C on the stream's handle. cuBLAS does not read C when
  * beta == 0 ("if beta == 0 then C does not have to be a valid input", cuBLAS gemm docs), so
  * a C holding NaN is overwritten, as netlib requires. */
-static int cuda_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, int64_t m,
-                     int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
-                     const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc) {
+static int cuda_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n,
+                     int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+                     int64_t ldb, const void *beta, void *C, int64_t ldc) {
     struct cuda_dev *d = bd;
     if (dev_failed(d)) return dev_dead(d);
     int rc = check_stream(d, stream);
@@ -521,10 +519,9 @@ static int cuda_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, in
                           d->ord, (int)dt, ta, tb, (long long)m, (long long)n, (long long)k,
                           (long long)lda, (long long)ldb, (long long)ldc);
 #if !CUDA_GEMM_64
-    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX ||
-        ldb > INT32_MAX || ldc > INT32_MAX)
-        return tess__fail(TESS_EINVAL, "cuda:%d: gemm size beyond 32 bits (cuBLAS < 12)",
-                          d->ord);
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX ||
+        ldc > INT32_MAX)
+        return tess__fail(TESS_EINVAL, "cuda:%d: gemm size beyond 32 bits (cuBLAS < 12)", d->ord);
 #endif
     if ((rc = count_op(d)) != TESS_OK) return rc;
     if ((rc = use(d)) != TESS_OK) return rc;
@@ -535,13 +532,13 @@ static int cuda_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, in
     tess__scalar_load(dt, &al, alpha);
     tess__scalar_load(dt, &be, beta);
 #if CUDA_GEMM_64
-#define TESS_GEMM_(fn, T) \
-    TESS_CU(d, fn##_64(h, oa, ob, m, n, k, (const T *)&al, (const T *)A, lda, (const T *)B, \
-                       ldb, (const T *)&be, (T *)C, ldc))
+#define TESS_GEMM_(fn, T)                                                                        \
+    TESS_CU(d, fn##_64(h, oa, ob, m, n, k, (const T *)&al, (const T *)A, lda, (const T *)B, ldb, \
+                       (const T *)&be, (T *)C, ldc))
 #else
-#define TESS_GEMM_(fn, T)                                                                   \
-    TESS_CU(d, fn(h, oa, ob, (int)m, (int)n, (int)k, (const T *)&al, (const T *)A,          \
-                  (int)lda, (const T *)B, (int)ldb, (const T *)&be, (T *)C, (int)ldc))
+#define TESS_GEMM_(fn, T)                                                                    \
+    TESS_CU(d, fn(h, oa, ob, (int)m, (int)n, (int)k, (const T *)&al, (const T *)A, (int)lda, \
+                  (const T *)B, (int)ldb, (const T *)&be, (T *)C, (int)ldc))
 #endif
     switch (dt) {
     case TESS_S: return TESS_GEMM_(cublasSgemm, float);
@@ -553,17 +550,23 @@ static int cuda_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, in
     return TESS_EINTERNAL;
 }
 
-static cublasSideMode_t blas_side(char c) { return c == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT; }
-static cublasFillMode_t blas_fill(char c) { return c == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER; }
-static cublasDiagType_t blas_diag(char c) { return c == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT; }
+static cublasSideMode_t blas_side(char c) {
+    return c == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
+}
+static cublasFillMode_t blas_fill(char c) {
+    return c == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+}
+static cublasDiagType_t blas_diag(char c) {
+    return c == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
+}
 
 /* Every tile kernel kind (backend.h) on the stream's cuBLAS handle; in place for TRMM and
  * TRSM (cuBLAS TRMM is out of place in form, B == C makes it in place). */
 static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
     struct cuda_dev *d = bd;
     if (k->kind == TESS__K_GEMM)
-        return cuda_gemm(bd, stream, k->dt, k->ta, k->tb, k->m, k->n, k->k, k->alpha, k->A,
-                         k->lda, k->B, k->ldb, k->beta, k->C, k->ldc);
+        return cuda_gemm(bd, stream, k->dt, k->ta, k->tb, k->m, k->n, k->k, k->alpha, k->A, k->lda,
+                         k->B, k->ldb, k->beta, k->C, k->ldc);
     if (dev_failed(d)) return dev_dead(d);
     int rc = check_stream(d, stream);
     if (rc != TESS_OK) return rc;
@@ -578,8 +581,10 @@ static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
     cublasHandle_t h = d->blas[stream];
     tess__scalar_t al, be;
     tess__scalar_load(k->dt, &al, k->alpha);
-    if (k->beta) tess__scalar_load(k->dt, &be, k->beta);
-    else memset(&be, 0, sizeof be);
+    if (k->beta)
+        tess__scalar_load(k->dt, &be, k->beta);
+    else
+        memset(&be, 0, sizeof be);
     cublasSideMode_t side = blas_side(k->side);
     cublasFillMode_t uplo = blas_fill(k->uplo);
     cublasOperation_t ta = blas_op(upper_trans(k->ta));
@@ -609,9 +614,10 @@ static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
             char *col = (char *)k->C + ((size_t)r0 + (size_t)j * (size_t)ldc) * es;
             rc = TESS_CU(d, cudaMemsetAsync(col, 0xFF, (size_t)(r1 - r0) * es, s));
             if (rc == TESS_OK && herm) /* Im(C(j,j)) = 0 */
-                rc = TESS_CU(d, cudaMemsetAsync((char *)k->C + ((size_t)j + (size_t)j * (size_t)ldc) *
-                                                                   es + es / 2,
-                                                0, es / 2, s));
+                rc = TESS_CU(d,
+                             cudaMemsetAsync(
+                                 (char *)k->C + ((size_t)j + (size_t)j * (size_t)ldc) * es + es / 2,
+                                 0, es / 2, s));
         }
         return rc;
     }
@@ -621,50 +627,50 @@ static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
      * diagonal (the imaginary halves, pitch ldc + 1 elements). beta = 0 reads nothing. */
     if (herm && k->beta && !tess__scalar_is_zero(k->dt, &be)) {
         size_t es = tess__dtypes[k->dt].size;
-        rc = TESS_CU(d, cudaMemset2DAsync((char *)k->C + es / 2, ((size_t)ldc + 1) * es, 0,
-                                          es / 2, (size_t)n, d->stream[stream]));
+        rc = TESS_CU(d, cudaMemset2DAsync((char *)k->C + es / 2, ((size_t)ldc + 1) * es, 0, es / 2,
+                                          (size_t)n, d->stream[stream]));
         if (rc != TESS_OK) return rc;
     }
     /* one call per kind and precision; X names the cuBLAS precision letter, T its type,
      * R the real type of HERK/HER2K scalars */
-#define KERNELS_(X, T)                                                                         \
-    switch (k->kind) {                                                                         \
-    case TESS__K_SYMM:                                                                         \
-        return TESS_CU(d, cublas##X##symm_v2_64(h, side, uplo, m, n, (const T *)&al,           \
-                                                (const T *)k->A, lda, (const T *)k->B, ldb,    \
-                                                (const T *)&be, (T *)k->C, ldc));              \
-    case TESS__K_SYRK:                                                                         \
-        return TESS_CU(d, cublas##X##syrk_v2_64(h, uplo, ta, n, kk, (const T *)&al,            \
-                                                (const T *)k->A, lda, (const T *)&be,          \
-                                                (T *)k->C, ldc));                              \
-    case TESS__K_SYR2K:                                                                        \
-        return TESS_CU(d, cublas##X##syr2k_v2_64(h, uplo, ta, n, kk, (const T *)&al,           \
-                                                 (const T *)k->A, lda, (const T *)k->B, ldb,   \
-                                                 (const T *)&be, (T *)k->C, ldc));             \
-    case TESS__K_TRMM:                                                                         \
-        return TESS_CU(d, cublas##X##trmm_v2_64(h, side, uplo, ta, diag, m, n, (const T *)&al, \
-                                                (const T *)k->A, lda, (const T *)k->C, ldc,    \
-                                                (T *)k->C, ldc));                              \
-    case TESS__K_TRSM:                                                                         \
-        return TESS_CU(d, cublas##X##trsm_v2_64(h, side, uplo, ta, diag, m, n, (const T *)&al, \
-                                                (const T *)k->A, lda, (T *)k->C, ldc));        \
-    default: break;                                                                            \
+#define KERNELS_(X, T)                                                                            \
+    switch (k->kind) {                                                                            \
+    case TESS__K_SYMM:                                                                            \
+        return TESS_CU(d, cublas##X##symm_v2_64(h, side, uplo, m, n, (const T *)&al,              \
+                                                (const T *)k->A, lda, (const T *)k->B, ldb,       \
+                                                (const T *)&be, (T *)k->C, ldc));                 \
+    case TESS__K_SYRK:                                                                            \
+        return TESS_CU(d,                                                                         \
+                       cublas##X##syrk_v2_64(h, uplo, ta, n, kk, (const T *)&al, (const T *)k->A, \
+                                             lda, (const T *)&be, (T *)k->C, ldc));               \
+    case TESS__K_SYR2K:                                                                           \
+        return TESS_CU(d, cublas##X##syr2k_v2_64(h, uplo, ta, n, kk, (const T *)&al,              \
+                                                 (const T *)k->A, lda, (const T *)k->B, ldb,      \
+                                                 (const T *)&be, (T *)k->C, ldc));                \
+    case TESS__K_TRMM:                                                                            \
+        return TESS_CU(d, cublas##X##trmm_v2_64(h, side, uplo, ta, diag, m, n, (const T *)&al,    \
+                                                (const T *)k->A, lda, (const T *)k->C, ldc,       \
+                                                (T *)k->C, ldc));                                 \
+    case TESS__K_TRSM:                                                                            \
+        return TESS_CU(d, cublas##X##trsm_v2_64(h, side, uplo, ta, diag, m, n, (const T *)&al,    \
+                                                (const T *)k->A, lda, (T *)k->C, ldc));           \
+    default: break;                                                                               \
     }
-#define HERMITIAN_(X, T, R)                                                                    \
-    switch (k->kind) {                                                                         \
-    case TESS__K_HEMM:                                                                         \
-        return TESS_CU(d, cublas##X##hemm_v2_64(h, side, uplo, m, n, (const T *)&al,           \
-                                                (const T *)k->A, lda, (const T *)k->B, ldb,    \
-                                                (const T *)&be, (T *)k->C, ldc));              \
-    case TESS__K_HERK:                                                                         \
-        return TESS_CU(d, cublas##X##herk_v2_64(h, uplo, ta, n, kk, (const R *)&al,            \
-                                                (const T *)k->A, lda, (const R *)&be,          \
-                                                (T *)k->C, ldc));                              \
-    case TESS__K_HER2K:                                                                        \
-        return TESS_CU(d, cublas##X##her2k_v2_64(h, uplo, ta, n, kk, (const T *)&al,           \
-                                                 (const T *)k->A, lda, (const T *)k->B, ldb,   \
-                                                 (const R *)&be, (T *)k->C, ldc));             \
-    default: break;                                                                            \
+#define HERMITIAN_(X, T, R)                                                                       \
+    switch (k->kind) {                                                                            \
+    case TESS__K_HEMM:                                                                            \
+        return TESS_CU(d, cublas##X##hemm_v2_64(h, side, uplo, m, n, (const T *)&al,              \
+                                                (const T *)k->A, lda, (const T *)k->B, ldb,       \
+                                                (const T *)&be, (T *)k->C, ldc));                 \
+    case TESS__K_HERK:                                                                            \
+        return TESS_CU(d,                                                                         \
+                       cublas##X##herk_v2_64(h, uplo, ta, n, kk, (const R *)&al, (const T *)k->A, \
+                                             lda, (const R *)&be, (T *)k->C, ldc));               \
+    case TESS__K_HER2K:                                                                           \
+        return TESS_CU(d, cublas##X##her2k_v2_64(h, uplo, ta, n, kk, (const T *)&al,              \
+                                                 (const T *)k->A, lda, (const T *)k->B, ldb,      \
+                                                 (const R *)&be, (T *)k->C, ldc));                \
+    default: break;                                                                               \
     }
     switch (k->dt) {
     case TESS_S: KERNELS_(S, float) break;
@@ -698,9 +704,9 @@ static int cuda_event_create(void *bd, tess__event **out) {
         /* BlockingSync: event_sync sleeps instead of spinning a core the CPU worker and
          * the other devices' workers need. */
         if (rc == TESS_OK)
-            rc = TESS_CU(d, cudaEventCreateWithFlags(
-                                &e->ev, (d->timing ? 0 : cudaEventDisableTiming) |
-                                            cudaEventBlockingSync));
+            rc = TESS_CU(d,
+                         cudaEventCreateWithFlags(&e->ev, (d->timing ? 0 : cudaEventDisableTiming) |
+                                                              cudaEventBlockingSync));
         leave(d->ord, prev);
         if (rc != TESS_OK) {
             free(e);
@@ -795,8 +801,10 @@ static int cuda_stream_wait(void *bd, int stream, tess__event *e) {
     int rc = check_stream(d, stream);
     if (rc != TESS_OK) return rc;
     if (dev_failed(o)) { /* its work may never run: waiting could hang this stream */
-        tess__log(TESS__LOG_INFO, "cuda:%d stream %d: wait on an event of failed cuda:%d "
-                  "skipped", d->ord, stream, o->ord);
+        tess__log(TESS__LOG_INFO,
+                  "cuda:%d stream %d: wait on an event of failed cuda:%d "
+                  "skipped",
+                  d->ord, stream, o->ord);
         return TESS_OK;
     }
     if (!atomic_load_explicit(&e->recorded, memory_order_acquire)) return TESS_OK;
@@ -821,15 +829,15 @@ static int cuda_can_peer(void *bd, void *peer) {
     cudaError_t e = cudaDeviceCanAccessPeer(&can, d->ord, p->ord);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        tess__log(TESS__LOG_WARN, "cuda:%d: cudaDeviceCanAccessPeer(cuda:%d): %s", d->ord,
-                  p->ord, cudaGetErrorString(e));
+        tess__log(TESS__LOG_WARN, "cuda:%d: cudaDeviceCanAccessPeer(cuda:%d): %s", d->ord, p->ord,
+                  cudaGetErrorString(e));
     } else if (can && d->uva && p->uva) {
         e = cudaDeviceEnablePeerAccess(p->ord, 0);
         if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) {
             ans = 1;
         } else {
-            tess__log(TESS__LOG_WARN, "cuda:%d: cudaDeviceEnablePeerAccess(cuda:%d): %s",
-                      d->ord, p->ord, cudaGetErrorString(e));
+            tess__log(TESS__LOG_WARN, "cuda:%d: cudaDeviceEnablePeerAccess(cuda:%d): %s", d->ord,
+                      p->ord, cudaGetErrorString(e));
         }
         if (e != cudaSuccess) (void)cudaGetLastError(); /* not sticky: clear it */
     }

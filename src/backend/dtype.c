@@ -18,7 +18,9 @@ const struct tess__dtype_info tess__dtypes[4] = {
 
 static const tess__scalar_t zero;
 static const tess__scalar_t ones[4] = {
-    [TESS_S] = {.s = 1.0f}, [TESS_D] = {.d = 1.0}, [TESS_C] = {.c = {1.0f, 0.0f}},
+    [TESS_S] = {.s = 1.0f},
+    [TESS_D] = {.d = 1.0},
+    [TESS_C] = {.c = {1.0f, 0.0f}},
     [TESS_Z] = {.z = {1.0, 0.0}},
 };
 
@@ -51,8 +53,8 @@ const tess__scalar_t *tess__scalar_zero(void) { return &zero; }
 const tess__scalar_t *tess__scalar_one(tess_dtype_t dt) { return &ones[dt]; }
 
 void tess__host_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
-                     const void *alpha, const void *A, int64_t lda, const void *B,
-                     int64_t ldb, const void *beta, void *C, int64_t ldc) {
+                     const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
+                     const void *beta, void *C, int64_t ldc) {
     if (!tess__hostblas()) {
         /* the runtime does not start without the CPU BLAS (tess__hostblas_load), so only a
          * caller that bypassed it gets here */
@@ -61,21 +63,33 @@ void tess__host_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
         abort();
     }
     struct tess__kernel kn = {
-        .kind = TESS__K_GEMM, .dt = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
-        .alpha = alpha, .beta = beta, .A = A, .lda = lda, .B = B, .ldb = ldb, .C = C,
+        .kind = TESS__K_GEMM,
+        .dt = dt,
+        .ta = ta,
+        .tb = tb,
+        .m = m,
+        .n = n,
+        .k = k,
+        .alpha = alpha,
+        .beta = beta,
+        .A = A,
+        .lda = lda,
+        .B = B,
+        .ldb = ldb,
+        .C = C,
         .ldc = ldc,
     };
     (void)tess__host_kernel(&kn);
 }
 
-void tess__host_scale(tess_dtype_t dt, int64_t m, int64_t n, const tess__scalar_t *beta,
-                      void *C, int64_t ldc) {
+void tess__host_scale(tess_dtype_t dt, int64_t m, int64_t n, const tess__scalar_t *beta, void *C,
+                      int64_t ldc) {
     size_t es = tess__dtypes[dt].size;
     if (tess__scalar_is_one(dt, beta)) return;
     for (int64_t j = 0; j < n; j++) {
         char *col = (char *)C + (size_t)j * (size_t)ldc * es;
         if (tess__scalar_is_zero(dt, beta)) {
-            memset(col, 0, (size_t)m * es);  /* beta = 0: C is not read */
+            memset(col, 0, (size_t)m * es); /* beta = 0: C is not read */
             continue;
         }
         for (int64_t i = 0; i < m; i++) {
@@ -107,13 +121,17 @@ void tess__host_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__sca
         char *col = (char *)C + ((size_t)r0 + (size_t)j * (size_t)ldc) * es;
         char *d = (char *)C + ((size_t)j + (size_t)j * (size_t)ldc) * es;
         if (herm) { /* netlib: Im(C(j,j)) need not be set: never let it reach Re */
-            if (dt == TESS_C) ((float *)d)[1] = 0.0f;
-            else ((double *)d)[1] = 0.0;
+            if (dt == TESS_C)
+                ((float *)d)[1] = 0.0f;
+            else
+                ((double *)d)[1] = 0.0;
         }
         tess__host_scale(dt, r1 - r0, 1, beta, col, ldc);
         if (herm) { /* (beta, 0) times (x, 0) is (beta x, 0 x): NaN when beta is */
-            if (dt == TESS_C) ((float *)d)[1] = 0.0f;
-            else ((double *)d)[1] = 0.0;
+            if (dt == TESS_C)
+                ((float *)d)[1] = 0.0f;
+            else
+                ((double *)d)[1] = 0.0;
         }
     }
 }

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "host_dev.h"
-#include "hostblas.h"  /* the CPU BLAS table: the CPU worker's name */
+#include "hostblas.h" /* the CPU BLAS table: the CPU worker's name */
 
 #define EMU_DEFAULT_MEM ((size_t)256 << 20)
 
@@ -67,11 +67,10 @@ static void stop_streams(struct dev *d) {
 static int host_open(int emu, const struct tess__dev_params *p, void **bd,
                      struct tess__dev_desc *desc) {
     const char *tab = emu ? "emulated" : "cpu";
-    if (!p || !bd || !desc)
-        return tess__fail(TESS_EINVAL, "%s: open: NULL argument", tab);
+    if (!p || !bd || !desc) return tess__fail(TESS_EINVAL, "%s: open: NULL argument", tab);
     if (p->nstreams < 1 || p->nstreams > HOST_STREAMS)
-        return tess__fail(TESS_EINVAL, "%s: open: nstreams = %d must be in 1..%d", tab,
-                          p->nstreams, HOST_STREAMS);
+        return tess__fail(TESS_EINVAL, "%s: open: nstreams = %d must be in 1..%d", tab, p->nstreams,
+                          HOST_STREAMS);
     if (p->ordinal < 0 || p->link_gbs < 0 || p->gflops < 0 || p->jitter_us < 0 || p->fault_at < 0)
         return tess__fail(TESS_EINVAL, "%s: open: negative ordinal or emulation knob", tab);
     struct dev *d = calloc(1, sizeof *d);
@@ -92,13 +91,13 @@ static int host_open(int emu, const struct tess__dev_params *p, void **bd,
     } else {
         const struct tess__hostblas *hb = tess__hostblas();
         if (!hb) {
-            int rc = tess__hostblas_load();  /* the message naming the library and knob */
+            int rc = tess__hostblas_load(); /* the message naming the library and knob */
             free(d);
             return rc;
         }
         if (hb->get_num_threads)
             snprintf(d->name, sizeof d->name, "cpu (OpenBLAS, %d cores)", hb->get_num_threads());
-        else  /* the library's file name, without its directory */
+        else /* the library's file name, without its directory */
             snprintf(d->name, sizeof d->name, "cpu (%.40s)",
                      strrchr(hb->name, '/') ? strrchr(hb->name, '/') + 1 : hb->name);
         desc->kind = TESS_DEV_CPU;
@@ -124,10 +123,10 @@ static int host_open(int emu, const struct tess__dev_params *p, void **bd,
             stop_streams(d);
             pthread_mutex_destroy(&d->engine_mu);
             free(d);
-            return tess__fail(TESS_ENOMEM, "%s: open: cannot start stream thread %d: %s", tab,
-                              i, strerror(rc));
+            return tess__fail(TESS_ENOMEM, "%s: open: cannot start stream thread %d: %s", tab, i,
+                              strerror(rc));
         }
-        char tname[32];  /* Linux keeps 15 characters */
+        char tname[32]; /* Linux keeps 15 characters */
         snprintf(tname, sizeof tname, "tess-%c%d.s%d", emu ? 'e' : 'c', p->ordinal, i);
         tname[15] = '\0';
         pthread_setname_np(s->thread, tname);
@@ -193,19 +192,27 @@ static int emu_can_peer(void *bd, void *peer) {
 }
 
 /* The hooks both tables share. */
-#define HOST_HOOKS                                                                         \
-    .close = host_close, .kernel = tess__hostdev_kernel, .copy2d = tess__hostdev_copy2d,   \
-    .gemm = tess__hostdev_gemm, .event_create = tess__hostdev_event_create,                \
+#define HOST_HOOKS                                                                            \
+    .close = host_close, .kernel = tess__hostdev_kernel, .copy2d = tess__hostdev_copy2d,      \
+    .gemm = tess__hostdev_gemm, .event_create = tess__hostdev_event_create,                   \
     .event_destroy = tess__hostdev_event_destroy, .event_record = tess__hostdev_event_record, \
-    .event_query = tess__hostdev_event_query, .event_sync = tess__hostdev_event_sync,      \
+    .event_query = tess__hostdev_event_query, .event_sync = tess__hostdev_event_sync,         \
     .event_time = tess__hostdev_event_time, .stream_wait = tess__hostdev_stream_wait
 
 const struct tess__dev_ops tess__cpu_ops = {
-    .name = "cpu", .count = cpu_count, .open = cpu_open, .arena = tess__hostdev_cpu_arena,
-    .can_peer = cpu_can_peer, HOST_HOOKS,
+    .name = "cpu",
+    .count = cpu_count,
+    .open = cpu_open,
+    .arena = tess__hostdev_cpu_arena,
+    .can_peer = cpu_can_peer,
+    HOST_HOOKS,
 };
 
 const struct tess__dev_ops tess__emu_ops = {
-    .name = "emulated", .count = emu_count, .open = emu_open, .arena = tess__hostdev_emu_arena,
-    .can_peer = emu_can_peer, HOST_HOOKS,
+    .name = "emulated",
+    .count = emu_count,
+    .open = emu_open,
+    .arena = tess__hostdev_emu_arena,
+    .can_peer = emu_can_peer,
+    HOST_HOOKS,
 };

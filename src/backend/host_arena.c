@@ -69,7 +69,8 @@ static void *map_poisoned(size_t size) {
     if (chunk < ((size_t)2 << 20)) chunk = (size_t)2 << 20;
     if (chunk > ((size_t)64 << 20)) chunk = (size_t)64 << 20;
     chunk = (chunk + pg - 1) / pg * pg;
-    if (size <= SIZE_MAX - pg && chunk > (size + pg - 1) / pg * pg) chunk = (size + pg - 1) / pg * pg;
+    if (size <= SIZE_MAX - pg && chunk > (size + pg - 1) / pg * pg)
+        chunk = (size + pg - 1) / pg * pg;
     void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) return mem;
     int fd = memfd_create("tessera-arena", MFD_CLOEXEC);
@@ -131,26 +132,34 @@ int tess__hostdev_emu_arena(void *bd, size_t want, void **base, size_t *got) {
 /* Emulated devices: where each pointer of a copy must lie. Takes a reference on the peer's
  * arena for P2P (*pin). */
 int tess__hostdev_check_copy(struct dev *d, enum tess__copy_kind kind, void *dst, size_t dext,
-                          const void *src, size_t sext, struct dev *peer, struct arena **pin) {
+                             const void *src, size_t sext, struct dev *peer, struct arena **pin) {
     const char *bad = NULL;
     pthread_mutex_lock(&tess__hostdev.arena_mu);
     struct arena *own = d->arena;
     switch (kind) {
     case TESS__H2D:
-        if (!inside(own, dst, dext)) bad = "dst is not inside this device's arena";
-        else if (in_any_arena(src, sext)) bad = "src (host) overlaps a device arena";
+        if (!inside(own, dst, dext))
+            bad = "dst is not inside this device's arena";
+        else if (in_any_arena(src, sext))
+            bad = "src (host) overlaps a device arena";
         break;
     case TESS__D2H:
-        if (!inside(own, src, sext)) bad = "src is not inside this device's arena";
-        else if (in_any_arena(dst, dext)) bad = "dst (host) overlaps a device arena";
+        if (!inside(own, src, sext))
+            bad = "src is not inside this device's arena";
+        else if (in_any_arena(dst, dext))
+            bad = "dst (host) overlaps a device arena";
         break;
     case TESS__D2D:
-        if (!inside(own, dst, dext)) bad = "dst is not inside this device's arena";
-        else if (!inside(own, src, sext)) bad = "src is not inside this device's arena";
+        if (!inside(own, dst, dext))
+            bad = "dst is not inside this device's arena";
+        else if (!inside(own, src, sext))
+            bad = "src is not inside this device's arena";
         break;
     case TESS__P2P:
-        if (!inside(own, dst, dext)) bad = "dst is not inside this device's arena";
-        else if (!inside(peer->arena, src, sext)) bad = "src is not inside the peer's arena";
+        if (!inside(own, dst, dext))
+            bad = "dst is not inside this device's arena";
+        else if (!inside(peer->arena, src, sext))
+            bad = "src is not inside the peer's arena";
         else {
             peer->arena->refs++;
             *pin = peer->arena;
@@ -159,22 +168,23 @@ int tess__hostdev_check_copy(struct dev *d, enum tess__copy_kind kind, void *dst
     }
     pthread_mutex_unlock(&tess__hostdev.arena_mu);
     if (bad)
-        return tess__fail(TESS_EINVAL, "%s: copy2d %s: %s (dst %p + %zu, src %p + %zu)",
-                          d->name, kind_name(kind), bad, dst, dext, src, sext);
+        return tess__fail(TESS_EINVAL, "%s: copy2d %s: %s (dst %p + %zu, src %p + %zu)", d->name,
+                          kind_name(kind), bad, dst, dext, src, sext);
     return TESS_OK;
 }
 
 /* Emulated devices: a stored rows x cols operand at p (leading dimension ld) must lie in
  * the arena. */
 int tess__hostdev_check_operand(struct dev *d, const char *what, const void *p, int64_t rows,
-                             int64_t cols, int64_t ld, size_t es) {
+                                int64_t cols, int64_t ld, size_t es) {
     size_t len = ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * es;
     pthread_mutex_lock(&tess__hostdev.arena_mu);
     int ok = inside(d->arena, p, len);
     pthread_mutex_unlock(&tess__hostdev.arena_mu);
     if (!ok)
-        return tess__fail(TESS_EINVAL, "%s: gemm: %s (%p, %lld x %lld, ld %lld) is not inside "
-                          "this device's arena", d->name, what, p, (long long)rows,
-                          (long long)cols, (long long)ld);
+        return tess__fail(TESS_EINVAL,
+                          "%s: gemm: %s (%p, %lld x %lld, ld %lld) is not inside "
+                          "this device's arena",
+                          d->name, what, p, (long long)rows, (long long)cols, (long long)ld);
     return TESS_OK;
 }

@@ -16,16 +16,15 @@ static size_t extent(size_t pitch, size_t width, size_t height) {
     return (height - 1) * pitch + width;
 }
 
-int tess__hostdev_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *dst,
-                       size_t dpitch, const void *src, size_t spitch, size_t width,
-                       size_t height, void *peer) {
+int tess__hostdev_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *dst, size_t dpitch,
+                         const void *src, size_t spitch, size_t width, size_t height, void *peer) {
     struct dev *d = bd;
     if (!live(d)) return dead(d, "copy2d");
     int rc = check_stream(d, stream, "copy2d");
     if (rc) return rc;
     if ((unsigned)kind > TESS__P2P)
         return tess__fail(TESS_EINVAL, "%s: copy2d: bad kind %d", d->name, (int)kind);
-    if (width == 0 || height == 0) return TESS_OK;  /* nothing to move */
+    if (width == 0 || height == 0) return TESS_OK; /* nothing to move */
     if (!dst || !src)
         return tess__fail(TESS_EINVAL, "%s: copy2d %s: NULL pointer", d->name, kind_name(kind));
     if (height > 1 && (dpitch < width || spitch < width))
@@ -33,8 +32,7 @@ int tess__hostdev_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *
                           d->name, kind_name(kind), dpitch, spitch, width);
     size_t dext = extent(dpitch, width, height), sext = extent(spitch, width, height);
     if (!dext || !sext)
-        return tess__fail(TESS_EINVAL, "%s: copy2d %s: extent overflows", d->name,
-                          kind_name(kind));
+        return tess__fail(TESS_EINVAL, "%s: copy2d %s: extent overflows", d->name, kind_name(kind));
     struct dev *pd = peer;
     struct arena *pin = NULL;
     if (d->emu) {
@@ -68,23 +66,25 @@ static int upper_trans(char *t) {
 }
 
 int tess__hostdev_gemm(void *bd, int stream, tess_dtype_t dt, char ta, char tb, int64_t m,
-                     int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
-                     const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc) {
+                       int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
+                       const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc) {
     struct dev *d = bd;
     if (!live(d)) return dead(d, "gemm");
     int rc = check_stream(d, stream, "gemm");
     if (rc) return rc;
     if ((unsigned)dt > TESS_Z || !upper_trans(&ta) || !upper_trans(&tb) || m < 0 || n < 0 ||
         k < 0 || !alpha || !beta)
-        return tess__fail(TESS_EINVAL, "%s: gemm: bad argument (dt %d, ta '%c', tb '%c', "
-                          "m %lld, n %lld, k %lld)", d->name, (int)dt, ta, tb, (long long)m,
-                          (long long)n, (long long)k);
+        return tess__fail(TESS_EINVAL,
+                          "%s: gemm: bad argument (dt %d, ta '%c', tb '%c', "
+                          "m %lld, n %lld, k %lld)",
+                          d->name, (int)dt, ta, tb, (long long)m, (long long)n, (long long)k);
     int64_t ar = ta == 'N' ? m : k, ac = ta == 'N' ? k : m;
     int64_t br = tb == 'N' ? k : n, bc = tb == 'N' ? n : k;
     if (lda < TESS__MAX(1, ar) || ldb < TESS__MAX(1, br) || ldc < TESS__MAX(1, m))
-        return tess__fail(TESS_EINVAL, "%s: gemm: leading dimension too small (lda %lld, "
-                          "ldb %lld, ldc %lld)", d->name, (long long)lda, (long long)ldb,
-                          (long long)ldc);
+        return tess__fail(TESS_EINVAL,
+                          "%s: gemm: leading dimension too small (lda %lld, "
+                          "ldb %lld, ldc %lld)",
+                          d->name, (long long)lda, (long long)ldb, (long long)ldc);
     size_t es = tess__dtypes[dt].size;
     if (d->emu && m > 0 && n > 0) {
         if ((rc = tess__hostdev_check_operand(d, "C", C, m, n, ldc, es))) return rc;
@@ -119,13 +119,14 @@ static void kernel_shapes(const struct tess__kernel *k, int64_t sh[3][2]) {
     int64_t ar = k->ta == 'N' ? k->n : k->k, ac = k->ta == 'N' ? k->k : k->n;
     memset(sh, 0, sizeof(int64_t) * 6);
     switch (k->kind) {
-    case TESS__K_SYMM: case TESS__K_HEMM:
+    case TESS__K_SYMM:
+    case TESS__K_HEMM:
         sh[0][0] = sh[0][1] = side_dim, sh[1][0] = sh[2][0] = k->m, sh[1][1] = sh[2][1] = k->n;
         break;
-    case TESS__K_SYRK: case TESS__K_HERK:
-        sh[0][0] = ar, sh[0][1] = ac, sh[2][0] = sh[2][1] = k->n;
-        break;
-    case TESS__K_SYR2K: case TESS__K_HER2K:
+    case TESS__K_SYRK:
+    case TESS__K_HERK: sh[0][0] = ar, sh[0][1] = ac, sh[2][0] = sh[2][1] = k->n; break;
+    case TESS__K_SYR2K:
+    case TESS__K_HER2K:
         sh[0][0] = sh[1][0] = ar, sh[0][1] = sh[1][1] = ac, sh[2][0] = sh[2][1] = k->n;
         break;
     default: /* TRMM, TRSM: in place on C */
@@ -138,7 +139,7 @@ int tess__hostdev_kernel(void *bd, int stream, const struct tess__kernel *k) {
     struct dev *d = bd;
     if (k->kind == TESS__K_GEMM)
         return tess__hostdev_gemm(bd, stream, k->dt, k->ta, k->tb, k->m, k->n, k->k, k->alpha, k->A,
-                         k->lda, k->B, k->ldb, k->beta, k->C, k->ldc);
+                                  k->lda, k->B, k->ldb, k->beta, k->C, k->ldc);
     if (!live(d)) return dead(d, "kernel");
     int rc = check_stream(d, stream, "kernel");
     if (rc) return rc;
@@ -155,9 +156,10 @@ int tess__hostdev_kernel(void *bd, int stream, const struct tess__kernel *k) {
     for (int i = 0; i < 3; i++) {
         if (sh[i][0] <= 0 || sh[i][1] <= 0) continue;
         if (ld[i] < sh[i][0])
-            return tess__fail(TESS_EINVAL, "%s: kernel %d: ld%s %lld < %lld", d->name,
-                              (int)k->kind, name[i], (long long)ld[i], (long long)sh[i][0]);
-        if (d->emu && (rc = tess__hostdev_check_operand(d, name[i], ptr[i], sh[i][0], sh[i][1], ld[i], es)))
+            return tess__fail(TESS_EINVAL, "%s: kernel %d: ld%s %lld < %lld", d->name, (int)k->kind,
+                              name[i], (long long)ld[i], (long long)sh[i][0]);
+        if (d->emu &&
+            (rc = tess__hostdev_check_operand(d, name[i], ptr[i], sh[i][0], sh[i][1], ld[i], es)))
             return rc;
     }
     struct op *op = tess__hostdev_op_new(OP_KERNEL);

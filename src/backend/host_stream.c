@@ -27,14 +27,11 @@ static void sleep_s(double sec) {
     ts.tv_sec = (time_t)sec;
     ts.tv_nsec = (long)((sec - (double)ts.tv_sec) * 1e9);
     if (ts.tv_nsec > 999999999L) ts.tv_nsec = 999999999L;
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
 }
 
 /* Sleep what is left of `need` seconds since t0. */
-static void throttle(double t0, double need) {
-    sleep_s(need - (tess__now() - t0));
-}
+static void throttle(double t0, double need) { sleep_s(need - (tess__now() - t0)); }
 
 /* A kernel that began at t0 and needs `need` seconds: on its own stream's time, or, with
  * one engine per device (p.shared_engine), on the engine's, after the kernels that took
@@ -55,8 +52,10 @@ static void kernel_throttle(struct dev *d, double t0, double need) {
 static void event_unref_locked(tess__event *ev) {
     if (--ev->refs > 0) return;
     if (ev->owner) {
-        if (ev->prev) ev->prev->next = ev->next;
-        else ev->owner->events = ev->next;
+        if (ev->prev)
+            ev->prev->next = ev->next;
+        else
+            ev->owner->events = ev->next;
         if (ev->next) ev->next->prev = ev->prev;
     }
     free(ev);
@@ -83,8 +82,10 @@ struct op *tess__hostdev_op_new(enum op_kind kind) {
 /* Append op to stream s. Caller holds s->mu. */
 static void append_locked(struct stream *s, struct op *op) {
     op->next = NULL;
-    if (s->tail) s->tail->next = op;
-    else s->head = op;
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
     s->tail = op;
     pthread_cond_signal(&s->cv);
 }
@@ -153,9 +154,21 @@ static void run_gemm(struct dev *d, const struct op *op) {
     const struct gemm_args *g = &op->gemm;
     if (g->m > 0 && g->n > 0) {
         struct tess__kernel kn = {
-            .kind = TESS__K_GEMM, .dt = g->dt, .ta = g->ta, .tb = g->tb, .m = g->m, .n = g->n,
-            .k = g->k, .alpha = &g->alpha, .beta = &g->beta, .A = g->A, .lda = g->lda,
-            .B = g->B, .ldb = g->ldb, .C = g->C, .ldc = g->ldc,
+            .kind = TESS__K_GEMM,
+            .dt = g->dt,
+            .ta = g->ta,
+            .tb = g->tb,
+            .m = g->m,
+            .n = g->n,
+            .k = g->k,
+            .alpha = &g->alpha,
+            .beta = &g->beta,
+            .A = g->A,
+            .lda = g->lda,
+            .B = g->B,
+            .ldb = g->ldb,
+            .C = g->C,
+            .ldc = g->ldc,
         };
         kernel_status(d, tess__host_kernel(&kn), "gemm");
     }
@@ -172,8 +185,9 @@ static void run_kernel(struct dev *d, const struct op *op) {
     k.beta = &op->kern.beta;
     kernel_status(d, tess__host_kernel(&k), "tile");
     if (d->p.gflops > 0) {
-        double mx = (double)TESS__MAX(k.m, k.n), flops = tess__dtypes[k.dt].flop_mul * mx * mx *
-                    (double)TESS__MAX(TESS__MAX(k.m, k.n), k.k);
+        double mx = (double)TESS__MAX(k.m, k.n),
+               flops = tess__dtypes[k.dt].flop_mul * mx * mx *
+                       (double)TESS__MAX(TESS__MAX(k.m, k.n), k.k);
         kernel_throttle(d, t0, 0.5 * flops / (d->p.gflops * 1e9));
     }
 }
@@ -207,7 +221,7 @@ static void run_wait(struct stream *s, const struct op *op) {
 
 static void run_op(struct stream *s, struct op *op) {
     struct dev *d = s->dev;
-    if (atomic_load(&d->failing)) return;  /* discarded */
+    if (atomic_load(&d->failing)) return; /* discarded */
     if (d->p.jitter_us > 0) {
         sleep_s((double)(rand_r(&s->seed) % (unsigned)d->p.jitter_us) * 1e-6);
         if (atomic_load(&d->failing)) return;
@@ -271,7 +285,7 @@ void *tess__hostdev_stream_main(void *arg) {
             if (!s->head) s->tail = NULL;
         }
         pthread_mutex_unlock(&s->mu);
-        if (!op) return NULL;  /* stopped and drained */
+        if (!op) return NULL; /* stopped and drained */
         run_op(s, op);
         op_free(op);
     }

@@ -19,8 +19,8 @@
 #include "backend.h"
 #include "hostblas.h"
 
-#define HK_INT INT_MAX  /* the CPU BLAS's int */
-#define HK_BLK 1024     /* free dimensions cut to this when operands are copied */
+#define HK_INT INT_MAX /* the CPU BLAS's int */
+#define HK_BLK 1024    /* free dimensions cut to this when operands are copied */
 
 static enum CBLAS_SIDE side_(char c) { return c == 'L' ? CblasLeft : CblasRight; }
 static enum CBLAS_UPLO uplo_(char c) { return c == 'U' ? CblasUpper : CblasLower; }
@@ -33,14 +33,16 @@ static bool is_rk(enum tess__kernel_kind kd) {
     return kd == TESS__K_SYRK || kd == TESS__K_HERK || kd == TESS__K_SYR2K || kd == TESS__K_HER2K;
 }
 static bool has_b(enum tess__kernel_kind kd) {
-    return kd == TESS__K_GEMM || kd == TESS__K_SYMM || kd == TESS__K_HEMM ||
-           kd == TESS__K_SYR2K || kd == TESS__K_HER2K;
+    return kd == TESS__K_GEMM || kd == TESS__K_SYMM || kd == TESS__K_HEMM || kd == TESS__K_SYR2K ||
+           kd == TESS__K_HER2K;
 }
 static bool is_side(enum tess__kernel_kind kd) {
     return kd == TESS__K_SYMM || kd == TESS__K_HEMM || kd == TESS__K_TRMM || kd == TESS__K_TRSM;
 }
 /* HERK's alpha, HERK's and HER2K's beta are of the real type */
-static tess_dtype_t real_of(tess_dtype_t dt) { return dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt; }
+static tess_dtype_t real_of(tess_dtype_t dt) {
+    return dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt;
+}
 static tess_dtype_t beta_dt(const struct tess__kernel *k) {
     return k->kind == TESS__K_HERK || k->kind == TESS__K_HER2K ? real_of(k->dt) : k->dt;
 }
@@ -98,10 +100,16 @@ static void raw(const struct tess__hostblas *b, const struct tess__kernel *k) {
     switch (k->dt) {
     case TESS_S:
         switch (k->kind) {
-        case TESS__K_GEMM: b->sgemm(o, tr, tb, m, n, kk, *as, k->A, lda, k->B, ldb, *bs, k->C, ldc); break;
-        case TESS__K_SYMM: b->ssymm(o, sd, ul, m, n, *as, k->A, lda, k->B, ldb, *bs, k->C, ldc); break;
+        case TESS__K_GEMM:
+            b->sgemm(o, tr, tb, m, n, kk, *as, k->A, lda, k->B, ldb, *bs, k->C, ldc);
+            break;
+        case TESS__K_SYMM:
+            b->ssymm(o, sd, ul, m, n, *as, k->A, lda, k->B, ldb, *bs, k->C, ldc);
+            break;
         case TESS__K_SYRK: b->ssyrk(o, ul, tr, n, kk, *as, k->A, lda, *bs, k->C, ldc); break;
-        case TESS__K_SYR2K: b->ssyr2k(o, ul, tr, n, kk, *as, k->A, lda, k->B, ldb, *bs, k->C, ldc); break;
+        case TESS__K_SYR2K:
+            b->ssyr2k(o, ul, tr, n, kk, *as, k->A, lda, k->B, ldb, *bs, k->C, ldc);
+            break;
         case TESS__K_TRMM: b->strmm(o, sd, ul, tr, dg, m, n, *as, k->A, lda, k->C, ldc); break;
         case TESS__K_TRSM: b->strsm(o, sd, ul, tr, dg, m, n, *as, k->A, lda, k->C, ldc); break;
         default: break;
@@ -109,10 +117,16 @@ static void raw(const struct tess__hostblas *b, const struct tess__kernel *k) {
         break;
     case TESS_D:
         switch (k->kind) {
-        case TESS__K_GEMM: b->dgemm(o, tr, tb, m, n, kk, *ad, k->A, lda, k->B, ldb, *bd, k->C, ldc); break;
-        case TESS__K_SYMM: b->dsymm(o, sd, ul, m, n, *ad, k->A, lda, k->B, ldb, *bd, k->C, ldc); break;
+        case TESS__K_GEMM:
+            b->dgemm(o, tr, tb, m, n, kk, *ad, k->A, lda, k->B, ldb, *bd, k->C, ldc);
+            break;
+        case TESS__K_SYMM:
+            b->dsymm(o, sd, ul, m, n, *ad, k->A, lda, k->B, ldb, *bd, k->C, ldc);
+            break;
         case TESS__K_SYRK: b->dsyrk(o, ul, tr, n, kk, *ad, k->A, lda, *bd, k->C, ldc); break;
-        case TESS__K_SYR2K: b->dsyr2k(o, ul, tr, n, kk, *ad, k->A, lda, k->B, ldb, *bd, k->C, ldc); break;
+        case TESS__K_SYR2K:
+            b->dsyr2k(o, ul, tr, n, kk, *ad, k->A, lda, k->B, ldb, *bd, k->C, ldc);
+            break;
         case TESS__K_TRMM: b->dtrmm(o, sd, ul, tr, dg, m, n, *ad, k->A, lda, k->C, ldc); break;
         case TESS__K_TRSM: b->dtrsm(o, sd, ul, tr, dg, m, n, *ad, k->A, lda, k->C, ldc); break;
         default: break;
@@ -120,13 +134,25 @@ static void raw(const struct tess__hostblas *b, const struct tess__kernel *k) {
         break;
     case TESS_C:
         switch (k->kind) {
-        case TESS__K_GEMM: b->cgemm(o, tr, tb, m, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
-        case TESS__K_SYMM: b->csymm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
-        case TESS__K_HEMM: b->chemm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
-        case TESS__K_SYRK: b->csyrk(o, ul, tr, n, kk, k->alpha, k->A, lda, k->beta, k->C, ldc); break;
+        case TESS__K_GEMM:
+            b->cgemm(o, tr, tb, m, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc);
+            break;
+        case TESS__K_SYMM:
+            b->csymm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc);
+            break;
+        case TESS__K_HEMM:
+            b->chemm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc);
+            break;
+        case TESS__K_SYRK:
+            b->csyrk(o, ul, tr, n, kk, k->alpha, k->A, lda, k->beta, k->C, ldc);
+            break;
         case TESS__K_HERK: b->cherk(o, ul, tr, n, kk, *as, k->A, lda, *bs, k->C, ldc); break;
-        case TESS__K_SYR2K: b->csyr2k(o, ul, tr, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
-        case TESS__K_HER2K: b->cher2k(o, ul, tr, n, kk, k->alpha, k->A, lda, k->B, ldb, *bs, k->C, ldc); break;
+        case TESS__K_SYR2K:
+            b->csyr2k(o, ul, tr, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc);
+            break;
+        case TESS__K_HER2K:
+            b->cher2k(o, ul, tr, n, kk, k->alpha, k->A, lda, k->B, ldb, *bs, k->C, ldc);
+            break;
         case TESS__K_TRMM: b->ctrmm(o, sd, ul, tr, dg, m, n, k->alpha, k->A, lda, k->C, ldc); break;
         case TESS__K_TRSM: b->ctrsm(o, sd, ul, tr, dg, m, n, k->alpha, k->A, lda, k->C, ldc); break;
         default: break;
@@ -134,13 +160,25 @@ static void raw(const struct tess__hostblas *b, const struct tess__kernel *k) {
         break;
     case TESS_Z:
         switch (k->kind) {
-        case TESS__K_GEMM: b->zgemm(o, tr, tb, m, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
-        case TESS__K_SYMM: b->zsymm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
-        case TESS__K_HEMM: b->zhemm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
-        case TESS__K_SYRK: b->zsyrk(o, ul, tr, n, kk, k->alpha, k->A, lda, k->beta, k->C, ldc); break;
+        case TESS__K_GEMM:
+            b->zgemm(o, tr, tb, m, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc);
+            break;
+        case TESS__K_SYMM:
+            b->zsymm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc);
+            break;
+        case TESS__K_HEMM:
+            b->zhemm(o, sd, ul, m, n, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc);
+            break;
+        case TESS__K_SYRK:
+            b->zsyrk(o, ul, tr, n, kk, k->alpha, k->A, lda, k->beta, k->C, ldc);
+            break;
         case TESS__K_HERK: b->zherk(o, ul, tr, n, kk, *ad, k->A, lda, *bd, k->C, ldc); break;
-        case TESS__K_SYR2K: b->zsyr2k(o, ul, tr, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc); break;
-        case TESS__K_HER2K: b->zher2k(o, ul, tr, n, kk, k->alpha, k->A, lda, k->B, ldb, *bd, k->C, ldc); break;
+        case TESS__K_SYR2K:
+            b->zsyr2k(o, ul, tr, n, kk, k->alpha, k->A, lda, k->B, ldb, k->beta, k->C, ldc);
+            break;
+        case TESS__K_HER2K:
+            b->zher2k(o, ul, tr, n, kk, k->alpha, k->A, lda, k->B, ldb, *bd, k->C, ldc);
+            break;
         case TESS__K_TRMM: b->ztrmm(o, sd, ul, tr, dg, m, n, k->alpha, k->A, lda, k->C, ldc); break;
         case TESS__K_TRSM: b->ztrsm(o, sd, ul, tr, dg, m, n, k->alpha, k->A, lda, k->C, ldc); break;
         default: break;
@@ -157,20 +195,20 @@ static int trsm_right_rows(const struct tess__hostblas *hb, const struct tess__k
     int64_t m4 = k->m - k->m % 4, rest = k->m % 4;
     float *P = calloc((size_t)4 * (size_t)k->n, sizeof *P);
     if (!P)
-        return tess__fail(TESS_ENOMEM, "host kernel: no memory for a 4 x %lld copy of the last "
-                          "rows of a TRSM", (long long)k->n);
+        return tess__fail(TESS_ENOMEM,
+                          "host kernel: no memory for a 4 x %lld copy of the last "
+                          "rows of a TRSM",
+                          (long long)k->n);
     struct tess__kernel p = *k;
     if (m4 > 0) {
         p.m = m4;
         raw(hb, &p);
     }
     float *C = (float *)k->C + m4;
-    for (int64_t j = 0; j < k->n; j++)
-        memcpy(P + 4 * j, C + j * k->ldc, (size_t)rest * sizeof *P);
+    for (int64_t j = 0; j < k->n; j++) memcpy(P + 4 * j, C + j * k->ldc, (size_t)rest * sizeof *P);
     p.m = 4, p.C = P, p.ldc = 4;
     raw(hb, &p);
-    for (int64_t j = 0; j < k->n; j++)
-        memcpy(C + j * k->ldc, P + 4 * j, (size_t)rest * sizeof *P);
+    for (int64_t j = 0; j < k->n; j++) memcpy(C + j * k->ldc, P + 4 * j, (size_t)rest * sizeof *P);
     free(P);
     return TESS_OK;
 }
@@ -215,8 +253,10 @@ static int call(const struct tess__hostblas *hb, const struct tess__kernel *k) {
             tess__scalar_t bc;
             if (herm) { /* a real beta as the complex (beta, 0) */
                 memset(&bc, 0, sizeof bc);
-                if (k->dt == TESS_C) bc.c[0] = be.s;
-                else bc.z[0] = be.d;
+                if (k->dt == TESS_C)
+                    bc.c[0] = be.s;
+                else
+                    bc.z[0] = be.d;
             } else {
                 bc = be;
             }
@@ -265,7 +305,7 @@ static int run_copied(const struct tess__hostblas *hb, const struct tess__kernel
         tess__scalar_load(beta_dt(k), &be, k->beta);
         reads_c = !tess__scalar_is_zero(beta_dt(k), &be);
     }
-    char tri = is_rk(k->kind) ? k->uplo : 0;  /* the SYRK family: C's triangle only */
+    char tri = is_rk(k->kind) ? k->uplo : 0; /* the SYRK family: C's triangle only */
     int rc = TESS_OK;
     for (int i = 0; i < 3 && !rc; i++) {
         int64_t rows = sh[i][0], cols = sh[i][1];
@@ -277,18 +317,25 @@ static int run_copied(const struct tess__hostblas *hb, const struct tess__kernel
         size_t el, bytes;
         if (__builtin_mul_overflow((size_t)rows, (size_t)cols, &el) ||
             __builtin_mul_overflow(el, es, &bytes) || !(tmp[i] = malloc(bytes))) {
-            rc = tess__fail(TESS_ENOMEM, "host kernel: no memory for a %lld x %lld copy of an "
-                            "operand with leading dimension %lld", (long long)rows,
-                            (long long)cols, (long long)*ld[i]);
+            rc = tess__fail(TESS_ENOMEM,
+                            "host kernel: no memory for a %lld x %lld copy of an "
+                            "operand with leading dimension %lld",
+                            (long long)rows, (long long)cols, (long long)*ld[i]);
             break;
         }
-        if (i < 2) copy_block(es, 0, rows, cols, src[i], *ld[i], tmp[i], rows);
-        else if (reads_c) copy_block(es, tri, rows, cols, src[i], *ld[i], tmp[i], rows);
-        else memset(tmp[i], 0, bytes); /* beta = 0: C not read */
+        if (i < 2)
+            copy_block(es, 0, rows, cols, src[i], *ld[i], tmp[i], rows);
+        else if (reads_c)
+            copy_block(es, tri, rows, cols, src[i], *ld[i], tmp[i], rows);
+        else
+            memset(tmp[i], 0, bytes); /* beta = 0: C not read */
         *ld[i] = rows;
-        if (i == 0) p.A = tmp[i];
-        else if (i == 1) p.B = tmp[i];
-        else p.C = tmp[i];
+        if (i == 0)
+            p.A = tmp[i];
+        else if (i == 1)
+            p.B = tmp[i];
+        else
+            p.C = tmp[i];
     }
     if (!rc) rc = call(hb, &p);
     if (!rc && tmp[2]) copy_block(es, tri, sh[2][0], sh[2][1], tmp[2], sh[2][0], k->C, k->ldc);
@@ -376,8 +423,10 @@ static int run_dims(const struct tess__hostblas *hb, const struct tess__kernel *
         if (fr > lim) {
             for (int64_t x0 = 0; x0 < fr && !rc; x0 += lim) {
                 int64_t r0 = left ? 0 : x0, c0 = left ? x0 : 0;
-                if (left) p.n = TESS__MIN(lim, fr - x0);
-                else p.m = TESS__MIN(lim, fr - x0);
+                if (left)
+                    p.n = TESS__MIN(lim, fr - x0);
+                else
+                    p.m = TESS__MIN(lim, fr - x0);
                 if (has_b(k->kind)) p.B = at(k->B, r0, c0, k->ldb, es);
                 p.C = at(k->C, r0, c0, k->ldc, es);
                 rc = run_fit(hb, &p);

@@ -24,21 +24,21 @@
 #include "cuda_check.h"
 #include "stage.h"
 
-#define PAGE ((size_t)8 << 20)          /* bytes of one staging page */
-#define SLAB_PAGES 8                    /* pages per cudaHostAlloc (64 MiB) */
-#define STAGE_MIN ((size_t)32 << 10)    /* smaller copies go direct (the driver's own path) */
-#define FLAG_STRIDE 64                  /* bytes between flag words: one cache line each */
-#define MAX_PAGES 65536                 /* 512 GiB */
+#define PAGE ((size_t)8 << 20)       /* bytes of one staging page */
+#define SLAB_PAGES 8                 /* pages per cudaHostAlloc (64 MiB) */
+#define STAGE_MIN ((size_t)32 << 10) /* smaller copies go direct (the driver's own path) */
+#define FLAG_STRIDE 64               /* bytes between flag words: one cache line each */
+#define MAX_PAGES 65536              /* 512 GiB */
 
 typedef CUresult (*wait32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 typedef CUresult (*errname_fn)(CUresult, const char **);
 
 struct stage_page {
-    char *buf;                          /* PAGE pinned bytes */
-    _Atomic uint32_t *flag;             /* host address of its flag word */
-    CUdeviceptr flag_dev;               /* the same word for cuStreamWaitValue32 */
-    uint32_t gen;                       /* last generation handed out (worker only) */
-    struct stage_page *next;            /* free list (st->mu) */
+    char *buf;               /* PAGE pinned bytes */
+    _Atomic uint32_t *flag;  /* host address of its flag word */
+    CUdeviceptr flag_dev;    /* the same word for cuStreamWaitValue32 */
+    uint32_t gen;            /* last generation handed out (worker only) */
+    struct stage_page *next; /* free list (st->mu) */
 };
 
 struct stage_group;
@@ -48,21 +48,21 @@ struct stage_group;
 struct stage_piece {
     struct stage_group *g;
     struct stage_page *pg;
-    uint32_t gen;                       /* written to pg->flag once the copy is done */
+    uint32_t gen; /* written to pg->flag once the copy is done */
     char *host;
     size_t hpitch, width, ncols;
-    int npost;                          /* a posting host function's argument: pieces to post */
-    struct stage_piece *qnext;          /* pool queue */
+    int npost;                 /* a posting host function's argument: pieces to post */
+    struct stage_piece *qnext; /* pool queue */
 };
 
 struct stage_group {
     struct tess__stage *st;
-    int h2d, n, p;                      /* direction, segments, pages */
-    int recorded;                       /* rel recorded behind every operation of the group */
+    int h2d, n, p; /* direction, segments, pages */
+    int recorded;  /* rel recorded behind every operation of the group */
     cudaEvent_t rel;
-    struct stage_group *next;           /* st->pending */
-    struct stage_page **pages;          /* [p] */
-    struct stage_piece pc[];            /* [n] */
+    struct stage_group *next;  /* st->pending */
+    struct stage_page **pages; /* [p] */
+    struct stage_piece pc[];   /* [n] */
 };
 
 struct stage_slab {
@@ -75,20 +75,20 @@ struct tess__stage {
     int (*fail)(void *, const char *);
     void *ctx;
     _Atomic int dead;
-    char *flags;                        /* (max_pages + 1) flag words, mapped pinned */
+    char *flags; /* (max_pages + 1) flag words, mapped pinned */
     CUdeviceptr flags_dev;
-    struct stage_page *pages;           /* [max_pages], the first `allocated` in use */
+    struct stage_page *pages; /* [max_pages], the first `allocated` in use */
 
-    pthread_mutex_t mu;                 /* page mutex: the fields below up to `growing` */
+    pthread_mutex_t mu; /* page mutex: the fields below up to `growing` */
     struct stage_page *free;
     int nfree, allocated, want, growing, alloc_failed;
-    int fail_slab;                      /* the slab whose allocation is made to fail (tests) */
+    int fail_slab; /* the slab whose allocation is made to fail (tests) */
     _Atomic int slabs_tried;
     struct stage_slab *slabs;
 
     /* pool mutex */
-    int busy;                           /* pieces posted and not finished, allocations running */
-    int closed;                         /* host functions drop their pieces, no more growth */
+    int busy;   /* pieces posted and not finished, allocations running */
+    int closed; /* host functions drop their pieces, no more growth */
     int alloc_queued;
     struct tess__stage *alloc_next;
 
@@ -113,16 +113,25 @@ static _Atomic uint64_t tot_h2d_bytes, tot_d2h_bytes, tot_h2d_copies, tot_d2h_co
 static _Atomic int last_memops;
 
 static struct {
-    pthread_mutex_t life;               /* start/stop of the threads (taken before mu) */
+    pthread_mutex_t life; /* start/stop of the threads (taken before mu) */
     pthread_mutex_t mu;
-    pthread_cond_t work;                /* pieces or allocations queued */
-    pthread_cond_t done;                /* a piece or an allocation finished */
+    pthread_cond_t work; /* pieces or allocations queued */
+    pthread_cond_t done; /* a piece or an allocation finished */
     struct stage_piece *head, *tail;
     struct tess__stage *alloc_head;
     pthread_t *thr;
     int nthr, users, stop;
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          PTHREAD_COND_INITIALIZER, NULL, NULL, NULL, NULL, 0, 0, 0};
+} pool = {PTHREAD_MUTEX_INITIALIZER,
+          PTHREAD_MUTEX_INITIALIZER,
+          PTHREAD_COND_INITIALIZER,
+          PTHREAD_COND_INITIALIZER,
+          NULL,
+          NULL,
+          NULL,
+          NULL,
+          0,
+          0,
+          0};
 
 /* cuStreamWaitValue32 through the runtime (cudaGetDriverEntryPoint*): no link dependency on
  * libcuda. Asked for the CUDA 12.0 ABI, which is the v2 stream memory operations (CUDA 11.7+;
@@ -133,15 +142,18 @@ static void resolve_entry(void) {
 #if CUDART_VERSION >= 12050
     enum cudaDriverEntryPointQueryResult q1 = cudaDriverEntryPointSymbolNotFound, q2 = q1;
     ok1 = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &w, 12000, cudaEnableDefault,
-                                           &q1) == cudaSuccess && q1 == cudaDriverEntryPointSuccess;
-    ok2 = cudaGetDriverEntryPointByVersion("cuGetErrorName", &en, 12000, cudaEnableDefault,
-                                           &q2) == cudaSuccess && q2 == cudaDriverEntryPointSuccess;
+                                           &q1) == cudaSuccess &&
+          q1 == cudaDriverEntryPointSuccess;
+    ok2 = cudaGetDriverEntryPointByVersion("cuGetErrorName", &en, 12000, cudaEnableDefault, &q2) ==
+              cudaSuccess &&
+          q2 == cudaDriverEntryPointSuccess;
 #elif CUDART_VERSION >= 12000
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     enum cudaDriverEntryPointQueryResult q1 = cudaDriverEntryPointSymbolNotFound, q2 = q1;
     ok1 = cudaGetDriverEntryPoint("cuStreamWaitValue32", &w, cudaEnableDefault, &q1) ==
-              cudaSuccess && q1 == cudaDriverEntryPointSuccess;
+              cudaSuccess &&
+          q1 == cudaDriverEntryPointSuccess;
     ok2 = cudaGetDriverEntryPoint("cuGetErrorName", &en, cudaEnableDefault, &q2) == cudaSuccess &&
           q2 == cudaDriverEntryPointSuccess;
 #pragma GCC diagnostic pop
@@ -184,12 +196,16 @@ static struct tess__stage *piece_run(struct stage_piece *pc) {
         size_t w = pc->width;
         int h2d = pc->g->h2d;
         if (pc->ncols == 1 || pc->hpitch == w) {
-            if (h2d) tess__copy_nt(page, pc->host, w * pc->ncols);
-            else tess__copy_nt(pc->host, page, w * pc->ncols);
+            if (h2d)
+                tess__copy_nt(page, pc->host, w * pc->ncols);
+            else
+                tess__copy_nt(pc->host, page, w * pc->ncols);
         } else {
             for (size_t c = 0; c < pc->ncols; c++) {
-                if (h2d) tess__copy_nt(page + c * w, pc->host + c * pc->hpitch, w);
-                else tess__copy_nt(pc->host + c * pc->hpitch, page + c * w, w);
+                if (h2d)
+                    tess__copy_nt(page + c * w, pc->host + c * pc->hpitch, w);
+                else
+                    tess__copy_nt(pc->host + c * pc->hpitch, page + c * w, w);
             }
         }
     }
@@ -227,9 +243,11 @@ static int slab_alloc(struct tess__stage *st) {
         st->alloc_failed = 1;
         int have = st->allocated;
         pthread_mutex_unlock(&st->mu);
-        tess__log(TESS__LOG_WARN, "cuda:%d: staging: cudaHostAlloc of %zu MiB failed (%s); "
-                  "staying at %d MiB of pinned pages", st->ord, ((size_t)k * PAGE) >> 20,
-                  cudaGetErrorString(e), (int)(((size_t)have * PAGE) >> 20));
+        tess__log(TESS__LOG_WARN,
+                  "cuda:%d: staging: cudaHostAlloc of %zu MiB failed (%s); "
+                  "staying at %d MiB of pinned pages",
+                  st->ord, ((size_t)k * PAGE) >> 20, cudaGetErrorString(e),
+                  (int)(((size_t)have * PAGE) >> 20));
         return -1;
     }
     atomic_fetch_add(&tot_pool_bytes, (uint64_t)k * PAGE);
@@ -406,13 +424,17 @@ static void post(struct tess__stage *st, struct stage_piece *first, int n) {
         for (int i = 0; i < n; i++) {
             struct stage_piece *pc = first + i;
             pc->qnext = NULL;
-            if (pool.tail) pool.tail->qnext = pc;
-            else pool.head = pc;
+            if (pool.tail)
+                pool.tail->qnext = pc;
+            else
+                pool.head = pc;
             pool.tail = pc;
         }
         st->busy += n;
-        if (n == 1) pthread_cond_signal(&pool.work);
-        else pthread_cond_broadcast(&pool.work);
+        if (n == 1)
+            pthread_cond_signal(&pool.work);
+        else
+            pthread_cond_broadcast(&pool.work);
     }
     pthread_mutex_unlock(&pool.mu);
 }
@@ -491,8 +513,10 @@ int tess__stage_open(const struct tess__stage_params *p, struct tess__stage **ou
         if (se != cudaSuccess) (void)cudaGetLastError();
         st->memops = r == CUDA_SUCCESS && se == cudaSuccess;
         if (!st->memops)
-            tess__log(TESS__LOG_INFO, "cuda:%d: cuStreamWaitValue32 unusable (CUresult %d, %s): "
-                      "staging waits in host functions", p->ord, (int)r, cudaGetErrorString(se));
+            tess__log(TESS__LOG_INFO,
+                      "cuda:%d: cuStreamWaitValue32 unusable (CUresult %d, %s): "
+                      "staging waits in host functions",
+                      p->ord, (int)r, cudaGetErrorString(se));
     }
     int rc = pool_acquire(p->threads);
     if (rc != TESS_OK) {
@@ -504,8 +528,10 @@ int tess__stage_open(const struct tess__stage_params *p, struct tess__stage **ou
         return rc;
     }
     atomic_store(&last_memops, st->memops);
-    tess__log(TESS__LOG_INFO, "cuda:%d: pageable staging up to %d MiB of pinned pages, "
-              "stream waits by %s", p->ord, (int)(((size_t)np * PAGE) >> 20),
+    tess__log(TESS__LOG_INFO,
+              "cuda:%d: pageable staging up to %d MiB of pinned pages, "
+              "stream waits by %s",
+              p->ord, (int)(((size_t)np * PAGE) >> 20),
               st->memops ? "cuStreamWaitValue32" : "host functions");
     *out = st;
     return TESS_OK;
@@ -542,10 +568,13 @@ static void print_stats(const struct tess__stage *st) {
              1e-9 * (double)db, (unsigned long long)atomic_load(&st->d2h_copies),
              (unsigned long long)atomic_load(&st->ring_copies), (unsigned long long)dc,
              1e-9 * (double)atomic_load(&st->direct_bytes),
-             (unsigned long long)atomic_load(&st->page_waits), (int)(((size_t)st->allocated * PAGE) >> 20),
+             (unsigned long long)atomic_load(&st->page_waits),
+             (int)(((size_t)st->allocated * PAGE) >> 20),
              st->memops ? "cuStreamWaitValue32" : "host functions");
-    if (st->summary) fprintf(stderr, "  %s\n", line);
-    else tess__log(TESS__LOG_INFO, "%s", line);
+    if (st->summary)
+        fprintf(stderr, "  %s\n", line);
+    else
+        tess__log(TESS__LOG_INFO, "%s", line);
 }
 
 void tess__stage_close(struct tess__stage *st, int streams_ok) {
@@ -586,8 +615,10 @@ void tess__stage_close(struct tess__stage *st, int streams_ok) {
     st->evfree = NULL;
     st->nev = st->evcap = 0;
     if (leak) {
-        tess__log(TESS__LOG_WARN, "cuda:%d: staging pages left allocated: the device's streams "
-                  "could not be synchronized", st->ord);
+        tess__log(TESS__LOG_WARN,
+                  "cuda:%d: staging pages left allocated: the device's streams "
+                  "could not be synchronized",
+                  st->ord);
         pool_release();
         return;
     }
@@ -692,11 +723,11 @@ int tess__stage_copy2d(struct tess__stage *st, cudaStream_t s, int h2d, void *ds
     if (rc) return rc;
     size_t cps = height == 1 ? 1 : PAGE / width; /* columns per segment (page) */
     int n = (int)((height + cps - 1) / cps);
-    struct stage_group *g =
-        calloc(1, sizeof *g + (size_t)n * sizeof(struct stage_piece) +
-                      (size_t)n * sizeof(struct stage_page *));
+    struct stage_group *g = calloc(1, sizeof *g + (size_t)n * sizeof(struct stage_piece) +
+                                          (size_t)n * sizeof(struct stage_page *));
     if (!g) return TESS_OK; /* out of host memory: the direct copy needs none */
-    g->pages = (struct stage_page **)((char *)g + sizeof *g + (size_t)n * sizeof(struct stage_piece));
+    g->pages = (struct stage_page **)((char *)g + sizeof *g +
+                                      (size_t)n * sizeof(struct stage_piece));
     int p = pages_take(st, n, g->pages), waited = 1;
     if (p < n) want_more(st, n - p);
     while (p == 0 && waited) {
@@ -770,8 +801,8 @@ int tess__stage_copy2d(struct tess__stage *st, cudaStream_t s, int h2d, void *ds
             size_t c0 = (size_t)j * cps;
             if (j >= p) rc = wait_op(st, s, &g->pc[j - p]); /* its page is free again */
             if (!rc)
-                rc = dma(st, s, pc->pg->buf, width, (const char *)src + c0 * spitch, spitch,
-                         width, pc->ncols, cudaMemcpyDeviceToHost);
+                rc = dma(st, s, pc->pg->buf, width, (const char *)src + c0 * spitch, spitch, width,
+                         pc->ncols, cudaMemcpyDeviceToHost);
             if (!rc && ((j + 1) % batch == 0 || j == n - 1)) {
                 rc = post_later(st, s, &g->pc[posted], j + 1 - posted);
                 posted = j + 1;

@@ -15,12 +15,12 @@
 struct tess__stage; /* the staging state of one opened GPU */
 
 struct tess__stage_params {
-    int ord;              /* CUDA device number (current when tess__stage_open is called) */
-    int64_t budget;       /* TESSERA_STAGING: pinned bytes at most, in whole pages (>= 1 page) */
-    int threads;          /* TESSERA_STAGING_THREADS: threads of the shared pool, 0 = automatic */
-    int summary;          /* print one line of statistics at close */
-    cudaStream_t probe;   /* an idle stream of the device, to probe cuStreamWaitValue32 */
-    int fail_slab;        /* TESSERA_FAULT "pin:N": the N-th slab's cudaHostAlloc fails (0 never) */
+    int ord;            /* CUDA device number (current when tess__stage_open is called) */
+    int64_t budget;     /* TESSERA_STAGING: pinned bytes at most, in whole pages (>= 1 page) */
+    int threads;        /* TESSERA_STAGING_THREADS: threads of the shared pool, 0 = automatic */
+    int summary;        /* print one line of statistics at close */
+    cudaStream_t probe; /* an idle stream of the device, to probe cuStreamWaitValue32 */
+    int fail_slab;      /* TESSERA_FAULT "pin:N": the N-th slab's cudaHostAlloc fails (0 never) */
     /* A CUDA call failed: mark the device failed (sticky) with msg; returns TESS_EDEVICE. */
     int (*fail)(void *ctx, const char *msg);
     void *ctx;
@@ -52,13 +52,13 @@ int tess__stage_copy2d(struct tess__stage *st, cudaStream_t s, int h2d, void *ds
 
 /* Process totals over every device ever opened (monotonic, never reset). */
 struct tess__cuda_staging {
-    uint64_t h2d_bytes, d2h_bytes;       /* bytes copied through the staging pages */
-    uint64_t h2d_copies, d2h_copies;     /* staged copies */
-    uint64_t ring_copies;                /* of these: with fewer pages than segments (pool short) */
-    uint64_t direct_copies, direct_bytes;/* pageable copies sent direct: no page, none pending */
-    uint64_t page_waits;                 /* times the worker waited for a pending copy's pages */
-    uint64_t pool_bytes;                 /* pinned staging bytes allocated now, all devices */
-    int memops;                          /* last device set up: 1 cuStreamWaitValue32, 0 host fns */
+    uint64_t h2d_bytes, d2h_bytes;   /* bytes copied through the staging pages */
+    uint64_t h2d_copies, d2h_copies; /* staged copies */
+    uint64_t ring_copies;            /* of these: with fewer pages than segments (pool short) */
+    uint64_t direct_copies, direct_bytes; /* pageable copies sent direct: no page, none pending */
+    uint64_t page_waits;                  /* times the worker waited for a pending copy's pages */
+    uint64_t pool_bytes;                  /* pinned staging bytes allocated now, all devices */
+    int memops; /* last device set up: 1 cuStreamWaitValue32, 0 host fns */
 };
 void tess__cuda_staging_stats(struct tess__cuda_staging *out);
 

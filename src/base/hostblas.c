@@ -37,19 +37,19 @@ __attribute__((section(".note.tessera"), aligned(4), used)) static const struct 
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct tess__hostblas table;
-static const struct tess__hostblas *loaded;  /* &table once every symbol resolved */
-static char failure[512];                    /* why not, when loaded stays NULL */
+static const struct tess__hostblas *loaded; /* &table once every symbol resolved */
+static char failure[512];                   /* why not, when loaded stays NULL */
 
 /* Every required symbol: its name and where its pointer lands in the table. */
-#define HB(f) {"cblas_" #f, offsetof(struct tess__hostblas, f)}
+#define HB(f) \
+    { "cblas_" #f, offsetof(struct tess__hostblas, f) }
 static const struct {
     const char *sym;
     size_t off;
 } required[] = {
-    HB(sgemm),  HB(dgemm),  HB(cgemm),  HB(zgemm),  HB(ssymm),  HB(dsymm),
-    HB(csymm),  HB(zsymm),  HB(chemm),  HB(zhemm),  HB(ssyrk),  HB(dsyrk),
-    HB(csyrk),  HB(zsyrk),  HB(cherk),  HB(zherk),  HB(ssyr2k), HB(dsyr2k),
-    HB(csyr2k), HB(zsyr2k), HB(cher2k), HB(zher2k), HB(strmm),  HB(dtrmm),
+    HB(sgemm),  HB(dgemm),  HB(cgemm),  HB(zgemm),  HB(ssymm),  HB(dsymm),  HB(csymm), HB(zsymm),
+    HB(chemm),  HB(zhemm),  HB(ssyrk),  HB(dsyrk),  HB(csyrk),  HB(zsyrk),  HB(cherk), HB(zherk),
+    HB(ssyr2k), HB(dsyr2k), HB(csyr2k), HB(zsyr2k), HB(cher2k), HB(zher2k), HB(strmm), HB(dtrmm),
     HB(ctrmm),  HB(ztrmm),  HB(strsm),  HB(dtrsm),  HB(ctrsm),  HB(ztrsm),
 };
 #undef HB
@@ -107,8 +107,10 @@ static void load_once(void) {
     void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
-        refuse(NULL, "cannot be loaded (%s); accepted: a CBLAS library (path or soname) such "
-               "as libopenblas.so.0", why ? why : "dlopen failed");
+        refuse(NULL,
+               "cannot be loaded (%s); accepted: a CBLAS library (path or soname) such "
+               "as libopenblas.so.0",
+               why ? why : "dlopen failed");
         return;
     }
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
@@ -116,11 +118,12 @@ static void load_once(void) {
         struct note_probe pr = {(uintptr_t)f, 0};
         if (f) dl_iterate_phdr(probe_object, &pr);
         if (!f || pr.tessera) {
-            refuse(h, !f ? "has no %s; accepted: a library with the CBLAS level-3 routines such "
-                           "as libopenblas.so.0"
-                         : "its %s is tessera's own (the drop-in libtessera_blas.so?), which "
-                           "would call back into tessera; accepted: a self-contained CBLAS "
-                           "library such as libopenblas.so.0",
+            refuse(h,
+                   !f ? "has no %s; accepted: a library with the CBLAS level-3 routines such "
+                        "as libopenblas.so.0"
+                      : "its %s is tessera's own (the drop-in libtessera_blas.so?), which "
+                        "would call back into tessera; accepted: a self-contained CBLAS "
+                        "library such as libopenblas.so.0",
                    required[i].sym);
             return;
         }

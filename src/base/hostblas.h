@@ -39,10 +39,10 @@ struct tess__hostblas {
     __typeof__(cblas_dtrsm) *dtrsm;
     __typeof__(cblas_ctrsm) *ctrsm;
     __typeof__(cblas_ztrsm) *ztrsm;
-    int (*get_num_threads)(void);     /* openblas_get_num_threads, NULL if absent */
-    void (*set_num_threads)(int);     /* openblas_set_num_threads, NULL if absent */
-    void *handle;                     /* the dlopen handle */
-    char name[256];                   /* the library it came from */
+    int (*get_num_threads)(void); /* openblas_get_num_threads, NULL if absent */
+    void (*set_num_threads)(int); /* openblas_set_num_threads, NULL if absent */
+    void *handle;                 /* the dlopen handle */
+    char name[256];               /* the library it came from */
 };
 
 /* Resolve the CPU BLAS once (thread-safe; later calls return the first answer): TESS_OK,

@@ -12,9 +12,9 @@
 
 #include "tessera.h"
 
-#define TESS_MAX_DEVICES 32   /* devices of one node runtime (GPUs + CPU worker + emulated) */
-#define TESS_MAX_STREAMS 8    /* streams per device */
-#define TESS_COMM_STREAMS 2   /* more on emulated devices, the distributed layer's (xport_nccl.c) */
+#define TESS_MAX_DEVICES 32 /* devices of one node runtime (GPUs + CPU worker + emulated) */
+#define TESS_MAX_STREAMS 8  /* streams per device */
+#define TESS_COMM_STREAMS 2 /* more on emulated devices, the distributed layer's (xport_nccl.c) */
 
 /* ---- precisions: one generic path, typed by this table ---------------------------- */
 
@@ -29,10 +29,10 @@ typedef union tess__scalar {
 } tess__scalar_t;
 
 struct tess__dtype_info {
-    const char *name;   /* "s", "d", "c", "z" */
-    size_t size;        /* bytes of one element */
-    int complex_;       /* 1 for c and z */
-    double flop_mul;    /* real flops per multiply-add pair: 2 real, 8 complex */
+    const char *name; /* "s", "d", "c", "z" */
+    size_t size;      /* bytes of one element */
+    int complex_;     /* 1 for c and z */
+    double flop_mul;  /* real flops per multiply-add pair: 2 real, 8 complex */
 };
 extern const struct tess__dtype_info tess__dtypes[4];
 
@@ -51,8 +51,8 @@ int tess__hostblas_load(void);
 /* Host kernels (the CPU BLAS of hostblas.h, column-major). trans is 'N', 'T' or 'C'.
  * tess__host_gemm is tess__host_kernel with a GEMM kernel (same rules, status dropped). */
 void tess__host_gemm(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
-                     const void *alpha, const void *A, int64_t lda, const void *B,
-                     int64_t ldb, const void *beta, void *C, int64_t ldc);
+                     const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
+                     const void *beta, void *C, int64_t ldc);
 struct tess__kernel;
 /* Any tile kernel (src/backend/backend.h) on host memory, through the CPU BLAS (its int
  * parameters, LP64). Dimensions and leading dimensions are 64-bit and never truncated: a
@@ -66,8 +66,8 @@ struct tess__kernel;
  * be addressed) or TESS_ENOSYS (no CPU BLAS). */
 int tess__host_kernel(const struct tess__kernel *k);
 /* C = beta * C on an m x n host matrix; beta = 0 writes zeros without reading C. */
-void tess__host_scale(tess_dtype_t dt, int64_t m, int64_t n, const tess__scalar_t *beta,
-                      void *C, int64_t ldc);
+void tess__host_scale(tess_dtype_t dt, int64_t m, int64_t n, const tess__scalar_t *beta, void *C,
+                      int64_t ldc);
 /* C = beta * C on the triangle uplo ('U'/'L') of the n x n host matrix C, the other
  * triangle untouched; beta = 0 writes zeros without reading. herm: C is Hermitian (c/z):
  * the imaginary parts of its diagonal are not read and come out zero, beta is real (its
@@ -79,8 +79,7 @@ void tess__host_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__sca
  * elements of es bytes ((cols - 1) ld + rows elements; rows, cols >= 1, ld >= rows):
  * true and *bytes when they can be addressed from X (at most PTRDIFF_MAX, and X + bytes
  * does not wrap), false otherwise. Checked arithmetic: never overflows. */
-bool tess__span_ok(const void *X, int64_t rows, int64_t cols, int64_t ld, size_t es,
-                   size_t *bytes);
+bool tess__span_ok(const void *X, int64_t rows, int64_t cols, int64_t ld, size_t es, size_t *bytes);
 
 /* ---- status, messages, logging ----------------------------------------------------- */
 
@@ -105,57 +104,58 @@ void tess__copy_nt_fence(void);
 /* ---- knobs: one table in src/base/knobs.c, mirrored in docs/knobs.md ------------------- */
 
 struct tess__config {
-    char devices[128];       /* TESSERA_DEVICES: "all", "none" or a list of GPU ordinals "0,1" */
-    int64_t tile;            /* TESSERA_TILE: tile edge in elements, 0 = automatic */
-    int tune;                /* TESSERA_TUNE: 0 fixed rule, 1 measured model (file), 2 measure again */
-    char tune_file[256];     /* TESSERA_TUNE_FILE: where the measurements are kept */
-    int streams;             /* TESSERA_STREAMS: streams (concurrent tasks) per GPU */
-    int64_t dev_mem;         /* TESSERA_DEVICE_MEM: heap bytes per GPU, 0 = all free but a margin */
-    int64_t staging;         /* TESSERA_STAGING: pinned staging bytes per GPU for pageable operands, 0 = off */
-    int staging_threads;     /* TESSERA_STAGING_THREADS: staging threads (all GPUs), 0 = min(8, cores/2) */
-    int cpu_worker;          /* TESSERA_CPU_WORKER: -1 auto, 0 off, 1 on */
-    int rs_size;             /* TESSERA_RS: reservation-station slots per device */
-    int balance;             /* TESSERA_BALANCE: end-game placement by projected finish (node/balance.c) */
-    int p2p;                 /* TESSERA_P2P: allow peer-to-peer tile fetches */
-    int recover;             /* TESSERA_RECOVER: bounce write-backs, finished peer copies only */
-    int pin_threads;         /* TESSERA_PIN: pin each worker thread to a core */
-    int emulate;             /* TESSERA_EMULATE: number of emulated host devices */
-    int64_t emu_mem;         /* TESSERA_EMULATE_MEM: arena bytes per emulated device */
-    double emu_link_gbs;     /* TESSERA_EMULATE_LINK: emulated link GB/s, 0 = unthrottled */
-    char emu_gflops[128];    /* TESSERA_EMULATE_GFLOPS: per-device flop rate list, "" = unthrottled */
-    char emu_fault[128];     /* TESSERA_FAULT: "dev:k[,dev:k]" device index dev fails at its k-th op */
-    int emu_jitter_us;       /* TESSERA_EMULATE_JITTER: random delay before each op, microseconds */
-    int emu_streams;         /* TESSERA_EMULATE_STREAMS: streams per emulated device */
-    int emu_shared;          /* TESSERA_EMULATE_SHARED: one compute engine per emulated device */
-    int verbose;             /* TESSERA_VERBOSE: 0 silent, 1 warnings, 2 info, 3 debug */
-    char trace[256];         /* TESSERA_TRACE: write a Chrome/Perfetto trace to this file */
-    int summary;             /* TESSERA_SUMMARY: print per-device counters at finalize */
-    char cpu_blas[256];      /* TESSERA_CPU_BLAS: the CPU BLAS library dlopen'ed (hostblas.c) */
+    char devices[128];   /* TESSERA_DEVICES: "all", "none" or a list of GPU ordinals "0,1" */
+    int64_t tile;        /* TESSERA_TILE: tile edge in elements, 0 = automatic */
+    int tune;            /* TESSERA_TUNE: 0 fixed rule, 1 measured model (file), 2 measure again */
+    char tune_file[256]; /* TESSERA_TUNE_FILE: where the measurements are kept */
+    int streams;         /* TESSERA_STREAMS: streams (concurrent tasks) per GPU */
+    int64_t dev_mem;     /* TESSERA_DEVICE_MEM: heap bytes per GPU, 0 = all free but a margin */
+    int64_t
+        staging; /* TESSERA_STAGING: pinned staging bytes per GPU for pageable operands, 0 = off */
+    int staging_threads; /* TESSERA_STAGING_THREADS: staging threads (all GPUs), 0 = min(8, cores/2) */
+    int cpu_worker;      /* TESSERA_CPU_WORKER: -1 auto, 0 off, 1 on */
+    int rs_size;         /* TESSERA_RS: reservation-station slots per device */
+    int balance;     /* TESSERA_BALANCE: end-game placement by projected finish (node/balance.c) */
+    int p2p;         /* TESSERA_P2P: allow peer-to-peer tile fetches */
+    int recover;     /* TESSERA_RECOVER: bounce write-backs, finished peer copies only */
+    int pin_threads; /* TESSERA_PIN: pin each worker thread to a core */
+    int emulate;     /* TESSERA_EMULATE: number of emulated host devices */
+    int64_t emu_mem; /* TESSERA_EMULATE_MEM: arena bytes per emulated device */
+    double emu_link_gbs;  /* TESSERA_EMULATE_LINK: emulated link GB/s, 0 = unthrottled */
+    char emu_gflops[128]; /* TESSERA_EMULATE_GFLOPS: per-device flop rate list, "" = unthrottled */
+    char emu_fault[128];  /* TESSERA_FAULT: "dev:k[,dev:k]" device index dev fails at its k-th op */
+    int emu_jitter_us;    /* TESSERA_EMULATE_JITTER: random delay before each op, microseconds */
+    int emu_streams;      /* TESSERA_EMULATE_STREAMS: streams per emulated device */
+    int emu_shared;       /* TESSERA_EMULATE_SHARED: one compute engine per emulated device */
+    int verbose;          /* TESSERA_VERBOSE: 0 silent, 1 warnings, 2 info, 3 debug */
+    char trace[256];      /* TESSERA_TRACE: write a Chrome/Perfetto trace to this file */
+    int summary;          /* TESSERA_SUMMARY: print per-device counters at finalize */
+    char cpu_blas[256];   /* TESSERA_CPU_BLAS: the CPU BLAS library dlopen'ed (hostblas.c) */
     /* the drop-in library libtessera_blas.so (src/blas/) */
-    int blas_force;          /* TESSERA_BLAS_FORCE: 1 = every level-3 call to the runtime */
+    int blas_force; /* TESSERA_BLAS_FORCE: 1 = every level-3 call to the runtime */
     /* the crossover model (src/blas/model.h): which calls the devices win */
-    char blas_cpu_gflops[64];  /* TESSERA_BLAS_CPU_GFLOPS: CPU BLAS rate, "v" or "s,d,c,z" */
-    char blas_dev_gflops[64];  /* TESSERA_BLAS_DEV_GFLOPS: devices' rate, "v" or "s,d,c,z" */
-    double blas_dev_half;    /* TESSERA_BLAS_DEV_HALF: dimension at half the device rate */
-    double blas_link_gbs;    /* TESSERA_BLAS_LINK_GBS: host <-> devices GB/s, pageable */
-    double blas_overhead_us; /* TESSERA_BLAS_OVERHEAD_US: fixed cost of one tessera call */
-    double blas_margin;      /* TESSERA_BLAS_MARGIN: the devices must win by this factor */
-    int blas_emulated;       /* TESSERA_BLAS_EMULATED: emulated devices count as GPUs */
-    int blas_verbose;        /* TESSERA_BLAS_VERBOSE: 1 = one summary line at exit */
+    char blas_cpu_gflops[64]; /* TESSERA_BLAS_CPU_GFLOPS: CPU BLAS rate, "v" or "s,d,c,z" */
+    char blas_dev_gflops[64]; /* TESSERA_BLAS_DEV_GFLOPS: devices' rate, "v" or "s,d,c,z" */
+    double blas_dev_half;     /* TESSERA_BLAS_DEV_HALF: dimension at half the device rate */
+    double blas_link_gbs;     /* TESSERA_BLAS_LINK_GBS: host <-> devices GB/s, pageable */
+    double blas_overhead_us;  /* TESSERA_BLAS_OVERHEAD_US: fixed cost of one tessera call */
+    double blas_margin;       /* TESSERA_BLAS_MARGIN: the devices must win by this factor */
+    int blas_emulated;        /* TESSERA_BLAS_EMULATED: emulated devices count as GPUs */
+    int blas_verbose;         /* TESSERA_BLAS_VERBOSE: 1 = one summary line at exit */
     /* the distributed GEMM (comm/pgemm.c) */
-    int64_t pgemm_mem;       /* TESSERA_PGEMM_MEM: panel bytes per rank, 0 = automatic */
-    int64_t pgemm_chunk;     /* TESSERA_PGEMM_CHUNK: bytes received per exchange step */
-    int pgemm_nccl;          /* TESSERA_PGEMM_NCCL: use NCCL inside a node when possible */
-    int pgemm_nccl_streams;  /* TESSERA_PGEMM_NCCL_STREAMS: 2 = pack on its own stream */
-    int pgemm_pack_d2d;      /* TESSERA_PGEMM_PACK_D2D: pack from the own panel when it holds it */
-    char pgemm_variant[8];   /* TESSERA_PGEMM_VARIANT: auto, c, a, b */
-    int pgemm_node_ranks;    /* TESSERA_PGEMM_NODE_RANKS: ranks per node for the GPU transport, 0 = real nodes */
+    int64_t pgemm_mem;      /* TESSERA_PGEMM_MEM: panel bytes per rank, 0 = automatic */
+    int64_t pgemm_chunk;    /* TESSERA_PGEMM_CHUNK: bytes received per exchange step */
+    int pgemm_nccl;         /* TESSERA_PGEMM_NCCL: use NCCL inside a node when possible */
+    int pgemm_nccl_streams; /* TESSERA_PGEMM_NCCL_STREAMS: 2 = pack on its own stream */
+    int pgemm_pack_d2d;     /* TESSERA_PGEMM_PACK_D2D: pack from the own panel when it holds it */
+    char pgemm_variant[8];  /* TESSERA_PGEMM_VARIANT: auto, c, a, b */
+    int pgemm_node_ranks; /* TESSERA_PGEMM_NODE_RANKS: ranks per node for the GPU transport, 0 = real nodes */
     /* the ScaLAPACK glue libtessera_scalapack.so (scalapack_glue/route.c, trsm.c) */
-    int scalapack_force;            /* TESSERA_SCALAPACK_FORCE: 1 = every call with work to tessera */
-    int64_t scalapack_min_dim;      /* TESSERA_SCALAPACK_MIN_DIM: least min(m, n, k) for tessera */
-    int64_t scalapack_min_volume;   /* TESSERA_SCALAPACK_MIN_VOLUME: least m n k for tessera */
-    int64_t scalapack_trsm_block;   /* TESSERA_SCALAPACK_TRSM_BLOCK: p?trsm_'s inverted blocks */
-    int scalapack_verbose;          /* TESSERA_SCALAPACK_VERBOSE: 1 = summary at exit, 2 = per routine */
+    int scalapack_force;          /* TESSERA_SCALAPACK_FORCE: 1 = every call with work to tessera */
+    int64_t scalapack_min_dim;    /* TESSERA_SCALAPACK_MIN_DIM: least min(m, n, k) for tessera */
+    int64_t scalapack_min_volume; /* TESSERA_SCALAPACK_MIN_VOLUME: least m n k for tessera */
+    int64_t scalapack_trsm_block; /* TESSERA_SCALAPACK_TRSM_BLOCK: p?trsm_'s inverted blocks */
+    int scalapack_verbose; /* TESSERA_SCALAPACK_VERBOSE: 1 = summary at exit, 2 = per routine */
 };
 
 /* Fill cfg from the environment (defaults for unset or empty knobs). Returns TESS_EINVAL
@@ -188,7 +188,7 @@ struct tess__counters {
     _Atomic uint64_t tasks, stolen, steps;
     _Atomic uint64_t bytes_h2d, bytes_d2h, bytes_p2p;
     _Atomic uint64_t l1_hits, l2_hits, misses, evictions;
-    _Atomic uint64_t flops_x1k;     /* flops / 1000, to stay integral */
+    _Atomic uint64_t flops_x1k; /* flops / 1000, to stay integral */
     _Atomic uint64_t busy_ns;
     _Atomic size_t mem_peak;
 };

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "dropin_defaults.h"  /* the drop-in model's defaults */
+#include "dropin_defaults.h" /* the drop-in model's defaults */
 
 enum knob_type {
     K_INT,    /* integer in ilo..ihi, into an int or int64_t field */
@@ -37,29 +37,31 @@ struct knob {
     const char *name;
     enum knob_type type;
     const char *def;
-    size_t off, size;  /* the field in struct tess__config and its bytes */
-    int64_t ilo, ihi;  /* K_INT, K_BYTES */
-    double dlo, dhi;   /* K_DOUBLE, K_LIST items */
-    int flags, nmax;   /* F_*; K_LIST: most items */
+    size_t off, size; /* the field in struct tess__config and its bytes */
+    int64_t ilo, ihi; /* K_INT, K_BYTES */
+    double dlo, dhi;  /* K_DOUBLE, K_LIST items */
+    int flags, nmax;  /* F_*; K_LIST: most items */
     const char *help;
 };
 
 #define FIELD(f) offsetof(struct tess__config, f), sizeof(((struct tess__config *)0)->f)
-#define INT(n, f, d, lo, hi, h) {n, K_INT, d, FIELD(f), .ilo = lo, .ihi = hi, .help = h}
-#define BYTES(n, f, d, lo, hi, h) {n, K_BYTES, d, FIELD(f), .ilo = lo, .ihi = hi, .help = h}
+#define INT(n, f, d, lo, hi, h) \
+    { n, K_INT, d, FIELD(f), .ilo = lo, .ihi = hi, .help = h }
+#define BYTES(n, f, d, lo, hi, h) \
+    { n, K_BYTES, d, FIELD(f), .ilo = lo, .ihi = hi, .help = h }
 #define DBL(n, f, d, lo, hi, fl, h) \
-    {n, K_DOUBLE, d, FIELD(f), .dlo = lo, .dhi = hi, .flags = fl, .help = h}
+    { n, K_DOUBLE, d, FIELD(f), .dlo = lo, .dhi = hi, .flags = fl, .help = h }
 #define LIST(n, f, d, lo, hi, fl, nm, h) \
-    {n, K_LIST, d, FIELD(f), .dlo = lo, .dhi = hi, .flags = fl, .nmax = nm, .help = h}
-#define STR(n, f, d, h) {n, K_STR, d, FIELD(f), .help = h}
+    { n, K_LIST, d, FIELD(f), .dlo = lo, .dhi = hi, .flags = fl, .nmax = nm, .help = h }
+#define STR(n, f, d, h) \
+    { n, K_STR, d, FIELD(f), .help = h }
 #define KIB(x) ((int64_t)(x) << 10)
 #define TIB(x) ((int64_t)(x) << 40)
 #define GFLOPS_MAX 1e9 /* an exaflop per device or per model rate */
 #define GBS_MAX 1e6    /* a petabyte per second */
 
 static const struct knob knobs[] = {
-    STR("TESSERA_DEVICES", devices, "all",
-        "GPUs to use: all, none, or CUDA ordinals such as 0,1"),
+    STR("TESSERA_DEVICES", devices, "all", "GPUs to use: all, none, or CUDA ordinals such as 0,1"),
     INT("TESSERA_TILE", tile, "0", 0, 65536,
         "tile edge in elements; 0 = automatic from the devices and the problem"),
     INT("TESSERA_TUNE", tune, "1", 0, 2,
@@ -95,7 +97,8 @@ static const struct knob knobs[] = {
     LIST("TESSERA_EMULATE_GFLOPS", emu_gflops, "", 0, GFLOPS_MAX, 0, TESS_MAX_DEVICES,
          "emulated kernel rate in GFLOP/s, one value or a list per device; 0 = unthrottled"),
     {"TESSERA_FAULT", K_FAULT, "", FIELD(emu_fault),
-     .help = "inject faults: dev:k[,dev:k] makes device index dev fail at its k-th copy or kernel; pin:N fails the N-th staging slab of each GPU (cudaHostAlloc); xport:U loses this rank's device at unit U of each pass of the GPU transport"},
+     .help =
+         "inject faults: dev:k[,dev:k] makes device index dev fail at its k-th copy or kernel; pin:N fails the N-th staging slab of each GPU (cudaHostAlloc); xport:U loses this rank's device at unit U of each pass of the GPU transport"},
     INT("TESSERA_EMULATE_JITTER", emu_jitter_us, "0", 0, 1000000,
         "random delay up to this many microseconds before each emulated op"),
     INT("TESSERA_EMULATE_STREAMS", emu_streams, "2", 1, TESS_MAX_STREAMS,
@@ -131,8 +134,9 @@ static const struct knob knobs[] = {
         "drop-in: 1 = emulated devices count as GPUs for the model (testing the routing)"),
     INT("TESSERA_BLAS_VERBOSE", blas_verbose, "0", 0, 2,
         "drop-in: 1 = one summary line on stderr at exit (calls, flops: runtime vs CPU), 2 = and the model and per routine"),
-    BYTES("TESSERA_PGEMM_MEM", pgemm_mem, "0", 0, TIB(64),
-          "distributed GEMM: bytes per rank for gathered panels (host memory; with the GPU transport at most half the device heap); 0 = 40% of RAM / ranks per node"),
+    BYTES(
+        "TESSERA_PGEMM_MEM", pgemm_mem, "0", 0, TIB(64),
+        "distributed GEMM: bytes per rank for gathered panels (host memory; with the GPU transport at most half the device heap); 0 = 40% of RAM / ranks per node"),
     BYTES("TESSERA_PGEMM_CHUNK", pgemm_chunk, "128M", 1, TIB(64),
           "distributed GEMM: bytes a rank receives per pipelined exchange step (look-ahead unit)"),
     INT("TESSERA_PGEMM_NCCL", pgemm_nccl, "1", 0, 2,
@@ -267,8 +271,7 @@ int tess__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return rc;
 }
 
-int tess__parse_list(const char *s, double lo, double hi, bool lo_open, double *out,
-                     int nmax) {
+int tess__parse_list(const char *s, double lo, double hi, bool lo_open, double *out, int nmax) {
     const char *p = s && *s ? s : NULL;
     char item[64];
     int n = 0, rc;
@@ -305,12 +308,15 @@ static int fault_parse(const char *spec, struct fault *f) {
         if ((rc = scan_int(colon + 1, &n))) return rc;
         if (n < 1 || n > FAULT_MAX) return BAD_RANGE;
         int64_t *slot;
-        if (!strcmp(item, "pin")) slot = &f->pin;
-        else if (!strcmp(item, "xport")) slot = &f->xport;
+        if (!strcmp(item, "pin"))
+            slot = &f->pin;
+        else if (!strcmp(item, "xport"))
+            slot = &f->xport;
         else if (!(rc = scan_int(item, &dev)) && item[0] != '+' && item[0] != '-') {
             if (dev >= TESS_MAX_DEVICES) return BAD_RANGE;
             slot = &f->dev[dev];
-        } else return BAD_SYNTAX;
+        } else
+            return BAD_SYNTAX;
         if (*slot) return BAD_SYNTAX; /* the same key twice */
         *slot = n;
     }
@@ -333,7 +339,8 @@ int tess__fault_check(const char *spec, int ndev) {
         return tess__fail(TESS_EINVAL, "TESSERA_FAULT=\"%.64s\": not a valid value", spec);
     for (int d = ndev; d < TESS_MAX_DEVICES; d++)
         if (f.dev[d])
-            return tess__fail(TESS_EINVAL, "TESSERA_FAULT=\"%.64s\": out of range: no device %d; "
+            return tess__fail(TESS_EINVAL,
+                              "TESSERA_FAULT=\"%.64s\": out of range: no device %d; "
                               "accepted: device indexes 0..%d (as tessera-info numbers them)",
                               spec, d, ndev - 1);
     return TESS_OK;
@@ -366,8 +373,10 @@ static void describe(const struct knob *k, char *buf, size_t n) {
     char lo[32], hi[32], items[48] = "";
     switch (k->type) {
     case K_INT:
-        if (k->ihi - k->ilo == 1) snprintf(buf, n, "%lld or %lld", (long long)k->ilo, (long long)k->ihi);
-        else snprintf(buf, n, "integer %lld..%lld", (long long)k->ilo, (long long)k->ihi);
+        if (k->ihi - k->ilo == 1)
+            snprintf(buf, n, "%lld or %lld", (long long)k->ilo, (long long)k->ihi);
+        else
+            snprintf(buf, n, "integer %lld..%lld", (long long)k->ilo, (long long)k->ihi);
         return;
     case K_BYTES:
         fmt_bytes(k->ilo, lo, sizeof lo);
@@ -375,13 +384,16 @@ static void describe(const struct knob *k, char *buf, size_t n) {
         snprintf(buf, n, "bytes %s..%s (suffix K, M, G, T)", lo, hi);
         return;
     case K_LIST:
-        if (k->flags & F_ONE_OR_ALL) snprintf(items, sizeof items, "list of 1 or %d ", k->nmax);
-        else snprintf(items, sizeof items, "list of 1..%d ", k->nmax);
+        if (k->flags & F_ONE_OR_ALL)
+            snprintf(items, sizeof items, "list of 1 or %d ", k->nmax);
+        else
+            snprintf(items, sizeof items, "list of 1..%d ", k->nmax);
         /* fall through */
     case K_DOUBLE:
         if (k->flags & F_POS)
             snprintf(buf, n, "%snumber%s > %g, <= %g", items, *items ? "s" : "", k->dlo, k->dhi);
-        else snprintf(buf, n, "%snumber%s %g..%g", items, *items ? "s" : "", k->dlo, k->dhi);
+        else
+            snprintf(buf, n, "%snumber%s %g..%g", items, *items ? "s" : "", k->dlo, k->dhi);
         return;
     case K_STR: snprintf(buf, n, "text, < %zu bytes", k->size); return;
     case K_AUTO01: snprintf(buf, n, "auto, 0 or off, 1 or on"); return;
@@ -404,8 +416,10 @@ static int set_knob(struct tess__config *cfg, const struct knob *k, const char *
         rc = k->type == K_INT ? scan_int(val, &i) : scan_bytes(val, &i);
         if (!rc && (i < k->ilo || i > k->ihi)) rc = BAD_RANGE;
         if (rc) return rc;
-        if (k->size == sizeof(int64_t)) *(int64_t *)p = i;
-        else *(int *)p = (int)i; /* the table's int ranges fit an int */
+        if (k->size == sizeof(int64_t))
+            *(int64_t *)p = i;
+        else
+            *(int *)p = (int)i; /* the table's int ranges fit an int */
         return 0;
     case K_DOUBLE:
         if ((rc = scan_double(val, &d))) return rc;
@@ -424,10 +438,14 @@ static int set_knob(struct tess__config *cfg, const struct knob *k, const char *
         break;
     case K_STR: break;
     case K_AUTO01:
-        if (!strcmp(val, "auto")) *(int *)p = -1;
-        else if (!strcmp(val, "0") || !strcmp(val, "off")) *(int *)p = 0;
-        else if (!strcmp(val, "1") || !strcmp(val, "on")) *(int *)p = 1;
-        else return BAD_SYNTAX;
+        if (!strcmp(val, "auto"))
+            *(int *)p = -1;
+        else if (!strcmp(val, "0") || !strcmp(val, "off"))
+            *(int *)p = 0;
+        else if (!strcmp(val, "1") || !strcmp(val, "on"))
+            *(int *)p = 1;
+        else
+            return BAD_SYNTAX;
         return 0;
     }
     /* the kinds kept as text */
@@ -447,8 +465,8 @@ int tess__config_load(struct tess__config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < NKNOBS; i++)
         if (set_knob(cfg, &knobs[i], knobs[i].def))
-            return tess__fail(TESS_EINTERNAL, "%s: built-in default \"%s\" refused",
-                              knobs[i].name, knobs[i].def);
+            return tess__fail(TESS_EINTERNAL, "%s: built-in default \"%s\" refused", knobs[i].name,
+                              knobs[i].def);
     for (size_t i = 0; i < NKNOBS; i++) {
         const char *v = getenv(knobs[i].name);
         int why;
@@ -464,19 +482,19 @@ int tess__knob_env_int(const char *name, int64_t def, int64_t lo, int64_t hi, in
     int why = tess__parse_int(v, lo, hi, out);
     if (!why) return TESS_OK;
     *out = def;
-    return tess__fail(TESS_EINVAL, "%s=\"%.64s%s\": %s; accepted: integer %lld..%lld", name,
-                      v, strlen(v) > 64 ? "..." : "", bad_what(why), (long long)lo,
-                      (long long)hi);
+    return tess__fail(TESS_EINVAL, "%s=\"%.64s%s\": %s; accepted: integer %lld..%lld", name, v,
+                      strlen(v) > 64 ? "..." : "", bad_what(why), (long long)lo, (long long)hi);
 }
 
-static void knob_value(const struct tess__config *cfg, const struct knob *k, char *buf,
-                       size_t n) {
+static void knob_value(const struct tess__config *cfg, const struct knob *k, char *buf, size_t n) {
     const char *p = (const char *)cfg + k->off;
     switch (k->type) {
     case K_INT:
     case K_BYTES:
-        if (k->size == sizeof(int64_t)) snprintf(buf, n, "%lld", (long long)*(const int64_t *)p);
-        else snprintf(buf, n, "%d", *(const int *)p);
+        if (k->size == sizeof(int64_t))
+            snprintf(buf, n, "%lld", (long long)*(const int64_t *)p);
+        else
+            snprintf(buf, n, "%d", *(const int *)p);
         break;
     case K_DOUBLE: snprintf(buf, n, "%g", *(const double *)p); break;
     case K_LIST:

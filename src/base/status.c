@@ -12,7 +12,8 @@ static _Thread_local char last_error[512];
 
 const char *tess_strerror(int status) {
     switch (status) {
-#define TESS_X_(name, value, msg) case value: return msg;
+#define TESS_X_(name, value, msg) \
+    case value: return msg;
         TESS_STATUS_MAP(TESS_X_)
 #undef TESS_X_
     default: return "unknown tessera status";

@@ -47,7 +47,7 @@ enum tess__blas_kind {
 struct tess__blas_call {
     enum tess__blas_kind kind;
     tess_dtype_t dt;
-    char side, uplo, ta, tb, diag;  /* 'L'/'R', 'U'/'L', 'N'/'T'/'C', 'N'/'T'/'C', 'U'/'N' */
+    char side, uplo, ta, tb, diag; /* 'L'/'R', 'U'/'L', 'N'/'T'/'C', 'N'/'T'/'C', 'U'/'N' */
     int64_t m, n, k;
     const void *alpha, *beta;
     const void *A, *B;
@@ -57,15 +57,15 @@ struct tess__blas_call {
      * folded column-major call on the next definition of the door's symbol. NULL: the CPU
      * BLAS table (hostblas.h). */
     void (*fwd)(const struct tess__blas_call *c);
-    tess__scalar_t scratch;  /* a folded scalar lives here (row-major HER2K's conj(alpha)) */
-    int door;                /* enum tess__blas_door: how a bad argument is reported */
+    tess__scalar_t scratch; /* a folded scalar lives here (row-major HER2K's conj(alpha)) */
+    int door;               /* enum tess__blas_door: how a bad argument is reported */
 };
 
 /* The door a call came by (check.c reports each as the reference does). */
 enum tess__blas_door {
-    TESS__BLAS_DOOR_FORTRAN = 0,  /* dgemm_ ...: xerbla_ */
-    TESS__BLAS_DOOR_CBLAS_COL,    /* cblas_dgemm ..., scipy_cblas_*64_, column-major */
-    TESS__BLAS_DOOR_CBLAS_ROW,    /* the same, row-major (RowMajorStrg = 1) */
+    TESS__BLAS_DOOR_FORTRAN = 0, /* dgemm_ ...: xerbla_ */
+    TESS__BLAS_DOOR_CBLAS_COL,   /* cblas_dgemm ..., scipy_cblas_*64_, column-major */
+    TESS__BLAS_DOOR_CBLAS_ROW,   /* the same, row-major (RowMajorStrg = 1) */
 };
 
 /* A bad enumerated CBLAS argument: its CBLAS position as the reference reports it, its
@@ -119,8 +119,7 @@ void tess__blas_report(const struct tess__blas_call *c, int info);
 /* An argument the reference's C layer rejects: cblas_xerbla(pos, "cblas_dgemm", form,
  * value) with RowMajorStrg = row_major and CBLAS_CallFromC = 1 around it; form is
  * printf-style with one int conversion ("Illegal Uplo setting, %d\n"). */
-void tess__blas_cblas_xerbla(int row_major, int pos, const char *rout, const char *form,
-                             int value);
+void tess__blas_cblas_xerbla(int row_major, int pos, const char *rout, const char *form, int value);
 /* netlib's SRNAME of a call: "DGEMM ", "ZHER2K" (upper case, blank-padded to 6). */
 void tess__blas_srname(const struct tess__blas_call *c, char name[8]);
 

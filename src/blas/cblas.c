@@ -52,7 +52,7 @@ int tess__blas_fold(struct tess__blas_call *c, int layout, const int e[4],
     case TESS__BLAS_GEMM: {
         char ta = trans_letter(e[0]), tb = trans_letter(e[1]);
         if (!ta) BAD_ENUM(2, "TransA", e[0]);
-        if (!tb) BAD_ENUM(row ? 2 : 3, "TransB", e[1]);  /* the reference's row-major 2 */
+        if (!tb) BAD_ENUM(row ? 2 : 3, "TransB", e[1]); /* the reference's row-major 2 */
         /* row-major: C^T = op(B)^T op(A)^T on the column-major views */
         c->ta = row ? tb : ta, c->tb = row ? ta : tb;
         c->m = row ? n : m, c->n = row ? m : n;
@@ -84,8 +84,10 @@ int tess__blas_fold(struct tess__blas_call *c, int layout, const int e[4],
             /* row major: C^T = conj(alpha) op(A~) op(B~)^H + alpha ..., so alpha is
              * conjugated */
             tess__scalar_load(c->dt, &c->scratch, c->alpha);
-            if (c->dt == TESS_C) c->scratch.c[1] = -c->scratch.c[1];
-            else c->scratch.z[1] = -c->scratch.z[1];
+            if (c->dt == TESS_C)
+                c->scratch.c[1] = -c->scratch.c[1];
+            else
+                c->scratch.z[1] = -c->scratch.z[1];
             c->alpha = &c->scratch;
         }
         return 0;
@@ -126,36 +128,72 @@ static void cblas_call(struct tess__blas_call *c, int layout, int e0, int e1, in
 static void gemm(tess_dtype_t dt, int layout, int transa, int transb, int m, int n, int k,
                  const void *alpha, const void *A, int lda, const void *B, int ldb,
                  const void *beta, void *C, int ldc) {
-    struct tess__blas_call c = {.kind = TESS__BLAS_GEMM, .dt = dt, .m = m, .n = n, .k = k,
-                                .alpha = alpha, .A = A, .lda = lda, .B = B, .ldb = ldb,
-                                .beta = beta, .C = C, .ldc = ldc};
+    struct tess__blas_call c = {.kind = TESS__BLAS_GEMM,
+                                .dt = dt,
+                                .m = m,
+                                .n = n,
+                                .k = k,
+                                .alpha = alpha,
+                                .A = A,
+                                .lda = lda,
+                                .B = B,
+                                .ldb = ldb,
+                                .beta = beta,
+                                .C = C,
+                                .ldc = ldc};
     cblas_call(&c, layout, transa, transb, 0, 0);
 }
 
-static void symm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int side, int uplo,
-                 int m, int n, const void *alpha, const void *A, int lda, const void *B,
-                 int ldb, const void *beta, void *C, int ldc) {
-    struct tess__blas_call c = {.kind = kind, .dt = dt, .m = m, .n = n, .alpha = alpha,
-                                .beta = beta, .A = A, .lda = lda, .B = B, .ldb = ldb, .C = C,
+static void symm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int side, int uplo, int m,
+                 int n, const void *alpha, const void *A, int lda, const void *B, int ldb,
+                 const void *beta, void *C, int ldc) {
+    struct tess__blas_call c = {.kind = kind,
+                                .dt = dt,
+                                .m = m,
+                                .n = n,
+                                .alpha = alpha,
+                                .beta = beta,
+                                .A = A,
+                                .lda = lda,
+                                .B = B,
+                                .ldb = ldb,
+                                .C = C,
                                 .ldc = ldc};
     cblas_call(&c, layout, side, uplo, 0, 0);
 }
 
 /* SYRK, HERK, SYR2K, HER2K (B NULL for the rank-k ones) */
 static void rank_k(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int uplo, int trans,
-                   int n, int k, const void *alpha, const void *A, int lda, const void *B,
-                   int ldb, const void *beta, void *C, int ldc) {
-    struct tess__blas_call c = {.kind = kind, .dt = dt, .m = n, .n = n, .k = k,
-                                .alpha = alpha, .beta = beta, .A = A, .lda = lda, .B = B,
-                                .ldb = ldb, .C = C, .ldc = ldc};
+                   int n, int k, const void *alpha, const void *A, int lda, const void *B, int ldb,
+                   const void *beta, void *C, int ldc) {
+    struct tess__blas_call c = {.kind = kind,
+                                .dt = dt,
+                                .m = n,
+                                .n = n,
+                                .k = k,
+                                .alpha = alpha,
+                                .beta = beta,
+                                .A = A,
+                                .lda = lda,
+                                .B = B,
+                                .ldb = ldb,
+                                .C = C,
+                                .ldc = ldc};
     cblas_call(&c, layout, uplo, trans, 0, 0);
 }
 
 static void trmm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int side, int uplo,
                  int transa, int diag, int m, int n, const void *alpha, const void *A, int lda,
                  void *B, int ldb) {
-    struct tess__blas_call c = {.kind = kind, .dt = dt, .m = m, .n = n, .alpha = alpha,
-                                .A = A, .lda = lda, .B = B, .ldb = ldb};
+    struct tess__blas_call c = {.kind = kind,
+                                .dt = dt,
+                                .m = m,
+                                .n = n,
+                                .alpha = alpha,
+                                .A = A,
+                                .lda = lda,
+                                .B = B,
+                                .ldb = ldb};
     cblas_call(&c, layout, side, uplo, transa, diag);
 }
 
@@ -182,28 +220,26 @@ E void cblas_dgemm(const O_ o, const T_ ta, const T_ tb, const blasint m, const 
 }
 E void cblas_cgemm(const O_ o, const T_ ta, const T_ tb, const blasint m, const blasint n,
                    const blasint k, const void *alpha, const void *A, const blasint lda,
-                   const void *B, const blasint ldb, const void *beta, void *C,
-                   const blasint ldc) {
+                   const void *B, const blasint ldb, const void *beta, void *C, const blasint ldc) {
     gemm(TESS_C, o, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 E void cblas_zgemm(const O_ o, const T_ ta, const T_ tb, const blasint m, const blasint n,
                    const blasint k, const void *alpha, const void *A, const blasint lda,
-                   const void *B, const blasint ldb, const void *beta, void *C,
-                   const blasint ldc) {
+                   const void *B, const blasint ldb, const void *beta, void *C, const blasint ldc) {
     gemm(TESS_Z, o, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-#define SYMM_R(name, KIND, T, DT)                                                         \
-    E void name(const O_ o, const S_ s, const U_ u, const blasint m, const blasint n,     \
-                const T alpha, const T *A, const blasint lda, const T *B,                 \
-                const blasint ldb, const T beta, T *C, const blasint ldc) {               \
-        symm(KIND, DT, o, s, u, m, n, &alpha, A, lda, B, ldb, &beta, C, ldc);             \
+#define SYMM_R(name, KIND, T, DT)                                                            \
+    E void name(const O_ o, const S_ s, const U_ u, const blasint m, const blasint n,        \
+                const T alpha, const T *A, const blasint lda, const T *B, const blasint ldb, \
+                const T beta, T *C, const blasint ldc) {                                     \
+        symm(KIND, DT, o, s, u, m, n, &alpha, A, lda, B, ldb, &beta, C, ldc);                \
     }
-#define SYMM_C(name, KIND, DT)                                                            \
-    E void name(const O_ o, const S_ s, const U_ u, const blasint m, const blasint n,     \
-                const void *alpha, const void *A, const blasint lda, const void *B,       \
-                const blasint ldb, const void *beta, void *C, const blasint ldc) {        \
-        symm(KIND, DT, o, s, u, m, n, alpha, A, lda, B, ldb, beta, C, ldc);               \
+#define SYMM_C(name, KIND, DT)                                                        \
+    E void name(const O_ o, const S_ s, const U_ u, const blasint m, const blasint n, \
+                const void *alpha, const void *A, const blasint lda, const void *B,   \
+                const blasint ldb, const void *beta, void *C, const blasint ldc) {    \
+        symm(KIND, DT, o, s, u, m, n, alpha, A, lda, B, ldb, beta, C, ldc);           \
     }
 SYMM_R(cblas_ssymm, TESS__BLAS_SYMM, float, TESS_S)
 SYMM_R(cblas_dsymm, TESS__BLAS_SYMM, double, TESS_D)
@@ -213,25 +249,23 @@ SYMM_C(cblas_chemm, TESS__BLAS_HEMM, TESS_C)
 SYMM_C(cblas_zhemm, TESS__BLAS_HEMM, TESS_Z)
 
 /* SYRK: T the element type as CBLAS passes a scalar (float, double, or pointer) */
-#define SYRK_R(name, T, DT)                                                               \
-    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
-                const T alpha, const T *A, const blasint lda, const T beta, T *C,         \
-                const blasint ldc) {                                                      \
-        rank_k(TESS__BLAS_SYRK, DT, o, u, t, n, k, &alpha, A, lda, NULL, 0, &beta, C,     \
-               ldc);                                                                      \
+#define SYRK_R(name, T, DT)                                                                 \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,       \
+                const T alpha, const T *A, const blasint lda, const T beta, T *C,           \
+                const blasint ldc) {                                                        \
+        rank_k(TESS__BLAS_SYRK, DT, o, u, t, n, k, &alpha, A, lda, NULL, 0, &beta, C, ldc); \
     }
-#define SYRK_C(name, DT)                                                                  \
-    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
-                const void *alpha, const void *A, const blasint lda, const void *beta,    \
-                void *C, const blasint ldc) {                                             \
-        rank_k(TESS__BLAS_SYRK, DT, o, u, t, n, k, alpha, A, lda, NULL, 0, beta, C, ldc); \
+#define SYRK_C(name, DT)                                                                        \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,           \
+                const void *alpha, const void *A, const blasint lda, const void *beta, void *C, \
+                const blasint ldc) {                                                            \
+        rank_k(TESS__BLAS_SYRK, DT, o, u, t, n, k, alpha, A, lda, NULL, 0, beta, C, ldc);       \
     }
-#define HERK(name, RT, DT)                                                                \
-    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
-                const RT alpha, const void *A, const blasint lda, const RT beta, void *C, \
-                const blasint ldc) {                                                      \
-        rank_k(TESS__BLAS_HERK, DT, o, u, t, n, k, &alpha, A, lda, NULL, 0, &beta, C,     \
-               ldc);                                                                      \
+#define HERK(name, RT, DT)                                                                  \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,       \
+                const RT alpha, const void *A, const blasint lda, const RT beta, void *C,   \
+                const blasint ldc) {                                                        \
+        rank_k(TESS__BLAS_HERK, DT, o, u, t, n, k, &alpha, A, lda, NULL, 0, &beta, C, ldc); \
     }
 SYRK_R(cblas_ssyrk, float, TESS_S)
 SYRK_R(cblas_dsyrk, double, TESS_D)
@@ -240,26 +274,23 @@ SYRK_C(cblas_zsyrk, TESS_Z)
 HERK(cblas_cherk, float, TESS_C)
 HERK(cblas_zherk, double, TESS_Z)
 
-#define SYR2K_R(name, T, DT)                                                              \
-    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
-                const T alpha, const T *A, const blasint lda, const T *B,                 \
-                const blasint ldb, const T beta, T *C, const blasint ldc) {               \
-        rank_k(TESS__BLAS_SYR2K, DT, o, u, t, n, k, &alpha, A, lda, B, ldb, &beta, C,     \
-               ldc);                                                                      \
+#define SYR2K_R(name, T, DT)                                                                 \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,        \
+                const T alpha, const T *A, const blasint lda, const T *B, const blasint ldb, \
+                const T beta, T *C, const blasint ldc) {                                     \
+        rank_k(TESS__BLAS_SYR2K, DT, o, u, t, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);  \
     }
 #define SYR2K_C(name, DT)                                                                 \
     E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
                 const void *alpha, const void *A, const blasint lda, const void *B,       \
                 const blasint ldb, const void *beta, void *C, const blasint ldc) {        \
-        rank_k(TESS__BLAS_SYR2K, DT, o, u, t, n, k, alpha, A, lda, B, ldb, beta, C,       \
-               ldc);                                                                      \
+        rank_k(TESS__BLAS_SYR2K, DT, o, u, t, n, k, alpha, A, lda, B, ldb, beta, C, ldc); \
     }
-#define HER2K(name, RT, DT)                                                               \
-    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,     \
-                const void *alpha, const void *A, const blasint lda, const void *B,       \
-                const blasint ldb, const RT beta, void *C, const blasint ldc) {           \
-        rank_k(TESS__BLAS_HER2K, DT, o, u, t, n, k, alpha, A, lda, B, ldb, &beta, C,      \
-               ldc);                                                                      \
+#define HER2K(name, RT, DT)                                                                \
+    E void name(const O_ o, const U_ u, const T_ t, const blasint n, const blasint k,      \
+                const void *alpha, const void *A, const blasint lda, const void *B,        \
+                const blasint ldb, const RT beta, void *C, const blasint ldc) {            \
+        rank_k(TESS__BLAS_HER2K, DT, o, u, t, n, k, alpha, A, lda, B, ldb, &beta, C, ldc); \
     }
 SYR2K_R(cblas_ssyr2k, float, TESS_S)
 SYR2K_R(cblas_dsyr2k, double, TESS_D)
@@ -268,17 +299,17 @@ SYR2K_C(cblas_zsyr2k, TESS_Z)
 HER2K(cblas_cher2k, float, TESS_C)
 HER2K(cblas_zher2k, double, TESS_Z)
 
-#define TRMM_R(name, KIND, T, DT)                                                         \
-    E void name(const O_ o, const S_ s, const U_ u, const T_ t, const D_ d,               \
-                const blasint m, const blasint n, const T alpha, const T *A,              \
-                const blasint lda, T *B, const blasint ldb) {                             \
-        trmm(KIND, DT, o, s, u, t, d, m, n, &alpha, A, lda, B, ldb);                      \
+#define TRMM_R(name, KIND, T, DT)                                                            \
+    E void name(const O_ o, const S_ s, const U_ u, const T_ t, const D_ d, const blasint m, \
+                const blasint n, const T alpha, const T *A, const blasint lda, T *B,         \
+                const blasint ldb) {                                                         \
+        trmm(KIND, DT, o, s, u, t, d, m, n, &alpha, A, lda, B, ldb);                         \
     }
-#define TRMM_C(name, KIND, DT)                                                            \
-    E void name(const O_ o, const S_ s, const U_ u, const T_ t, const D_ d,               \
-                const blasint m, const blasint n, const void *alpha, const void *A,       \
-                const blasint lda, void *B, const blasint ldb) {                          \
-        trmm(KIND, DT, o, s, u, t, d, m, n, alpha, A, lda, B, ldb);                       \
+#define TRMM_C(name, KIND, DT)                                                                 \
+    E void name(const O_ o, const S_ s, const U_ u, const T_ t, const D_ d, const blasint m,   \
+                const blasint n, const void *alpha, const void *A, const blasint lda, void *B, \
+                const blasint ldb) {                                                           \
+        trmm(KIND, DT, o, s, u, t, d, m, n, alpha, A, lda, B, ldb);                            \
     }
 TRMM_R(cblas_strmm, TESS__BLAS_TRMM, float, TESS_S)
 TRMM_R(cblas_dtrmm, TESS__BLAS_TRMM, double, TESS_D)

@@ -48,7 +48,10 @@ int tess__blas_check_netlib(const struct tess__blas_call *c) {
         if (c->ldc < TESS__MAX(1, c->m)) return 12;
         return 0;
     }
-    case TESS__BLAS_SYRK: case TESS__BLAS_HERK: case TESS__BLAS_SYR2K: case TESS__BLAS_HER2K: {
+    case TESS__BLAS_SYRK:
+    case TESS__BLAS_HERK:
+    case TESS__BLAS_SYR2K:
+    case TESS__BLAS_HER2K: {
         int herm = tess__blas_herm(c->kind), two = tess__blas_rank2(c->kind);
         if (!one_of(c->uplo, "UL")) return 1;
         if (!one_of(c->ta, herm ? "NC" : cplx ? "NT" : "NTC")) return 2;
@@ -106,7 +109,7 @@ int tess__blas_touches(const struct tess__blas_call *c) {
     int64_t m = rank ? c->n : c->m, n = c->n;
     if (m == 0 || n == 0) return 0;
     int alpha0 = is_zero(c->dt, k == TESS__BLAS_HERK, c->alpha);
-    int no_ab = alpha0 || inner == 0;  /* A and B not read */
+    int no_ab = alpha0 || inner == 0; /* A and B not read */
     if (!tri && is_one(c->dt, herm, c->beta) &&
         (k == TESS__BLAS_SYMM || k == TESS__BLAS_HEMM ? alpha0 : no_ab))
         return 0;
@@ -151,7 +154,7 @@ int tess__blas_check_span(const struct tess__blas_call *c) {
     case TESS__BLAS_TRMM:
     case TESS__BLAS_TRSM:
         ar = ac = c->side == 'L' ? c->m : c->n;
-        pa = 8, pc = 10;  /* the in/out B, also named C */
+        pa = 8, pc = 10; /* the in/out B, also named C */
         break;
     case TESS__BLAS_NKINDS: return 0;
     }
@@ -168,8 +171,10 @@ int tess__blas_check(const struct tess__blas_call *c) {
 
 void tess__blas_submit(const struct tess__blas_call *c) {
     int info = tess__blas_check(c);
-    if (info) tess__blas_report(c, info);
-    else tess__blas_run(c);
+    if (info)
+        tess__blas_report(c, info);
+    else
+        tess__blas_run(c);
 }
 
 /* ---- the program's handlers ------------------------------------------------------------ */
@@ -227,9 +232,11 @@ void tess__blas_report(const struct tess__blas_call *c, int info) {
     tess__blas_srname(c, name);
     if (c->door == TESS__BLAS_DOOR_FORTRAN) {
         void *f = find_in("xerbla_", 0);
-        if (f) call_xerbla(f, name, info);
-        else fprintf(stderr, " ** On entry to %6s parameter number %2d had an illegal value\n",
-                     name, info);
+        if (f)
+            call_xerbla(f, name, info);
+        else
+            fprintf(stderr, " ** On entry to %6s parameter number %2d had an illegal value\n", name,
+                    info);
         return;
     }
     set_cblas_globals(c->door == TESS__BLAS_DOOR_CBLAS_ROW, 1);
@@ -245,8 +252,8 @@ void tess__blas_report(const struct tess__blas_call *c, int info) {
     } else if ((f = find_in("xerbla_", 0)) != NULL) {
         call_xerbla(f, name, info);
     } else {
-        fprintf(stderr, " ** On entry to %6s parameter number %2d had an illegal value\n",
-                name, info);
+        fprintf(stderr, " ** On entry to %6s parameter number %2d had an illegal value\n", name,
+                info);
     }
     set_cblas_globals(0, 0);
 }

@@ -21,12 +21,12 @@
 #include "tessera.h"
 
 struct tess__blas_model {
-    double cpu_gflops[4];   /* s, d, c, z: the CPU BLAS's rate, GFLOP/s */
-    double dev_gflops[4];   /* s, d, c, z: the devices' rate on large operands, GFLOP/s */
-    double dev_half;        /* smallest dimension at which the devices reach half their rate */
-    double link_gbs;        /* host <-> devices, pageable operands, GB/s (1e9 bytes) */
-    double overhead_us;     /* fixed cost of one tessera call, microseconds */
-    double margin;          /* the devices must win by this factor */
+    double cpu_gflops[4]; /* s, d, c, z: the CPU BLAS's rate, GFLOP/s */
+    double dev_gflops[4]; /* s, d, c, z: the devices' rate on large operands, GFLOP/s */
+    double dev_half;      /* smallest dimension at which the devices reach half their rate */
+    double link_gbs;      /* host <-> devices, pageable operands, GB/s (1e9 bytes) */
+    double overhead_us;   /* fixed cost of one tessera call, microseconds */
+    double margin;        /* the devices must win by this factor */
 };
 
 /* The cost of one call: real flops, operand bytes moved, smallest dimension. */
@@ -36,8 +36,13 @@ struct tess__blas_cost {
 
 /* The shapes the cost tells apart: GEMM; SYMM/HEMM (A inner x inner); SYRK/HERK and SYR2K/
  * HER2K (C a triangle); TRMM/TRSM (A a triangle, B read and written). */
-enum tess__blas_shape { TESS__SHAPE_GEMM, TESS__SHAPE_SYMM, TESS__SHAPE_RANK, TESS__SHAPE_RANK2,
-                        TESS__SHAPE_TRI };
+enum tess__blas_shape {
+    TESS__SHAPE_GEMM,
+    TESS__SHAPE_SYMM,
+    TESS__SHAPE_RANK,
+    TESS__SHAPE_RANK2,
+    TESS__SHAPE_TRI
+};
 
 /* The cost of a level-3 call (column-major form): m, n, k as in the call; inner the inner
  * dimension (k for GEMM and the SYRK family, m for a left-sided SYMM/HEMM/TRMM/TRSM, n for a
@@ -48,7 +53,7 @@ static inline struct tess__blas_cost tess__blas_shape_cost(enum tess__blas_shape
     const int cplx = dt == TESS_C || dt == TESS_Z;
     const double es = dt == TESS_S ? 4 : dt == TESS_Z ? 16 : 8, mul = cplx ? 8 : 2;
     struct tess__blas_cost c = {0, 0, 0};
-    double cout;  /* elements of C written */
+    double cout; /* elements of C written */
     switch (shape) {
     case TESS__SHAPE_GEMM:
         c.flops = m * n * k * mul;

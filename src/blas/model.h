@@ -14,7 +14,7 @@
 #include "blas.h"
 #include "crossover_model.h"
 
-#include "dropin_defaults.h"  /* TESS__BLAS_DEF_*: the knobs' built-in defaults */
+#include "dropin_defaults.h" /* TESS__BLAS_DEF_*: the knobs' built-in defaults */
 
 /* The cost of a level-3 call of one kind (crossover_model.h: tess__blas_shape_cost). */
 static inline struct tess__blas_cost tess__blas_cost(enum tess__blas_kind kind, tess_dtype_t dt,
@@ -36,15 +36,20 @@ static inline struct tess__blas_cost tess__blas_cost(enum tess__blas_kind kind, 
 
 /* The model from the knob values (struct tess__config, knobs.c): 0, or -1 with a message
  * naming the knob in err. */
-static inline int tess__blas_model_load(struct tess__blas_model *md,
-                                        const struct tess__config *cfg, char *err,
-                                        size_t errsz) {
+static inline int tess__blas_model_load(struct tess__blas_model *md, const struct tess__config *cfg,
+                                        char *err, size_t errsz) {
     if (tess__blas_model_list(cfg->blas_cpu_gflops, md->cpu_gflops))
-        return snprintf(err, errsz, "TESSERA_BLAS_CPU_GFLOPS=\"%s\" must be one positive "
-                        "number or four (s,d,c,z)", cfg->blas_cpu_gflops), -1;
+        return snprintf(err, errsz,
+                        "TESSERA_BLAS_CPU_GFLOPS=\"%s\" must be one positive "
+                        "number or four (s,d,c,z)",
+                        cfg->blas_cpu_gflops),
+               -1;
     if (tess__blas_model_list(cfg->blas_dev_gflops, md->dev_gflops))
-        return snprintf(err, errsz, "TESSERA_BLAS_DEV_GFLOPS=\"%s\" must be one positive "
-                        "number or four (s,d,c,z)", cfg->blas_dev_gflops), -1;
+        return snprintf(err, errsz,
+                        "TESSERA_BLAS_DEV_GFLOPS=\"%s\" must be one positive "
+                        "number or four (s,d,c,z)",
+                        cfg->blas_dev_gflops),
+               -1;
     md->dev_half = cfg->blas_dev_half;
     md->link_gbs = cfg->blas_link_gbs;
     md->overhead_us = cfg->blas_overhead_us;

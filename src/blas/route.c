@@ -24,9 +24,9 @@
 #include "autostart.h"
 
 const char *const tess__blas_kind_name[TESS__BLAS_NKINDS] = {
-    [TESS__BLAS_GEMM] = "gemm",   [TESS__BLAS_SYMM] = "symm",   [TESS__BLAS_HEMM] = "hemm",
-    [TESS__BLAS_SYRK] = "syrk",   [TESS__BLAS_HERK] = "herk",   [TESS__BLAS_SYR2K] = "syr2k",
-    [TESS__BLAS_HER2K] = "her2k", [TESS__BLAS_TRMM] = "trmm",   [TESS__BLAS_TRSM] = "trsm",
+    [TESS__BLAS_GEMM] = "gemm",   [TESS__BLAS_SYMM] = "symm", [TESS__BLAS_HEMM] = "hemm",
+    [TESS__BLAS_SYRK] = "syrk",   [TESS__BLAS_HERK] = "herk", [TESS__BLAS_SYR2K] = "syr2k",
+    [TESS__BLAS_HER2K] = "her2k", [TESS__BLAS_TRMM] = "trmm", [TESS__BLAS_TRSM] = "trsm",
 };
 
 /* ---- the routing table ----------------------------------------------------------------
@@ -39,38 +39,34 @@ typedef int (*gemm_fn)(tess_dtype_t, tess_layout_t, tess_trans_t transa, tess_tr
                        int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
                        int64_t lda, const void *B, int64_t ldb, const void *beta, void *C,
                        int64_t ldc);
-typedef int (*symm_fn)(tess_dtype_t, tess_layout_t, tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n,
-                       const void *alpha, const void *A, int64_t lda, const void *B,
+typedef int (*symm_fn)(tess_dtype_t, tess_layout_t, tess_side_t side, tess_uplo_t uplo, int64_t m,
+                       int64_t n, const void *alpha, const void *A, int64_t lda, const void *B,
                        int64_t ldb, const void *beta, void *C, int64_t ldc);
 typedef int (*syrk_fn)(tess_dtype_t, tess_layout_t, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                       int64_t k, const void *alpha, const void *A, int64_t lda,
-                       const void *beta, void *C, int64_t ldc);
-typedef int (*syr2k_fn)(tess_dtype_t, tess_layout_t, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                        int64_t k, const void *alpha, const void *A, int64_t lda,
+                       int64_t k, const void *alpha, const void *A, int64_t lda, const void *beta,
+                       void *C, int64_t ldc);
+typedef int (*syr2k_fn)(tess_dtype_t, tess_layout_t, tess_uplo_t uplo, tess_trans_t trans,
+                        int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
                         const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc);
 typedef int (*trmm_fn)(tess_dtype_t, tess_layout_t, tess_side_t side, tess_uplo_t uplo,
-                       tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, const void *alpha, const void *A,
-                       int64_t lda, void *B, int64_t ldb);
+                       tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
+                       const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
 
 struct route {
     union {
         gemm_fn gemm;
-        symm_fn symm;     /* SYMM, HEMM */
-        syrk_fn syrk;     /* SYRK, HERK */
-        syr2k_fn syr2k;   /* SYR2K, HER2K */
-        trmm_fn trmm;     /* TRMM, TRSM */
-    } dev;                /* NULL: CPU BLAS only */
+        symm_fn symm;   /* SYMM, HEMM */
+        syrk_fn syrk;   /* SYRK, HERK */
+        syr2k_fn syr2k; /* SYR2K, HER2K */
+        trmm_fn trmm;   /* TRMM, TRSM */
+    } dev;              /* NULL: CPU BLAS only */
 };
 
 static const struct route routes[TESS__BLAS_NKINDS] = {
-    [TESS__BLAS_GEMM] = {.dev.gemm = tess_gemm},
-    [TESS__BLAS_SYMM] = {.dev.symm = tess_symm},
-    [TESS__BLAS_HEMM] = {.dev.symm = tess_hemm},
-    [TESS__BLAS_SYRK] = {.dev.syrk = tess_syrk},
-    [TESS__BLAS_HERK] = {.dev.syrk = tess_herk},
-    [TESS__BLAS_SYR2K] = {.dev.syr2k = tess_syr2k},
-    [TESS__BLAS_HER2K] = {.dev.syr2k = tess_her2k},
-    [TESS__BLAS_TRMM] = {.dev.trmm = tess_trmm},
+    [TESS__BLAS_GEMM] = {.dev.gemm = tess_gemm},    [TESS__BLAS_SYMM] = {.dev.symm = tess_symm},
+    [TESS__BLAS_HEMM] = {.dev.symm = tess_hemm},    [TESS__BLAS_SYRK] = {.dev.syrk = tess_syrk},
+    [TESS__BLAS_HERK] = {.dev.syrk = tess_herk},    [TESS__BLAS_SYR2K] = {.dev.syr2k = tess_syr2k},
+    [TESS__BLAS_HER2K] = {.dev.syr2k = tess_her2k}, [TESS__BLAS_TRMM] = {.dev.trmm = tess_trmm},
     [TESS__BLAS_TRSM] = {.dev.trmm = tess_trsm},
 };
 
@@ -111,17 +107,16 @@ static int dev_call(const struct tess__blas_call *c) {
                            c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
     case TESS__BLAS_SYRK:
     case TESS__BLAS_HERK:
-        return r->dev.syrk(c->dt, col, cblas_uplo(c->uplo), tess_trans(c->ta), c->n, c->k,
-                           c->alpha, c->A, c->lda, c->beta, c->C, c->ldc);
+        return r->dev.syrk(c->dt, col, cblas_uplo(c->uplo), tess_trans(c->ta), c->n, c->k, c->alpha,
+                           c->A, c->lda, c->beta, c->C, c->ldc);
     case TESS__BLAS_SYR2K:
     case TESS__BLAS_HER2K:
         return r->dev.syr2k(c->dt, col, cblas_uplo(c->uplo), tess_trans(c->ta), c->n, c->k,
                             c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
     case TESS__BLAS_TRMM:
     case TESS__BLAS_TRSM:
-        return r->dev.trmm(c->dt, col, cblas_side(c->side), cblas_uplo(c->uplo),
-                           tess_trans(c->ta), cblas_diag(c->diag), c->m, c->n, c->alpha,
-                           c->A, c->lda, c->C, c->ldc);
+        return r->dev.trmm(c->dt, col, cblas_side(c->side), cblas_uplo(c->uplo), tess_trans(c->ta),
+                           cblas_diag(c->diag), c->m, c->n, c->alpha, c->A, c->lda, c->C, c->ldc);
     case TESS__BLAS_NKINDS: break;
     }
     return TESS_EINTERNAL;
@@ -142,18 +137,33 @@ static const struct tess__hostblas *cpu_blas(void) {
 
 /* On the CPU BLAS, through the one kernel dispatch tessera already has (src/backend/hostkernel.c):
  * the call kinds are the tile kernel kinds, in the same order. */
-_Static_assert((int)TESS__BLAS_TRSM == (int)TESS__K_TRSM && (int)TESS__BLAS_HERK == (int)TESS__K_HERK,
+_Static_assert((int)TESS__BLAS_TRSM == (int)TESS__K_TRSM &&
+                   (int)TESS__BLAS_HERK == (int)TESS__K_HERK,
                "drop-in call kinds must match the tile kernel kinds");
 
 static void cpu_call(const struct tess__blas_call *c) {
     (void)cpu_blas(); /* loaded, or stop with the reason */
     int cplx = tess__dtypes[c->dt].complex_;
     struct tess__kernel k = {
-        .kind = (enum tess__kernel_kind)c->kind, .dt = c->dt, .side = c->side, .uplo = c->uplo,
+        .kind = (enum tess__kernel_kind)c->kind,
+        .dt = c->dt,
+        .side = c->side,
+        .uplo = c->uplo,
         /* real routines take 'C' as 'T' */
-        .ta = c->ta == 'C' && !cplx ? 'T' : c->ta, .tb = c->tb == 'C' && !cplx ? 'T' : c->tb,
-        .diag = c->diag, .m = c->m, .n = c->n, .k = c->k, .alpha = c->alpha, .beta = c->beta,
-        .A = c->A, .lda = c->lda, .B = c->B, .ldb = c->ldb, .C = c->C, .ldc = c->ldc,
+        .ta = c->ta == 'C' && !cplx ? 'T' : c->ta,
+        .tb = c->tb == 'C' && !cplx ? 'T' : c->tb,
+        .diag = c->diag,
+        .m = c->m,
+        .n = c->n,
+        .k = c->k,
+        .alpha = c->alpha,
+        .beta = c->beta,
+        .A = c->A,
+        .lda = c->lda,
+        .B = c->B,
+        .ldb = c->ldb,
+        .C = c->C,
+        .ldc = c->ldc,
     };
     tess__host_kernel(&k);
 }
@@ -162,8 +172,8 @@ static void cpu_call(const struct tess__blas_call *c) {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static struct tess__config cfg;
-static int cfg_ok;                       /* the knobs parsed; else everything on the CPU */
-static struct tess__blas_model model;    /* the crossover model (model.h), from the knobs */
+static int cfg_ok;                    /* the knobs parsed; else everything on the CPU */
+static struct tess__blas_model model; /* the crossover model (model.h), from the knobs */
 
 /* A thread inside a CPU BLAS call: a call arriving here again came back from the CPU BLAS
  * through our exported symbols (a TESSERA_CPU_BLAS that resolves dgemm_ globally). */
@@ -174,10 +184,10 @@ struct counter {
     _Atomic uint64_t dev_flops, cpu_flops;
 };
 static struct counter counts[TESS__BLAS_NKINDS][4];
-static _Atomic uint64_t fwd_calls;       /* CPU calls that ran on a door's own library */
+static _Atomic uint64_t fwd_calls; /* CPU calls that ran on a door's own library */
 
 static void child_after_fork(void) {
-    memset(counts, 0, sizeof counts);  /* the child reports its own calls */
+    memset(counts, 0, sizeof counts); /* the child reports its own calls */
     atomic_store(&fwd_calls, 0);
 }
 
@@ -208,14 +218,14 @@ static void summary(void) {
             "%s: tessera %llu calls %.4g flops; cpu %llu calls %.4g flops (%s); "
             "%llu quick returns; devices %s\n",
             who, (unsigned long long)dc, df, (unsigned long long)cc, cf, where,
-            (unsigned long long)q,
-            tess__autostart_state());
+            (unsigned long long)q, tess__autostart_state());
     if (cfg.blas_verbose < 2) return;
     if (cfg_ok)
-        fprintf(stderr, "%s: model cpu %g,%g,%g,%g GFLOP/s; devices %g,%g,%g,%g GFLOP/s, half "
-                "at %g, link %g GB/s, overhead %g us, margin %g%s\n", who, model.cpu_gflops[0],
-                model.cpu_gflops[1], model.cpu_gflops[2], model.cpu_gflops[3],
-                model.dev_gflops[0], model.dev_gflops[1], model.dev_gflops[2],
+        fprintf(stderr,
+                "%s: model cpu %g,%g,%g,%g GFLOP/s; devices %g,%g,%g,%g GFLOP/s, half "
+                "at %g, link %g GB/s, overhead %g us, margin %g%s\n",
+                who, model.cpu_gflops[0], model.cpu_gflops[1], model.cpu_gflops[2],
+                model.cpu_gflops[3], model.dev_gflops[0], model.dev_gflops[1], model.dev_gflops[2],
                 model.dev_gflops[3], model.dev_half, model.link_gbs, model.overhead_us,
                 model.margin, cfg.blas_force ? " (TESSERA_BLAS_FORCE=1)" : "");
     for (int k = 0; k < TESS__BLAS_NKINDS; k++)
@@ -224,8 +234,8 @@ static void summary(void) {
             uint64_t a = atomic_load(&x->dev_calls), b = atomic_load(&x->cpu_calls),
                      qq = atomic_load(&x->quick);
             if (a + b + qq == 0) continue;
-            fprintf(stderr, "%s: %c%s tessera %llu %.4g cpu %llu %.4g quick %llu route %s\n",
-                    who, tess__blas_prefix((tess_dtype_t)d), tess__blas_kind_name[k],
+            fprintf(stderr, "%s: %c%s tessera %llu %.4g cpu %llu %.4g quick %llu route %s\n", who,
+                    tess__blas_prefix((tess_dtype_t)d), tess__blas_kind_name[k],
                     (unsigned long long)a, (double)atomic_load(&x->dev_flops),
                     (unsigned long long)b, (double)atomic_load(&x->cpu_flops),
                     (unsigned long long)qq, has_dev((enum tess__blas_kind)k) ? "tessera" : "cpu");
@@ -243,7 +253,7 @@ static void init(void) {
         cfg.blas_verbose = verbose;
     } else if (!cfg_ok) {
         memset(&cfg, 0, sizeof cfg);
-        cfg.verbose = 1;  /* a bad knob is worth a word on stderr */
+        cfg.verbose = 1; /* a bad knob is worth a word on stderr */
         fprintf(stderr, "tessera-blas: %s; every call goes to the CPU BLAS\n", tess_last_error());
     }
     pthread_atfork(NULL, NULL, child_after_fork);
@@ -254,7 +264,9 @@ static void init(void) {
 /* The runtime started once, if it has something worth sending calls to. */
 static bool devices_ready(void) {
     struct tess__autostart a = {
-        .who = "tessera-blas", .fallback = "the CPU BLAS", .emulated = cfg.blas_emulated,
+        .who = "tessera-blas",
+        .fallback = "the CPU BLAS",
+        .emulated = cfg.blas_emulated,
         .force = cfg.blas_force,
         .verbose = cfg.blas_verbose >= 2 ? 2 : cfg.verbose || cfg.blas_verbose,
     };
@@ -266,10 +278,12 @@ static bool devices_ready(void) {
 void tess__blas_run(const struct tess__blas_call *c) {
     pthread_once(&init_once, init);
     if (in_cpu) {
-        fprintf(stderr, "tessera-blas: the CPU BLAS (%s) called %c%s back through this "
+        fprintf(stderr,
+                "tessera-blas: the CPU BLAS (%s) called %c%s back through this "
                 "library; set TESSERA_CPU_BLAS to a self-contained BLAS such as "
-                "libopenblas.so.0\n", tess__hostblas() ? tess__hostblas()->name : "?",
-                tess__blas_prefix(c->dt), tess__blas_kind_name[c->kind]);
+                "libopenblas.so.0\n",
+                tess__hostblas() ? tess__hostblas()->name : "?", tess__blas_prefix(c->dt),
+                tess__blas_kind_name[c->kind]);
         abort();
     }
     struct counter *ctr = &counts[c->kind][c->dt];
@@ -284,7 +298,7 @@ void tess__blas_run(const struct tess__blas_call *c) {
     }
     int64_t inner = k == TESS__BLAS_GEMM || rank ? c->k : c->side == 'L' ? c->m : c->n;
     int64_t m = rank ? c->n : c->m, n = c->n;
-    int beta0 = 0;  /* C not read */
+    int beta0 = 0; /* C not read */
     if (!tri) {
         tess_dtype_t bdt = !herm ? c->dt : c->dt == TESS_C ? TESS_S : TESS_D;
         tess__scalar_t b;
@@ -316,21 +330,25 @@ void tess__blas_run(const struct tess__blas_call *c) {
             TESS__COUNT(ctr, dev_flops, flops);
             return;
         }
-        if (rc == TESS_ENODEV) tess__autostart_off();  /* no device left */
+        if (rc == TESS_ENODEV) tess__autostart_off(); /* no device left */
         if (tri || !beta0) {
-            fprintf(stderr, "tessera-blas: %c%s failed in tessera (%s: %s) after writing part "
-                    "of its output; its input is lost, stopping\n", tess__blas_prefix(c->dt),
-                    tess__blas_kind_name[k], tess_strerror(rc), tess_last_error());
+            fprintf(stderr,
+                    "tessera-blas: %c%s failed in tessera (%s: %s) after writing part "
+                    "of its output; its input is lost, stopping\n",
+                    tess__blas_prefix(c->dt), tess__blas_kind_name[k], tess_strerror(rc),
+                    tess_last_error());
             abort();
         }
         if (cfg.verbose || cfg.blas_verbose)
-            fprintf(stderr, "tessera-blas: %c%s failed in tessera (%s: %s); beta = 0, so it "
-                    "runs again on the CPU BLAS\n", tess__blas_prefix(c->dt),
-                    tess__blas_kind_name[k], tess_strerror(rc), tess_last_error());
+            fprintf(stderr,
+                    "tessera-blas: %c%s failed in tessera (%s: %s); beta = 0, so it "
+                    "runs again on the CPU BLAS\n",
+                    tess__blas_prefix(c->dt), tess__blas_kind_name[k], tess_strerror(rc),
+                    tess_last_error());
     }
     in_cpu = 1;
     if (c->fwd) {
-        c->fwd(c);  /* the door's own CPU library (scipy64.c) */
+        c->fwd(c); /* the door's own CPU library (scipy64.c) */
         atomic_fetch_add_explicit(&fwd_calls, 1, memory_order_relaxed);
     } else {
         cpu_call(c);

@@ -27,20 +27,19 @@ static pthread_once_t next_once = PTHREAD_ONCE_INIT;
 
 struct find {
     const char *name;
-    const char *self;   /* this library's path */
-    void *self_base;    /* and where it is loaded */
+    const char *self; /* this library's path */
+    void *self_base;  /* and where it is loaded */
     void *found;
 };
 
 static int find_in(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct find *f = arg;
-    if (!info->dlpi_name || !info->dlpi_name[0] || strcmp(info->dlpi_name, f->self) == 0)
-        return 0;
+    if (!info->dlpi_name || !info->dlpi_name[0] || strcmp(info->dlpi_name, f->self) == 0) return 0;
     void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_LOCAL);
     if (!h) return 0;
     void *p = dlsym(h, f->name);
-    dlclose(h);  /* RTLD_NOLOAD: drops only the reference just taken */
+    dlclose(h); /* RTLD_NOLOAD: drops only the reference just taken */
     Dl_info where;
     if (!p || (dladdr(p, &where) && where.dli_fbase == f->self_base)) return 0;
     f->found = p;
@@ -106,44 +105,59 @@ static enum CBLAS_UPLO cb_uplo(char u) { return u == 'U' ? CblasUpper : CblasLow
 #define E TESS__BLAS_EXPORT
 
 /* scipy_cblas_<p>gemm64_(order, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) */
-#define GEMM64(p, ST, DT)                                                                    \
-    typedef void (*p##gemm64_fn)(int, int, int, i64, i64, i64, ST, const void *, i64,       \
-                                 const void *, i64, ST, void *, i64);                       \
-    static void p##gemm64_fwd(const struct tess__blas_call *c) {                            \
-        ((p##gemm64_fn)next(SLOT_GEMM, DT))(CblasColMajor, cb_trans(c->ta), cb_trans(c->tb), \
-                                            c->m, c->n, c->k, LOAD_##p(c->alpha), c->A,     \
-                                            c->lda, c->B, c->ldb, LOAD_##p(c->beta), c->C,  \
-                                            c->ldc);                                        \
-    }                                                                                        \
-    E void scipy_cblas_##p##gemm64_(int o, int ta, int tb, i64 m, i64 n, i64 k, ST alpha,   \
-                                    const void *A, i64 lda, const void *B, i64 ldb, ST beta, \
-                                    void *C, i64 ldc) {                                      \
-        void *nx = next(SLOT_GEMM, DT);                                                      \
-        struct tess__blas_call c = {.kind = TESS__BLAS_GEMM, .dt = DT, .m = m, .n = n,      \
-                                    .k = k, .alpha = ADDR_##p(alpha), .A = A, .lda = lda,   \
-                                    .B = B, .ldb = ldb, .beta = ADDR_##p(beta), .C = C,     \
-                                    .ldc = ldc};                                             \
-        if (door(&c, o, ta, tb, nx, p##gemm64_fwd))                                          \
-            ((p##gemm64_fn)nx)(o, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);    \
+#define GEMM64(p, ST, DT)                                                                          \
+    typedef void (*p##gemm64_fn)(int, int, int, i64, i64, i64, ST, const void *, i64,              \
+                                 const void *, i64, ST, void *, i64);                              \
+    static void p##gemm64_fwd(const struct tess__blas_call *c) {                                   \
+        ((p##gemm64_fn)next(SLOT_GEMM, DT))(CblasColMajor, cb_trans(c->ta), cb_trans(c->tb), c->m, \
+                                            c->n, c->k, LOAD_##p(c->alpha), c->A, c->lda, c->B,    \
+                                            c->ldb, LOAD_##p(c->beta), c->C, c->ldc);              \
+    }                                                                                              \
+    E void scipy_cblas_##p##gemm64_(int o, int ta, int tb, i64 m, i64 n, i64 k, ST alpha,          \
+                                    const void *A, i64 lda, const void *B, i64 ldb, ST beta,       \
+                                    void *C, i64 ldc) {                                            \
+        void *nx = next(SLOT_GEMM, DT);                                                            \
+        struct tess__blas_call c = {.kind = TESS__BLAS_GEMM,                                       \
+                                    .dt = DT,                                                      \
+                                    .m = m,                                                        \
+                                    .n = n,                                                        \
+                                    .k = k,                                                        \
+                                    .alpha = ADDR_##p(alpha),                                      \
+                                    .A = A,                                                        \
+                                    .lda = lda,                                                    \
+                                    .B = B,                                                        \
+                                    .ldb = ldb,                                                    \
+                                    .beta = ADDR_##p(beta),                                        \
+                                    .C = C,                                                        \
+                                    .ldc = ldc};                                                   \
+        if (door(&c, o, ta, tb, nx, p##gemm64_fwd))                                                \
+            ((p##gemm64_fn)nx)(o, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);           \
     }
 
 /* scipy_cblas_<p>syrk64_(order, uplo, trans, n, k, alpha, A, lda, beta, C, ldc) */
-#define SYRK64(p, ST, DT)                                                                    \
-    typedef void (*p##syrk64_fn)(int, int, int, i64, i64, ST, const void *, i64, ST, void *, \
-                                 i64);                                                       \
-    static void p##syrk64_fwd(const struct tess__blas_call *c) {                            \
-        ((p##syrk64_fn)next(SLOT_SYRK, DT))(CblasColMajor, cb_uplo(c->uplo), cb_trans(c->ta), \
-                                            c->n, c->k, LOAD_##p(c->alpha), c->A, c->lda,   \
-                                            LOAD_##p(c->beta), c->C, c->ldc);               \
-    }                                                                                        \
-    E void scipy_cblas_##p##syrk64_(int o, int u, int t, i64 n, i64 k, ST alpha,            \
-                                    const void *A, i64 lda, ST beta, void *C, i64 ldc) {    \
-        void *nx = next(SLOT_SYRK, DT);                                                      \
-        struct tess__blas_call c = {.kind = TESS__BLAS_SYRK, .dt = DT, .m = n, .n = n,      \
-                                    .k = k, .alpha = ADDR_##p(alpha), .A = A, .lda = lda,   \
-                                    .beta = ADDR_##p(beta), .C = C, .ldc = ldc};             \
-        if (door(&c, o, u, t, nx, p##syrk64_fwd))                                            \
-            ((p##syrk64_fn)nx)(o, u, t, n, k, alpha, A, lda, beta, C, ldc);                 \
+#define SYRK64(p, ST, DT)                                                                          \
+    typedef void (*p##syrk64_fn)(int, int, int, i64, i64, ST, const void *, i64, ST, void *, i64); \
+    static void p##syrk64_fwd(const struct tess__blas_call *c) {                                   \
+        ((p##syrk64_fn)next(SLOT_SYRK, DT))(CblasColMajor, cb_uplo(c->uplo), cb_trans(c->ta),      \
+                                            c->n, c->k, LOAD_##p(c->alpha), c->A, c->lda,          \
+                                            LOAD_##p(c->beta), c->C, c->ldc);                      \
+    }                                                                                              \
+    E void scipy_cblas_##p##syrk64_(int o, int u, int t, i64 n, i64 k, ST alpha, const void *A,    \
+                                    i64 lda, ST beta, void *C, i64 ldc) {                          \
+        void *nx = next(SLOT_SYRK, DT);                                                            \
+        struct tess__blas_call c = {.kind = TESS__BLAS_SYRK,                                       \
+                                    .dt = DT,                                                      \
+                                    .m = n,                                                        \
+                                    .n = n,                                                        \
+                                    .k = k,                                                        \
+                                    .alpha = ADDR_##p(alpha),                                      \
+                                    .A = A,                                                        \
+                                    .lda = lda,                                                    \
+                                    .beta = ADDR_##p(beta),                                        \
+                                    .C = C,                                                        \
+                                    .ldc = ldc};                                                   \
+        if (door(&c, o, u, t, nx, p##syrk64_fwd))                                                  \
+            ((p##syrk64_fn)nx)(o, u, t, n, k, alpha, A, lda, beta, C, ldc);                        \
     }
 
 GEMM64(s, float, TESS_S)

@@ -64,7 +64,9 @@ static void gemm_step(const struct tess__job *job, const struct tess__task *t, i
 
 static const struct tess__job_ops gemm_ops = {.name = "gemm", .step = gemm_step};
 
-static char trans_char(tess_trans_t t) { return t == TESS_NO_TRANS ? 'N' : t == TESS_TRANS ? 'T' : 'C'; }
+static char trans_char(tess_trans_t t) {
+    return t == TESS_NO_TRANS ? 'N' : t == TESS_TRANS ? 'T' : 'C';
+}
 
 /* pos: 1-based position of `layout` in the caller's signature (typed: 1, generic: 2). */
 static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t layout,
@@ -162,8 +164,8 @@ static bool gemm_ready(const struct tess__job *job, const struct tess__task *t, 
     return atomic_load_explicit(job->ready, memory_order_acquire) >= end;
 }
 
-static const struct tess__job_ops gemm_stream_ops = {.name = "gemm", .step = gemm_step,
-                                                     .ready = gemm_ready};
+static const struct tess__job_ops gemm_stream_ops = {
+    .name = "gemm", .step = gemm_step, .ready = gemm_ready};
 
 int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
                      const tess__scalar_t *al, const void *A, int64_t lda, const void *B,
@@ -214,7 +216,8 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     if (ntasks > TESS__TASKS_MAX || kt > TESS__STEPS_MAX) {
         free(h);
         tess__rt_put(rt);
-        return tess__fail(TESS_ENOMEM, "gemm: %lld x %lld tiles of %lld, %lld steps each: too "
+        return tess__fail(TESS_ENOMEM,
+                          "gemm: %lld x %lld tiles of %lld, %lld steps each: too "
                           "many tasks or steps; raise TESSERA_TILE",
                           (long long)mt, (long long)nt, (long long)T, (long long)kt);
     }
@@ -270,34 +273,34 @@ int tess_gemm(tess_dtype_t dtype, tess_layout_t layout, tess_trans_t transa, tes
         return tess__fail(TESS_EINVAL, "tess_gemm: argument 1 (dtype = %d) must be a tess_dtype_t",
                           (int)dtype);
     }
-    return gemm_impl("tess_gemm", 2, dtype, layout, transa, transb, m, n, k, alpha, A, lda, B,
-                     ldb, beta, C, ldc);
+    return gemm_impl("tess_gemm", 2, dtype, layout, transa, transb, m, n, k, alpha, A, lda, B, ldb,
+                     beta, C, ldc);
 }
 
-int tess_sgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m,
-               int64_t n, int64_t k, float alpha, const float *A, int64_t lda, const float *B,
-               int64_t ldb, float beta, float *C, int64_t ldc) {
+int tess_sgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m, int64_t n,
+               int64_t k, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+               float beta, float *C, int64_t ldc) {
     return gemm_impl("tess_sgemm", 1, TESS_S, layout, transa, transb, m, n, k, &alpha, A, lda, B,
                      ldb, &beta, C, ldc);
 }
 
-int tess_dgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m,
-               int64_t n, int64_t k, double alpha, const double *A, int64_t lda, const double *B,
-               int64_t ldb, double beta, double *C, int64_t ldc) {
+int tess_dgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m, int64_t n,
+               int64_t k, double alpha, const double *A, int64_t lda, const double *B, int64_t ldb,
+               double beta, double *C, int64_t ldc) {
     return gemm_impl("tess_dgemm", 1, TESS_D, layout, transa, transb, m, n, k, &alpha, A, lda, B,
                      ldb, &beta, C, ldc);
 }
 
-int tess_cgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m,
-               int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
-               int64_t ldb, const void *beta, void *C, int64_t ldc) {
+int tess_cgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m, int64_t n,
+               int64_t k, const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
+               const void *beta, void *C, int64_t ldc) {
     return gemm_impl("tess_cgemm", 1, TESS_C, layout, transa, transb, m, n, k, alpha, A, lda, B,
                      ldb, beta, C, ldc);
 }
 
-int tess_zgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m,
-               int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
-               int64_t ldb, const void *beta, void *C, int64_t ldc) {
+int tess_zgemm(tess_layout_t layout, tess_trans_t transa, tess_trans_t transb, int64_t m, int64_t n,
+               int64_t k, const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
+               const void *beta, void *C, int64_t ldc) {
     return gemm_impl("tess_zgemm", 1, TESS_Z, layout, transa, transb, m, n, k, alpha, A, lda, B,
                      ldb, beta, C, ldc);
 }

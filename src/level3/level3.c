@@ -40,8 +40,8 @@ int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only) {
     return TESS_OK;
 }
 
-int tess__l3_check_span(const char *fn, int pos, const char *name, const void *X,
-                        int64_t rows, int64_t cols, int64_t ld, tess_dtype_t dt) {
+int tess__l3_check_span(const char *fn, int pos, const char *name, const void *X, int64_t rows,
+                        int64_t cols, int64_t ld, tess_dtype_t dt) {
     size_t es = tess__dtypes[dt].size;
     if (rows <= 0 || cols <= 0 || tess__span_ok(X, rows, cols, ld, es, NULL)) return TESS_OK;
     return TESS__L3_BAD("(%s: %lld x %lld with leading dimension %lld, %zu-byte elements) "
@@ -54,8 +54,8 @@ int64_t tess__l3_count_mul(int64_t a, int64_t b) {
     return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
-void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void *X,
-                   int64_t ld, int64_t r0, int64_t c0, int64_t rows, int64_t cols) {
+void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void *X, int64_t ld,
+                   int64_t r0, int64_t c0, int64_t rows, int64_t cols) {
     uint32_t es = (uint32_t)tess__dtypes[job->dt].size;
     memset(t, 0, sizeof *t);
     t->key.space = job->space;
@@ -99,8 +99,8 @@ int tess__l3_alloc(const char *fn, struct tess__job *job, int64_t ntasks, int64_
     return TESS_OK;
 }
 
-struct tess__task *tess__l3_task(struct tess__job *job, int64_t i, int64_t j, int64_t m,
-                                 int64_t n, int nsteps, int load_c) {
+struct tess__task *tess__l3_task(struct tess__job *job, int64_t i, int64_t j, int64_t m, int64_t n,
+                                 int nsteps, int load_c) {
     int64_t T = job->tile;
     size_t es = tess__dtypes[job->dt].size;
     struct tess__task *t = &job->tasks[job->ntasks++];
@@ -136,18 +136,23 @@ void tess__l3_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__scala
 
 void tess__l3_from_real(tess_dtype_t dt, tess__scalar_t *out, const void *r) {
     memset(out, 0, sizeof *out);
-    if (dt == TESS_C) out->c[0] = *(const float *)r;
-    else if (dt == TESS_Z) out->z[0] = *(const double *)r;
-    else if (dt == TESS_S) out->s = *(const float *)r;
-    else out->d = *(const double *)r;
+    if (dt == TESS_C)
+        out->c[0] = *(const float *)r;
+    else if (dt == TESS_Z)
+        out->z[0] = *(const double *)r;
+    else if (dt == TESS_S)
+        out->s = *(const float *)r;
+    else
+        out->d = *(const double *)r;
 }
 
 void tess__l3_conj(tess_dtype_t dt, tess__scalar_t *x) {
-    if (dt == TESS_C) x->c[1] = -x->c[1];
-    else if (dt == TESS_Z) x->z[1] = -x->z[1];
+    if (dt == TESS_C)
+        x->c[1] = -x->c[1];
+    else if (dt == TESS_Z)
+        x->z[1] = -x->z[1];
 }
 
 bool tess__l3_real_is(tess_dtype_t dt, const void *p, double v) {
-    return (dt == TESS_C || dt == TESS_S) ? *(const float *)p == (float)v
-                                          : *(const double *)p == v;
+    return (dt == TESS_C || dt == TESS_S) ? *(const float *)p == (float)v : *(const double *)p == v;
 }

@@ -36,8 +36,8 @@ int tess__l3_check_head(const char *fn, int pos, tess_layout_t layout, bool has_
  * The routines check every array they will read or write after the netlib checks and
  * before anything is queued, so no tile or task count, extent or pointer computed from
  * the call can overflow. */
-int tess__l3_check_span(const char *fn, int pos, const char *name, const void *X,
-                        int64_t rows, int64_t cols, int64_t ld, tess_dtype_t dt);
+int tess__l3_check_span(const char *fn, int pos, const char *name, const void *X, int64_t rows,
+                        int64_t cols, int64_t ld, tess_dtype_t dt);
 
 /* Bytes every copy of a job with tile edge T reserves: T x T elements of es bytes rounded
  * up to the heap's 256-byte alignment (uniform blocks cannot fragment the heap); SIZE_MAX
@@ -62,8 +62,8 @@ int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only);
  * column-major matrix X (leading dimension ld), in job's cache space. The output tile of a
  * task is named the same way (X = job->C, ld = job->ldc), so a later task reading it as an
  * operand (TRSM) names the very tile the writer published. */
-void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void *X,
-                   int64_t ld, int64_t r0, int64_t c0, int64_t rows, int64_t cols);
+void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void *X, int64_t ld,
+                   int64_t r0, int64_t c0, int64_t rows, int64_t cols);
 
 /* Start a job: the runtime (*rt, a call reference: tess__l3_run releases it, a path that
  * returns before, tess__rt_put), job zeroed but for ops, dt, the output C/ldc, the tile
@@ -79,8 +79,8 @@ int tess__l3_begin(const char *fn, struct tess__job *job, const struct tess__job
 int tess__l3_alloc(const char *fn, struct tess__job *job, int64_t ntasks, int64_t maxsteps);
 /* Append the task of output tile (i, j) of C (an m x n matrix) with nsteps steps; returns
  * it. Tile shape and host address follow from job->tile, job->C and job->ldc. */
-struct tess__task *tess__l3_task(struct tess__job *job, int64_t i, int64_t j, int64_t m,
-                                 int64_t n, int nsteps, int load_c);
+struct tess__task *tess__l3_task(struct tess__job *job, int64_t i, int64_t j, int64_t m, int64_t n,
+                                 int nsteps, int load_c);
 /* Chain: task `after` is queued only once `before` is DONE. */
 void tess__l3_chain(struct tess__task *before, struct tess__task *after);
 /* Run the job's tasks, release the call reference, free the task list, return the job's

@@ -13,9 +13,9 @@
 #include "level3.h"
 
 struct symm_job {
-    struct tess__job base;     /* first: the step callback casts back */
-    char side, uplo;           /* column-major, after folding */
-    int herm;                  /* HEMM */
+    struct tess__job base; /* first: the step callback casts back */
+    char side, uplo;       /* column-major, after folding */
+    int herm;              /* HEMM */
 };
 
 /* Step s of task t: term k = s of the sums above. */
@@ -32,7 +32,7 @@ static void symm_step(const struct tess__job *job, const struct tess__task *t, i
     out->alpha = &job->alpha;
     out->beta = s == 0 ? (const void *)&job->beta : (const void *)tess__scalar_one(job->dt);
     if (sj->side == 'L') {
-        int64_t kk = TESS__MIN(T, job->m - k * T);   /* rows of B_kj */
+        int64_t kk = TESS__MIN(T, job->m - k * T); /* rows of B_kj */
         tess__l3_tile(job, &out->b, job->B, job->ldb, k * T, j * T, kk, t->n);
         if (k == i) {
             out->kind = sj->herm ? TESS__K_HEMM : TESS__K_SYMM;
@@ -52,7 +52,7 @@ static void symm_step(const struct tess__job *job, const struct tess__task *t, i
             tess__l3_tile(job, &out->a, job->A, job->lda, k * T, i * T, kk, t->m);
         }
     } else {
-        int64_t kk = TESS__MIN(T, job->n - k * T);   /* columns of B_ik */
+        int64_t kk = TESS__MIN(T, job->n - k * T); /* columns of B_ik */
         if (k == j) {
             out->kind = sj->herm ? TESS__K_HEMM : TESS__K_SYMM;
             out->side = 'R';
@@ -80,9 +80,9 @@ static const struct tess__job_ops hemm_ops = {.name = "hemm", .step = symm_step}
 
 /* pos: 1-based position of `layout` in the caller's signature (typed: 1, generic: 2). */
 static int symm_impl(const char *fn, int pos, tess_dtype_t dt, bool herm, tess_layout_t layout,
-                     tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n,
-                     const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
-                     const void *beta, void *C, int64_t ldc) {
+                     tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n, const void *alpha,
+                     const void *A, int64_t lda, const void *B, int64_t ldb, const void *beta,
+                     void *C, int64_t ldc) {
     tess__clear_error();
     int rc = tess__l3_check_head(fn, pos, layout, true, side, uplo);
     if (rc) return rc;
@@ -159,8 +159,8 @@ int tess_symm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_u
               int64_t ldb, const void *beta, void *C, int64_t ldc) {
     int rc = tess__l3_check_dtype("tess_symm", dtype, false);
     if (rc) return rc;
-    return symm_impl("tess_symm", 2, dtype, false, layout, side, uplo, m, n, alpha, A, lda, B,
-                     ldb, beta, C, ldc);
+    return symm_impl("tess_symm", 2, dtype, false, layout, side, uplo, m, n, alpha, A, lda, B, ldb,
+                     beta, C, ldc);
 }
 
 int tess_hemm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
@@ -168,48 +168,48 @@ int tess_hemm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_u
               int64_t ldb, const void *beta, void *C, int64_t ldc) {
     int rc = tess__l3_check_dtype("tess_hemm", dtype, true);
     if (rc) return rc;
-    return symm_impl("tess_hemm", 2, dtype, true, layout, side, uplo, m, n, alpha, A, lda, B,
-                     ldb, beta, C, ldc);
+    return symm_impl("tess_hemm", 2, dtype, true, layout, side, uplo, m, n, alpha, A, lda, B, ldb,
+                     beta, C, ldc);
 }
 
 int tess_ssymm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n,
-               float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-               float beta, float *C, int64_t ldc) {
-    return symm_impl("tess_ssymm", 1, TESS_S, false, layout, side, uplo, m, n, &alpha, A, lda,
-                     B, ldb, &beta, C, ldc);
+               float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+               float *C, int64_t ldc) {
+    return symm_impl("tess_ssymm", 1, TESS_S, false, layout, side, uplo, m, n, &alpha, A, lda, B,
+                     ldb, &beta, C, ldc);
 }
 
 int tess_dsymm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n,
                double alpha, const double *A, int64_t lda, const double *B, int64_t ldb,
                double beta, double *C, int64_t ldc) {
-    return symm_impl("tess_dsymm", 1, TESS_D, false, layout, side, uplo, m, n, &alpha, A, lda,
-                     B, ldb, &beta, C, ldc);
+    return symm_impl("tess_dsymm", 1, TESS_D, false, layout, side, uplo, m, n, &alpha, A, lda, B,
+                     ldb, &beta, C, ldc);
 }
 
 int tess_csymm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n,
                const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
                const void *beta, void *C, int64_t ldc) {
-    return symm_impl("tess_csymm", 1, TESS_C, false, layout, side, uplo, m, n, alpha, A, lda,
-                     B, ldb, beta, C, ldc);
+    return symm_impl("tess_csymm", 1, TESS_C, false, layout, side, uplo, m, n, alpha, A, lda, B,
+                     ldb, beta, C, ldc);
 }
 
 int tess_zsymm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n,
                const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
                const void *beta, void *C, int64_t ldc) {
-    return symm_impl("tess_zsymm", 1, TESS_Z, false, layout, side, uplo, m, n, alpha, A, lda,
-                     B, ldb, beta, C, ldc);
+    return symm_impl("tess_zsymm", 1, TESS_Z, false, layout, side, uplo, m, n, alpha, A, lda, B,
+                     ldb, beta, C, ldc);
 }
 
 int tess_chemm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n,
                const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
                const void *beta, void *C, int64_t ldc) {
-    return symm_impl("tess_chemm", 1, TESS_C, true, layout, side, uplo, m, n, alpha, A, lda,
-                     B, ldb, beta, C, ldc);
+    return symm_impl("tess_chemm", 1, TESS_C, true, layout, side, uplo, m, n, alpha, A, lda, B, ldb,
+                     beta, C, ldc);
 }
 
 int tess_zhemm(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, int64_t m, int64_t n,
                const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
                const void *beta, void *C, int64_t ldc) {
-    return symm_impl("tess_zhemm", 1, TESS_Z, true, layout, side, uplo, m, n, alpha, A, lda,
-                     B, ldb, beta, C, ldc);
+    return symm_impl("tess_zhemm", 1, TESS_Z, true, layout, side, uplo, m, n, alpha, A, lda, B, ldb,
+                     beta, C, ldc);
 }

@@ -16,22 +16,24 @@
 enum syrk_kind { SYRK, HERK, SYR2K, HER2K };
 
 struct syrk_job {
-    struct tess__job base;     /* first: the step callback casts back; base.alpha/beta are
+    struct tess__job base;              /* first: the step callback casts back; base.alpha/beta are
                                 * the GEMM steps' scalars (complex (x, 0) for HERK) */
-    char uplo, trans;          /* column-major, after folding; trans 'N', 'T' or 'C' */
-    char mirror;               /* op of the right factor: 'T', or 'C' for HERK/HER2K */
-    int rank2;                 /* SYR2K/HER2K: a second operand B */
-    enum tess__kernel_kind kkind;  /* the diagonal tiles' kernel */
+    char uplo, trans;                   /* column-major, after folding; trans 'N', 'T' or 'C' */
+    char mirror;                        /* op of the right factor: 'T', or 'C' for HERK/HER2K */
+    int rank2;                          /* SYR2K/HER2K: a second operand B */
+    enum tess__kernel_kind kkind;       /* the diagonal tiles' kernel */
     tess__scalar_t kalpha, kbeta, kone; /* the diagonal kernels' scalars (real for HERK's) */
-    tess__scalar_t alpha2;     /* the second GEMM step's alpha: alpha or conj(alpha) */
+    tess__scalar_t alpha2;              /* the second GEMM step's alpha: alpha or conj(alpha) */
 };
 
 /* op(X)_{r, c} of the n x k op(X): the stored block and how the GEMM reads it. */
-static void op_tile(const struct syrk_job *sj, struct tess__tile *out, const void *X,
-                    int64_t ld, int64_t r, int64_t c, int64_t rows, int64_t cols) {
+static void op_tile(const struct syrk_job *sj, struct tess__tile *out, const void *X, int64_t ld,
+                    int64_t r, int64_t c, int64_t rows, int64_t cols) {
     int64_t T = sj->base.tile;
-    if (sj->trans == 'N') tess__l3_tile(&sj->base, out, X, ld, r * T, c * T, rows, cols);
-    else tess__l3_tile(&sj->base, out, X, ld, c * T, r * T, cols, rows);
+    if (sj->trans == 'N')
+        tess__l3_tile(&sj->base, out, X, ld, r * T, c * T, rows, cols);
+    else
+        tess__l3_tile(&sj->base, out, X, ld, c * T, r * T, cols, rows);
 }
 
 /* Step s of task t (see the formulas above). */
@@ -102,8 +104,8 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
                                 pos + 2, (int)trans);
     } else if (cplx) {
         if (trans != TESS_NO_TRANS && trans != TESS_TRANS)
-            return TESS__L3_BAD("(trans = %d) must be TESS_NO_TRANS or TESS_TRANS", fn,
-                                pos + 2, (int)trans);
+            return TESS__L3_BAD("(trans = %d) must be TESS_NO_TRANS or TESS_TRANS", fn, pos + 2,
+                                (int)trans);
     } else if (!tess__l3_is_trans((int)trans)) {
         return TESS__L3_BAD("(trans = %d) must be a tess_trans_t", fn, pos + 2, (int)trans);
     }
@@ -121,8 +123,8 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
         return TESS__L3_BAD("(ldb = %lld) must be >= max(1, %s) = %lld", fn, pos + 9,
                             (long long)ldb, arn, (long long)TESS__MAX(1, ar));
     if (ldc < TESS__MAX(1, n))
-        return TESS__L3_BAD("(ldc = %lld) must be >= max(1, n) = %lld", fn, p_ldc,
-                            (long long)ldc, (long long)TESS__MAX(1, n));
+        return TESS__L3_BAD("(ldc = %lld) must be >= max(1, n) = %lld", fn, p_ldc, (long long)ldc,
+                            (long long)TESS__MAX(1, n));
     if (!alpha) return TESS__L3_BAD("(alpha) must not be NULL", fn, pos + 5);
     if (!beta) return TESS__L3_BAD("(beta) must not be NULL", fn, p_beta);
     if (n == 0) return TESS_OK;
@@ -136,8 +138,10 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
     } else {
         tess__scalar_load(dt, &al, alpha);
     }
-    if (herm) tess__l3_from_real(dt, &be, beta);
-    else tess__scalar_load(dt, &be, beta);
+    if (herm)
+        tess__l3_from_real(dt, &be, beta);
+    else
+        tess__scalar_load(dt, &be, beta);
     bool alpha0 = tess__scalar_is_zero(dt, &al), beta1 = tess__scalar_is_one(dt, &be);
     if ((alpha0 || k == 0) && beta1) return TESS_OK;
     bool no_ab = alpha0 || k == 0;
@@ -166,9 +170,10 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
 
     static const struct tess__job_ops *const ops[4] = {
         [SYRK] = &syrk_ops, [HERK] = &herk_ops, [SYR2K] = &syr2k_ops, [HER2K] = &her2k_ops};
-    static const enum tess__kernel_kind kkinds[4] = {
-        [SYRK] = TESS__K_SYRK, [HERK] = TESS__K_HERK, [SYR2K] = TESS__K_SYR2K,
-        [HER2K] = TESS__K_HER2K};
+    static const enum tess__kernel_kind kkinds[4] = {[SYRK] = TESS__K_SYRK,
+                                                     [HERK] = TESS__K_HERK,
+                                                     [SYR2K] = TESS__K_SYR2K,
+                                                     [HER2K] = TESS__K_HER2K};
     struct tess__rt *rt;
     rc = tess__l3_begin(fn, &sj.base, ops[kind], dt, n, n, k, C, ldc, &rt);
     if (rc) return rc;
@@ -213,56 +218,55 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
 /* ---- entry points ------------------------------------------------------------------- */
 
 int tess_syrk(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans,
-              int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
-              const void *beta, void *C, int64_t ldc) {
+              int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, const void *beta,
+              void *C, int64_t ldc) {
     int rc = tess__l3_check_dtype("tess_syrk", dtype, false);
     if (rc) return rc;
-    return syrk_impl("tess_syrk", 2, dtype, SYRK, layout, uplo, trans, n, k, alpha, A, lda,
-                     NULL, 0, beta, C, ldc);
+    return syrk_impl("tess_syrk", 2, dtype, SYRK, layout, uplo, trans, n, k, alpha, A, lda, NULL, 0,
+                     beta, C, ldc);
 }
 
 int tess_herk(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans,
-              int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
-              const void *beta, void *C, int64_t ldc) {
+              int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, const void *beta,
+              void *C, int64_t ldc) {
     int rc = tess__l3_check_dtype("tess_herk", dtype, true);
     if (rc) return rc;
-    return syrk_impl("tess_herk", 2, dtype, HERK, layout, uplo, trans, n, k, alpha, A, lda,
-                     NULL, 0, beta, C, ldc);
+    return syrk_impl("tess_herk", 2, dtype, HERK, layout, uplo, trans, n, k, alpha, A, lda, NULL, 0,
+                     beta, C, ldc);
 }
 
 int tess_syr2k(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans,
-               int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
-               const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc) {
+               int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+               int64_t ldb, const void *beta, void *C, int64_t ldc) {
     int rc = tess__l3_check_dtype("tess_syr2k", dtype, false);
     if (rc) return rc;
-    return syrk_impl("tess_syr2k", 2, dtype, SYR2K, layout, uplo, trans, n, k, alpha, A, lda,
-                     B, ldb, beta, C, ldc);
+    return syrk_impl("tess_syr2k", 2, dtype, SYR2K, layout, uplo, trans, n, k, alpha, A, lda, B,
+                     ldb, beta, C, ldc);
 }
 
 int tess_her2k(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans,
-               int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda,
-               const void *B, int64_t ldb, const void *beta, void *C, int64_t ldc) {
+               int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
+               int64_t ldb, const void *beta, void *C, int64_t ldc) {
     int rc = tess__l3_check_dtype("tess_her2k", dtype, true);
     if (rc) return rc;
-    return syrk_impl("tess_her2k", 2, dtype, HER2K, layout, uplo, trans, n, k, alpha, A, lda,
-                     B, ldb, beta, C, ldc);
+    return syrk_impl("tess_her2k", 2, dtype, HER2K, layout, uplo, trans, n, k, alpha, A, lda, B,
+                     ldb, beta, C, ldc);
 }
 
 /* Typed SYRK/SYR2K: real scalars arrive by value (AL, BE = &alpha, &beta), complex ones by
  * pointer (alpha, beta). */
-#define SYRK_TYPED(p, DT, SC, E, AL, BE)                                                     \
-    int tess_##p##syrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n, \
-                       int64_t k, SC alpha, const E *A, int64_t lda, SC beta, E *C,          \
-                       int64_t ldc) {                                                        \
-        return syrk_impl("tess_" #p "syrk", 1, DT, SYRK, layout, uplo, trans, n, k, AL, A,   \
-                         lda, NULL, 0, BE, C, ldc);                                          \
+#define SYRK_TYPED(p, DT, SC, E, AL, BE)                                                           \
+    int tess_##p##syrk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,      \
+                       int64_t k, SC alpha, const E *A, int64_t lda, SC beta, E *C, int64_t ldc) { \
+        return syrk_impl("tess_" #p "syrk", 1, DT, SYRK, layout, uplo, trans, n, k, AL, A, lda,    \
+                         NULL, 0, BE, C, ldc);                                                     \
     }
-#define SYR2K_TYPED(p, DT, SC, E, AL, BE)                                                    \
-    int tess_##p##syr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans,          \
-                        int64_t n, int64_t k, SC alpha, const E *A, int64_t lda,             \
-                        const E *B, int64_t ldb, SC beta, E *C, int64_t ldc) {               \
-        return syrk_impl("tess_" #p "syr2k", 1, DT, SYR2K, layout, uplo, trans, n, k, AL, A, \
-                         lda, B, ldb, BE, C, ldc);                                           \
+#define SYR2K_TYPED(p, DT, SC, E, AL, BE)                                                         \
+    int tess_##p##syr2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,    \
+                        int64_t k, SC alpha, const E *A, int64_t lda, const E *B, int64_t ldb,    \
+                        SC beta, E *C, int64_t ldc) {                                             \
+        return syrk_impl("tess_" #p "syr2k", 1, DT, SYR2K, layout, uplo, trans, n, k, AL, A, lda, \
+                         B, ldb, BE, C, ldc);                                                     \
     }
 SYRK_TYPED(s, TESS_S, float, float, &alpha, &beta)
 SYRK_TYPED(d, TESS_D, double, double, &alpha, &beta)
@@ -275,26 +279,26 @@ SYR2K_TYPED(z, TESS_Z, const void *, void, alpha, beta)
 
 int tess_cherk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n, int64_t k,
                float alpha, const void *A, int64_t lda, float beta, void *C, int64_t ldc) {
-    return syrk_impl("tess_cherk", 1, TESS_C, HERK, layout, uplo, trans, n, k, &alpha, A, lda,
-                     NULL, 0, &beta, C, ldc);
+    return syrk_impl("tess_cherk", 1, TESS_C, HERK, layout, uplo, trans, n, k, &alpha, A, lda, NULL,
+                     0, &beta, C, ldc);
 }
 
 int tess_zherk(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n, int64_t k,
                double alpha, const void *A, int64_t lda, double beta, void *C, int64_t ldc) {
-    return syrk_impl("tess_zherk", 1, TESS_Z, HERK, layout, uplo, trans, n, k, &alpha, A, lda,
-                     NULL, 0, &beta, C, ldc);
+    return syrk_impl("tess_zherk", 1, TESS_Z, HERK, layout, uplo, trans, n, k, &alpha, A, lda, NULL,
+                     0, &beta, C, ldc);
 }
 
-int tess_cher2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
-                int64_t ldb, float beta, void *C, int64_t ldc) {
-    return syrk_impl("tess_cher2k", 1, TESS_C, HER2K, layout, uplo, trans, n, k, alpha, A, lda,
-                     B, ldb, &beta, C, ldc);
+int tess_cher2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n, int64_t k,
+                const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
+                float beta, void *C, int64_t ldc) {
+    return syrk_impl("tess_cher2k", 1, TESS_C, HER2K, layout, uplo, trans, n, k, alpha, A, lda, B,
+                     ldb, &beta, C, ldc);
 }
 
-int tess_zher2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n,
-                int64_t k, const void *alpha, const void *A, int64_t lda, const void *B,
-                int64_t ldb, double beta, void *C, int64_t ldc) {
-    return syrk_impl("tess_zher2k", 1, TESS_Z, HER2K, layout, uplo, trans, n, k, alpha, A, lda,
-                     B, ldb, &beta, C, ldc);
+int tess_zher2k(tess_layout_t layout, tess_uplo_t uplo, tess_trans_t trans, int64_t n, int64_t k,
+                const void *alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
+                double beta, void *C, int64_t ldc) {
+    return syrk_impl("tess_zher2k", 1, TESS_Z, HER2K, layout, uplo, trans, n, k, alpha, A, lda, B,
+                     ldb, &beta, C, ldc);
 }

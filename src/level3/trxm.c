@@ -102,15 +102,16 @@ static const struct tess__job_ops trsm_ops = {.name = "trsm", .publish = 1, .ste
 /* pos: 1-based position of `layout` in the caller's signature (typed: 1, generic: 2). */
 static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_layout_t layout,
                      tess_side_t side, tess_uplo_t uplo, tess_trans_t transa, tess_diag_t diag,
-                     int64_t m, int64_t n, const void *alpha, const void *A, int64_t lda,
-                     void *B, int64_t ldb) {
+                     int64_t m, int64_t n, const void *alpha, const void *A, int64_t lda, void *B,
+                     int64_t ldb) {
     tess__clear_error();
     int rc = tess__l3_check_head(fn, pos, layout, true, side, uplo);
     if (rc) return rc;
     if (!tess__l3_is_trans((int)transa))
         return TESS__L3_BAD("(transa = %d) must be a tess_trans_t", fn, pos + 3, (int)transa);
     if (!tess__l3_is_diag((int)diag))
-        return TESS__L3_BAD("(diag = %d) must be TESS_NON_UNIT or TESS_UNIT", fn, pos + 4, (int)diag);
+        return TESS__L3_BAD("(diag = %d) must be TESS_NON_UNIT or TESS_UNIT", fn, pos + 4,
+                            (int)diag);
     if (m < 0) return TESS__L3_BAD("(m = %lld) must be >= 0", fn, pos + 5, (long long)m);
     if (n < 0) return TESS__L3_BAD("(n = %lld) must be >= 0", fn, pos + 6, (long long)n);
     bool row = layout == TESS_ROW_MAJOR;
@@ -193,8 +194,10 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
         struct tess__task *base = &job->tasks[sd == 'L' ? c * mt : c];
         for (int64_t a = 1; a < at; a++) {
             struct tess__task *lo = base + (a - 1) * stride, *hi = base + a * stride;
-            if (up) tess__l3_chain(lo, hi);
-            else tess__l3_chain(hi, lo);
+            if (up)
+                tess__l3_chain(lo, hi);
+            else
+                tess__l3_chain(hi, lo);
         }
     }
     return tess__l3_run(rt, job);
@@ -207,8 +210,8 @@ int tess_trmm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_u
               const void *A, int64_t lda, void *B, int64_t ldb) {
     int rc = tess__l3_check_dtype("tess_trmm", dtype, false);
     if (rc) return rc;
-    return trxm_impl("tess_trmm", 2, dtype, false, layout, side, uplo, transa, diag, m, n,
-                     alpha, A, lda, B, ldb);
+    return trxm_impl("tess_trmm", 2, dtype, false, layout, side, uplo, transa, diag, m, n, alpha, A,
+                     lda, B, ldb);
 }
 
 int tess_trsm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,
@@ -216,17 +219,17 @@ int tess_trsm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t side, tess_u
               const void *A, int64_t lda, void *B, int64_t ldb) {
     int rc = tess__l3_check_dtype("tess_trsm", dtype, false);
     if (rc) return rc;
-    return trxm_impl("tess_trsm", 2, dtype, true, layout, side, uplo, transa, diag, m, n,
-                     alpha, A, lda, B, ldb);
+    return trxm_impl("tess_trsm", 2, dtype, true, layout, side, uplo, transa, diag, m, n, alpha, A,
+                     lda, B, ldb);
 }
 
 /* Typed entries: real alpha by value (AL = &alpha), complex by pointer (AL = alpha). */
-#define TRXM_TYPED(name, SOLVE, DT, SC, E, AL)                                               \
-    int tess_##name(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo,                \
-                    tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n, SC alpha,   \
-                    const E *A, int64_t lda, E *B, int64_t ldb) {                            \
-        return trxm_impl("tess_" #name, 1, DT, SOLVE, layout, side, uplo, transa, diag, m,  \
-                         n, AL, A, lda, B, ldb);                                             \
+#define TRXM_TYPED(name, SOLVE, DT, SC, E, AL)                                                     \
+    int tess_##name(tess_layout_t layout, tess_side_t side, tess_uplo_t uplo, tess_trans_t transa, \
+                    tess_diag_t diag, int64_t m, int64_t n, SC alpha, const E *A, int64_t lda,     \
+                    E *B, int64_t ldb) {                                                           \
+        return trxm_impl("tess_" #name, 1, DT, SOLVE, layout, side, uplo, transa, diag, m, n, AL,  \
+                         A, lda, B, ldb);                                                          \
     }
 TRXM_TYPED(strmm, false, TESS_S, float, float, &alpha)
 TRXM_TYPED(dtrmm, false, TESS_D, double, double, &alpha)

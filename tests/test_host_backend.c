@@ -82,6 +82,15 @@ static double max_rel_diff(const double *a, const double *b, size_t n) {
 
 /* count() follows cfg->emulate, open describes the device, its one arena starts as 0xFF
  * bytes and cannot be taken twice, and two emulated devices can peer. */
+/* Every layer of a CUDA build sees TESS_HAVE_CUDA: tess_malloc_host (src/base) pins host
+ * memory exactly when the library was built with CUDA (once, base lacked it and "pinned"
+ * operands and the transport's buffers were pageable on the GPUs). */
+TEST(hostmem_pins_in_a_cuda_build) {
+    bool cuda = strstr(tess_build_config(), "cuda=ON") != NULL;
+    ASSERT_MSG(tess__hostmem_pins() == cuda, "build %s, but hostmem.c %s CUDA",
+               tess_build_config(), tess__hostmem_pins() ? "has" : "lacks");
+}
+
 TEST(emu_open_desc_arena) {
     struct tess__config cfg;
     memset(&cfg, 0, sizeof cfg);

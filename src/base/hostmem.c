@@ -38,6 +38,14 @@ void *tess_malloc_host(size_t bytes) {
     return p + HDR;
 }
 
+bool tess__hostmem_pins(void) {
+#ifdef TESS_HAVE_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
+
 void tess_free_host(void *ptr) {
     if (!ptr) return;
     unsigned char *p = (unsigned char *)ptr - HDR;

@@ -100,6 +100,9 @@ double tess__now(void);
  * fence that orders those stores before a flag or an atomic that publishes them. */
 void tess__copy_nt(void *dst, const void *src, size_t n);
 void tess__copy_nt_fence(void);
+/* Whether tess_malloc_host pins its memory where a GPU is visible: compiled with CUDA, as
+ * every layer must be in a CUDA build (test_host_backend checks it against the build). */
+bool tess__hostmem_pins(void);
 
 /* ---- knobs: one table in src/base/knobs.c, mirrored in docs/knobs.md ------------------- */
 

@@ -87,8 +87,8 @@ static double max_rel_diff(const double *a, const double *b, size_t n) {
  * operands and the transport's buffers were pageable on the GPUs). */
 TEST(hostmem_pins_in_a_cuda_build) {
     bool cuda = strstr(tess_build_config(), "cuda=ON") != NULL;
-    ASSERT_MSG(tess__hostmem_pins() == cuda, "build %s, but hostmem.c %s CUDA",
-               tess_build_config(), tess__hostmem_pins() ? "has" : "lacks");
+    ASSERT_MSG(tess__hostmem_pins() == cuda, "build %s, but hostmem.c %s CUDA", tess_build_config(),
+               tess__hostmem_pins() ? "has" : "lacks");
 }
 
 TEST(emu_open_desc_arena) {

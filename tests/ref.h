@@ -1,15 +1,12 @@
 /* tests/ref.h: what the API-level tests share: a seeded generator, matrices of any
  * precision, scalars, the OpenBLAS reference GEMM, the error-bounded comparison, the
  * probe-vector oracle, NaN poisoning and the "untouched bytes" checks, and a GEMM case
- * runner that ties them together (set up, call tessera, verify).
- * Owns no tessera state: it only calls the public API (tessera.h).
- *
- * Storage convention: a stored matrix of `rows` x `cols` in layout L with leading dimension
- * ld holds element (r, c) at r + c*ld (TESS_COL_MAJOR) or r*ld + c (TESS_ROW_MAJOR), and
- * takes ld * outer elements, outer = cols (column-major) or rows (row-major).
- *
- * Error bound: the one of the tools' probe-vector oracle (src/tools/oracle.h, derived there).
- * The elementwise comparison with OpenBLAS takes twice it, both results carrying it:
+ * runner (set up, call tessera, verify). Calls only the public API (tessera.h).
+ * Storage: a stored matrix of `rows` x `cols` in layout L with leading dimension ld holds
+ * element (r, c) at r + c*ld (TESS_COL_MAJOR) or r*ld + c (TESS_ROW_MAJOR), and takes
+ * ld * outer elements, outer = cols (column-major) or rows (row-major).
+ * Error bound: the one of the probe-vector oracle (src/tools/oracle.h, derived there); the
+ * elementwise comparison with OpenBLAS takes twice it, both results carrying it:
  *   |C_ij - Cref_ij| <= 2 gamma_N (|alpha| (|op(A)| |op(B)|)_ij + |beta| |C0_ij|) + 2 floor
  * with N = f (k + 4), f = 1 real, 2 complex, gamma_N = N u / (1 - N u), u the unit roundoff,
  * |x| = |re| + |im| for complex; the probe check (ref_probe_check) is the oracle's GEMM check.

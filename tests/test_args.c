@@ -2,19 +2,13 @@
  * tess_?gemm returns TESS_EINVAL, tess_last_error() names the argument, and C is left
  * byte-for-byte untouched; the smallest legal leading dimensions and NULL operands of
  * empty dimensions are accepted; quick returns write nothing; tess_strerror and
- * tess_last_error behave. Independent of the device configuration.
- *
- * Hostile input to every level-3 routine (issue 8; the section at the end): every bad
- * argument alone and every pair of them, in both layouts, typed and generic entries: the
- * first in netlib's (CBLAS positional) order is named and nothing is written; huge sizes
- * (2^40, 2^62, INT64_MAX, alone and two at once) give TESS_EINVAL (an array that cannot
- * be addressed, named) or TESS_ENOMEM (too many tasks), write nothing, fail no device and
- * leave the runtime usable (with TESS_HUGE_FORK=1 each case runs in a child process of
- * its own, so that a crash is reported per case); aliased operands (C == A where BLAS
- * forbids it) return without a crash and leave the runtime usable, and A == B (allowed)
- * is correct; leading dimensions of 2^32 + 3 and 2^31 + 5 give the right result on every
- * device kind, the CPU worker included, and nothing is printed. The level-3 dispatch and
- * case machinery come from test_fuzz_l3.c.
+ * tess_last_error behave. Hostile input to every level-3 routine (the section at the end):
+ * every bad argument alone and in pairs, both layouts, typed and generic entries: the first
+ * in netlib's order is named and nothing is written; huge sizes give TESS_EINVAL or
+ * TESS_ENOMEM, write nothing and leave the runtime usable (TESS_HUGE_FORK=1: each case in a
+ * child process); aliased operands return without a crash; leading dimensions of 2^32 + 3
+ * and 2^31 + 5 give the right result on every device kind; nothing is printed. Independent
+ * of the device configuration; dispatch and cases from l3_dispatch.c and test_fuzz_l3.c.
  */
 #include <ctype.h>
 #include <limits.h>

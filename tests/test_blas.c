@@ -1,19 +1,14 @@
 /* tests/test_blas.c: the drop-in library (libtessera_blas.so, linked first, so dgemm_ and
- * cblas_dgemm are its symbols) seen from a C program: results against a plain reference
- * loop, the netlib contract (beta = 0 does not read C, nothing written outside the
- * referenced part, NaN propagation, letters in either case), bad arguments reaching the
- * program's xerbla_/cblas_xerbla exactly as Debian's reference CBLAS (libblas3) passes them
- * (compared call by call with that library when it is installed), sizes whose span cannot
- * be addressed refused through those handlers before any memory is touched (every door:
- * Fortran, CBLAS, numpy's 64-bit scipy_cblas_*64_), concurrent calls from 8 threads, and
- * fork after the runtime started.
- * Which calls went to tessera is read by tests/test_dropin.sh from the exit summary
- * (TESSERA_BLAS_VERBOSE=2); this program checks the numbers and the contract.
- * This program defines xerbla_ and cblas_xerbla, as a BLAS user may, and the reference
- * CBLAS's globals RowMajorStrg and CBLAS_CallFromC (so its handlers can read what the
- * library set): the library must call them (it finds them in the program) and never
- * define its own. Built again with TEST_BLAS_NO_XERBLA (test_blas_cblas_only): the same
- * program without xerbla_, as a CBLAS program that defines only cblas_xerbla.
+ * cblas_dgemm are its symbols) seen from a C program: results against a reference loop,
+ * the netlib contract (beta = 0 does not read C, nothing written outside the referenced
+ * part, NaN propagation, letters in either case), bad arguments reaching the program's
+ * xerbla_/cblas_xerbla exactly as Debian's reference CBLAS passes them, sizes whose span
+ * cannot be addressed refused through those handlers before any memory is touched (Fortran,
+ * CBLAS, numpy's scipy_cblas_*64_), 8 threads at once, and fork after the runtime started.
+ * Where calls went is read by tests/test_dropin.sh from the exit summary. This program
+ * defines xerbla_, cblas_xerbla and the reference CBLAS's globals RowMajorStrg and
+ * CBLAS_CallFromC, as a BLAS user may: the library must call them and never define its
+ * own. Built again with TEST_BLAS_NO_XERBLA (test_blas_cblas_only): without xerbla_.
  */
 /* <cblas.h> declares cblas_xerbla with char * (OpenBLAS 0.3.21) or const char * (0.3.26)
  * arguments; this test defines its own, so the header's declaration is renamed away. */

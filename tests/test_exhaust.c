@@ -1,28 +1,16 @@
-/* tests/test_exhaust.c: resource exhaustion (issue 8): slower, still correct, never a crash.
- *
- *   - a device heap of exactly three tiles of the widest precision (the least a running
- *     task needs), and one below that: every routine in every precision either computes
- *     the right result (tiles evicted and refetched) or, where three tiles of its
- *     precision do not fit, returns TESS_ENOMEM at once with a message, and the runtime
- *     goes on with the precisions that fit;
- *   - heap fragmentation: calls of different routines, precisions and shapes, in sequence
- *     and from 8 threads at once, on one runtime whose tile edge is chosen per call
- *     (TESSERA_TILE=0: it depends on the shape and the precision), so copies of several
- *     block sizes share a small heap; and on a fixed tile with blocks of 1, 2 and 4 KiB;
+/* tests/test_exhaust.c: resource exhaustion: slower, still correct, never a crash.
+ *   - a device heap of exactly three tiles of the widest precision, and one below: every
+ *     routine and precision computes the right result or returns TESS_ENOMEM at once;
+ *   - heap fragmentation: routines, precisions and shapes in sequence and from 8 threads
+ *     on one runtime whose tile edge is chosen per call; fixed tiles of 1, 2 and 4 KiB;
  *   - two precisions at once on a heap of four of the largest tiles, and mixed routines
- *     from 8 threads on 20 KiB heaps (B7, fixed: these ended in TESS_ENOMEM when blocks of
- *     different sizes left the room there in bytes but not in one piece): every call
- *     right, and the runtime's tight-heap paths (tess__worker_pressure) were taken;
- *   - a failed host allocation: tess_malloc_host of absurd sizes returns NULL, and the
- *     library keeps working (host buffers from tess_malloc_host included).
- *
- * Each test sets the knobs it needs (setenv before tess_init; the runtime is restarted
- * between tests) on emulated devices (TESSERA_DEVICES=none, TESSERA_CPU_WORKER=0) and
- * prints them; results are verified with test_fuzz_l3.c's machinery (the reference, the
- * rounding bound, untouched padding). TESS_EXHAUST_CALLS (default 400) sets the number of
- * calls of the many-thread tests, TESS_EXHAUST_MIXED_MEM the heap of the mixed-precision
- * one, TESS_EXHAUST_B7_ROUNDS the rounds of the two-precision one. Every test here always
- * runs (none waits for TESS_TEST_KNOWN_BUGS=1 any more: B4 and B7 are fixed).
+ *     from 8 threads on 20 KiB heaps: every call right, tight-heap paths taken;
+ *   - tess_malloc_host of absurd sizes returns NULL and the library keeps working.
+ * Each test sets its knobs (setenv before tess_init, the runtime restarted between tests)
+ * on emulated devices and prints them; results are verified with test_fuzz_l3.c's
+ * machinery. TESS_EXHAUST_CALLS (default 400): calls of the many-thread tests;
+ * TESS_EXHAUST_MIXED_MEM: the mixed-precision heap; TESS_EXHAUST_B7_ROUNDS: rounds of the
+ * two-precision test.
  */
 #define TESS_FUZZ_L3_NO_TESTS
 #include "test_fuzz_l3.c"

@@ -1,18 +1,17 @@
 /* tessera_mpi.h: the distributed face of tessera (built when MPI is found): P x Q process
  * grids over any MPI communicator, ScaLAPACK's 2D block-cyclic descriptors, and
  * tess_p?gemm, a distributed GEMM whose local work runs on each rank's node runtime.
- *
  * Conventions (ScaLAPACK's, except that indices are 0-based here):
  *   - a distributed M_ x N_ matrix is cut into MB_ x NB_ blocks (the first block IMB_ x
  *     INB_), dealt round-robin over the grid starting at process (RSRC_, CSRC_); each rank
  *     keeps its blocks packed column-major in a local array with leading dimension LLD_;
- *   - an operation works on a submatrix sub(A) = A(ia : ia+m-1, ja : ja+n-1) of it, and the
- *     pointer passed is the rank's whole local array (not the submatrix);
+ *   - an operation works on a submatrix sub(A) = A(ia : ia+m-1, ja : ja+n-1); the pointer
+ *     passed is the rank's whole local array (not the submatrix);
  *   - every rank of the grid calls with the same arguments (its own local arrays). A wrong
  *     argument on any rank makes every rank return the same TESS_EINVAL and write nothing;
  *     nobody hangs. A device failure on one rank is reported on every rank.
- * Include mpi.h's MPI before this header. MPI must be initialised; the calls come from one
- * thread per rank at a time (MPI_THREAD_FUNNELED is enough).
+ * Include mpi.h before this header. MPI must be initialised; the calls come from one thread
+ * per rank at a time (MPI_THREAD_FUNNELED is enough).
  */
 #ifndef TESSERA_MPI_H
 #define TESSERA_MPI_H

@@ -89,7 +89,7 @@ void ref_scalar(tess_dtype_t dt, void *out, double re, double im) {
 }
 
 /* Element idx of X as a long double pair. */
-static void get_el(tess_dtype_t dt, const void *X, size_t idx, long double *re, long double *im) {
+void ref_get(tess_dtype_t dt, const void *X, size_t idx, long double *re, long double *im) {
     *re = *im = 0;
     switch (dt) {
     case TESS_S:
@@ -129,7 +129,7 @@ static void set_el(tess_dtype_t dt, void *X, size_t idx, long double re, long do
 
 static int scalar_is_zero(tess_dtype_t dt, const void *s) {
     long double re, im;
-    get_el(dt, s, 0, &re, &im);
+    ref_get(dt, s, 0, &re, &im);
     return re == 0 && im == 0;
 }
 
@@ -199,7 +199,7 @@ size_t ref_count_nonfinite(tess_dtype_t dt, tess_layout_t layout, const void *X,
     for (int64_t c = 0; c < cols; c++)
         for (int64_t r = 0; r < rows; r++) {
             long double re, im;
-            get_el(dt, X, ref_index(layout, r, c, ld), &re, &im);
+            ref_get(dt, X, ref_index(layout, r, c, ld), &re, &im);
             bad += !isfinite(re) + !isfinite(im);
         }
     return bad;
@@ -231,7 +231,7 @@ size_t ref_untouched(tess_dtype_t dt, tess_layout_t layout, const void *X, const
 static void scale_c(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n, const void *beta,
                     void *C, int64_t ldc) {
     long double br, bi;
-    get_el(dt, beta, 0, &br, &bi);
+    ref_get(dt, beta, 0, &br, &bi);
     int zero = br == 0 && bi == 0;
     for (int64_t j = 0; j < n; j++)
         for (int64_t i = 0; i < m; i++) {
@@ -240,7 +240,7 @@ static void scale_c(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n,
                 set_el(dt, C, idx, 0, 0);
             } else {
                 long double cr, ci;
-                get_el(dt, C, idx, &cr, &ci);
+                ref_get(dt, C, idx, &cr, &ci);
                 set_el(dt, C, idx, br * cr - bi * ci, br * ci + bi * cr);
             }
         }
@@ -278,9 +278,9 @@ void ref_gemm(tess_dtype_t dt, tess_layout_t layout, tess_trans_t ta, tess_trans
 static void op_get(tess_dtype_t dt, tess_layout_t layout, tess_trans_t t, const void *X, int64_t ld,
                    int64_t i, int64_t j, long double *re, long double *im) {
     if (t == TESS_NO_TRANS) {
-        get_el(dt, X, ref_index(layout, i, j, ld), re, im);
+        ref_get(dt, X, ref_index(layout, i, j, ld), re, im);
     } else {
-        get_el(dt, X, ref_index(layout, j, i, ld), re, im);
+        ref_get(dt, X, ref_index(layout, j, i, ld), re, im);
         if (t == TESS_CONJ_TRANS) *im = -*im;
     }
 }
@@ -424,8 +424,8 @@ static int compare_ref(const struct ref_gemm_data *d, char *msg, size_t len) {
              Cref, d->ldc);
 
     long double ar, ai, br, bi;
-    get_el(dt, d->alpha, 0, &ar, &ai);
-    get_el(dt, d->beta, 0, &br, &bi);
+    ref_get(dt, d->alpha, 0, &ar, &ai);
+    ref_get(dt, d->beta, 0, &br, &bi);
     int use_ab = k > 0 && !(ar == 0 && ai == 0);
     int use_c0 = !(br == 0 && bi == 0);
     double aabs = (double)abs1(ar, ai), babs = (double)abs1(br, bi);
@@ -460,12 +460,12 @@ static int compare_ref(const struct ref_gemm_data *d, char *msg, size_t len) {
         for (int64_t i = 0; i < m && !rc; i++) {
             size_t idx = ref_index(c->layout, i, j, d->ldc);
             long double xr, xi, yr, yi, zr, zi;
-            get_el(dt, d->C, idx, &xr, &xi);
-            get_el(dt, Cref, idx, &yr, &yi);
+            ref_get(dt, d->C, idx, &xr, &xi);
+            ref_get(dt, Cref, idx, &yr, &yi);
             double bound = 0;
             if (use_ab) bound += aabs * absab[i + j * m];
             if (use_c0) {
-                get_el(dt, d->C0, idx, &zr, &zi);
+                ref_get(dt, d->C0, idx, &zr, &zi);
                 bound += babs * (double)abs1(zr, zi);
             }
             bound = bound * fac + tiny;

@@ -30,6 +30,8 @@ int64_t ref_rand_int(uint64_t *state, int64_t lo, int64_t hi);
 size_t ref_esize(tess_dtype_t dt);
 int ref_is_complex(tess_dtype_t dt);
 double ref_eps(tess_dtype_t dt);
+/* Element idx of X (precision dt, interleaved complex) as a long double pair. */
+void ref_get(tess_dtype_t dt, const void *X, size_t idx, long double *re, long double *im);
 const char *ref_dtype_name(tess_dtype_t dt);  /* "s", "d", "c", "z" */
 const char *ref_trans_name(tess_trans_t t);   /* "N", "T", "C" */
 const char *ref_layout_name(tess_layout_t l); /* "col", "row" */

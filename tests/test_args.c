@@ -939,7 +939,7 @@ TEST(args_aliased_operands) {
                 /* keep a TRSM's diagonal away from 0 at first */
                 for (int64_t j = 0; j < N; j++) {
                     long double re, im;
-                    fz_get(dt, buf, (size_t)(j + j * (N + 1)), &re, &im);
+                    ref_get(dt, buf, (size_t)(j + j * (N + 1)), &re, &im);
                     fz_set(dt, buf, (size_t)(j + j * (N + 1)), re + 4, im);
                 }
                 memcpy(buf0, buf, tot * es);
@@ -1126,7 +1126,7 @@ TEST(args_leading_dims_beyond_int32) {
                            (char *)M[2] + (size_t)(j * big) * es, (size_t)rows * es);
                     for (int g = 0; g < 3; g++) {
                         long double re, im;
-                        fz_get(c.dt, M[2], (size_t)(j * big + rows + g), &re, &im);
+                        ref_get(c.dt, M[2], (size_t)(j * big + rows + g), &re, &im);
                         ASSERT_MSG(re == 0.125L, "%s: the element after column %lld was written",
                                    what, (long long)j);
                     }

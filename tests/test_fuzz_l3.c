@@ -139,28 +139,6 @@ FZ_FN void fz_cblas(const struct l3_args *a0) {
 
 /* ---- elements -------------------------------------------------------------------------- */
 
-static void fz_get(tess_dtype_t dt, const void *X, size_t i, long double *re, long double *im) {
-    switch (dt) {
-    case TESS_S:
-        *re = ((const float *)X)[i];
-        *im = 0;
-        break;
-    case TESS_D:
-        *re = ((const double *)X)[i];
-        *im = 0;
-        break;
-    case TESS_C:
-        *re = ((const float *)X)[2 * i];
-        *im = ((const float *)X)[2 * i + 1];
-        break;
-    case TESS_Z:
-        *re = ((const double *)X)[2 * i];
-        *im = ((const double *)X)[2 * i + 1];
-        break;
-    default: *re = *im = 0; break;
-    }
-}
-
 static void fz_set(tess_dtype_t dt, void *X, size_t i, long double re, long double im) {
     switch (dt) {
     case TESS_S: ((float *)X)[i] = (float)re; break;
@@ -338,7 +316,7 @@ static void fz_plant(struct fz_data *d, int w, uint64_t *s) {
     }
     size_t idx = ref_index(c->layout, r, col, d->ld[w]);
     long double re, im;
-    fz_get(c->dt, d->X[w], idx, &re, &im);
+    ref_get(c->dt, d->X[w], idx, &re, &im);
     int part = ref_is_complex(c->dt) ? (int)ref_rand_int(s, 0, 2) : 0;
     /* HEMM's A diagonal and HERK/HER2K's C diagonal: only the real part is read */
     bool real_diag = r == col && ((w == 0 && c->r == L3_HEMM) ||
@@ -376,7 +354,7 @@ FZ_FN void fz_setup(const struct fz_case *c, struct fz_data *d) {
                     fz_set_im(dt, d->X[0], idx, NAN);
                 } else if (r == col && c->r == L3_TRSM) {
                     long double re, im;
-                    fz_get(dt, d->X[0], idx, &re, &im);
+                    ref_get(dt, d->X[0], idx, &re, &im);
                     fz_set(dt, d->X[0], idx, re + (re < 0 ? -1 : 1) * (ka + 1), im);
                 }
             }
@@ -479,7 +457,7 @@ static void *fz_abs_copy(const struct fz_data *d, const void *X, int w) {
     void *Y = ref_malloc(d->ne[w] * ref_esize(dt));
     for (size_t i = 0; i < d->ne[w]; i++) {
         long double re, im;
-        fz_get(dt, X, i, &re, &im);
+        ref_get(dt, X, i, &re, &im);
         int cl = fz_class_at(dt, X, i);
         fz_set(dt, Y, i, cl == 2 ? NAN : cl == 1 ? INFINITY : fz_abs1(re, im), 0);
     }
@@ -489,7 +467,7 @@ static void *fz_abs_copy(const struct fz_data *d, const void *X, int w) {
         for (int64_t j = 0; j < d->sh[w][0]; j++) {
             size_t idx = ref_index(c->layout, j, j, d->ld[w]);
             long double re, im;
-            fz_get(dt, X, idx, &re, &im);
+            ref_get(dt, X, idx, &re, &im);
             fz_set(dt, Y, idx, fabsl(re), 0);
         }
     return Y;
@@ -616,8 +594,8 @@ FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
             if (!fz_out_ref(c, r, col)) continue;
             size_t idx = ref_index(c->layout, r, col, ldc);
             long double xr, xi, yr, yi, wr, wi;
-            fz_get(dt, C, idx, &xr, &xi);
-            fz_get(dt, Yref, idx, &yr, &yi);
+            ref_get(dt, C, idx, &xr, &xi);
+            ref_get(dt, Yref, idx, &yr, &yi);
             int tc = fz_class_at(dt, C, idx), rcl = nan_beta_rk ? 2 : fz_class_at(dt, Yref, idx);
             bool same = d->inf ? (tc == 0) == (rcl == 0) : tc == rcl;
             if (!same) {
@@ -638,13 +616,13 @@ FZ_FN int fz_verify(const struct fz_data *d, char *msg, size_t len) {
                 break;
             }
             if (fz_class_at(dt, W, idx)) continue;
-            fz_get(dt, W, idx, &wr, &wi);
+            ref_get(dt, W, idx, &wr, &wi);
             if (c->r == L3_TRSM) {
                 /* op(A) X against alpha B0 where both are defined */
                 long double br, bi;
                 if (fz_class_at(dt, Y, idx) || fz_class_at(dt, d->R[2], idx)) continue;
-                fz_get(dt, d->R[2], idx, &br, &bi);
-                fz_get(dt, Y, idx, &xr, &xi);
+                ref_get(dt, d->R[2], idx, &br, &bi);
+                ref_get(dt, Y, idx, &xr, &xi);
                 yr = (long double)al[0] * br - (long double)al[1] * bi;
                 yi = (long double)al[0] * bi + (long double)al[1] * br;
                 wr += aabs * fz_abs1(br, bi);
@@ -856,7 +834,7 @@ static void fz_corrupt(struct fz_data *d) {
             if (fz_out_ref(&d->c, r, col)) {
                 size_t idx = ref_index(d->c.layout, r, col, d->ld[2]);
                 long double re, im;
-                fz_get(d->c.dt, d->X[2], idx, &re, &im);
+                ref_get(d->c.dt, d->X[2], idx, &re, &im);
                 fz_set(d->c.dt, d->X[2], idx, re + 0.5, im);
                 return;
             }
@@ -1038,7 +1016,7 @@ TEST(fuzz_l3_verifier_self_check) {
             int64_t rr = d.sh[2][0] / 2, cc = l3_rk(c.r) ? rr : d.sh[2][1] / 2;
             size_t idx = ref_index(c.layout, rr, cc, d.ld[2]);
             long double re, im;
-            fz_get(c.dt, good, idx, &re, &im);
+            ref_get(c.dt, good, idx, &re, &im);
 
             /* (1) moved by 4 x the bound's scale: 2 gamma_N |W| <= that */
             {
@@ -1061,7 +1039,7 @@ TEST(fuzz_l3_verifier_self_check) {
                     fz_cblas(&a);
                 }
                 long double wr, wi;
-                fz_get(c.dt, W, idx, &wr, &wi);
+                ref_get(c.dt, W, idx, &wr, &wi);
                 long double fac = 2 * oracle_gamma(c.dt, fz_inner(&c));
                 /* TRSM: the residual moves by A_ii * delta, |A_ii| >= 1 */
                 long double delta = 4 * fac * (wr + 1);
@@ -1087,7 +1065,7 @@ TEST(fuzz_l3_verifier_self_check) {
                 memcpy(d.X[2], good, bytes);
                 size_t oidx = ref_index(c.layout, 0, d.sh[2][1] - 1, d.ld[2]); /* upper */
                 long double orr, oi;
-                fz_get(c.dt, d.X[2], oidx, &orr, &oi);
+                ref_get(c.dt, d.X[2], oidx, &orr, &oi);
                 fz_set(c.dt, d.X[2], oidx, orr + 1, oi);
                 ASSERT_MSG(fz_verify(&d, why, sizeof why) != 0,
                            "%s: a write to the other triangle was not caught", what);

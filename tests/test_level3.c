@@ -70,28 +70,6 @@ static int64_t unit(void) {
 
 /* ---- elements ------------------------------------------------------------------------ */
 
-static void get_el(tess_dtype_t dt, const void *X, size_t i, long double *re, long double *im) {
-    *re = *im = 0; /* every precision is a case below; this only tells the compiler */
-    switch (dt) {
-    case TESS_S:
-        *re = ((const float *)X)[i];
-        *im = 0;
-        break;
-    case TESS_D:
-        *re = ((const double *)X)[i];
-        *im = 0;
-        break;
-    case TESS_C:
-        *re = ((const float *)X)[2 * i];
-        *im = ((const float *)X)[2 * i + 1];
-        break;
-    case TESS_Z:
-        *re = ((const double *)X)[2 * i];
-        *im = ((const double *)X)[2 * i + 1];
-        break;
-    }
-}
-
 static void set_el(tess_dtype_t dt, void *X, size_t i, long double re, long double im) {
     switch (dt) {
     case TESS_S: ((float *)X)[i] = (float)re; break;
@@ -114,7 +92,7 @@ static void *abs_copy(tess_dtype_t dt, const void *X, size_t nelem) {
     void *Y = ref_malloc(nelem * ref_esize(dt));
     for (size_t i = 0; i < nelem; i++) {
         long double re, im;
-        get_el(dt, X, i, &re, &im);
+        ref_get(dt, X, i, &re, &im);
         set_el(dt, Y, i, isnan(re) || isnan(im) ? NAN : abs1(re, im), 0);
     }
     return Y;
@@ -249,7 +227,7 @@ static void setup(const struct l3case *c, struct data *d) {
                     set_el(dt, d->X[0], idx, NAN, NAN);
                 } else if (l3_tr(c->r) && r == col) {
                     long double re, im;
-                    get_el(dt, d->X[0], idx, &re, &im);
+                    ref_get(dt, d->X[0], idx, &re, &im);
                     set_el(dt, d->X[0], idx, re + (re < 0 ? -1 : 1) * (ka + 1), im);
                 }
             }
@@ -347,7 +325,7 @@ static int verify(const struct data *d, char *msg, size_t len) {
                 continue;
             }
             long double re, im;
-            get_el(dt, C, idx, &re, &im);
+            ref_get(dt, C, idx, &re, &im);
             if (!isfinite(re) || !isfinite(im)) {
                 MSG("C(%lld,%lld) = %Lg%+Lgi is not finite", (long long)r, (long long)col, re, im);
                 return 1;
@@ -382,7 +360,7 @@ static int verify(const struct data *d, char *msg, size_t len) {
         l3_cblas(&a);
     }
     long double ar, ai;
-    get_el(dt, d->alpha, 0, &ar, &ai);
+    ref_get(dt, d->alpha, 0, &ar, &ai);
     long double aabs = abs1(ar, ai);
     long double fac = 2 * oracle_gamma(dt, inner_dim(c)), tiny = oracle_floor(dt, inner_dim(c));
     int rc = 0;
@@ -391,17 +369,17 @@ static int verify(const struct data *d, char *msg, size_t len) {
             if (!referenced(c, r, col)) continue;
             size_t idx = ref_index(c->layout, r, col, ldc);
             long double xr, xi, yr, yi, wr, wi;
-            get_el(dt, c->r == L3_TRSM ? (const void *)Y : C, idx, &xr, &xi);
-            get_el(dt, W, idx, &wr, &wi);
+            ref_get(dt, c->r == L3_TRSM ? (const void *)Y : C, idx, &xr, &xi);
+            ref_get(dt, W, idx, &wr, &wi);
             if (c->r == L3_TRSM) {
                 /* target alpha B0 */
                 long double br, bi;
-                get_el(dt, d->R[2], idx, &br, &bi);
+                ref_get(dt, d->R[2], idx, &br, &bi);
                 yr = ar * br - ai * bi;
                 yi = ar * bi + ai * br;
                 wr += aabs * abs1(br, bi);
             } else {
-                get_el(dt, Y, idx, &yr, &yi);
+                ref_get(dt, Y, idx, &yr, &yi);
             }
             long double diff = abs1(xr - yr, xi - yi), bound = fac * fabsl(wr) + tiny;
             if (!(diff <= bound)) {

@@ -61,6 +61,20 @@ struct tess__blas_call {
     int door;               /* enum tess__blas_door: how a bad argument is reported */
 };
 
+/* A call's kind, precision, dimensions, scalars and operands, as every door builds it;
+ * the letters (side, uplo, ta, tb, diag), fwd and door are left 0 for the door to set.
+ * Pass what the routine lacks as 0 / NULL (k of SYMM, B of SYRK, beta and C of TRMM). */
+static inline struct tess__blas_call tess__blas_operands(enum tess__blas_kind kind, tess_dtype_t dt,
+                                                         int64_t m, int64_t n, int64_t k,
+                                                         const void *alpha, const void *A,
+                                                         int64_t lda, const void *B, int64_t ldb,
+                                                         const void *beta, void *C, int64_t ldc) {
+    struct tess__blas_call c = {.kind = kind, .dt = dt, .m = m, .n = n, .k = k};
+    c.alpha = alpha, c.beta = beta;
+    c.A = A, c.lda = lda, c.B = B, c.ldb = ldb, c.C = C, c.ldc = ldc;
+    return c;
+}
+
 /* The door a call came by (check.c reports each as the reference does). */
 enum tess__blas_door {
     TESS__BLAS_DOOR_FORTRAN = 0, /* dgemm_ ...: xerbla_ */

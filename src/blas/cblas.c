@@ -128,37 +128,16 @@ static void cblas_call(struct tess__blas_call *c, int layout, int e0, int e1, in
 static void gemm(tess_dtype_t dt, int layout, int transa, int transb, int m, int n, int k,
                  const void *alpha, const void *A, int lda, const void *B, int ldb,
                  const void *beta, void *C, int ldc) {
-    struct tess__blas_call c = {.kind = TESS__BLAS_GEMM,
-                                .dt = dt,
-                                .m = m,
-                                .n = n,
-                                .k = k,
-                                .alpha = alpha,
-                                .A = A,
-                                .lda = lda,
-                                .B = B,
-                                .ldb = ldb,
-                                .beta = beta,
-                                .C = C,
-                                .ldc = ldc};
+    struct tess__blas_call c = tess__blas_operands(TESS__BLAS_GEMM, dt, m, n, k, alpha, A, lda, B,
+                                                   ldb, beta, C, ldc);
     cblas_call(&c, layout, transa, transb, 0, 0);
 }
 
 static void symm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int side, int uplo, int m,
                  int n, const void *alpha, const void *A, int lda, const void *B, int ldb,
                  const void *beta, void *C, int ldc) {
-    struct tess__blas_call c = {.kind = kind,
-                                .dt = dt,
-                                .m = m,
-                                .n = n,
-                                .alpha = alpha,
-                                .beta = beta,
-                                .A = A,
-                                .lda = lda,
-                                .B = B,
-                                .ldb = ldb,
-                                .C = C,
-                                .ldc = ldc};
+    struct tess__blas_call c = tess__blas_operands(kind, dt, m, n, 0, alpha, A, lda, B, ldb, beta,
+                                                   C, ldc);
     cblas_call(&c, layout, side, uplo, 0, 0);
 }
 
@@ -166,34 +145,16 @@ static void symm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int sid
 static void rank_k(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int uplo, int trans,
                    int n, int k, const void *alpha, const void *A, int lda, const void *B, int ldb,
                    const void *beta, void *C, int ldc) {
-    struct tess__blas_call c = {.kind = kind,
-                                .dt = dt,
-                                .m = n,
-                                .n = n,
-                                .k = k,
-                                .alpha = alpha,
-                                .beta = beta,
-                                .A = A,
-                                .lda = lda,
-                                .B = B,
-                                .ldb = ldb,
-                                .C = C,
-                                .ldc = ldc};
+    struct tess__blas_call c = tess__blas_operands(kind, dt, n, n, k, alpha, A, lda, B, ldb, beta,
+                                                   C, ldc);
     cblas_call(&c, layout, uplo, trans, 0, 0);
 }
 
 static void trmm(enum tess__blas_kind kind, tess_dtype_t dt, int layout, int side, int uplo,
                  int transa, int diag, int m, int n, const void *alpha, const void *A, int lda,
                  void *B, int ldb) {
-    struct tess__blas_call c = {.kind = kind,
-                                .dt = dt,
-                                .m = m,
-                                .n = n,
-                                .alpha = alpha,
-                                .A = A,
-                                .lda = lda,
-                                .B = B,
-                                .ldb = ldb};
+    struct tess__blas_call c = tess__blas_operands(kind, dt, m, n, 0, alpha, A, lda, B, ldb, NULL,
+                                                   NULL, 0);
     cblas_call(&c, layout, side, uplo, transa, diag);
 }
 

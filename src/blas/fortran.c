@@ -26,92 +26,47 @@ static void submit(const struct tess__blas_call *c) { tess__blas_submit(c); }
         const char *ta, const char *tb, const f_int *m, const f_int *n, const f_int *k,            \
         const T *alpha, const T *A, const f_int *lda, const T *B, const f_int *ldb, const T *beta, \
         T *C, const f_int *ldc, f_len lta, f_len ltb) {                                            \
-        struct tess__blas_call c = {.kind = TESS__BLAS_GEMM,                                       \
-                                    .dt = DT,                                                      \
-                                    .ta = U(ta),                                                   \
-                                    .tb = U(tb),                                                   \
-                                    .m = *m,                                                       \
-                                    .n = *n,                                                       \
-                                    .k = *k,                                                       \
-                                    .alpha = alpha,                                                \
-                                    .beta = beta,                                                  \
-                                    .A = A,                                                        \
-                                    .B = B,                                                        \
-                                    .C = C,                                                        \
-                                    .lda = *lda,                                                   \
-                                    .ldb = *ldb,                                                   \
-                                    .ldc = *ldc};                                                  \
+        struct tess__blas_call c = tess__blas_operands(TESS__BLAS_GEMM, DT, *m, *n, *k, alpha, A,  \
+                                                       *lda, B, *ldb, beta, C, *ldc);              \
+        c.ta = U(ta), c.tb = U(tb);                                                                \
         submit(&c);                                                                                \
     }
 
 /* ?SYMM / ?HEMM(SIDE, UPLO, M, N, ALPHA, A, LDA, B, LDB, BETA, C, LDC) */
-#define SYMM(name, KIND, T, DT)                                                               \
-    TESS__BLAS_EXPORT void name(const char *side, const char *uplo, const f_int *m,           \
-                                const f_int *n, const T *alpha, const T *A, const f_int *lda, \
-                                const T *B, const f_int *ldb, const T *beta, T *C,            \
-                                const f_int *ldc, f_len ls, f_len lu) {                       \
-        struct tess__blas_call c = {.kind = KIND,                                             \
-                                    .dt = DT,                                                 \
-                                    .side = U(side),                                          \
-                                    .uplo = U(uplo),                                          \
-                                    .m = *m,                                                  \
-                                    .n = *n,                                                  \
-                                    .alpha = alpha,                                           \
-                                    .beta = beta,                                             \
-                                    .A = A,                                                   \
-                                    .B = B,                                                   \
-                                    .C = C,                                                   \
-                                    .lda = *lda,                                              \
-                                    .ldb = *ldb,                                              \
-                                    .ldc = *ldc};                                             \
-        submit(&c);                                                                           \
+#define SYMM(name, KIND, T, DT)                                                                \
+    TESS__BLAS_EXPORT void name(const char *side, const char *uplo, const f_int *m,            \
+                                const f_int *n, const T *alpha, const T *A, const f_int *lda,  \
+                                const T *B, const f_int *ldb, const T *beta, T *C,             \
+                                const f_int *ldc, f_len ls, f_len lu) {                        \
+        struct tess__blas_call c = tess__blas_operands(KIND, DT, *m, *n, 0, alpha, A, *lda, B, \
+                                                       *ldb, beta, C, *ldc);                   \
+        c.side = U(side), c.uplo = U(uplo);                                                    \
+        submit(&c);                                                                            \
     }
 
 /* ?SYRK / ?HERK(UPLO, TRANS, N, K, ALPHA, A, LDA, BETA, C, LDC); RT is the scalar type
  * (real for HERK) */
-#define SYRK(name, KIND, T, RT, DT)                                                            \
-    TESS__BLAS_EXPORT void name(const char *uplo, const char *trans, const f_int *n,           \
-                                const f_int *k, const RT *alpha, const T *A, const f_int *lda, \
-                                const RT *beta, T *C, const f_int *ldc, f_len lu, f_len lt) {  \
-        struct tess__blas_call c = {.kind = KIND,                                              \
-                                    .dt = DT,                                                  \
-                                    .uplo = U(uplo),                                           \
-                                    .ta = U(trans),                                            \
-                                    .m = *n,                                                   \
-                                    .n = *n,                                                   \
-                                    .k = *k,                                                   \
-                                    .alpha = alpha,                                            \
-                                    .beta = beta,                                              \
-                                    .A = A,                                                    \
-                                    .C = C,                                                    \
-                                    .lda = *lda,                                               \
-                                    .ldc = *ldc};                                              \
-        submit(&c);                                                                            \
+#define SYRK(name, KIND, T, RT, DT)                                                                \
+    TESS__BLAS_EXPORT void name(const char *uplo, const char *trans, const f_int *n,               \
+                                const f_int *k, const RT *alpha, const T *A, const f_int *lda,     \
+                                const RT *beta, T *C, const f_int *ldc, f_len lu, f_len lt) {      \
+        struct tess__blas_call c = tess__blas_operands(KIND, DT, *n, *n, *k, alpha, A, *lda, NULL, \
+                                                       0, beta, C, *ldc);                          \
+        c.uplo = U(uplo), c.ta = U(trans);                                                         \
+        submit(&c);                                                                                \
     }
 
 /* ?SYR2K / ?HER2K(UPLO, TRANS, N, K, ALPHA, A, LDA, B, LDB, BETA, C, LDC); BT is beta's
  * type (real for HER2K) */
-#define SYR2K(name, KIND, T, BT, DT)                                                          \
-    TESS__BLAS_EXPORT void name(const char *uplo, const char *trans, const f_int *n,          \
-                                const f_int *k, const T *alpha, const T *A, const f_int *lda, \
-                                const T *B, const f_int *ldb, const BT *beta, T *C,           \
-                                const f_int *ldc, f_len lu, f_len lt) {                       \
-        struct tess__blas_call c = {.kind = KIND,                                             \
-                                    .dt = DT,                                                 \
-                                    .uplo = U(uplo),                                          \
-                                    .ta = U(trans),                                           \
-                                    .m = *n,                                                  \
-                                    .n = *n,                                                  \
-                                    .k = *k,                                                  \
-                                    .alpha = alpha,                                           \
-                                    .beta = beta,                                             \
-                                    .A = A,                                                   \
-                                    .B = B,                                                   \
-                                    .C = C,                                                   \
-                                    .lda = *lda,                                              \
-                                    .ldb = *ldb,                                              \
-                                    .ldc = *ldc};                                             \
-        submit(&c);                                                                           \
+#define SYR2K(name, KIND, T, BT, DT)                                                            \
+    TESS__BLAS_EXPORT void name(const char *uplo, const char *trans, const f_int *n,            \
+                                const f_int *k, const T *alpha, const T *A, const f_int *lda,   \
+                                const T *B, const f_int *ldb, const BT *beta, T *C,             \
+                                const f_int *ldc, f_len lu, f_len lt) {                         \
+        struct tess__blas_call c = tess__blas_operands(KIND, DT, *n, *n, *k, alpha, A, *lda, B, \
+                                                       *ldb, beta, C, *ldc);                    \
+        c.uplo = U(uplo), c.ta = U(trans);                                                      \
+        submit(&c);                                                                             \
     }
 
 /* ?TRMM / ?TRSM(SIDE, UPLO, TRANSA, DIAG, M, N, ALPHA, A, LDA, B, LDB) */
@@ -120,21 +75,9 @@ static void submit(const struct tess__blas_call *c) { tess__blas_submit(c); }
                                 const char *diag, const f_int *m, const f_int *n, const T *alpha, \
                                 const T *A, const f_int *lda, T *B, const f_int *ldb, f_len ls,   \
                                 f_len lu, f_len lt, f_len ld) {                                   \
-        struct tess__blas_call c = {.kind = KIND,                                                 \
-                                    .dt = DT,                                                     \
-                                    .side = U(side),                                              \
-                                    .uplo = U(uplo),                                              \
-                                    .ta = U(transa),                                              \
-                                    .diag = U(diag),                                              \
-                                    .m = *m,                                                      \
-                                    .n = *n,                                                      \
-                                    .alpha = alpha,                                               \
-                                    .A = A,                                                       \
-                                    .B = B,                                                       \
-                                    .C = B,                                                       \
-                                    .lda = *lda,                                                  \
-                                    .ldb = *ldb,                                                  \
-                                    .ldc = *ldb};                                                 \
+        struct tess__blas_call c = tess__blas_operands(KIND, DT, *m, *n, 0, alpha, A, *lda, B,    \
+                                                       *ldb, NULL, B, *ldb);                      \
+        c.side = U(side), c.uplo = U(uplo), c.ta = U(transa), c.diag = U(diag);                   \
         submit(&c);                                                                               \
     }
 

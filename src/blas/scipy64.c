@@ -117,19 +117,9 @@ static enum CBLAS_UPLO cb_uplo(char u) { return u == 'U' ? CblasUpper : CblasLow
                                     const void *A, i64 lda, const void *B, i64 ldb, ST beta,       \
                                     void *C, i64 ldc) {                                            \
         void *nx = next(SLOT_GEMM, DT);                                                            \
-        struct tess__blas_call c = {.kind = TESS__BLAS_GEMM,                                       \
-                                    .dt = DT,                                                      \
-                                    .m = m,                                                        \
-                                    .n = n,                                                        \
-                                    .k = k,                                                        \
-                                    .alpha = ADDR_##p(alpha),                                      \
-                                    .A = A,                                                        \
-                                    .lda = lda,                                                    \
-                                    .B = B,                                                        \
-                                    .ldb = ldb,                                                    \
-                                    .beta = ADDR_##p(beta),                                        \
-                                    .C = C,                                                        \
-                                    .ldc = ldc};                                                   \
+        struct tess__blas_call c = tess__blas_operands(TESS__BLAS_GEMM, DT, m, n, k,               \
+                                                       ADDR_##p(alpha), A, lda, B, ldb,            \
+                                                       ADDR_##p(beta), C, ldc);                    \
         if (door(&c, o, ta, tb, nx, p##gemm64_fwd))                                                \
             ((p##gemm64_fn)nx)(o, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);           \
     }
@@ -145,17 +135,9 @@ static enum CBLAS_UPLO cb_uplo(char u) { return u == 'U' ? CblasUpper : CblasLow
     E void scipy_cblas_##p##syrk64_(int o, int u, int t, i64 n, i64 k, ST alpha, const void *A,    \
                                     i64 lda, ST beta, void *C, i64 ldc) {                          \
         void *nx = next(SLOT_SYRK, DT);                                                            \
-        struct tess__blas_call c = {.kind = TESS__BLAS_SYRK,                                       \
-                                    .dt = DT,                                                      \
-                                    .m = n,                                                        \
-                                    .n = n,                                                        \
-                                    .k = k,                                                        \
-                                    .alpha = ADDR_##p(alpha),                                      \
-                                    .A = A,                                                        \
-                                    .lda = lda,                                                    \
-                                    .beta = ADDR_##p(beta),                                        \
-                                    .C = C,                                                        \
-                                    .ldc = ldc};                                                   \
+        struct tess__blas_call c = tess__blas_operands(TESS__BLAS_SYRK, DT, n, n, k,               \
+                                                       ADDR_##p(alpha), A, lda, NULL, 0,           \
+                                                       ADDR_##p(beta), C, ldc);                    \
         if (door(&c, o, u, t, nx, p##syrk64_fwd))                                                  \
             ((p##syrk64_fn)nx)(o, u, t, n, k, alpha, A, lda, beta, C, ldc);                        \
     }

@@ -334,13 +334,6 @@ struct tess__pgemm_call {
  * (device failures and MPI errors included). Ranks outside the grid return TESS_OK at
  * once. tess_pgemm_last_stats then tells what ran. */
 int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c);
-/* The same with the arguments one by one (alpha, beta point to scalars of dt), for the
- * ScaLAPACK glue. */
-int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
-                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia, int64_t ja,
-                    const struct tess__comm_desc *da, const void *B, int64_t ib, int64_t jb,
-                    const struct tess__comm_desc *db, const void *beta, void *C, int64_t ic,
-                    int64_t jc, const struct tess__comm_desc *dc);
 
 #endif /* TESS_HAVE_MPI */
 

@@ -227,20 +227,6 @@ int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c
     return st;
 }
 
-int tess__pgemm_run(struct tess__comm_grid *g, tess_dtype_t dt, char ta, char tb, int64_t m,
-                    int64_t n, int64_t k, const void *alpha, const void *A, int64_t ia, int64_t ja,
-                    const struct tess__comm_desc *da, const void *B, int64_t ib, int64_t jb,
-                    const struct tess__comm_desc *db, const void *beta, void *C, int64_t ic,
-                    int64_t jc, const struct tess__comm_desc *dc) {
-    struct tess__pgemm_call c = {.dt = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k};
-    c.A = A, c.B = B, c.C = C;
-    c.ia = ia, c.ja = ja, c.ib = ib, c.jb = jb, c.ic = ic, c.jc = jc;
-    c.da = *da, c.db = *db, c.dc = *dc;
-    tess__scalar_load(dt, &c.alpha, alpha);
-    tess__scalar_load(dt, &c.beta, beta);
-    return tess__pgemm_exec(g, &c);
-}
-
 /* ---- argument checks: every rank, then agreement -------------------------------------- */
 
 /* FNV-1a over the arguments every rank must pass alike. */

@@ -1,7 +1,7 @@
 /* scalapack_glue/dist.c: what the reductions (reduce.c, trsm.c) work with: distributed
  * temporaries of the call's BLACS context (descriptors and local arrays), the local address
  * of a global element, and the calls they make: tessera's distributed GEMM
- * (tess__pgemm_run) and ScaLAPACK's p?tradd_, p?geadd_ and p?trtri_ of the call's
+ * (tess__pgemm_exec) and ScaLAPACK's p?tradd_, p?geadd_ and p?trtri_ of the call's
  * precision. One generic path for the four precisions: sizes come from tess__dtypes.
  */
 #include <stdlib.h>
@@ -101,17 +101,20 @@ void *glue_elem(const struct glue_call *c, const f_int *d, const void *base, f_i
 }
 
 int glue_pgemm(tess_grid_t *g, const struct glue_call *c, char ta, char tb, f_int m, f_int n,
-               f_int k, const void *alpha, const void *A, f_int ia, f_int ja, const f_int *da,
-               const void *B, f_int ib, f_int jb, const f_int *db, const void *beta, void *C,
-               f_int ic, f_int jc, const f_int *dc) {
+               f_int k, const void *alpha, struct glue_sub A, struct glue_sub B, const void *beta,
+               struct glue_sub C) {
     if (m == 0 || n == 0) return TESS_OK;
-    struct tess__comm_desc a, b, cd;
-    if (tess__comm_desc_from_scalapack(da, "A", &a) ||
-        tess__comm_desc_from_scalapack(db, "B", &b) || tess__comm_desc_from_scalapack(dc, "C", &cd))
-        return TESS_EINVAL; /* global entries only: the same on every process */
+    struct tess__pgemm_call p = {.dt = c->dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k};
+    if (tess__comm_desc_from_scalapack(A.d, "A", &p.da) ||
+        tess__comm_desc_from_scalapack(B.d, "B", &p.db) ||
+        tess__comm_desc_from_scalapack(C.d, "C", &p.dc))
+        return TESS_EINVAL;                  /* global entries only: the same on every process */
+    p.A = A.a, p.B = B.a, p.C = (void *)C.a; /* C: the one written */
+    p.ia = A.i, p.ja = A.j, p.ib = B.i, p.jb = B.j, p.ic = C.i, p.jc = C.j;
+    tess__scalar_load(c->dt, &p.alpha, alpha);
+    tess__scalar_load(c->dt, &p.beta, beta);
     tess__autostart_enter();
-    int st = tess__pgemm_run(g, c->dt, ta, tb, m, n, k, alpha, A, ia, ja, &a, B, ib, jb, &b, beta,
-                             C, ic, jc, &cd);
+    int st = tess__pgemm_exec(g, &p);
     tess__autostart_leave();
     return st;
 }

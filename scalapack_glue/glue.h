@@ -182,13 +182,13 @@ enum glue_way glue_route_way(tess_grid_t *g, const struct glue_call *c, bool loc
  * stops (Cblacs_abort, then abort). */
 void glue_route_failed(const struct glue_call *c, int st, bool intact, const char *where);
 
-/* p?gemm_ after PBLAS's checks and quick return: tessera (one tess__pgemm_run) or the
+/* p?gemm_ after PBLAS's checks and quick return: tessera (one glue_pgemm) or the
  * reference (reference(arg) runs the original call). */
 void glue_gemm_route(const struct glue_call *c, void (*reference)(void *arg), void *arg);
 
 /* ---- the reductions (reduce.c, trsm.c) --------------------------------------------------
  * After PBLAS's checks and quick return. Each decides (route.c) and then computes through
- * tess__pgemm_run and ScaLAPACK's auxiliary routines, or runs reference(arg). */
+ * glue_pgemm and ScaLAPACK's auxiliary routines, or runs reference(arg). */
 void glue_symm_route(const struct glue_call *c, void (*reference)(void *arg), void *arg);
 void glue_syrk_route(const struct glue_call *c, void (*reference)(void *arg), void *arg);
 void glue_trmm_route(const struct glue_call *c, void (*reference)(void *arg), void *arg);
@@ -223,13 +223,21 @@ void glue_tmp_free(struct glue_tmp *t);
  * local array base) on this process, NULL when another process holds it. */
 void *glue_elem(const struct glue_call *c, const f_int *d, const void *base, f_int gi, f_int gj);
 
-/* sub(C) = alpha op(sub(A)) op(sub(B)) + beta sub(C) through tessera (tess__pgemm_run) on
- * grid g, in the call's precision; 0-based indices, descriptors of 9 or 11 entries; the
- * status is the same on every process. Nothing is done for m = 0 or n = 0. */
+/* A distributed submatrix: the local array (written only as glue_pgemm's C), the 0-based
+ * global row and column where it starts, and its descriptor (9 or 11 entries). */
+struct glue_sub {
+    const void *a;
+    f_int i, j;
+    const f_int *d;
+};
+#define GLUE_SUB(a, i, j, d) ((struct glue_sub){(a), (i), (j), (d)})
+
+/* sub(C) = alpha op(sub(A)) op(sub(B)) + beta sub(C) through tessera's distributed GEMM
+ * (tess__pgemm_exec) on grid g, in the call's precision; the status is the same on every
+ * process. Nothing is done for m = 0 or n = 0. */
 int glue_pgemm(tess_grid_t *g, const struct glue_call *c, char ta, char tb, f_int m, f_int n,
-               f_int k, const void *alpha, const void *A, f_int ia, f_int ja, const f_int *da,
-               const void *B, f_int ib, f_int jb, const f_int *db, const void *beta, void *C,
-               f_int ic, f_int jc, const f_int *dc);
+               f_int k, const void *alpha, struct glue_sub A, struct glue_sub B, const void *beta,
+               struct glue_sub C);
 /* ScaLAPACK's p?tradd_ / p?geadd_ / p?trtri_ of the call's precision (0-based indices
  * here, made 1-based for them). The caller checked that glue_aux has them. */
 void glue_tradd(const struct glue_call *c, char uplo, char trans, f_int m, f_int n,

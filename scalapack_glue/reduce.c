@@ -1,5 +1,5 @@
 /* scalapack_glue/reduce.c: p?symm_/p?hemm_, the SYRK family and p?trmm_ as reductions to
- * tessera's distributed GEMM (tess__pgemm_run) plus ScaLAPACK's own p?tradd_/p?geadd_, one
+ * tessera's distributed GEMM (glue_pgemm) plus ScaLAPACK's own p?tradd_/p?geadd_, one
  * generic path for the four precisions (docs/scalapack.md). Each builds what the GEMM needs
  * in a temporary whose blocks sit where the source operand's blocks sit (dist.c), so the
  * copies move nothing between processes:
@@ -57,8 +57,9 @@ void glue_symm_route(const struct glue_call *c, void (*reference)(void *), void 
     int st;
     if (alpha0) {
         /* sub(C) = beta sub(C), beta = 0 writing zeros without reading */
-        st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, 0, &c->alpha, c->A, c->ia, c->ja, c->da, c->B,
-                        c->ib, c->jb, c->db, &c->beta, c->C, c->ic, c->jc, c->dc);
+        st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, 0, &c->alpha,
+                        GLUE_SUB(c->A, c->ia, c->ja, c->da), GLUE_SUB(c->B, c->ib, c->jb, c->db),
+                        &c->beta, GLUE_SUB(c->C, c->ic, c->jc, c->dc));
     } else {
         bool herm = c->kind == GLUE_HEMM;
         char other = c->uplo == 'U' ? 'L' : 'U';
@@ -78,11 +79,13 @@ void glue_symm_route(const struct glue_call *c, void (*reference)(void *), void 
             }
         }
         if (c->side == 'L')
-            st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, ka, &c->alpha, T.buf, 0, 0, T.desc, c->B,
-                            c->ib, c->jb, c->db, &c->beta, c->C, c->ic, c->jc, c->dc);
+            st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, ka, &c->alpha,
+                            GLUE_SUB(T.buf, 0, 0, T.desc), GLUE_SUB(c->B, c->ib, c->jb, c->db),
+                            &c->beta, GLUE_SUB(c->C, c->ic, c->jc, c->dc));
         else
-            st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, ka, &c->alpha, c->B, c->ib, c->jb, c->db,
-                            T.buf, 0, 0, T.desc, &c->beta, c->C, c->ic, c->jc, c->dc);
+            st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, ka, &c->alpha,
+                            GLUE_SUB(c->B, c->ib, c->jb, c->db), GLUE_SUB(T.buf, 0, 0, T.desc),
+                            &c->beta, GLUE_SUB(c->C, c->ic, c->jc, c->dc));
     }
     glue_tmp_free(&T);
     if (st == TESS_OK) {
@@ -117,14 +120,16 @@ void glue_syrk_route(const struct glue_call *c, void (*reference)(void *), void 
         const void *Y = two ? c->B : c->A;
         f_int iy = two ? c->ib : c->ia, jy = two ? c->jb : c->ja;
         const f_int *dy = two ? c->db : c->da;
-        int st = glue_pgemm(g, c, g1, g2, c->n, c->n, c->k, &c->alpha, c->A, c->ia, c->ja, c->da, Y,
-                            iy, jy, dy, zero(), W.buf, 0, 0, W.desc);
+        int st = glue_pgemm(g, c, g1, g2, c->n, c->n, c->k, &c->alpha,
+                            GLUE_SUB(c->A, c->ia, c->ja, c->da), GLUE_SUB(Y, iy, jy, dy), zero(),
+                            GLUE_SUB(W.buf, 0, 0, W.desc));
         if (st == TESS_OK && two) {
             tess__scalar_t a2 = c->alpha; /* HER2K: conj(alpha) op(B) op(A)^H */
             if (herm && c->dt == TESS_C) a2.c[1] = -a2.c[1];
             if (herm && c->dt == TESS_Z) a2.z[1] = -a2.z[1];
-            st = glue_pgemm(g, c, g1, g2, c->n, c->n, c->k, &a2, c->B, c->ib, c->jb, c->db, c->A,
-                            c->ia, c->ja, c->da, one(c), W.buf, 0, 0, W.desc);
+            st = glue_pgemm(
+                g, c, g1, g2, c->n, c->n, c->k, &a2, GLUE_SUB(c->B, c->ib, c->jb, c->db),
+                GLUE_SUB(c->A, c->ia, c->ja, c->da), one(c), GLUE_SUB(W.buf, 0, 0, W.desc));
         }
         if (st != TESS_OK) {
             /* C not touched yet */
@@ -171,8 +176,9 @@ void glue_trmm_route(const struct glue_call *c, void (*reference)(void *), void 
     int st;
     if (alpha0) {
         /* sub(B) = 0 without reading A or B (PBLAS: PB_Cplapad) */
-        st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, 0, zero(), c->A, c->ia, c->ja, c->da, c->C,
-                        c->ic, c->jc, c->dc, zero(), c->C, c->ic, c->jc, c->dc);
+        st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, 0, zero(), GLUE_SUB(c->A, c->ia, c->ja, c->da),
+                        GLUE_SUB(c->C, c->ic, c->jc, c->dc), zero(),
+                        GLUE_SUB(c->C, c->ic, c->jc, c->dc));
     } else {
         glue_tradd(c, c->uplo, 'N', ka, ka, one(c), c->A, c->ia, c->ja, c->da, zero(), T.buf, 0, 0,
                    T.desc);
@@ -185,11 +191,13 @@ void glue_trmm_route(const struct glue_call *c, void (*reference)(void *), void 
         }
         glue_geadd(c, c->m, c->n, one(c), c->C, c->ic, c->jc, c->dc, zero(), W.buf, 0, 0, W.desc);
         if (c->side == 'L')
-            st = glue_pgemm(g, c, c->ta, 'N', c->m, c->n, ka, &c->alpha, T.buf, 0, 0, T.desc, W.buf,
-                            0, 0, W.desc, zero(), c->C, c->ic, c->jc, c->dc);
+            st = glue_pgemm(g, c, c->ta, 'N', c->m, c->n, ka, &c->alpha,
+                            GLUE_SUB(T.buf, 0, 0, T.desc), GLUE_SUB(W.buf, 0, 0, W.desc), zero(),
+                            GLUE_SUB(c->C, c->ic, c->jc, c->dc));
         else
-            st = glue_pgemm(g, c, 'N', c->ta, c->m, c->n, ka, &c->alpha, W.buf, 0, 0, W.desc, T.buf,
-                            0, 0, T.desc, zero(), c->C, c->ic, c->jc, c->dc);
+            st = glue_pgemm(g, c, 'N', c->ta, c->m, c->n, ka, &c->alpha,
+                            GLUE_SUB(W.buf, 0, 0, W.desc), GLUE_SUB(T.buf, 0, 0, T.desc), zero(),
+                            GLUE_SUB(c->C, c->ic, c->jc, c->dc));
         if (st != TESS_OK) /* put sub(B) back: its input is intact in W */
             glue_geadd(c, c->m, c->n, one(c), W.buf, 0, 0, W.desc, zero(), c->C, c->ic, c->jc,
                        c->dc);

@@ -305,6 +305,16 @@ struct differ {
     long long lo, hi;
 };
 
+/* A difference reported for the call as a whole: one PB_Cwarn ("Illegal call: the
+ * processes of the context <what>"), then the error. */
+static void differ_whole(const struct glue_call *c, const char *rout, const char *what) {
+    const struct glue_syms *S = glue_syms();
+    if (S->cwarn)
+        S->cwarn(c->ctxt, -1, (char *)rout, (char *)"Illegal call: the processes of the context %s",
+                 what);
+    glue_report(c, rout, -1);
+}
+
 /* The processes passed different global arguments (every process knows, from the same
  * reduction): find which, the same way on every process (the minimum and maximum of each
  * over the grid), and report them as PBLAS reports bad arguments: one PB_Cwarn each, in
@@ -317,21 +327,13 @@ static void report_differ(tess_grid_t *g, const struct glue_call *c) {
     for (int i = 0; i < NV; i++) in[NV + i] = -in[i];
     if (MPI_Allreduce(in, out, 2 * NV, MPI_LONG_LONG, MPI_MIN, g->comm) != MPI_SUCCESS) {
         /* cannot tell which: still an error on every process, never the reference */
-        if (S->cwarn)
-            S->cwarn(c->ctxt, -1, (char *)rout,
-                     "Illegal call: the processes of the context "
-                     "passed different arguments; they must be the same on every process");
-        glue_report(c, rout, -1);
+        differ_whole(c, rout, "passed different arguments; they must be the same on every process");
         return;
     }
     const long long *lo = out, *hi_neg = out + NV;
 #define DIFF(i) (lo[i] != -hi_neg[i])
     if (DIFF(V_KIND) || DIFF(V_DT)) {
-        if (S->cwarn)
-            S->cwarn(c->ctxt, -1, (char *)rout,
-                     "Illegal call: the processes of the context "
-                     "called different PBLAS routines; they must call the same one");
-        glue_report(c, rout, -1);
+        differ_whole(c, rout, "called different PBLAS routines; they must call the same one");
         return;
     }
     const struct arg_pos P = arg_positions(c->kind);
@@ -464,8 +466,9 @@ void glue_gemm_route(const struct glue_call *c, void (*reference)(void *arg), vo
         reference(arg);
         return;
     }
-    int st = glue_pgemm(g, c, c->ta, c->tb, c->m, c->n, c->k, &c->alpha, c->A, c->ia, c->ja, c->da,
-                        c->B, c->ib, c->jb, c->db, &c->beta, c->C, c->ic, c->jc, c->dc);
+    int st = glue_pgemm(g, c, c->ta, c->tb, c->m, c->n, c->k, &c->alpha,
+                        GLUE_SUB(c->A, c->ia, c->ja, c->da), GLUE_SUB(c->B, c->ib, c->jb, c->db),
+                        &c->beta, GLUE_SUB(c->C, c->ic, c->jc, c->dc));
     if (st == TESS_OK) {
         glue_count_tessera(c->kind, c->dt, flops);
         return;

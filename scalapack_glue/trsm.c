@@ -104,10 +104,10 @@ static int step_run(tess_grid_t *g, const struct glue_call *c, const struct plan
 
     /* 3. X_k = s op(Tinv) W  or  s W op(Tinv) */
     *wrote = true;
-    int st = left ? glue_pgemm(g, c, c->ta, 'N', bk, c->n, bk, s, tbuf, 0, 0, td, wbuf, 0, 0, wd,
-                               zero(), c->C, bi, bj, c->dc)
-                  : glue_pgemm(g, c, 'N', c->ta, c->m, bk, bk, s, wbuf, 0, 0, wd, tbuf, 0, 0, td,
-                               zero(), c->C, bi, bj, c->dc);
+    int st = left ? glue_pgemm(g, c, c->ta, 'N', bk, c->n, bk, s, GLUE_SUB(tbuf, 0, 0, td),
+                               GLUE_SUB(wbuf, 0, 0, wd), zero(), GLUE_SUB(c->C, bi, bj, c->dc))
+                  : glue_pgemm(g, c, 'N', c->ta, c->m, bk, bk, s, GLUE_SUB(wbuf, 0, 0, wd),
+                               GLUE_SUB(tbuf, 0, 0, td), zero(), GLUE_SUB(c->C, bi, bj, c->dc));
     if (st != TESS_OK) {
         if (step == 0) { /* only B_0 was written: put it back */
             glue_geadd(c, bm, bn, one(c), wbuf, 0, 0, wd, zero(), c->C, bi, bj, c->dc);
@@ -124,14 +124,15 @@ static int step_run(tess_grid_t *g, const struct glue_call *c, const struct plan
         /* op(A)(r0 : r0 + nr, k0 : k0 + bk) */
         f_int ai = c->ta == 'N' ? c->ia + r0 : c->ia + k0;
         f_int aj = c->ta == 'N' ? c->ja + k0 : c->ja + r0;
-        return glue_pgemm(g, c, c->ta, 'N', nr, c->n, bk, &m1, c->A, ai, aj, c->da, c->C, bi, bj,
-                          c->dc, s, c->C, c->ic + r0, c->jc, c->dc);
+        return glue_pgemm(g, c, c->ta, 'N', nr, c->n, bk, &m1, GLUE_SUB(c->A, ai, aj, c->da),
+                          GLUE_SUB(c->C, bi, bj, c->dc), s,
+                          GLUE_SUB(c->C, c->ic + r0, c->jc, c->dc));
     }
     /* op(A)(k0 : k0 + bk, r0 : r0 + nr) */
     f_int ai = c->ta == 'N' ? c->ia + k0 : c->ia + r0;
     f_int aj = c->ta == 'N' ? c->ja + r0 : c->ja + k0;
-    return glue_pgemm(g, c, 'N', c->ta, c->m, nr, bk, &m1, c->C, bi, bj, c->dc, c->A, ai, aj, c->da,
-                      s, c->C, c->ic, c->jc + r0, c->dc);
+    return glue_pgemm(g, c, 'N', c->ta, c->m, nr, bk, &m1, GLUE_SUB(c->C, bi, bj, c->dc),
+                      GLUE_SUB(c->A, ai, aj, c->da), s, GLUE_SUB(c->C, c->ic, c->jc + r0, c->dc));
 }
 
 void glue_trsm_route(const struct glue_call *c, void (*reference)(void *), void *arg) {
@@ -173,8 +174,9 @@ void glue_trsm_route(const struct glue_call *c, void (*reference)(void *), void 
     bool wrote = false;
     if (alpha0) {
         /* sub(B) = 0, neither A nor B read; if it fails, the reference zeroes it again */
-        st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, 0, zero(), c->A, c->ia, c->ja, c->da, c->C,
-                        c->ic, c->jc, c->dc, zero(), c->C, c->ic, c->jc, c->dc);
+        st = glue_pgemm(g, c, 'N', 'N', c->m, c->n, 0, zero(), GLUE_SUB(c->A, c->ia, c->ja, c->da),
+                        GLUE_SUB(c->C, c->ic, c->jc, c->dc), zero(),
+                        GLUE_SUB(c->C, c->ic, c->jc, c->dc));
     } else {
         for (f_int s = 0; st == TESS_OK && s < p.nblk; s++) {
             bool w = false;

@@ -23,7 +23,7 @@
 #include "ref.h"
 #include "tessera.h"
 
-/* the level-3 dispatch (fz_call, fz_cblas) and cases (fz_setup, fz_verify): shared with
+/* the level-3 dispatch (l3_call, fz_cblas) and cases (fz_setup, fz_verify): shared with
  * the fuzz test, without its tests */
 #define TESS_FUZZ_L3_NO_TESTS
 #include "test_fuzz_l3.c"
@@ -499,34 +499,34 @@ struct ha_spec {
 
 /* The arguments netlib checks (enumerations, dimensions, leading dimensions), in its order,
  * which is the CBLAS positional order; returns their number. */
-static int ha_netlib_args(enum fz_routine r, struct ha_spec *o) {
+static int ha_netlib_args(enum l3_routine r, struct ha_spec *o) {
     int n = 0;
 #define HA_(id_, pos_, name_) (o[n].id = (id_), o[n].pos = (pos_), o[n++].name = (name_))
     switch (r) {
-    case FZ_GEMM:
+    case L3_GEMM:
         HA_(HA_LAYOUT, 1, "layout"), HA_(HA_TA, 2, "transa"), HA_(HA_TB, 3, "transb");
         HA_(HA_M, 4, "m"), HA_(HA_N, 5, "n"), HA_(HA_K, 6, "k");
         HA_(HA_LDA, 9, "lda"), HA_(HA_LDB, 11, "ldb"), HA_(HA_LDC, 14, "ldc");
         break;
-    case FZ_SYMM:
-    case FZ_HEMM:
+    case L3_SYMM:
+    case L3_HEMM:
         HA_(HA_LAYOUT, 1, "layout"), HA_(HA_SIDE, 2, "side"), HA_(HA_UPLO, 3, "uplo");
         HA_(HA_M, 4, "m"), HA_(HA_N, 5, "n");
         HA_(HA_LDA, 8, "lda"), HA_(HA_LDB, 10, "ldb"), HA_(HA_LDC, 13, "ldc");
         break;
-    case FZ_SYRK:
-    case FZ_HERK:
+    case L3_SYRK:
+    case L3_HERK:
         HA_(HA_LAYOUT, 1, "layout"), HA_(HA_UPLO, 2, "uplo"), HA_(HA_TA, 3, "trans");
         HA_(HA_N, 4, "n"), HA_(HA_K, 5, "k"), HA_(HA_LDA, 8, "lda"), HA_(HA_LDC, 11, "ldc");
         break;
-    case FZ_SYR2K:
-    case FZ_HER2K:
+    case L3_SYR2K:
+    case L3_HER2K:
         HA_(HA_LAYOUT, 1, "layout"), HA_(HA_UPLO, 2, "uplo"), HA_(HA_TA, 3, "trans");
         HA_(HA_N, 4, "n"), HA_(HA_K, 5, "k"), HA_(HA_LDA, 8, "lda"), HA_(HA_LDB, 10, "ldb");
         HA_(HA_LDC, 13, "ldc");
         break;
-    case FZ_TRMM:
-    case FZ_TRSM: /* the in-place B is fz_args' C */
+    case L3_TRMM:
+    case L3_TRSM: /* the in-place B is l3_args' C */
         HA_(HA_LAYOUT, 1, "layout"), HA_(HA_SIDE, 2, "side"), HA_(HA_UPLO, 3, "uplo");
         HA_(HA_TA, 4, "transa"), HA_(HA_DIAG, 5, "diag"), HA_(HA_M, 6, "m"), HA_(HA_N, 7, "n");
         HA_(HA_LDA, 10, "lda"), HA_(HA_LDC, 12, "ldb");
@@ -538,32 +538,32 @@ static int ha_netlib_args(enum fz_routine r, struct ha_spec *o) {
 
 /* The pointer arguments that can be NULL in this entry (real scalars of a typed entry are
  * passed by value); returns their number. */
-static int ha_pointer_args(enum fz_routine r, tess_dtype_t dt, int typed, struct ha_spec *o) {
+static int ha_pointer_args(enum l3_routine r, tess_dtype_t dt, int typed, struct ha_spec *o) {
     int n = 0;
-    bool by_value_alpha = typed && (!ref_is_complex(dt) || fz_real_alpha(r));
-    bool by_value_beta = typed && (!ref_is_complex(dt) || fz_real_beta(r));
+    bool by_value_alpha = typed && (!ref_is_complex(dt) || l3_real_alpha(r));
+    bool by_value_beta = typed && (!ref_is_complex(dt) || l3_real_beta(r));
     switch (r) {
-    case FZ_GEMM:
+    case L3_GEMM:
         if (!by_value_alpha) HA_(HA_ALPHA, 7, "alpha");
         if (!by_value_beta) HA_(HA_BETA, 12, "beta");
         HA_(HA_A, 8, "A"), HA_(HA_B, 10, "B"), HA_(HA_C, 13, "C");
         break;
-    case FZ_SYMM:
-    case FZ_HEMM:
-    case FZ_SYR2K:
-    case FZ_HER2K:
+    case L3_SYMM:
+    case L3_HEMM:
+    case L3_SYR2K:
+    case L3_HER2K:
         if (!by_value_alpha) HA_(HA_ALPHA, 6, "alpha");
         if (!by_value_beta) HA_(HA_BETA, 11, "beta");
         HA_(HA_A, 7, "A"), HA_(HA_B, 9, "B"), HA_(HA_C, 12, "C");
         break;
-    case FZ_SYRK:
-    case FZ_HERK:
+    case L3_SYRK:
+    case L3_HERK:
         if (!by_value_alpha) HA_(HA_ALPHA, 6, "alpha");
         if (!by_value_beta) HA_(HA_BETA, 9, "beta");
         HA_(HA_A, 7, "A"), HA_(HA_C, 10, "C");
         break;
-    case FZ_TRMM:
-    case FZ_TRSM:
+    case L3_TRMM:
+    case L3_TRSM:
         if (!by_value_alpha) HA_(HA_ALPHA, 8, "alpha");
         HA_(HA_A, 9, "A"), HA_(HA_C, 11, "B");
         break;
@@ -574,7 +574,7 @@ static int ha_pointer_args(enum fz_routine r, tess_dtype_t dt, int typed, struct
 }
 
 /* Make argument id of a invalid (a value no routine accepts, whatever the others are). */
-static void ha_spoil(struct fz_args *a, enum ha_arg id) {
+static void ha_spoil(struct l3_args *a, enum ha_arg id) {
     switch (id) {
     case HA_LAYOUT: a->layout = 0; break;
     case HA_SIDE: a->side = 0; break;
@@ -600,7 +600,7 @@ static unsigned char ha_buf[3][BUF_ELEMS * 16], ha_buf0[3][BUF_ELEMS * 16];
 static unsigned char ha_one[16], ha_half[16];
 
 /* A valid call of routine r (m = 3, n = 4, k = 2, minimal leading dimensions). */
-static struct fz_args ha_base(enum fz_routine r, tess_dtype_t dt, int typed, tess_layout_t layout) {
+static struct l3_args ha_base(enum l3_routine r, tess_dtype_t dt, int typed, tess_layout_t layout) {
     struct fz_case c;
     memset(&c, 0, sizeof c);
     c.r = r, c.dt = dt, c.layout = layout, c.side = TESS_LEFT, c.uplo = TESS_UPPER;
@@ -608,15 +608,15 @@ static struct fz_args ha_base(enum fz_routine r, tess_dtype_t dt, int typed, tes
     c.m = 3, c.n = 4, c.k = 2;
     int64_t sh[3][2];
     fz_shapes(&c, sh);
-    struct fz_args a;
+    struct l3_args a;
     memset(&a, 0, sizeof a);
     a.r = r, a.dt = dt, a.typed = typed;
     a.layout = layout, a.side = TESS_LEFT, a.uplo = TESS_UPPER, a.ta = a.tb = TESS_NO_TRANS;
     a.diag = TESS_NON_UNIT;
     a.m = c.m, a.n = c.n, a.k = c.k;
     tess_dtype_t rdt = dt == TESS_C ? TESS_S : dt == TESS_Z ? TESS_D : dt;
-    ref_scalar(fz_real_alpha(r) ? rdt : dt, ha_one, 1, 0);
-    ref_scalar(fz_real_beta(r) ? rdt : dt, ha_half, 0.5, 0);
+    ref_scalar(l3_real_alpha(r) ? rdt : dt, ha_one, 1, 0);
+    ref_scalar(l3_real_beta(r) ? rdt : dt, ha_half, 0.5, 0);
     a.alpha = ha_one, a.beta = ha_half;
     a.A = ha_buf[0], a.B = ha_buf[1], a.C = ha_buf[2];
     a.lda = ref_min_ld(layout, sh[0][0], sh[0][1]);
@@ -627,10 +627,10 @@ static struct fz_args ha_base(enum fz_routine r, tess_dtype_t dt, int typed, tes
 
 /* Call with the buffers freshly restored; TESS_EINVAL naming `want` (position pos, +1 for
  * the generic entry), nothing written. 0, or 1 with msg. */
-static int ha_expect(const struct fz_args *a, const struct ha_spec *want, char *msg, size_t len,
+static int ha_expect(const struct l3_args *a, const struct ha_spec *want, char *msg, size_t len,
                      const char *what) {
     memcpy(ha_buf, ha_buf0, sizeof ha_buf);
-    int st = fz_call(a);
+    int st = l3_call(a);
     char exp[64];
     snprintf(exp, sizeof exp, "argument %d (%s", want->pos + (a->typed ? 0 : 1), want->name);
     const char *e = tess_last_error();
@@ -657,26 +657,26 @@ TEST(args_level3_every_pair_in_netlib_order) {
     for (int i = 0; i < 3; i++) ref_fill_random(TESS_Z, ha_buf0[i], BUF_ELEMS, &s);
     int ncalls = 0;
     char msg[768], what[256];
-    for (int r = 0; r < FZ_NR; r++)
-        for (int d = fz_herm((enum fz_routine)r) ? 2 : 0; d < 4; d++)
+    for (int r = 0; r < L3_NR; r++)
+        for (int d = l3_herm((enum l3_routine)r) ? 2 : 0; d < 4; d++)
             for (int typed = 0; typed < 2; typed++)
                 for (int l = 0; l < 2; l++) {
                     tess_layout_t layout = l ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
-                    struct fz_args base = ha_base((enum fz_routine)r, (tess_dtype_t)d, typed,
+                    struct l3_args base = ha_base((enum l3_routine)r, (tess_dtype_t)d, typed,
                                                   layout);
                     memcpy(ha_buf, ha_buf0, sizeof ha_buf);
-                    int st = fz_call(&base);
+                    int st = l3_call(&base);
                     ASSERT_MSG(st == TESS_OK, "%s %s: the valid base call returned %d: %s",
-                               fz_rname[r], ref_dtype_name((tess_dtype_t)d), st, tess_last_error());
+                               l3_rname[r], ref_dtype_name((tess_dtype_t)d), st, tess_last_error());
                     struct ha_spec nl[12], pl[8];
-                    int nn = ha_netlib_args((enum fz_routine)r, nl);
-                    int np = ha_pointer_args((enum fz_routine)r, (tess_dtype_t)d, typed, pl);
+                    int nn = ha_netlib_args((enum l3_routine)r, nl);
+                    int np = ha_pointer_args((enum l3_routine)r, (tess_dtype_t)d, typed, pl);
                     for (int i = 0; i < nn + np; i++) {
                         const struct ha_spec *x = i < nn ? &nl[i] : &pl[i - nn];
-                        struct fz_args a = base;
+                        struct l3_args a = base;
                         ha_spoil(&a, x->id);
                         snprintf(what, sizeof what, "%s%s %s %s: bad %s", typed ? "typed " : "",
-                                 fz_rname[r], ref_dtype_name((tess_dtype_t)d),
+                                 l3_rname[r], ref_dtype_name((tess_dtype_t)d),
                                  ref_layout_name(layout), x->name);
                         ASSERT_MSG(ha_expect(&a, x, msg, sizeof msg, what) == 0, "%s", msg);
                         ncalls++;
@@ -684,11 +684,11 @@ TEST(args_level3_every_pair_in_netlib_order) {
                         /* with a later netlib argument, or any pointer, bad too */
                         for (int j = i + 1; j < nn + np; j++) {
                             const struct ha_spec *y = j < nn ? &nl[j] : &pl[j - nn];
-                            struct fz_args b = base;
+                            struct l3_args b = base;
                             ha_spoil(&b, x->id);
                             ha_spoil(&b, y->id);
                             snprintf(what, sizeof what, "%s%s %s %s: bad %s and %s",
-                                     typed ? "typed " : "", fz_rname[r],
+                                     typed ? "typed " : "", l3_rname[r],
                                      ref_dtype_name((tess_dtype_t)d), ref_layout_name(layout),
                                      x->name, y->name);
                             ASSERT_MSG(ha_expect(&b, x, msg, sizeof msg, what) == 0, "%s", msg);
@@ -704,7 +704,7 @@ TEST(args_level3_every_pair_in_netlib_order) {
 /* One huge-size case: routine, precision, which dimensions are huge (bit 0 m, 1 n, 2 k),
  * and the size. Dimensions a routine does not have are left out. */
 struct ha_huge {
-    enum fz_routine r;
+    enum l3_routine r;
     tess_dtype_t dt;
     int mask;
     int64_t size;
@@ -713,19 +713,19 @@ struct ha_huge {
 static int ha_huge_cases(struct ha_huge *out, int max) {
     static const int64_t sizes[3] = {(int64_t)1 << 40, (int64_t)1 << 62, INT64_MAX};
     int n = 0;
-    for (int r = 0; r < FZ_NR; r++) {
+    for (int r = 0; r < L3_NR; r++) {
         /* the dimension masks that mean something for the routine */
         int masks[5], nm = 0;
-        if (r == FZ_GEMM)
+        if (r == L3_GEMM)
             masks[nm++] = 1, masks[nm++] = 2, masks[nm++] = 4, masks[nm++] = 3, masks[nm++] = 7;
-        else if (fz_rk((enum fz_routine)r))
+        else if (l3_rk((enum l3_routine)r))
             masks[nm++] = 2, masks[nm++] = 4, masks[nm++] = 6;
         else
             masks[nm++] = 1, masks[nm++] = 2, masks[nm++] = 3;
-        tess_dtype_t dt = fz_herm((enum fz_routine)r) ? TESS_Z : TESS_D;
+        tess_dtype_t dt = l3_herm((enum l3_routine)r) ? TESS_Z : TESS_D;
         for (int i = 0; i < nm; i++)
             for (int z = 0; z < 3 && n < max; z++)
-                out[n].r = (enum fz_routine)r, out[n].dt = dt, out[n].mask = masks[i],
+                out[n].r = (enum l3_routine)r, out[n].dt = dt, out[n].mask = masks[i],
                 out[n++].size = sizes[z];
     }
     return n;
@@ -734,14 +734,14 @@ static int ha_huge_cases(struct ha_huge *out, int max) {
 static void ha_huge_describe(const struct ha_huge *h, char *buf, size_t len) {
     int64_t m = h->mask & 1 ? h->size : 3, n = h->mask & 2 ? h->size : 3,
             k = h->mask & 4 ? h->size : 3;
-    if (fz_rk(h->r))
-        snprintf(buf, len, "tess_%s%s n=%lld k=%lld", ref_dtype_name(h->dt), fz_rname[h->r],
+    if (l3_rk(h->r))
+        snprintf(buf, len, "tess_%s%s n=%lld k=%lld", ref_dtype_name(h->dt), l3_rname[h->r],
                  (long long)n, (long long)k);
-    else if (h->r == FZ_GEMM)
-        snprintf(buf, len, "tess_%s%s m=%lld n=%lld k=%lld", ref_dtype_name(h->dt), fz_rname[h->r],
+    else if (h->r == L3_GEMM)
+        snprintf(buf, len, "tess_%s%s m=%lld n=%lld k=%lld", ref_dtype_name(h->dt), l3_rname[h->r],
                  (long long)m, (long long)n, (long long)k);
     else
-        snprintf(buf, len, "tess_%s%s m=%lld n=%lld", ref_dtype_name(h->dt), fz_rname[h->r],
+        snprintf(buf, len, "tess_%s%s m=%lld n=%lld", ref_dtype_name(h->dt), l3_rname[h->r],
                  (long long)m, (long long)n);
 }
 
@@ -766,7 +766,7 @@ static int ha_any_device_failed(void) {
  * computes a small GEMM and TRSM right afterwards. 0 (*einval counts a passing
  * TESS_EINVAL, when einval is not NULL), or 1 with msg. */
 static int ha_huge_run(const struct ha_huge *h, char *msg, size_t len, int *einval) {
-    struct fz_args a = ha_base(h->r, h->dt, 1, TESS_COL_MAJOR);
+    struct l3_args a = ha_base(h->r, h->dt, 1, TESS_COL_MAJOR);
     if (h->mask & 1) a.m = h->size;
     if (h->mask & 2) a.n = h->size;
     if (h->mask & 4) a.k = h->size;
@@ -785,7 +785,7 @@ static int ha_huge_run(const struct ha_huge *h, char *msg, size_t len, int *einv
     memcpy(ha_buf, ha_buf0, sizeof ha_buf);
     char what[256];
     ha_huge_describe(h, what, sizeof what);
-    int st = fz_call(&a);
+    int st = l3_call(&a);
     char err[512];
     snprintf(err, sizeof err, "%s", tess_last_error());
     if (st != TESS_EINVAL && st != TESS_ENOMEM) {
@@ -818,7 +818,7 @@ static int ha_huge_run(const struct ha_huge *h, char *msg, size_t len, int *einv
     g.m = 37, g.n = 29, g.k = 41, g.alpha[0] = 1, g.beta[0] = 0.5, g.seed = 3;
     char why[768];
     for (int i = 0; i < 2; i++) {
-        g.r = i ? FZ_TRSM : FZ_GEMM;
+        g.r = i ? L3_TRSM : L3_GEMM;
         if (fz_run_case(&g, why, sizeof why)) {
             snprintf(msg, len, "after %.200s (status %d: %.200s): %.500s", what, st, err, why);
             return 1;
@@ -921,15 +921,15 @@ TEST(args_aliased_operands) {
     long t = ref_env_long("TESSERA_TILE", 0);
     int64_t N = 2 * (t > 0 && t <= 64 ? t : 16) + 3;
     char msg[1024], what[512];
-    for (int r = 0; r < FZ_NR; r++)
+    for (int r = 0; r < L3_NR; r++)
         for (int cplx = 0; cplx < 2; cplx++) {
-            if (fz_herm((enum fz_routine)r) && !cplx) continue;
+            if (l3_herm((enum l3_routine)r) && !cplx) continue;
             tess_dtype_t dt = cplx ? TESS_Z : TESS_D;
             size_t es = ref_esize(dt);
             /* forbidden: the output is A (or B), or starts one element into A */
             for (int mode = 0; mode < 3; mode++) {
-                if (mode == 1 && !fz_has_b((enum fz_routine)r)) continue;
-                struct fz_args a = ha_base((enum fz_routine)r, dt, cplx, TESS_COL_MAJOR);
+                if (mode == 1 && !l3_has_b((enum l3_routine)r)) continue;
+                struct l3_args a = ha_base((enum l3_routine)r, dt, cplx, TESS_COL_MAJOR);
                 a.m = a.n = a.k = N;
                 a.lda = a.ldb = a.ldc = N + 1;
                 size_t nel = (size_t)((N + 1) * N) + 1, tot = nel + 64;
@@ -948,12 +948,12 @@ TEST(args_aliased_operands) {
                 a.A = buf, a.B = other, a.C = buf;
                 if (mode == 1) a.A = other, a.B = buf;
                 if (mode == 2) a.C = buf + es; /* C(0,0) = A(1,0) */
-                snprintf(what, sizeof what, "tess_%s%s N=%lld: %s", ref_dtype_name(dt), fz_rname[r],
+                snprintf(what, sizeof what, "tess_%s%s N=%lld: %s", ref_dtype_name(dt), l3_rname[r],
                          (long long)N,
-                         mode == 0   ? (fz_tr((enum fz_routine)r) ? "B == A" : "C == A")
+                         mode == 0   ? (l3_tr((enum l3_routine)r) ? "B == A" : "C == A")
                          : mode == 1 ? "C == B"
                                      : "C = A + 1 element");
-                int st = fz_call(&a);
+                int st = l3_call(&a);
                 fprintf(stderr, "  %s: status %d %s\n", what, st, tess_last_error());
                 ASSERT_MSG(st == TESS_OK, "%s: status %d (%s): %s", what, st, tess_strerror(st),
                            tess_last_error());
@@ -966,10 +966,10 @@ TEST(args_aliased_operands) {
                 free(other);
             }
             /* allowed: A == B (GEMM, SYR2K/HER2K: both inputs) must be right */
-            if (r == FZ_GEMM || fz_rank2((enum fz_routine)r)) {
+            if (r == L3_GEMM || l3_rank2((enum l3_routine)r)) {
                 struct fz_case c;
                 memset(&c, 0, sizeof c);
-                c.r = (enum fz_routine)r, c.dt = dt, c.layout = TESS_COL_MAJOR;
+                c.r = (enum l3_routine)r, c.dt = dt, c.layout = TESS_COL_MAJOR;
                 c.uplo = TESS_LOWER, c.ta = TESS_NO_TRANS, c.tb = TESS_TRANS;
                 c.side = TESS_LEFT, c.diag = TESS_NON_UNIT;
                 c.m = c.n = c.k = N, c.pad[0] = c.pad[1] = 2, c.pad[2] = 1;
@@ -982,10 +982,10 @@ TEST(args_aliased_operands) {
                 memcpy(d.X[1], d.X[0], bytes);
                 memcpy(d.X0[1], d.X0[0], bytes);
                 memcpy(d.R[1], d.R[0], bytes);
-                struct fz_args a = fz_args_of(&d, d.X, d.alpha, d.beta);
+                struct l3_args a = fz_args_of(&d, d.X, d.alpha, d.beta);
                 a.B = a.A;
                 fz_describe(&c, what, sizeof what);
-                int st = fz_call(&a);
+                int st = l3_call(&a);
                 ASSERT_MSG(st == TESS_OK, "%s with B == A: status %d: %s", what, st,
                            tess_last_error());
                 ASSERT_MSG(fz_verify(&d, msg, sizeof msg) == 0, "%s with B == A: %s", what, msg);
@@ -995,7 +995,7 @@ TEST(args_aliased_operands) {
     /* the runtime is whole afterwards */
     struct fz_case g;
     memset(&g, 0, sizeof g);
-    g.r = FZ_SYR2K, g.dt = TESS_Z, g.layout = TESS_ROW_MAJOR, g.uplo = TESS_UPPER;
+    g.r = L3_SYR2K, g.dt = TESS_Z, g.layout = TESS_ROW_MAJOR, g.uplo = TESS_UPPER;
     g.ta = TESS_TRANS, g.m = g.n = N, g.k = N - 5, g.alpha[0] = 1, g.beta[0] = 0.5, g.seed = 8;
     ASSERT_MSG(fz_run_case(&g, msg, sizeof msg) == 0, "after the aliased calls: %s", msg);
 }
@@ -1011,10 +1011,10 @@ static int ha_has_cpu_worker(void) {
     return 0;
 }
 
-/* Run fz_call(a) with the process's stdout and stderr sent to a temporary file; the bytes
+/* Run l3_call(a) with the process's stdout and stderr sent to a temporary file; the bytes
  * printed meanwhile (the library prints nothing unless asked; the LP64 CPU BLAS's xerbla
  * would print a truncated leading dimension's "illegal value"), their start in out. */
-static long ha_call_silently(const struct fz_args *a, int *st, char *out, size_t len) {
+static long ha_call_silently(const struct l3_args *a, int *st, char *out, size_t len) {
     out[0] = '\0';
     fflush(stdout);
     fflush(stderr);
@@ -1024,12 +1024,12 @@ static long ha_call_silently(const struct fz_args *a, int *st, char *out, size_t
         if (tf) fclose(tf);
         if (s1 >= 0) close(s1);
         if (s2 >= 0) close(s2);
-        *st = fz_call(a);
+        *st = l3_call(a);
         return 0;
     }
     dup2(fileno(tf), 1);
     dup2(fileno(tf), 2);
-    *st = fz_call(a);
+    *st = l3_call(a);
     fflush(stdout);
     fflush(stderr);
     dup2(s1, 1);
@@ -1063,22 +1063,22 @@ TEST(args_leading_dims_beyond_int32) {
     char msg[1024], what[512], printed[256];
     int ran = 0;
     for (int b = 0; b < 2; b++)
-        for (int r = 0; r < FZ_NR; r++)
+        for (int r = 0; r < L3_NR; r++)
             for (int cplx = 0; cplx < 2; cplx++) {
-                if (fz_herm((enum fz_routine)r) && !cplx) continue;
+                if (l3_herm((enum l3_routine)r) && !cplx) continue;
                 const int64_t big = bigs[b];
                 struct fz_case c;
                 memset(&c, 0, sizeof c);
-                c.r = (enum fz_routine)r, c.dt = cplx ? TESS_Z : TESS_D;
+                c.r = (enum l3_routine)r, c.dt = cplx ? TESS_Z : TESS_D;
                 c.layout = TESS_COL_MAJOR;
                 c.side = b ? TESS_RIGHT : TESS_LEFT, c.uplo = b ? TESS_UPPER : TESS_LOWER;
                 c.diag = TESS_NON_UNIT;
-                c.ta = b && !fz_rk(c.r) ? TESS_TRANS : TESS_NO_TRANS;
-                if (b && fz_rk(c.r)) c.ta = fz_herm(c.r) ? TESS_CONJ_TRANS : TESS_TRANS;
+                c.ta = b && !l3_rk(c.r) ? TESS_TRANS : TESS_NO_TRANS;
+                if (b && l3_rk(c.r)) c.ta = l3_herm(c.r) ? TESS_CONJ_TRANS : TESS_TRANS;
                 c.tb = TESS_NO_TRANS;
                 c.m = 5, c.n = 4, c.k = 3, c.alpha[0] = 0.5, c.alpha[1] = cplx ? 0.25 : 0;
-                c.beta[0] = fz_tr(c.r) || b ? 0 : -1, c.seed = 70 + (uint64_t)r;
-                if (b && !fz_tr(c.r)) c.flags |= FZ_NAN_C;
+                c.beta[0] = l3_tr(c.r) || b ? 0 : -1, c.seed = 70 + (uint64_t)r;
+                if (b && !l3_tr(c.r)) c.flags |= FZ_NAN_C;
                 struct fz_data d;
                 fz_setup(&c, &d);
                 fz_describe(&c, what, sizeof what);
@@ -1111,7 +1111,7 @@ TEST(args_leading_dims_beyond_int32) {
                     fz_release(&d);
                     return;
                 }
-                struct fz_args a = fz_args_of(&d, M, d.alpha, d.beta);
+                struct l3_args a = fz_args_of(&d, M, d.alpha, d.beta);
                 a.lda = a.ldb = a.ldc = big;
                 int st;
                 long np = ha_call_silently(&a, &st, printed, sizeof printed);

@@ -110,7 +110,7 @@ static uint64_t ex_evictions(void) {
 
 /* A case of routine r in precision dt with varied options (x picks them), shapes of a few
  * tiles (T the tile edge). */
-static struct fz_case ex_case(enum fz_routine r, tess_dtype_t dt, int x, int64_t T) {
+static struct fz_case ex_case(enum l3_routine r, tess_dtype_t dt, int x, int64_t T) {
     static const tess_trans_t tr[3] = {TESS_NO_TRANS, TESS_TRANS, TESS_CONJ_TRANS};
     struct fz_case c;
     memset(&c, 0, sizeof c);
@@ -120,15 +120,15 @@ static struct fz_case ex_case(enum fz_routine r, tess_dtype_t dt, int x, int64_t
     c.uplo = (x / 3) % 2 ? TESS_LOWER : TESS_UPPER;
     c.diag = (x / 5) % 2 ? TESS_UNIT : TESS_NON_UNIT;
     c.ta = tr[x % 3];
-    if (!fz_trans_ok(r, dt, c.ta)) c.ta = TESS_NO_TRANS;
+    if (!l3_trans_ok(r, dt, c.ta)) c.ta = TESS_NO_TRANS;
     c.tb = tr[(x / 3) % 3];
     c.m = 3 * T + 1 + x % 3, c.n = 2 * T + 3, c.k = 3 * T - 1;
     c.pad[0] = x % 3, c.pad[1] = (x + 1) % 3, c.pad[2] = (x + 2) % 3;
     c.alpha[0] = 0.75, c.alpha[1] = -0.5;
     c.beta[0] = x % 4 == 0 ? 0 : -0.5, c.beta[1] = 0.25;
-    if (fz_real_alpha(r)) c.alpha[1] = 0;
-    if (fz_real_beta(r)) c.beta[1] = 0;
-    if (c.beta[0] == 0 && c.beta[1] == 0 && !fz_tr(r)) c.flags |= FZ_NAN_C;
+    if (l3_real_alpha(r)) c.alpha[1] = 0;
+    if (l3_real_beta(r)) c.beta[1] = 0;
+    if (c.beta[0] == 0 && c.beta[1] == 0 && !l3_tr(r)) c.flags |= FZ_NAN_C;
     if (x % 2) c.flags |= FZ_TYPED;
     c.seed = 1000 + (uint64_t)x;
     return c;
@@ -140,13 +140,13 @@ static struct fz_case ex_case(enum fz_routine r, tess_dtype_t dt, int x, int64_t
 static int ex_every_routine(long mem, int64_t T, int *ncalls) {
     char msg[1024];
     int enomem = 0, x = 0;
-    for (int r = 0; r < FZ_NR; r++)
+    for (int r = 0; r < L3_NR; r++)
         for (int d = 0; d < 4; d++) {
-            if (fz_herm((enum fz_routine)r) && d < 2) continue;
+            if (l3_herm((enum l3_routine)r) && d < 2) continue;
             size_t tile_bytes = ((size_t)(T * T) * ref_esize((tess_dtype_t)d) + 255) & ~(size_t)255;
             bool fits = 3 * tile_bytes <= (size_t)mem;
             for (int v = 0; v < 2; v++, x++) {
-                struct fz_case c = ex_case((enum fz_routine)r, (tess_dtype_t)d, x, T);
+                struct fz_case c = ex_case((enum l3_routine)r, (tess_dtype_t)d, x, T);
                 struct fz_data dd;
                 char what[512];
                 fz_describe(&c, what, sizeof what);
@@ -219,8 +219,8 @@ static void *ex_thread_main(void *p) {
         fz_random_case(&s, t->tile, &c);
         if (t->only_dt >= 0) {
             c.dt = (tess_dtype_t)t->only_dt;
-            if (fz_herm(c.r) && !ref_is_complex(c.dt)) c.r = FZ_GEMM;
-            if (!fz_trans_ok(c.r, c.dt, c.ta)) c.ta = TESS_NO_TRANS;
+            if (l3_herm(c.r) && !ref_is_complex(c.dt)) c.r = L3_GEMM;
+            if (!l3_trans_ok(c.r, c.dt, c.ta)) c.ta = TESS_NO_TRANS;
         }
         if (t->max_dim > 0) {
             /* shapes from 1 to max_dim: with TESSERA_TILE=0 the tile edge follows them */
@@ -295,7 +295,7 @@ TEST(exhaust_fragmentation_auto_tiles) {
     int calls = (int)ref_env_long("TESS_EXHAUST_CALLS", 400);
     /* the tile edge each precision gets here, read back from a GEMM's task count */
     for (int d = 0; d < 4; d++) {
-        struct fz_case c = ex_case(FZ_GEMM, (tess_dtype_t)d, 0, 16);
+        struct fz_case c = ex_case(L3_GEMM, (tess_dtype_t)d, 0, 16);
         c.m = c.n = 160, c.k = 20, c.flags = 0, c.beta[0] = 1;
         tess_reset_stats();
         ASSERT_MSG(fz_run_case(&c, msg, sizeof msg) == 0, "%s", msg);
@@ -330,7 +330,7 @@ static void *ex_gemm_main(void *p) {
     for (int i = 0; i < g->iters && !g->failed; i++) {
         struct fz_case c;
         memset(&c, 0, sizeof c);
-        c.r = FZ_GEMM, c.dt = g->dt, c.layout = TESS_COL_MAJOR;
+        c.r = L3_GEMM, c.dt = g->dt, c.layout = TESS_COL_MAJOR;
         c.ta = c.tb = TESS_NO_TRANS, c.side = TESS_LEFT, c.uplo = TESS_UPPER;
         c.diag = TESS_NON_UNIT, c.m = c.n = c.k = 48, c.alpha[0] = 1, c.beta[0] = 0.5;
         c.seed = (uint64_t)(100 * g->dt + i);
@@ -429,9 +429,9 @@ TEST(exhaust_malloc_host_absurd) {
     tess_free_host(NULL);
     /* the library keeps working, with host buffers from tess_malloc_host */
     char msg[1024];
-    for (int r = 0; r < FZ_NR; r++) {
-        struct fz_case c = ex_case((enum fz_routine)r,
-                                   fz_herm((enum fz_routine)r) ? TESS_C : TESS_D, r, 16);
+    for (int r = 0; r < L3_NR; r++) {
+        struct fz_case c = ex_case((enum l3_routine)r,
+                                   l3_herm((enum l3_routine)r) ? TESS_C : TESS_D, r, 16);
         struct fz_data d;
         char what[512];
         fz_describe(&c, what, sizeof what);
@@ -444,8 +444,8 @@ TEST(exhaust_malloc_host_absurd) {
             ASSERT_MSG((uintptr_t)M[i] % 64 == 0, "tess_malloc_host: %p not 64-byte aligned", M[i]);
             memcpy(M[i], d.X[i], d.ne[i] * es);
         }
-        struct fz_args a = fz_args_of(&d, M, d.alpha, d.beta);
-        int st = fz_call(&a);
+        struct l3_args a = fz_args_of(&d, M, d.alpha, d.beta);
+        int st = l3_call(&a);
         ASSERT_MSG(st == TESS_OK, "%s on tess_malloc_host buffers: status %d: %s", what, st,
                    tess_last_error());
         for (int i = 0; i < 3; i++) {

@@ -34,32 +34,6 @@ uint64_t tess__bal_deferred(void); /* node/balance.c: tasks held back for a fast
 #define FZ_FN static __attribute__((unused))
 #define FZ_GUARD 16 /* elements after every matrix that nobody may write */
 
-#ifdef TESS_FUZZ_L3_NO_TESTS
-/* the names test_args.c and test_exhaust.c still use for tests/l3_dispatch.h's */
-#define FZ_GEMM L3_GEMM
-#define FZ_SYMM L3_SYMM
-#define FZ_HEMM L3_HEMM
-#define FZ_SYRK L3_SYRK
-#define FZ_HERK L3_HERK
-#define FZ_SYR2K L3_SYR2K
-#define FZ_HER2K L3_HER2K
-#define FZ_TRMM L3_TRMM
-#define FZ_TRSM L3_TRSM
-#define FZ_NR L3_NR
-#define fz_routine l3_routine
-#define fz_args l3_args
-#define fz_call l3_call
-#define fz_rname l3_rname
-#define fz_herm l3_herm
-#define fz_rk l3_rk
-#define fz_rank2 l3_rank2
-#define fz_tr l3_tr
-#define fz_has_b l3_has_b
-#define fz_real_alpha l3_real_alpha
-#define fz_real_beta l3_real_beta
-#define fz_trans_ok l3_trans_ok
-#endif
-
 /* cblas_strsm as netlib computes it. OpenBLAS 0.3.21's single-precision kernels for side R
  * (its column-major view) on Zen and Haswell solve the rows left over below a multiple of 4
  * four columns at a time against the packed triangle, zeros included: a NaN or Inf in B

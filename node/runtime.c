@@ -396,16 +396,21 @@ struct tess__task *tess__rt_next_task(struct tess__rt *rt) {
     return t;
 }
 
-void tess__task_done(struct tess__rt *rt, struct tess__task *t) {
-    struct tess__job *job = t->job;
-    atomic_store(&t->state, TESS__TASK_DONE);
+void tess__task_release(struct tess__rt *rt, struct tess__task *t) {
     struct tess__task *next = t->succ;
-    if (next && atomic_fetch_sub(&next->ndeps, 1) == 1) {
+    if (!next || atomic_exchange(&t->released, 1)) return;
+    if (atomic_fetch_sub(&next->ndeps, 1) == 1) {
         queue_task(rt, next, false); /* even when the job failed: it is then cancelled */
         pthread_mutex_lock(&rt->mu);
         pthread_cond_broadcast(&rt->work);
         pthread_mutex_unlock(&rt->mu);
     }
+}
+
+void tess__task_done(struct tess__rt *rt, struct tess__task *t) {
+    struct tess__job *job = t->job;
+    atomic_store(&t->state, TESS__TASK_DONE);
+    tess__task_release(rt, t);
     pthread_mutex_lock(&job->mu);
     if (atomic_fetch_sub(&job->remaining, 1) == 1) pthread_cond_broadcast(&job->cv);
     pthread_mutex_unlock(&job->mu);

@@ -26,6 +26,13 @@
 
 /* Process-wide counts of the tight-heap paths (tess__worker_pressure). */
 static _Atomic uint64_t n_flushes, n_flush_ok, n_planned, n_deferred, n_stall_enomem;
+/* ... and of dataflow inside a job (ops->awaits): tasks started before a task they await
+ * was done, and waits of a step for one. */
+static _Atomic uint64_t n_early_starts, n_awaited_steps, n_given_back;
+
+uint64_t tess__rt_early_starts(void) { return atomic_load(&n_early_starts); }
+uint64_t tess__rt_awaited_steps(void) { return atomic_load(&n_awaited_steps); }
+uint64_t tess__rt_given_back(void) { return atomic_load(&n_given_back); }
 
 void tess__worker_pressure(struct tess__pressure *out) {
     out->flushes = atomic_load(&n_flushes);
@@ -45,11 +52,29 @@ static void task_cancel(struct tess__rt *rt, struct tess__task *t) { tess__task_
 
 static bool unified(const struct tess__dev *d) { return d->desc.caps & TESS__CAP_UNIFIED; }
 
+/* Whether a step of t awaits a task that is not done (unstarted: one that is not running
+ * either, i.e. went back to the queue when its device failed). */
+static bool awaits_pending(const struct tess__task *t, bool unstarted) {
+    const struct tess__job *job = t->job;
+    for (int s = 0; s < t->nsteps; s++) {
+        const struct tess__task *w = job->ops->awaits(job, t, s);
+        int ws = w ? atomic_load(&w->state) : TESS__TASK_DONE;
+        if (ws != TESS__TASK_DONE && (!unstarted || ws != TESS__TASK_RUNNING)) return true;
+    }
+    return false;
+}
+
 /* ---- Eq. 3: priority = sum over k of f(A_ik) + f(B_kj), f = 2 L1, 1 L2, 0 host -------- */
+
+/* A task awaiting one that has not started ranks below every other: its slot would only
+ * wait (and be given back), while the awaited task may sit in the same station; activate
+ * starts it only when the station is full of such tasks. */
+#define PRIO_BLOCKED (-(1 << 30))
 
 static int task_prio(struct tess__task *t, void *arg) {
     struct tess__dev *d = arg;
     struct tess__cache *c = &d->rt->cache;
+    if (t->job->ops->awaits && awaits_pending(t, true)) return PRIO_BLOCKED;
     if (unified(d)) return 0;
     int p = 0;
     tess__cache_lock(c);
@@ -222,6 +247,7 @@ static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
     sl->out.writing_back = sl->rec.bounced = sl->out.cancelled = 0;
     atomic_store(&sl->rec.commit, 0);
     sl->out.c_loaded = 0;
+    sl->ring.awaiting = 0;
     if (d->stalled_slot == sl->stream + 1) d->stalled_slot = 0;
 }
 
@@ -440,6 +466,49 @@ static int alloc_c(struct tess__dev *d, struct tess__slot *sl, struct tess__task
     return TESS_OK;
 }
 
+/* ---- dataflow inside a job (ops->awaits) ----------------------------------------------- */
+
+/* The slot's task awaits a task that went back to the queue (its device failed) and may
+ * find no slot while waiters hold them all: give this slot back. Its task is queued again
+ * and redone from its inputs, as a failed device's are, once nothing of it is in flight
+ * and C still holds its old values; on the CPU worker, which computes C in place, only
+ * before its first step (after it, the job fails TESS_EDEVICE: never a wrong result).
+ * Returns whether the slot is free now. */
+static bool give_back(struct tess__dev *d, struct tess__slot *sl) {
+    if (sl->ring.inflight > 0 || sl->out.writing_back) return false;
+    struct tess__task *t = sl->t;
+    if (unified(d) && sl->ring.next > 0) {
+        job_fail(t->job, TESS_EDEVICE);
+        sl->out.cancelled = 1;
+        return false;
+    }
+    if (sl->out.c) tess__cache_free_work(&d->rt->cache, sl->out.c);
+    slot_clear(d, sl);
+    tess__rt_requeue(d->rt, t);
+    atomic_fetch_add(&n_given_back, 1);
+    return true;
+}
+
+/* Whether the slot's next step may be issued as far as ops->awaits goes; *freed when the
+ * slot gave its task back (give_back). */
+static bool awaited_done(struct tess__dev *d, struct tess__slot *sl, bool *freed) {
+    const struct tess__job *job = sl->t->job;
+    *freed = false;
+    if (!job->ops->awaits) return true;
+    const struct tess__task *w = job->ops->awaits(job, sl->t, sl->ring.next);
+    int ws = w ? atomic_load(&w->state) : TESS__TASK_DONE;
+    if (ws == TESS__TASK_DONE) {
+        sl->ring.awaiting = 0;
+        return true;
+    }
+    if (!sl->ring.awaiting) {
+        sl->ring.awaiting = 1;
+        atomic_fetch_add(&n_awaited_steps, 1);
+    }
+    if (ws != TESS__TASK_RUNNING) *freed = give_back(d, sl);
+    return false;
+}
+
 /* Put the best station tasks on free slots, within the heap's admission budget. *deferred:
  * a task was kept back for want of room while this device runs nothing (not counted as
  * progress; wait_for_something naps, and fails its job after STALL_LIMIT_S). */
@@ -456,6 +525,13 @@ static int activate(struct tess__dev *d, int *deferred) {
             progress = 1;
             i--;
             continue;
+        }
+        if (t->prio == PRIO_BLOCKED && tess__rs_count(&d->rs) + 1 < d->rs.cap) {
+            /* every station task awaits one that has not started: while the station has
+             * room, refill may still bring that one here; when it is full, start one (it
+             * gives its slot back, making room) so that nothing waits for good */
+            tess__worker_station_put(d, t);
+            break;
         }
         if (tess__bal_defer(d, t, has_work(d))) {
             tess__worker_station_put(d, t); /* the end game: a peer finishes it sooner */
@@ -498,6 +574,10 @@ static int activate(struct tess__dev *d, int *deferred) {
             }
         }
         atomic_store(&t->state, TESS__TASK_RUNNING);
+        if (t->job->ops->chain_at_start) {
+            tess__task_release(d->rt, t); /* its successor may start now and wait by step */
+            if (awaits_pending(t, false)) atomic_fetch_add(&n_early_starts, 1);
+        }
         sl->t = t;
         tess__trace_slot_start(sl);
         sl->ring.next = sl->ring.inflight = 0;
@@ -631,6 +711,14 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
             const struct tess__job *job = sl->t->job;
             if (job->ops->ready && !job->ops->ready(job, sl->t, sl->ring.next)) {
                 *waiting = 1;
+                continue;
+            }
+            bool freed;
+            if (!awaited_done(d, sl, &freed)) {
+                if (freed)
+                    progress = 1;
+                else
+                    *waiting = 1;
                 continue;
             }
             int rc = issue_step(d, sl);

@@ -112,6 +112,7 @@ struct tess__task *tess__l3_task(struct tess__job *job, int64_t i, int64_t j, in
     t->c = (char *)job->C + (size_t)(i * T + j * T * job->ldc) * es;
     t->load_c = load_c;
     atomic_init(&t->ndeps, 0);
+    atomic_init(&t->released, 0);
     t->succ = NULL;
     return t;
 }

@@ -5,10 +5,11 @@
  * chained along each column (side L) or row (side R) of tiles; trxm_step below gives the
  * steps (docs/level3.md, "TRMM, TRSM"). Owns these two tile algorithms only; the runtime
  * (node/) runs them and orders the chains.
- * Invariants: a TRSM task runs after the tasks that solve the tiles it reads (its terms,
- * farthest first, then the diagonal solve) and publishes its solved tile (MESI-X E); a TRMM
- * task runs after every task that reads its tile's original values (the diagonal kernel
- * first, then its terms) and publishes nothing.
+ * Invariants: each GEMM step of a TRSM task (its terms, farthest first, then the diagonal
+ * solve) runs after the task that solves the tile it reads (step-level dataflow: a task
+ * starts once its chain predecessor has started) and publishes its solved tile (MESI-X E);
+ * a TRMM task runs after every task that reads its tile's original values (the diagonal
+ * kernel first, then its terms) and publishes nothing.
  */
 #include <string.h>
 
@@ -96,8 +97,21 @@ static void trxm_step(const struct tess__job *job, const struct tess__task *t, i
     }
 }
 
+/* TRSM: the task whose solved tile GEMM step s of t reads (the solve reads none). */
+static const struct tess__task *trsm_awaits(const struct tess__job *job, const struct tess__task *t,
+                                            int s) {
+    const struct trxm_job *xj = (const struct trxm_job *)job;
+    int64_t T = job->tile;
+    bool left = xj->side == 'L';
+    int64_t a = left ? t->i : t->j, at = TESS__CEILDIV(left ? job->m : job->n, T);
+    if (s >= nterms(xj, a, at)) return NULL;
+    int64_t k = xj->high ? at - 1 - s : s, mt = TESS__CEILDIV(job->m, T);
+    return left ? &job->tasks[k + t->j * mt] : &job->tasks[t->i + k * mt];
+}
+
 static const struct tess__job_ops trmm_ops = {.name = "trmm", .publish = 0, .step = trxm_step};
-static const struct tess__job_ops trsm_ops = {.name = "trsm", .publish = 1, .step = trxm_step};
+static const struct tess__job_ops trsm_ops = {
+    .name = "trsm", .publish = 1, .step = trxm_step, .chain_at_start = 1, .awaits = trsm_awaits};
 
 /* pos: 1-based position of `layout` in the caller's signature (typed: 1, generic: 2). */
 static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_layout_t layout,

@@ -66,17 +66,23 @@ static bool awaits_pending(const struct tess__task *t, bool unstarted) {
 
 /* ---- Eq. 3: priority = sum over k of f(A_ik) + f(B_kj), f = 2 L1, 1 L2, 0 host -------- */
 
-/* A task awaiting one that has not started ranks below every other: its slot would only
- * wait (and be given back), while the awaited task may sit in the same station; activate
- * starts it only when the station is full of such tasks. */
+/* Dataflow tiers below Eq. 3: a task awaiting a running task ranks below every task that
+ * can run all its steps now (a slot given to it would wait part of the time); one awaiting
+ * a task that has not started ranks below every other (its slot would only wait, and be
+ * given back, while the awaited task may sit in the same station): activate starts it only
+ * when the station is full of such tasks. */
+#define PRIO_EARLY (-(1 << 20))
 #define PRIO_BLOCKED (-(1 << 30))
 
 static int task_prio(struct tess__task *t, void *arg) {
     struct tess__dev *d = arg;
     struct tess__cache *c = &d->rt->cache;
-    if (t->job->ops->awaits && awaits_pending(t, true)) return PRIO_BLOCKED;
-    if (unified(d)) return 0;
     int p = 0;
+    if (t->job->ops->awaits) {
+        if (awaits_pending(t, true)) return PRIO_BLOCKED;
+        if (awaits_pending(t, false)) p = PRIO_EARLY;
+    }
+    if (unified(d)) return p;
     tess__cache_lock(c);
     for (int s = 0; s < t->nsteps; s++) {
         struct tess__step st;

@@ -1,10 +1,11 @@
-/* tests/test_dataflow.c: dataflow inside a call (node/worker.c, ops->awaits): TRSM's tasks
- * start once their chain predecessor has started and each GEMM step waits for the task
- * that solves the tile it reads. On emulated devices: every side, uplo and transpose of
+/* tests/test_dataflow.c: dataflow inside a call (node/worker.c, ops->awaits; TRSM under
+ * TESSERA_DATAFLOW=1): a task starts once its chain predecessor has started and each GEMM
+ * step waits for the task that solves the tile it reads. On emulated devices: every side, uplo and transpose of
  * DTRSM and ZTRSM against OpenBLAS with the counters showing tasks started before a tile
  * they read was solved and steps that waited; and a fault sweep (device 1 failing at each of
  * its copies and kernels in turn) where every call ends right or, without TESSERA_RECOVER,
- * with TESS_EDEVICE, never hanging and never wrong. Sizes are not multiples of the tile.
+ * with TESS_EDEVICE, never hanging and never wrong; with the knob off, no task starts
+ * early. Sizes are not multiples of the tile.
  */
 #include <cblas.h>
 #include <complex.h>
@@ -30,6 +31,7 @@ static void start(int ndev, const char *gflops, const char *fault, const char *r
     setenv("TESSERA_EMULATE_GFLOPS", gflops, 1);
     setenv("TESSERA_TILE", "16", 1);
     setenv("TESSERA_RECOVER", recover, 1);
+    setenv("TESSERA_DATAFLOW", "1", 1);
     if (fault)
         setenv("TESSERA_FAULT", fault, 1);
     else
@@ -169,6 +171,28 @@ static void fault_sweep(const char *recover) {
             "%llu tasks gave their slot back\n",
             recover, hit, ok, failed, (unsigned long long)(tess__rt_given_back() - g0));
     ASSERT_MSG(hit > 0, "device 1 never reached its fault point");
+    free(A), free(B0), free(B), free(R);
+}
+
+/* TESSERA_DATAFLOW=0 (the default): each task waits for its whole chain predecessor, so
+ * none starts early and no step waits; the results are the same. */
+TEST(dataflow_off_waits_by_task) {
+    const int64_t m = 5 * TILE - 3, n = 3 * TILE - 1;
+    uint64_t seed = 9;
+    void *A = ref_malloc((size_t)(m * m) * 8), *B0 = ref_malloc((size_t)(m * n) * 8);
+    void *B = ref_malloc((size_t)(m * n) * 8), *R = ref_malloc((size_t)(m * n) * 8);
+    triangle(TESS_D, A, m, &seed);
+    ref_fill_random(TESS_D, B0, (size_t)(m * n), &seed);
+    start(3, "2", NULL, "0");
+    setenv("TESSERA_DATAFLOW", "0", 1);
+    ASSERT_OK(tess_init());
+    uint64_t e0 = tess__rt_early_starts(), w0 = tess__rt_awaited_steps();
+    ASSERT_OK(
+        solve(TESS_D, TESS_LEFT, TESS_LOWER, TESS_NO_TRANS, TESS_NON_UNIT, m, n, A, B0, B, R));
+    ASSERT_OK(tess_finalize());
+    ASSERT_MSG(rel_diff(TESS_D, B, R, m, n) < 1e-11, "rel err %.2e", rel_diff(TESS_D, B, R, m, n));
+    ASSERT_EQ(tess__rt_early_starts(), e0);
+    ASSERT_EQ(tess__rt_awaited_steps(), w0);
     free(A), free(B0), free(B), free(R);
 }
 

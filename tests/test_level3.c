@@ -7,7 +7,8 @@
  * of C checked byte for byte, netlib's quick returns, and every argument error; each result
  * within a rounding bound (verify). Run under each setup of the table `configs` below
  * (`test_level3 CONFIG`, CTest's test_level3:CONFIG): CPU worker, 2 emulated devices with
- * tile 7, 3 under a memory cap that forces eviction, jitter, emulated + CPU. Shapes scale
+ * tile 7, 3 under a memory cap that forces eviction, jitter, 3 with TRSM by step-level
+ * dependencies, emulated + CPU. Shapes scale
  * with TESSERA_TILE (the unit U below; 8 when unset). A setup may turn on the counter
  * assertions of level3_counters: spread (SYRK and TRSM tasks on more than one device),
  * hits (TRSM operands served from a device cache: L1 or L2), evict.
@@ -54,6 +55,8 @@ static const struct l3_config {
     {.name = "emu2_jitter",
      .knobs = EMU16 "TESSERA_EMULATE=2 TESSERA_TILE=7 TESSERA_EMULATE_JITTER=100 "
                     "TESSERA_EMULATE_STREAMS=4"},
+    /* TRSM by step-level dependencies (TESSERA_DATAFLOW=1) */
+    {.name = "emu3_flow", .knobs = EMU16 "TESSERA_EMULATE=3 TESSERA_TILE=7 TESSERA_DATAFLOW=1"},
     {.name = "emu2_cpu",
      .knobs = "TESSERA_DEVICES=none TESSERA_EMULATE_MEM=16M TESSERA_EMULATE=2 TESSERA_CPU_WORKER=1 "
               "TESSERA_TILE=7"},

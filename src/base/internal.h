@@ -119,6 +119,7 @@ struct tess__config {
     int cpu_worker;      /* TESSERA_CPU_WORKER: -1 auto, 0 off, 1 on */
     int rs_size;         /* TESSERA_RS: reservation-station slots per device */
     int balance;     /* TESSERA_BALANCE: end-game placement by projected finish (node/balance.c) */
+    int dataflow;    /* TESSERA_DATAFLOW: TRSM by step-level dependencies (level3/trxm.c) */
     int p2p;         /* TESSERA_P2P: allow peer-to-peer tile fetches */
     int recover;     /* TESSERA_RECOVER: bounce write-backs, finished peer copies only */
     int pin_threads; /* TESSERA_PIN: pin each worker thread to a core */

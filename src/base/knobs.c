@@ -82,6 +82,8 @@ static const struct knob knobs[] = {
         "reservation-station slots per device (tasks pulled ahead and ranked)"),
     INT("TESSERA_BALANCE", balance, "1", 0, 1,
         "end game: with the queue empty a device leaves a station task to a peer that would finish it sooner (measured rates); 0 = every device starts what it holds"),
+    INT("TESSERA_DATAFLOW", dataflow, "0", 0, 1,
+        "1 = TRSM's steps wait for the tiles they read (a task starts once its chain predecessor has started); 0 = a task waits for its whole predecessor"),
     INT("TESSERA_P2P", p2p, "1", 0, 1,
         "fetch tiles from peer devices (L2 cache hits); 0 = always from the host"),
     INT("TESSERA_RECOVER", recover, "0", 0, 1,

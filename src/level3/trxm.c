@@ -5,9 +5,10 @@
  * chained along each column (side L) or row (side R) of tiles; trxm_step below gives the
  * steps (docs/level3.md, "TRMM, TRSM"). Owns these two tile algorithms only; the runtime
  * (node/) runs them and orders the chains.
- * Invariants: each GEMM step of a TRSM task (its terms, farthest first, then the diagonal
- * solve) runs after the task that solves the tile it reads (step-level dataflow: a task
- * starts once its chain predecessor has started) and publishes its solved tile (MESI-X E);
+ * Invariants: a TRSM task (its terms, farthest first, then the diagonal solve) runs after
+ * the tasks that solve the tiles it reads (by default it starts once its chain predecessor
+ * is done; with TESSERA_DATAFLOW=1 once it has started, each GEMM step then waiting for the
+ * task solving its tile) and publishes its solved tile (MESI-X E);
  * a TRMM task runs after every task that reads its tile's original values (the diagonal
  * kernel first, then its terms) and publishes nothing.
  */
@@ -110,7 +111,10 @@ static const struct tess__task *trsm_awaits(const struct tess__job *job, const s
 }
 
 static const struct tess__job_ops trmm_ops = {.name = "trmm", .publish = 0, .step = trxm_step};
-static const struct tess__job_ops trsm_ops = {
+static const struct tess__job_ops trsm_ops = {.name = "trsm", .publish = 1, .step = trxm_step};
+/* TESSERA_DATAFLOW=1: by step (off by default: on one H100 it ran DTRSM n = 32768 at 0.88
+ * of in-core against 0.93 by whole tasks, docs/benchmarks.md) */
+static const struct tess__job_ops trsm_flow_ops = {
     .name = "trsm", .publish = 1, .step = trxm_step, .chain_at_start = 1, .awaits = trsm_awaits};
 
 /* pos: 1-based position of `layout` in the caller's signature (typed: 1, generic: 2). */
@@ -171,6 +175,7 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
     rc = tess__l3_begin(fn, &xj.base, solve ? &trsm_ops : &trmm_ops, dt, m, n, ka_, B, ldb, &rt);
     if (rc) return rc;
     struct tess__job *job = &xj.base;
+    if (solve && rt->cfg.dataflow) job->ops = &trsm_flow_ops;
     job->alpha = al;
     job->beta = *tess__scalar_one(dt);
     job->A = A, job->lda = lda;

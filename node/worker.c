@@ -52,16 +52,18 @@ static void task_cancel(struct tess__rt *rt, struct tess__task *t) { tess__task_
 
 static bool unified(const struct tess__dev *d) { return d->desc.caps & TESS__CAP_UNIFIED; }
 
-/* Whether a step of t awaits a task that is not done (unstarted: one that is not running
- * either, i.e. went back to the queue when its device failed). */
-static bool awaits_pending(const struct tess__task *t, bool unstarted) {
+/* How far t is from running all its steps: 0 every task it awaits is done; 1 one is still
+ * running; 2 one has not started (went back to the queue when its device failed). One pass
+ * over its steps. */
+static int await_tier(const struct tess__task *t) {
     const struct tess__job *job = t->job;
-    for (int s = 0; s < t->nsteps; s++) {
+    int tier = 0;
+    for (int s = 0; s < t->nsteps && tier < 2; s++) {
         const struct tess__task *w = job->ops->awaits(job, t, s);
         int ws = w ? atomic_load(&w->state) : TESS__TASK_DONE;
-        if (ws != TESS__TASK_DONE && (!unstarted || ws != TESS__TASK_RUNNING)) return true;
+        if (ws != TESS__TASK_DONE) tier = ws == TESS__TASK_RUNNING ? 1 : 2;
     }
-    return false;
+    return tier;
 }
 
 /* ---- Eq. 3: priority = sum over k of f(A_ik) + f(B_kj), f = 2 L1, 1 L2, 0 host -------- */
@@ -78,10 +80,9 @@ static int task_prio(struct tess__task *t, void *arg) {
     struct tess__dev *d = arg;
     struct tess__cache *c = &d->rt->cache;
     int p = 0;
-    if (t->job->ops->awaits) {
-        if (awaits_pending(t, true)) return PRIO_BLOCKED;
-        if (awaits_pending(t, false)) p = PRIO_EARLY;
-    }
+    int tier = t->job->ops->awaits ? await_tier(t) : 0;
+    if (tier == 2) return PRIO_BLOCKED;
+    if (tier == 1) p = PRIO_EARLY;
     if (unified(d)) return p;
     tess__cache_lock(c);
     for (int s = 0; s < t->nsteps; s++) {
@@ -582,7 +583,7 @@ static int activate(struct tess__dev *d, int *deferred) {
         atomic_store(&t->state, TESS__TASK_RUNNING);
         if (t->job->ops->chain_at_start) {
             tess__task_release(d->rt, t); /* its successor may start now and wait by step */
-            if (awaits_pending(t, false)) atomic_fetch_add(&n_early_starts, 1);
+            if (await_tier(t)) atomic_fetch_add(&n_early_starts, 1);
         }
         sl->t = t;
         tess__trace_slot_start(sl);

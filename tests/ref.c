@@ -88,6 +88,21 @@ void ref_scalar(tess_dtype_t dt, void *out, double re, double im) {
     }
 }
 
+void ref_set(tess_dtype_t dt, void *X, size_t idx, long double re, long double im) {
+    switch (dt) {
+    case TESS_S: ((float *)X)[idx] = (float)re; break;
+    case TESS_D: ((double *)X)[idx] = (double)re; break;
+    case TESS_C:
+        ((float *)X)[2 * idx] = (float)re;
+        ((float *)X)[2 * idx + 1] = (float)im;
+        break;
+    case TESS_Z:
+        ((double *)X)[2 * idx] = (double)re;
+        ((double *)X)[2 * idx + 1] = (double)im;
+        break;
+    }
+}
+
 /* Element idx of X as a long double pair. */
 void ref_get(tess_dtype_t dt, const void *X, size_t idx, long double *re, long double *im) {
     *re = *im = 0;
@@ -107,22 +122,6 @@ void ref_get(tess_dtype_t dt, const void *X, size_t idx, long double *re, long d
     case TESS_Z:
         *re = ((const double *)X)[2 * idx];
         *im = ((const double *)X)[2 * idx + 1];
-        break;
-    }
-}
-
-/* Store a long double pair into element idx of X (rounded to the precision). */
-static void set_el(tess_dtype_t dt, void *X, size_t idx, long double re, long double im) {
-    switch (dt) {
-    case TESS_S: ((float *)X)[idx] = (float)re; break;
-    case TESS_D: ((double *)X)[idx] = (double)re; break;
-    case TESS_C:
-        ((float *)X)[2 * idx] = (float)re;
-        ((float *)X)[2 * idx + 1] = (float)im;
-        break;
-    case TESS_Z:
-        ((double *)X)[2 * idx] = (double)re;
-        ((double *)X)[2 * idx + 1] = (double)im;
         break;
     }
 }
@@ -237,11 +236,11 @@ static void scale_c(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n,
         for (int64_t i = 0; i < m; i++) {
             size_t idx = ref_index(layout, i, j, ldc);
             if (zero) {
-                set_el(dt, C, idx, 0, 0);
+                ref_set(dt, C, idx, 0, 0);
             } else {
                 long double cr, ci;
                 ref_get(dt, C, idx, &cr, &ci);
-                set_el(dt, C, idx, br * cr - bi * ci, br * ci + bi * cr);
+                ref_set(dt, C, idx, br * cr - bi * ci, br * ci + bi * cr);
             }
         }
 }

@@ -32,6 +32,8 @@ int ref_is_complex(tess_dtype_t dt);
 double ref_eps(tess_dtype_t dt);
 /* Element idx of X (precision dt, interleaved complex) as a long double pair. */
 void ref_get(tess_dtype_t dt, const void *X, size_t idx, long double *re, long double *im);
+/* Set element idx of X to re (+ i im for complex precisions; real ones ignore im). */
+void ref_set(tess_dtype_t dt, void *X, size_t idx, long double re, long double im);
 const char *ref_dtype_name(tess_dtype_t dt);  /* "s", "d", "c", "z" */
 const char *ref_trans_name(tess_trans_t t);   /* "N", "T", "C" */
 const char *ref_layout_name(tess_layout_t l); /* "col", "row" */

@@ -940,7 +940,7 @@ TEST(args_aliased_operands) {
                 for (int64_t j = 0; j < N; j++) {
                     long double re, im;
                     ref_get(dt, buf, (size_t)(j + j * (N + 1)), &re, &im);
-                    fz_set(dt, buf, (size_t)(j + j * (N + 1)), re + 4, im);
+                    ref_set(dt, buf, (size_t)(j + j * (N + 1)), re + 4, im);
                 }
                 memcpy(buf0, buf, tot * es);
                 unsigned char *other = ref_malloc(nel * es);
@@ -1101,7 +1101,7 @@ TEST(args_leading_dims_beyond_int32) {
                         memcpy((char *)M[i] + (size_t)(j * big) * es,
                                (char *)d.X[i] + (size_t)(j * d.ld[i]) * es, (size_t)rows * es);
                         for (int g = 0; g < 3; g++)
-                            fz_set(c.dt, M[i], (size_t)(j * big + rows + g), 0.125, 0.125);
+                            ref_set(c.dt, M[i], (size_t)(j * big + rows + g), 0.125, 0.125);
                     }
                 }
                 if (!ok) {

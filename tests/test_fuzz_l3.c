@@ -113,22 +113,6 @@ FZ_FN void fz_cblas(const struct l3_args *a0) {
 
 /* ---- elements -------------------------------------------------------------------------- */
 
-static void fz_set(tess_dtype_t dt, void *X, size_t i, long double re, long double im) {
-    switch (dt) {
-    case TESS_S: ((float *)X)[i] = (float)re; break;
-    case TESS_D: ((double *)X)[i] = (double)re; break;
-    case TESS_C:
-        ((float *)X)[2 * i] = (float)re;
-        ((float *)X)[2 * i + 1] = (float)im;
-        break;
-    case TESS_Z:
-        ((double *)X)[2 * i] = (double)re;
-        ((double *)X)[2 * i + 1] = (double)im;
-        break;
-    default: break;
-    }
-}
-
 /* Set only the imaginary part of complex element i. */
 static void fz_set_im(tess_dtype_t dt, void *X, size_t i, long double im) {
     if (dt == TESS_C)
@@ -296,7 +280,7 @@ static void fz_plant(struct fz_data *d, int w, uint64_t *s) {
     bool real_diag = r == col && ((w == 0 && c->r == L3_HEMM) ||
                                   (w == 2 && (c->r == L3_HERK || c->r == L3_HER2K)));
     if (real_diag) part = 0;
-    fz_set(c->dt, d->X[w], idx, part != 1 ? v : re, part != 0 ? v : im);
+    ref_set(c->dt, d->X[w], idx, part != 1 ? v : re, part != 0 ? v : im);
     d->npoison++;
 }
 
@@ -323,13 +307,13 @@ FZ_FN void fz_setup(const struct fz_case *c, struct fz_data *d) {
             for (int64_t r = 0; r < ka; r++) {
                 size_t idx = ref_index(c->layout, r, col, d->ld[0]);
                 if (!fz_a_ref(c, r, col)) {
-                    fz_set(dt, d->X[0], idx, NAN, NAN);
+                    ref_set(dt, d->X[0], idx, NAN, NAN);
                 } else if (r == col && c->r == L3_HEMM) {
                     fz_set_im(dt, d->X[0], idx, NAN);
                 } else if (r == col && c->r == L3_TRSM) {
                     long double re, im;
                     ref_get(dt, d->X[0], idx, &re, &im);
-                    fz_set(dt, d->X[0], idx, re + (re < 0 ? -1 : 1) * (ka + 1), im);
+                    ref_set(dt, d->X[0], idx, re + (re < 0 ? -1 : 1) * (ka + 1), im);
                 }
             }
     }
@@ -376,7 +360,7 @@ FZ_FN void fz_setup(const struct fz_case *c, struct fz_data *d) {
         for (int64_t col = 0; col < d->sh[2][1]; col++)
             for (int64_t r = 0; r < d->sh[2][0]; r++)
                 if (fz_out_ref(c, r, col))
-                    fz_set(dt, d->R[2], ref_index(c->layout, r, col, d->ld[2]), 0, 0);
+                    ref_set(dt, d->R[2], ref_index(c->layout, r, col, d->ld[2]), 0, 0);
     }
     for (int i = 0; i < 3; i++) d->X0[i] = fz_dup(d->X[i], d->ne[i] * es);
     fz_scalar(c->r, true, dt, d->alpha, c->alpha[0], c->alpha[1]);
@@ -433,7 +417,7 @@ static void *fz_abs_copy(const struct fz_data *d, const void *X, int w) {
         long double re, im;
         ref_get(dt, X, i, &re, &im);
         int cl = fz_class_at(dt, X, i);
-        fz_set(dt, Y, i, cl == 2 ? NAN : cl == 1 ? INFINITY : fz_abs1(re, im), 0);
+        ref_set(dt, Y, i, cl == 2 ? NAN : cl == 1 ? INFINITY : fz_abs1(re, im), 0);
     }
     bool a_diag = w == 0 && c->r == L3_HEMM;
     bool c_diag = w == 2 && (c->r == L3_HERK || c->r == L3_HER2K);
@@ -442,7 +426,7 @@ static void *fz_abs_copy(const struct fz_data *d, const void *X, int w) {
             size_t idx = ref_index(c->layout, j, j, d->ld[w]);
             long double re, im;
             ref_get(dt, X, idx, &re, &im);
-            fz_set(dt, Y, idx, fabsl(re), 0);
+            ref_set(dt, Y, idx, fabsl(re), 0);
         }
     return Y;
 }
@@ -809,7 +793,7 @@ static void fz_corrupt(struct fz_data *d) {
                 size_t idx = ref_index(d->c.layout, r, col, d->ld[2]);
                 long double re, im;
                 ref_get(d->c.dt, d->X[2], idx, &re, &im);
-                fz_set(d->c.dt, d->X[2], idx, re + 0.5, im);
+                ref_set(d->c.dt, d->X[2], idx, re + 0.5, im);
                 return;
             }
 }
@@ -1017,7 +1001,7 @@ TEST(fuzz_l3_verifier_self_check) {
                 long double fac = 2 * oracle_gamma(c.dt, fz_inner(&c));
                 /* TRSM: the residual moves by A_ii * delta, |A_ii| >= 1 */
                 long double delta = 4 * fac * (wr + 1);
-                fz_set(c.dt, d.X[2], idx, re + delta, im);
+                ref_set(c.dt, d.X[2], idx, re + delta, im);
                 ASSERT_MSG(fz_verify(&d, why, sizeof why) != 0,
                            "%s: an entry moved by %Lg (4 x bound) was not caught", what, delta);
                 for (int i = 0; i < 3; i++) free(absM[i]);
@@ -1025,13 +1009,13 @@ TEST(fuzz_l3_verifier_self_check) {
             }
             /* (2) a finite entry turned NaN */
             memcpy(d.X[2], good, bytes);
-            fz_set(c.dt, d.X[2], idx, NAN, im);
+            ref_set(c.dt, d.X[2], idx, NAN, im);
             ASSERT_MSG(fz_verify(&d, why, sizeof why) != 0, "%s: a NaN was not caught", what);
             /* (3) one padding element written (pad[2] = 3: there is padding) */
             memcpy(d.X[2], good, bytes);
             /* below column 0 (column-major) or right of row 0 (row-major) */
             size_t pidx = (size_t)(c.layout == TESS_COL_MAJOR ? d.sh[2][0] : d.sh[2][1]);
-            fz_set(c.dt, d.X[2], pidx, 0.25, 0);
+            ref_set(c.dt, d.X[2], pidx, 0.25, 0);
             ASSERT_MSG(fz_verify(&d, why, sizeof why) != 0,
                        "%s: a written padding element was not caught", what);
             /* (4) the other triangle (SYRK family) */
@@ -1040,7 +1024,7 @@ TEST(fuzz_l3_verifier_self_check) {
                 size_t oidx = ref_index(c.layout, 0, d.sh[2][1] - 1, d.ld[2]); /* upper */
                 long double orr, oi;
                 ref_get(c.dt, d.X[2], oidx, &orr, &oi);
-                fz_set(c.dt, d.X[2], oidx, orr + 1, oi);
+                ref_set(c.dt, d.X[2], oidx, orr + 1, oi);
                 ASSERT_MSG(fz_verify(&d, why, sizeof why) != 0,
                            "%s: a write to the other triangle was not caught", what);
             }
@@ -1104,9 +1088,9 @@ TEST(fuzz_l3_syrk_family_beta_nan) {
  * sees, in the reference's input and in the copy the padding is compared with. */
 static void fz_plant_at(struct fz_data *d, int w, int64_t r, int64_t col, long double v) {
     size_t idx = ref_index(d->c.layout, r, col, d->ld[w]);
-    fz_set(d->c.dt, d->X[w], idx, v, 0);
-    fz_set(d->c.dt, d->R[w], idx, v, 0);
-    fz_set(d->c.dt, d->X0[w], idx, v, 0);
+    ref_set(d->c.dt, d->X[w], idx, v, 0);
+    ref_set(d->c.dt, d->R[w], idx, v, 0);
+    ref_set(d->c.dt, d->X0[w], idx, v, 0);
     if (isinf(v)) d->inf = true;
     d->npoison++;
 }

@@ -73,21 +73,6 @@ static int64_t unit(void) {
 
 /* ---- elements ------------------------------------------------------------------------ */
 
-static void set_el(tess_dtype_t dt, void *X, size_t i, long double re, long double im) {
-    switch (dt) {
-    case TESS_S: ((float *)X)[i] = (float)re; break;
-    case TESS_D: ((double *)X)[i] = (double)re; break;
-    case TESS_C:
-        ((float *)X)[2 * i] = (float)re;
-        ((float *)X)[2 * i + 1] = (float)im;
-        break;
-    case TESS_Z:
-        ((double *)X)[2 * i] = (double)re;
-        ((double *)X)[2 * i + 1] = (double)im;
-        break;
-    }
-}
-
 static long double abs1(long double re, long double im) { return fabsl(re) + fabsl(im); }
 
 /* Copy of nelem elements with each replaced by |re| + |im| (imaginary part 0); NaN stays. */
@@ -96,7 +81,7 @@ static void *abs_copy(tess_dtype_t dt, const void *X, size_t nelem) {
     for (size_t i = 0; i < nelem; i++) {
         long double re, im;
         ref_get(dt, X, i, &re, &im);
-        set_el(dt, Y, i, isnan(re) || isnan(im) ? NAN : abs1(re, im), 0);
+        ref_set(dt, Y, i, isnan(re) || isnan(im) ? NAN : abs1(re, im), 0);
     }
     return Y;
 }
@@ -227,11 +212,11 @@ static void setup(const struct l3case *c, struct data *d) {
             for (int64_t r = 0; r < ka; r++) {
                 size_t idx = ref_index(c->layout, r, col, d->ld[0]);
                 if (!a_stored(c, r, col) || (l3_tr(c->r) && r == col && c->diag == TESS_UNIT)) {
-                    set_el(dt, d->X[0], idx, NAN, NAN);
+                    ref_set(dt, d->X[0], idx, NAN, NAN);
                 } else if (l3_tr(c->r) && r == col) {
                     long double re, im;
                     ref_get(dt, d->X[0], idx, &re, &im);
-                    set_el(dt, d->X[0], idx, re + (re < 0 ? -1 : 1) * (ka + 1), im);
+                    ref_set(dt, d->X[0], idx, re + (re < 0 ? -1 : 1) * (ka + 1), im);
                 }
             }
     }
@@ -247,7 +232,7 @@ static void setup(const struct l3case *c, struct data *d) {
         for (int64_t col = 0; col < d->sh[2][1]; col++)
             for (int64_t r = 0; r < d->sh[2][0]; r++)
                 if (referenced(c, r, col))
-                    set_el(dt, d->R[2], ref_index(c->layout, r, col, d->ld[2]), 0, 0);
+                    ref_set(dt, d->R[2], ref_index(c->layout, r, col, d->ld[2]), 0, 0);
     }
     for (int i = 0; i < 3; i++) d->X0[i] = dup(d->X[i], d->ne[i] * es);
     scalar_of(c->r, true, dt, d->alpha, c->alpha[0], c->alpha[1]);

@@ -70,7 +70,7 @@ struct tess__task {
     int64_t m, n;      /* output tile shape */
     void *c;           /* host address of element (0,0) of the output tile */
     int load_c;        /* read C_ij before step 0 (beta != 0, a triangle to keep, B of TRSM) */
-    _Atomic int ndeps; /* tasks that must be DONE (ops->chain_at_start: RUNNING) before
+    _Atomic int ndeps; /* tasks that must be DONE (ops->awaits: RUNNING) before
                           this one is queued */
     struct tess__task *succ; /* the task waiting for this one (one chain), or NULL */
     _Atomic int released;    /* succ's dependency on this task is released (once) */
@@ -93,14 +93,13 @@ struct tess__job_ops {
      * arriving, comm/pgemm.c). A running task waits on its slot for a step that is not
      * ready; NULL means always ready. */
     bool (*ready)(const struct tess__job *job, const struct tess__task *t, int s);
-    /* Dataflow inside the job (TRSM): a chain's successor is queued when its predecessor
-     * starts, not when it is done, and its steps wait for the tasks whose tiles they read:
-     * awaits(job, t, s) names the task whose output step s reads (NULL: none), and a
+    /* Optional, dataflow inside the job (TRSM): a chain's successor is queued when its
+     * predecessor starts, not when it is done, and its steps wait for the tasks whose tiles
+     * they read: awaits(job, t, s) names the task whose output step s reads (NULL: none), and a
      * running task waits on its slot until that task is DONE. A waiting task only waits
      * for tasks that started before it, so the earliest unfinished task of a chain always
      * runs; a task awaited after it went back to the queue (its device failed) makes the
      * waiter give its slot back (worker.c). */
-    int chain_at_start;
     const struct tess__task *(*awaits)(const struct tess__job *job, const struct tess__task *t,
                                        int s);
 };
@@ -377,7 +376,7 @@ size_t tess__rt_pending(struct tess__rt *rt);
  * finisher still signals it. */
 void tess__task_done(struct tess__rt *rt, struct tess__task *t);
 /* Queue t's successor if t was the last task it depended on (once per task: at t's start
- * for ops->chain_at_start, else at its end). */
+ * for ops->awaits, else at its end). */
 void tess__task_release(struct tess__rt *rt, struct tess__task *t);
 /* Test hooks, since the process started: tasks started while a task they await was not
  * done, steps that had to wait for one, and tasks given back because one they awaited

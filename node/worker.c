@@ -581,7 +581,7 @@ static int activate(struct tess__dev *d, int *deferred) {
             }
         }
         atomic_store(&t->state, TESS__TASK_RUNNING);
-        if (t->job->ops->chain_at_start) {
+        if (t->job->ops->awaits) {
             tess__task_release(d->rt, t); /* its successor may start now and wait by step */
             if (await_tier(t)) atomic_fetch_add(&n_early_starts, 1);
         }

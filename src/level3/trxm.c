@@ -115,7 +115,7 @@ static const struct tess__job_ops trsm_ops = {.name = "trsm", .publish = 1, .ste
 /* TESSERA_DATAFLOW=1: by step (off by default: on one H100 it ran DTRSM n = 32768 at 0.88
  * of in-core against 0.93 by whole tasks, docs/benchmarks.md) */
 static const struct tess__job_ops trsm_flow_ops = {
-    .name = "trsm", .publish = 1, .step = trxm_step, .chain_at_start = 1, .awaits = trsm_awaits};
+    .name = "trsm", .publish = 1, .step = trxm_step, .awaits = trsm_awaits};
 
 /* pos: 1-based position of `layout` in the caller's signature (typed: 1, generic: 2). */
 static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_layout_t layout,

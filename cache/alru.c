@@ -73,7 +73,7 @@ struct tess__blk *tess__alru_victim(struct tess__alru *a,
                                     bool (*is_done)(struct tess__blk *b, void *arg), void *arg) {
     for (struct tess__blk *b = a->tail; b; b = b->prev) {
         if (b->readers > 0) continue;
-        if (b->ready_done || (is_done && is_done(b, arg))) return b;
+        if (is_done ? is_done(b, arg) : b->ready_done) return b;
     }
     return NULL;
 }

@@ -93,6 +93,52 @@ static bool fill_done(struct tess__blk *b, void *arg) {
 
 static void blk_free(struct tess__cache *c, struct tess__blk *b);
 
+static uint32_t bit(int dev) { return (uint32_t)1 << dev; }
+
+/* b is the last device copy of a dirty held tile: it is written back before it leaves. */
+static bool sole_dirty(const struct tess__blk *b) {
+    const struct tess__dentry *e = b->entry;
+    return e && e->dirty && e->holders == bit(b->dev);
+}
+
+/* An idle copy that may leave now (alru victim test): its fill is complete and it is not
+ * the last current copy of a held tile. */
+static bool evictable(struct tess__blk *b, void *arg) {
+    return fill_done(b, arg) && !sole_dirty(b);
+}
+
+/* Queue on `stream` the write-back of b, the last copy of a dirty held tile (idle, fill
+ * complete), to the tile's home: the entry is clean from now on and its home current once
+ * b's ready event (re-recorded here) completed; until then b is not evictable and host
+ * fills of the tile wait for that event (e->wb). */
+static int writeback_queue(struct tess__cache *c, struct tess__blk *b, int stream) {
+    struct tess__cdev *cd = &c->dev[b->dev];
+    struct tess__dentry *e = b->entry;
+    const struct tess__tile_key *k = &e->key;
+    size_t es = k->esize, w = (size_t)k->rows * es;
+    int rc = cd->ops->copy2d(cd->bd, stream, TESS__D2H, (void *)k->addr, (size_t)k->ld * es, b->ptr,
+                             (size_t)b->ld * es, w, (size_t)k->cols, NULL);
+    if (!rc) rc = cd->ops->event_record(cd->bd, stream, b->ready);
+    if (rc) return rc;
+    b->ready_done = 0;
+    e->dirty = 0;
+    e->wb = b;
+    TESS__COUNT(cd->ctr, bytes_d2h, w * (size_t)k->cols);
+    TESS__COUNT(cd->ctr, writebacks, 1);
+    if (c->written_back) c->written_back(c->written_back_arg, k);
+    return TESS_OK;
+}
+
+/* Out of room on dev with no idle copy to evict: queue the write-backs of idle last copies
+ * of dirty held tiles, least recently used first, until they free `bytes`. */
+static void writeback_some(struct tess__cache *c, int dev, size_t bytes, int stream) {
+    size_t freed = 0;
+    for (struct tess__blk *b = c->dev[dev].alru.tail; b && freed < bytes; b = b->prev)
+        if (b->readers == 0 && sole_dirty(b) && fill_done(b, c) &&
+            writeback_queue(c, b, stream) == TESS_OK)
+            freed += b->bytes;
+}
+
 /* Drop one reader of b; a stale block with no readers left is freed. */
 static void unread(struct tess__cache *c, struct tess__blk *b) {
     if (--b->readers == 0 && b->stale) blk_free(c, b);
@@ -114,6 +160,10 @@ static void blk_drop(struct tess__cache *c, struct tess__blk *b) {
     if (b->in_alru) tess__alru_remove(&cd->alru, b);
     if (b->entry) {
         struct tess__dentry *e = b->entry;
+        /* the last current copy of a held tile leaves unwritten (its device failed), or
+         * while its write-back may be unfinished: the tile is lost, never read stale */
+        if ((sole_dirty(b) && e->writer < 0) || (e->wb == b && !b->ready_done)) e->lost = 1;
+        if (e->wb == b) e->wb = NULL;
         e->copy[b->dev] = NULL;
         b->entry = NULL;
         tess__dir_evict(c->dir, e, b->dev);
@@ -125,13 +175,18 @@ static void blk_drop(struct tess__cache *c, struct tess__blk *b) {
 }
 
 /* Heap memory on dev, evicting idle cached copies (least recently used first). */
-static void *alloc_evicting(struct tess__cache *c, int dev, size_t bytes, bool fixed) {
+/* With no victim, write-backs of dirty held copies are queued on `stream` (>= 0) so that a
+ * later try finds room. */
+static void *alloc_evicting(struct tess__cache *c, int dev, size_t bytes, bool fixed, int stream) {
     struct tess__cdev *cd = &c->dev[dev];
     for (;;) {
         void *p = tess__heap_alloc_fixed(cd->heap, bytes, fixed);
         if (p) return p;
-        struct tess__blk *v = tess__alru_victim(&cd->alru, fill_done, c);
-        if (!v) return NULL;
+        struct tess__blk *v = tess__alru_victim(&cd->alru, evictable, c);
+        if (!v) {
+            if (stream >= 0) writeback_some(c, dev, bytes, stream);
+            return NULL;
+        }
         TESS__COUNT(cd->ctr, evictions, 1);
         blk_drop(c, v);
     }
@@ -171,6 +226,12 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
 
     /* L1: this device holds a copy. */
     struct tess__dentry *e = tess__dir_find(c->dir, key);
+    if (e && (e->lost || e->writer >= 0)) {
+        /* a held tile lost with a failed device, or one a running task writes (a call
+         * reading it then is outside the contract of held data) */
+        tess__cache_unlock(c);
+        return e->lost ? TESS__ELOST : TESS__ECONFLICT;
+    }
     if (e && e->copy[dev]) {
         struct tess__blk *b = e->copy[dev];
         b->readers++;
@@ -188,7 +249,7 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
     }
 
     /* A new copy: room first. */
-    void *ptr = alloc_evicting(c, dev, alloc_bytes, false);
+    void *ptr = alloc_evicting(c, dev, alloc_bytes, false, stream);
     if (!ptr) {
         tess__cache_unlock(c);
         return TESS_EAGAIN;
@@ -221,6 +282,10 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
                 break;
             }
     }
+    /* a dirty held tile: its only current contents are the holders' (staged through the
+     * host where no direct path exists) */
+    if (peer < 0 && e && e->dirty && (e->holders & ~bit(dev)))
+        peer = __builtin_ctz(e->holders & ~bit(dev));
     if (peer >= 0) {
         /* L2: copy from the peer's copy, which stays pinned until this fill completes. */
         struct tess__blk *src = e->copy[peer];
@@ -253,9 +318,13 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
             filled = TESS__FILL_HOME;
         }
     } else {
-        /* Miss: a 2D copy straight from the host matrix, no packing. */
-        rc = ops->copy2d(cd->bd, stream, TESS__H2D, ptr, width, (const void *)key->addr,
-                         (size_t)key->ld * es, width, height, NULL);
+        /* Miss: a 2D copy straight from the host matrix, no packing (after a write-back of
+         * a held tile still landing there). */
+        rc = TESS_OK;
+        if (e && e->wb && !fill_done(e->wb, c)) rc = ops->stream_wait(cd->bd, stream, e->wb->ready);
+        if (!rc)
+            rc = ops->copy2d(cd->bd, stream, TESS__H2D, ptr, width, (const void *)key->addr,
+                             (size_t)key->ld * es, width, height, NULL);
         if (!rc) {
             TESS__COUNT(cd->ctr, misses, 1);
             TESS__COUNT(cd->ctr, bytes_h2d, width * height);
@@ -354,15 +423,15 @@ static int work_blk(struct tess__cache *c, int dev, void *p, size_t bytes, struc
 
 int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct tess__blk **out) {
     tess__cache_lock(c);
-    return work_blk(c, dev, alloc_evicting(c, dev, bytes, true), bytes, out);
+    return work_blk(c, dev, alloc_evicting(c, dev, bytes, true, -1), bytes, out);
 }
 
-int tess__cache_alloc_planned(struct tess__cache *c, int dev, size_t bytes, const size_t *room,
-                              int nroom, int copies, struct tess__blk **out, bool *evicted) {
+/* The planned place of a new fixed block (tess__cache_alloc_planned), allocated; NULL when
+ * none now. Under the cache lock. */
+static void *planned_locked(struct tess__cache *c, int dev, int stream, size_t bytes,
+                            const size_t *room, int nroom, int copies, bool *evicted) {
     struct tess__cdev *cd = &c->dev[dev];
     bool now = false;
-    if (evicted) *evicted = false;
-    tess__cache_lock(c);
     char *at = tess__heap_plan_fixed(cd->heap, bytes, room, nroom, copies, &now);
     if (at && !now) {
         /* The place holds cached copies: evict them, unless one is in use (then later). */
@@ -373,7 +442,10 @@ int tess__cache_alloc_planned(struct tess__cache *c, int dev, size_t bytes, cons
             struct tess__blk *prev = b->prev;
             char *p = b->ptr;
             if (p < at + len && at < p + tess__heap_round(cd->heap, b->bytes)) {
-                if (b->readers > 0 || !fill_done(b, c)) {
+                if (b->readers > 0 || !fill_done(b, c) || sole_dirty(b)) {
+                    /* in use, or to be written back first (then the place is free) */
+                    if (b->readers == 0 && sole_dirty(b) && fill_done(b, c) && stream >= 0)
+                        (void)writeback_queue(c, b, stream);
                     at = NULL;
                     break;
                 }
@@ -385,19 +457,30 @@ int tess__cache_alloc_planned(struct tess__cache *c, int dev, size_t bytes, cons
         }
     }
     /* NULL also when a block out of the ALRU (a stale copy still read) lies there */
-    void *p = at ? tess__heap_alloc_at(cd->heap, at, bytes, true) : NULL;
+    return at ? tess__heap_alloc_at(cd->heap, at, bytes, true) : NULL;
+}
+
+int tess__cache_alloc_planned(struct tess__cache *c, int dev, int stream, size_t bytes,
+                              const size_t *room, int nroom, int copies, struct tess__blk **out,
+                              bool *evicted) {
+    if (evicted) *evicted = false;
+    tess__cache_lock(c);
+    void *p = planned_locked(c, dev, stream, bytes, room, nroom, copies, evicted);
     return work_blk(c, dev, p, bytes, out);
 }
 
-int tess__cache_flush_dev(struct tess__cache *c, int dev) {
+int tess__cache_flush_dev(struct tess__cache *c, int dev, int stream, int *queued) {
     struct tess__cdev *cd = &c->dev[dev];
     int n = 0;
+    *queued = 0;
     tess__cache_lock(c);
     unpin_idle(c, dev);
     struct tess__blk *b = cd->alru.tail;
     while (b) {
         struct tess__blk *prev = b->prev;
-        if (b->readers == 0 && fill_done(b, c)) {
+        if (b->readers == 0 && fill_done(b, c) && sole_dirty(b)) {
+            *queued += writeback_queue(c, b, stream) == TESS_OK;
+        } else if (b->readers == 0 && fill_done(b, c)) {
             TESS__COUNT(cd->ctr, evictions, 1);
             blk_drop(c, b);
             n++;
@@ -486,6 +569,14 @@ void tess__cache_purge(struct tess__cache *c, uint64_t space) {
 void tess__cache_drop_dev(struct tess__cache *c, int dev) {
     struct tess__cdev *cd = &c->dev[dev];
     tess__cache_lock(c);
+    /* a write-back of a held tile not known complete may have left its home torn */
+    for (struct tess__blk *b = cd->alru.head; b; b = b->next)
+        if (b->entry && b->entry->wb == b && !b->ready_done) {
+            if (cd->ops->event_query(cd->bd, b->ready) == TESS_OK)
+                b->ready_done = 1;
+            else
+                b->entry->lost = 1;
+        }
     cd->failed = 1;
     /* The worker released its own readers first; what remains are peers' pins, and those
      * copies are freed when the peers release them. A pinned copy whose fill was not known
@@ -527,4 +618,270 @@ void tess__cache_destroy(struct tess__cache *c) {
     tess__dir_destroy(c->dir);
     c->dir = NULL;
     pthread_mutex_destroy(&c->lock);
+}
+
+/* ---- held tiles (node/hold.c): a task's output tile taken as its working block ---------- */
+
+int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct tess__tile *t,
+                     size_t bytes, const size_t *room, int nroom, int copies,
+                     struct tess__blk **out, bool *was_dirty) {
+    struct tess__cdev *cd = &c->dev[dev];
+    const struct tess__tile_key *key = &t->key;
+    int rc = TESS_OK;
+    tess__cache_lock(c);
+    struct tess__dentry *e = tess__dir_find(c->dir, key);
+    if (e && (e->lost || e->writer >= 0)) {
+        tess__cache_unlock(c);
+        return e->lost ? TESS__ELOST : TESS__ECONFLICT;
+    }
+    *was_dirty = e && e->dirty;
+    struct tess__blk *own = e ? e->copy[dev] : NULL, *b = NULL;
+    if (own && own->readers == 0) {
+        /* this device's copy becomes the block, in place, where fixing it keeps the room
+         * the admission promises (two operand tiles of each running task) */
+        tess__heap_set_fixed(cd->heap, own->ptr, true);
+        bool keeps = true;
+        for (int i = 0; i < nroom && keeps; i++)
+            keeps = tess__heap_fixed_room(cd->heap, room[i]) >= (size_t)copies;
+        if (keeps) {
+            if (!fill_done(own, c)) rc = cd->ops->stream_wait(cd->bd, stream, own->ready);
+            if (rc) {
+                tess__heap_set_fixed(cd->heap, own->ptr, false);
+                tess__cache_unlock(c);
+                return rc;
+            }
+            tess__alru_remove(&cd->alru, own);
+            own->in_alru = 0;
+            if (e->wb == own) e->wb = NULL;
+            e->copy[dev] = NULL;
+            e->holders &= ~bit(dev);
+            own->entry = NULL;
+            own->readers = 1;
+            b = own;
+            TESS__COUNT(cd->ctr, l1_hits, 1);
+        } else {
+            tess__heap_set_fixed(cd->heap, own->ptr, false);
+        }
+    }
+    if (!b) {
+        void *p = planned_locked(c, dev, stream, bytes, room, nroom, copies, NULL);
+        if (!p) {
+            tess__cache_unlock(c);
+            return TESS_EAGAIN;
+        }
+        if ((rc = blk_new(c, dev, &b))) {
+            tess__heap_free(cd->heap, p);
+            tess__cache_unlock(c);
+            return rc;
+        }
+        e = tess__dir_find(c->dir, key); /* the placement may have evicted copies */
+        size_t es = key->esize, width = (size_t)key->rows * es, height = (size_t)key->cols;
+        b->ptr = p;
+        b->bytes = bytes;
+        b->ld = key->rows;
+        b->readers = 1;
+        b->ready_done = 1;
+        b->space = key->space;
+        struct tess__blk *src = NULL;
+        if (e && e->copy[dev])
+            src = e->copy[dev];
+        else if (e && e->holders)
+            src = e->copy[__builtin_ctz(e->holders)];
+        if (src) {
+            /* from a current copy: this device's own (in use), or a peer's */
+            if (!fill_done(src, c)) rc = cd->ops->stream_wait(cd->bd, stream, src->ready);
+            if (!rc)
+                rc = cd->ops->copy2d(cd->bd, stream, src->dev == dev ? TESS__D2D : TESS__P2P, p,
+                                     width, src->ptr, (size_t)src->ld * es, width, height,
+                                     c->dev[src->dev].bd);
+            if (!rc) {
+                src->readers++;
+                b->pinned_src = src;
+                if (src->dev != dev) {
+                    TESS__COUNT(cd->ctr, l2_hits, 1);
+                    TESS__COUNT(cd->ctr, bytes_p2p, width * height);
+                }
+            }
+        } else {
+            if (e && e->wb && !fill_done(e->wb, c))
+                rc = cd->ops->stream_wait(cd->bd, stream, e->wb->ready);
+            if (!rc)
+                rc = cd->ops->copy2d(cd->bd, stream, TESS__H2D, p, width, (const void *)key->addr,
+                                     (size_t)key->ld * es, width, height, NULL);
+            if (!rc) {
+                TESS__COUNT(cd->ctr, misses, 1);
+                TESS__COUNT(cd->ctr, bytes_h2d, width * height);
+            }
+        }
+        if (rc) {
+            b->readers = 0;
+            blk_free(c, b);
+            tess__cache_unlock(c);
+            return rc;
+        }
+        note_peak(cd);
+    }
+    if (e) {
+        /* dev writes the tile (M): the other copies go (a source stays pinned until this
+         * fill completed); a dirty tile's entry stays, its contents now in b alone */
+        e->writer = dev;
+        for (int o = 0; o < c->ndev; o++)
+            if (e->copy[o]) blk_drop(c, e->copy[o]);
+        e->writer = *was_dirty ? dev : -1;
+        if (!*was_dirty) tess__dir_release(c->dir, e);
+    }
+    *out = b;
+    tess__cache_unlock(c);
+    return TESS_OK;
+}
+
+/* Under the cache lock: b (a taken block whose work completed) becomes dev's cached copy
+ * of key, dirty or clean. */
+static void put_locked(struct tess__cache *c, int dev, const struct tess__tile_key *key,
+                       struct tess__blk *b, bool dirty) {
+    struct tess__cdev *cd = &c->dev[dev];
+    b->ready_done = 1;
+    drop_pin(c, b);
+    struct tess__dentry *e = tess__dir_get(c->dir, key);
+    if (!e) {
+        /* no record can be had: the contents are gone, the tile must not be read */
+        b->readers = 0;
+        blk_free(c, b);
+        return;
+    }
+    tess__heap_set_fixed(cd->heap, b->ptr, false);
+    b->readers = 0;
+    b->space = key->space;
+    e->writer = -1;
+    e->dirty = dirty;
+    tess__dir_fill(c->dir, e, dev, b);
+    b->entry = e;
+    tess__alru_push_front(&cd->alru, b);
+    b->in_alru = 1;
+}
+
+void tess__cache_put(struct tess__cache *c, int dev, const struct tess__tile_key *key,
+                     struct tess__blk *b, bool dirty) {
+    tess__cache_lock(c);
+    put_locked(c, dev, key, b, dirty);
+    tess__cache_unlock(c);
+}
+
+void tess__cache_abandon(struct tess__cache *c, int dev, const struct tess__tile_key *key,
+                         struct tess__blk *b, bool was_dirty, bool intact) {
+    tess__cache_lock(c);
+    if (intact && !c->dev[dev].failed) {
+        put_locked(c, dev, key, b, was_dirty);
+    } else {
+        b->readers = 0;
+        blk_free(c, b);
+        struct tess__dentry *e = tess__dir_find(c->dir, key);
+        if (e) {
+            e->writer = -1;
+            if (was_dirty) e->lost = 1, e->dirty = 0;
+            tess__dir_release(c->dir, e);
+        }
+    }
+    tess__cache_unlock(c);
+}
+
+int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t space, bool drop,
+                          tess__event *ev) {
+    struct tess__cdev *cd = &c->dev[dev];
+    struct tess__blk **v = NULL;
+    size_t n = 0, cap = 0, nmine = 0;
+    int rc = TESS_OK;
+    tess__cache_lock(c);
+    /* pass 0: copies this device writes back (it is the lowest holder of a dirty tile);
+     * pass 1: its write-backs of evictions still in flight */
+    for (int pass = 0; pass < 2 && !rc; pass++)
+        for (struct tess__blk *b = cd->alru.head; b; b = b->next) {
+            struct tess__dentry *e = b->entry;
+            if (b->space != space || !e) continue;
+            bool take = pass == 0 ? e->dirty && __builtin_ctz(e->holders) == dev
+                                  : e->wb == b && !fill_done(b, c);
+            if (!take) continue;
+            if (n == cap) {
+                size_t nc = cap ? 2 * cap : 64;
+                struct tess__blk **nv = realloc(v, nc * sizeof *nv);
+                if (!nv) {
+                    rc = tess__fail(TESS_ENOMEM, "held data: out of host memory");
+                    break;
+                }
+                v = nv, cap = nc;
+            }
+            b->readers++;
+            v[n++] = b;
+            if (pass == 0) nmine++;
+        }
+    tess__cache_unlock(c);
+    for (size_t i = 0; i < nmine && !rc; i++) {
+        const struct tess__tile_key *k = &v[i]->entry->key;
+        size_t es = k->esize, w = (size_t)k->rows * es;
+        rc = cd->ops->copy2d(cd->bd, stream, TESS__D2H, (void *)k->addr, (size_t)k->ld * es,
+                             v[i]->ptr, (size_t)v[i]->ld * es, w, (size_t)k->cols, NULL);
+        if (!rc) {
+            TESS__COUNT(cd->ctr, bytes_d2h, w * (size_t)k->cols);
+            TESS__COUNT(cd->ctr, writebacks, 1);
+        }
+    }
+    if (!rc && nmine) rc = cd->ops->event_record(cd->bd, stream, ev);
+    if (!rc && nmine) rc = cd->ops->event_sync(cd->bd, ev);
+    for (size_t i = nmine; i < n && !rc; i++) rc = cd->ops->event_sync(cd->bd, v[i]->ready);
+    tess__cache_lock(c);
+    for (size_t i = 0; i < n; i++) {
+        if (!rc) {
+            if (i < nmine && v[i]->entry) v[i]->entry->dirty = 0;
+            if (i >= nmine) v[i]->ready_done = 1;
+        }
+        unread(c, v[i]);
+    }
+    if (drop && !rc) {
+        struct tess__blk *b = cd->alru.head;
+        while (b) {
+            struct tess__blk *nx = b->next;
+            if (b->space == space && !sole_dirty(b)) blk_drop(c, b);
+            b = nx;
+        }
+    }
+    tess__cache_unlock(c);
+    free(v);
+    return rc;
+}
+
+struct lost_arg {
+    size_t n;
+    struct tess__tile_key first;
+    bool forget;
+};
+
+static void lost_entry(struct tess__dentry *e, void *arg) {
+    struct lost_arg *a = arg;
+    if (e->lost && a->n++ == 0) a->first = e->key;
+}
+
+size_t tess__cache_lost(struct tess__cache *c, uint64_t space, struct tess__tile_key *first) {
+    struct lost_arg a = {0};
+    tess__cache_lock(c);
+    tess__dir_foreach_space(c->dir, space, lost_entry, &a);
+    tess__cache_unlock(c);
+    if (first && a.n) *first = a.first;
+    return a.n;
+}
+
+static void forget_entry(struct tess__dentry *e, void *arg) {
+    struct tess__cache *c = arg;
+    e->lost = e->dirty = 0;
+    e->wb = NULL;
+    if (!e->holders) {
+        tess__dir_release(c->dir, e);
+        return;
+    }
+    purge_entry(e, &(struct purge_arg){c});
+}
+
+void tess__cache_forget(struct tess__cache *c, uint64_t space) {
+    tess__cache_lock(c);
+    tess__dir_foreach_space(c->dir, space, forget_entry, c);
+    tess__cache_unlock(c);
 }

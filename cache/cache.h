@@ -118,9 +118,10 @@ void tess__alru_push_front(struct tess__alru *a, struct tess__blk *b);
 /* A use: move b to the front. */
 void tess__alru_touch(struct tess__alru *a, struct tess__blk *b);
 void tess__alru_remove(struct tess__alru *a, struct tess__blk *b);
-/* Scan from the least recently used end for the first block with readers == 0 whose fill
- * is complete (ready_done, or is_done(b, arg) returns true: the caller queries its event).
- * NULL when every block is in use. Does not unlink it. */
+/* Scan from the least recently used end for the first block with readers == 0 that may
+ * leave: is_done(b, arg) returns true (the caller queries its fill's event and may refuse
+ * more), or without is_done, ready_done. NULL when every block is in use. Does not unlink
+ * it. */
 struct tess__blk *tess__alru_victim(struct tess__alru *a,
                                     bool (*is_done)(struct tess__blk *b, void *arg), void *arg);
 
@@ -128,11 +129,18 @@ struct tess__blk *tess__alru_victim(struct tess__alru *a,
 
 enum tess__mesix { TESS__MESIX_I = 0, TESS__MESIX_S, TESS__MESIX_E, TESS__MESIX_M };
 
-/* Per tile: which devices hold a valid copy, and which one writes it (M). */
+/* Per tile: which devices hold a valid copy, and which one writes it (M). Held tiles (a
+ * space of node/hold.c) add: dirty, the home is stale (the holders' copies, or the writer's
+ * working block, are the only current contents: the last holder is written back before it
+ * leaves); wb, a holder's write-back to the home in flight (the home is current once its
+ * ready event completed); lost, the only current contents were on a device that failed.
+ * An entry that is dirty or lost stays while no device holds the tile. */
 struct tess__dentry {
     struct tess__tile_key key;
     uint32_t holders;                         /* bit d: device d holds a valid copy */
     int writer;                               /* device holding it in M, or -1 */
+    uint8_t dirty, lost;                      /* held tiles: see above */
+    struct tess__blk *wb;                     /* held tiles: write-back in flight, or NULL */
     struct tess__blk *copy[TESS_MAX_DEVICES]; /* the copy on each device, NULL if none */
     struct tess__dentry *hnext;               /* hash chain */
 };
@@ -159,6 +167,8 @@ uint32_t tess__dir_write(struct tess__dir *d, struct tess__dentry *e, int dev);
 /* The M copy of dev was written back to the home: M -> I. Returns true if the entry was
  * freed. */
 bool tess__dir_writeback(struct tess__dir *d, struct tess__dentry *e, int dev);
+/* Free e if no device holds or writes it and it is neither dirty nor lost; true then. */
+bool tess__dir_release(struct tess__dir *d, struct tess__dentry *e);
 /* A device other than dev holding a valid copy, preferring those in peer_mask (devices dev
  * can copy from directly); -1 if none in peer_mask holds it. */
 int tess__dir_peer(const struct tess__dentry *e, int dev, uint32_t peer_mask);
@@ -190,6 +200,10 @@ struct tess__cache {
      * complete. The runtime fails the job of that space (it cannot be redone safely). */
     void (*poison)(void *arg, uint64_t space);
     void *poison_arg;
+    /* Called (with the cache lock held, if set) when a held tile is written back to its
+     * home: the contract checker records its host contents anew (node/hold.c). */
+    void (*written_back)(void *arg, const struct tess__tile_key *key);
+    void *written_back_arg;
     pthread_mutex_t lock;
     struct tess__dir *dir;
     int ndev;
@@ -231,12 +245,16 @@ int tess__cache_alloc_work(struct tess__cache *c, int dev, size_t bytes, struct 
  * (tess__heap_plan_fixed); idle copies lying there are evicted. EAGAIN: no such place now
  * (wait for a running task to end) or a copy in use lies there; *evicted (if not NULL) says
  * whether copies had to be evicted to make the place. */
-int tess__cache_alloc_planned(struct tess__cache *c, int dev, size_t bytes, const size_t *room,
-                              int nroom, int copies, struct tess__blk **out, bool *evicted);
+int tess__cache_alloc_planned(struct tess__cache *c, int dev, int stream, size_t bytes,
+                              const size_t *room, int nroom, int copies, struct tess__blk **out,
+                              bool *evicted);
 /* Evict every idle copy on dev (no readers, fill complete): what a worker does when a step
  * finds no room while nothing of its own is in flight, before it tries again. Returns how
- * many copies were evicted. */
-int tess__cache_flush_dev(struct tess__cache *c, int dev);
+ * many copies were evicted; *queued: write-backs of last copies of dirty held tiles queued
+ * on `stream` instead (evictable once they complete). A place (alloc_planned) or a new copy
+ * (acquire) that finds only such copies queues their write-backs on the stream given and
+ * returns TESS_EAGAIN. */
+int tess__cache_flush_dev(struct tess__cache *c, int dev, int stream, int *queued);
 void tess__cache_free_work(struct tess__cache *c, struct tess__blk *b);
 /* Device dev wrote the tile `key` and its write-back to the home completed (MESI-X:
  * M -> written back). Every cached copy of the old contents is dropped (others -> I). If
@@ -257,5 +275,41 @@ void tess__cache_unlock(struct tess__cache *c);
 /* Drop the reader taken by acquire when the work that would have used the copy was never
  * queued: unlike release, it does not claim that the fill completed. */
 void tess__cache_unacquire(struct tess__cache *c, struct tess__blk *b);
+
+/* ---- held tiles (node/hold.c) -------------------------------------------------------
+ * A held tile (its space is a hold's) is kept across calls; a task writing it takes the
+ * tile itself as its working block and puts it back dirty (the home stale) when done. */
+
+/* Internal statuses of acquire/take: the tile was lost with a failed device (its job fails
+ * TESS_EDEVICE), or a running task writes it (a read outside the contract). */
+#define TESS__ELOST (-64)
+#define TESS__ECONFLICT (-65)
+
+/* Take held tile t as the working block of a task on dev (M: dev writes it; every other
+ * copy is dropped): dev's own idle copy in place when fixing it keeps the admission's room,
+ * else a block placed as tess__cache_alloc_planned does, filled on `stream` from a current
+ * copy (own, a peer's) or the home. *was_dirty: the home was stale (then the working block
+ * holds the only current contents until tess__cache_put). TESS_EAGAIN: no room now. */
+int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct tess__tile *t,
+                     size_t bytes, const size_t *room, int nroom, int copies,
+                     struct tess__blk **out, bool *was_dirty);
+/* The task's work on b completed: b becomes dev's cached copy of key, dirty (written) or
+ * clean. */
+void tess__cache_put(struct tess__cache *c, int dev, const struct tess__tile_key *key,
+                     struct tess__blk *b, bool dirty);
+/* The task will not complete (its job failed, its device failed): intact (no kernel wrote b
+ * and dev is alive) puts b back as it was; otherwise b is freed and a tile whose home was
+ * stale is lost. */
+void tess__cache_abandon(struct tess__cache *c, int dev, const struct tess__tile_key *key,
+                         struct tess__blk *b, bool was_dirty, bool intact);
+/* Device dev's share of a sync of space (on its worker: stream and ev are its own): write
+ * back each dirty tile of space it is the lowest holder of, wait for its eviction
+ * write-backs of the space in flight; drop: then drop its copies of the space. Blocks. */
+int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t space, bool drop,
+                          tess__event *ev);
+/* Tiles of space lost with a failed device (the first one's key in *first). */
+size_t tess__cache_lost(struct tess__cache *c, uint64_t space, struct tess__tile_key *first);
+/* Forget space: every copy dropped, lost and dirty marks cleared (the home is what counts). */
+void tess__cache_forget(struct tess__cache *c, uint64_t space);
 
 #endif /* TESS_CACHE_H */

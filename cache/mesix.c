@@ -134,10 +134,12 @@ static void drop(struct tess__dir *d, struct tess__dentry *e) {
 }
 
 static bool drop_if_unused(struct tess__dir *d, struct tess__dentry *e) {
-    if (e->holders != 0 || e->writer >= 0) return false;
+    if (e->holders != 0 || e->writer >= 0 || e->dirty || e->lost) return false;
     drop(d, e);
     return true;
 }
+
+bool tess__dir_release(struct tess__dir *d, struct tess__dentry *e) { return drop_if_unused(d, e); }
 
 enum tess__mesix tess__dir_state(const struct tess__dentry *e, int dev) {
     if (!e || dev < 0 || dev >= TESS_MAX_DEVICES) return TESS__MESIX_I;

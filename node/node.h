@@ -42,7 +42,23 @@ struct tess__step {
     int64_t m, n, k;   /* kernel shape */
     const void *alpha; /* host scalars of the job's precision (live as long as the job) */
     const void *beta;  /* typically the job's beta on step 0, one after */
+    /* the kernel's operand starts at (row, col) of the copy (a held tile: hold.c) */
+    int64_t a_ro, a_co, b_ro, b_co;
 };
+
+/* hold.c: where an operand of a job lies in a held matrix. Its tiles are the held grid's
+ * (T x T blocks anchored at base, clipped at rows x cols), keyed in the hold's space. */
+struct tess__hview {
+    uint64_t space;
+    const char *base;
+    int64_t ld, rows, cols, T;
+    uint32_t es;
+    int64_t r0, c0; /* the operand's element (0, 0) in the held matrix */
+};
+/* The held tile holding element (r, c) of the operand (its coordinates), with a host home,
+ * and the element's row and column inside that tile. */
+void tess__hview_tile(const struct tess__hview *v, int64_t r, int64_t c, struct tess__tile *out,
+                      int64_t *ro, int64_t *co);
 
 enum tess__task_state {
     TESS__TASK_QUEUED,
@@ -76,6 +92,7 @@ struct tess__task {
     _Atomic int released;    /* succ's dependency on this task is released (once) */
     _Atomic int state;       /* enum tess__task_state */
     int prio;                /* Eq. 3 for the device whose station holds it */
+    int64_t row, col;        /* element (0, 0) of its output tile in C (held C: hold.c) */
     double work_k;           /* kflop of all its steps (balance.c), 0 until first asked;
                                   written by the worker holding the task */
 };
@@ -129,6 +146,11 @@ struct tess__job {
      * devices only, never on the CPU worker (device_only). */
     int a_dev, b_dev;
     bool device_only;
+    /* Held operands (hold.c): NULL, or where A, B (as stored) and C lie in a held matrix;
+     * cut[d]: the segment boundaries along m, n, k (ncut[d] + 1 entries from 0 to the
+     * extent), NULL: multiples of tile. A task's output tile lies in one held tile. */
+    const struct tess__hview *hv_a, *hv_b, *hv_c;
+    const int64_t *cut[3];
     /* tasks and completion */
     struct tess__task *tasks;
     int ntasks;
@@ -136,6 +158,7 @@ struct tess__job {
     _Atomic int status;    /* first error, TESS_OK otherwise */
     bool aborted;          /* failed by its submitter (tess__rt_job_fail), whose own
                                   message stands; written and read on that thread */
+    _Atomic int lost;      /* it met a held tile lost with a failed device */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct tess__job *next_running; /* rt->jobs list */
@@ -185,8 +208,12 @@ struct tess__slot_out {  /* worker.c: the output tile C_ij on the device */
     size_t committed;    /* heap bytes this slot counts on (admission) */
     int c_loaded;        /* step 0's C load was queued */
     tess__event *wb;     /* recorded after the write-back */
-    int writing_back;    /* write-back queued */
+    int writing_back;    /* write-back queued (held C: the last step's completion event) */
     int cancelled;       /* the job failed: issue nothing more, write nothing back */
+    int held;            /* c is the held tile ckey itself (hold.c), taken at activation */
+    bool was_dirty;      /* ... whose home was stale when taken */
+    struct tess__tile_key ckey;
+    size_t c_off; /* bytes from c->ptr to the task's element (0, 0) */
 };
 struct tess__slot_recover { /* worker.c, TESSERA_RECOVER: C through a host buffer */
     int bounced;            /* the write-back went into bounce, ... */
@@ -248,6 +275,11 @@ struct tess__dev {
     _Atomic int warned;
     struct tess__counters ctr;
     struct tess__commit *commit; /* TESSERA_RECOVER: the thread copying bounce buffers into C */
+    /* hold.c: a sync's request to this worker (under rt->hold_mu; posted > served) */
+    uint64_t sync_space;
+    _Atomic uint64_t sync_posted, sync_served;
+    int sync_drop, sync_rc;
+    tess__event *sync_ev; /* recorded after its write-backs */
     struct tess__bal bal;
 };
 
@@ -313,6 +345,11 @@ struct tess__rt {
     int calls, pins;
     bool detached, draining;
     int epoch;
+    /* hold.c: the held matrices (hold_mu, a leaf; hold_cv: a worker served a sync) */
+    pthread_mutex_t hold_mu;
+    pthread_cond_t hold_cv;
+    struct tess__hold *holds;
+    bool sync_busy; /* a sync is posted to the workers (one at a time) */
 };
 
 /* A call reference on the runtime, started on first use (as by tess_init): *rt stays valid
@@ -384,6 +421,27 @@ void tess__task_release(struct tess__rt *rt, struct tess__task *t);
 uint64_t tess__rt_early_starts(void);
 uint64_t tess__rt_awaited_steps(void);
 uint64_t tess__rt_given_back(void);
+
+/* hold.c. Whether any matrix is held (any runtime): the fast path of every call. */
+bool tess__holds_any(void);
+/* Where the column-major rows x cols operand X (ld, es-byte elements) lies in a held matrix:
+ * 1 inside one (*v filled: GEMM reads and writes its tiles there), 0 it touches none,
+ * -1 it touches one but does not lie inside it (served stateless: tess__hold_unheld). fn
+ * names the call for the contract checker, which may fail it (TESS_EINVAL, < -1). */
+int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
+                    int64_t ld, size_t es, struct tess__hview *v);
+/* A call served as if nothing were held touches X: every held matrix X overlaps is written
+ * back, and (written) its device copies dropped. Status of the sync (TESS_EDEVICE: tiles
+ * lost). */
+int tess__hold_unheld(struct tess__rt *rt, const char *fn, const void *X, int64_t rows,
+                      int64_t cols, int64_t ld, size_t es, bool written);
+/* runtime.c: the registry's life; stop writes back and forgets every held matrix. */
+void tess__holds_init(struct tess__rt *rt);
+void tess__holds_stop(struct tess__rt *rt);
+/* worker.c calls it each round: serve a posted sync (false: none). */
+bool tess__hold_serve(struct tess__dev *d);
+/* A device failed: wake the syncs waiting for it. */
+void tess__hold_dev_failed(struct tess__dev *d);
 
 /* api.c: the public counters of one device. */
 void tess__dev_stats(const struct tess__dev *d, tess_dev_stats_t *out);

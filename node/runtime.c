@@ -141,6 +141,7 @@ static int open_all(struct tess__rt *rt) {
 
 void tess__rt_stop(struct tess__rt *rt) {
     if (!rt) return;
+    tess__holds_stop(rt); /* written back while the workers still serve */
     pthread_mutex_lock(&rt->mu);
     atomic_store(&rt->shutdown, 1);
     pthread_cond_broadcast(&rt->work);
@@ -178,6 +179,7 @@ int tess__rt_start(struct tess__rt **out) {
     pthread_cond_init(&rt->work, NULL);
     pthread_mutex_init(&rt->overflow_mu, NULL);
     pthread_mutex_init(&rt->jobs_mu, NULL);
+    tess__holds_init(rt);
     atomic_store(&rt->next_space, 1);
     int rc = tess__config_load(&rt->cfg);
     if (!rc) rc = tess__hostblas_load();
@@ -525,7 +527,13 @@ int tess__rt_wait(struct tess__rt *rt, struct tess__job *job) {
      * the caller failed the job and has said why). */
     int st = atomic_load(&job->status);
     if (job->aborted) return st;
-    if (st == TESS_EDEVICE)
+    if (st == TESS_EDEVICE && atomic_load(&job->lost))
+        tess__fail(st, "a device failed holding the only current copy of a held tile this call "
+                       "uses (tess_sync names the range); C is unspecified");
+    else if (st == TESS_EINVAL)
+        tess__fail(st, "a tile this call reads is being written by another call on the same "
+                       "held range at once (outside the contract of held data); C is unspecified");
+    else if (st == TESS_EDEVICE)
         tess__fail(st, "a device failed during this call and its part could not be redone "
                        "(a tile was being written back, or a peer copy was unfinished); C is "
                        "unspecified, retry the call");

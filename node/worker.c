@@ -47,6 +47,13 @@ static void job_fail(struct tess__job *job, int status) {
     atomic_compare_exchange_strong(&job->status, &ok, status);
 }
 
+/* A held tile the job needs was lost with a failed device (TESS_EDEVICE), or a running task
+ * writes a tile the job reads (outside the contract of held data: TESS_EINVAL). */
+static void held_fail(struct tess__job *job, int rc) {
+    if (rc == TESS__ELOST) atomic_store(&job->lost, 1);
+    job_fail(job, rc == TESS__ELOST ? TESS_EDEVICE : TESS_EINVAL);
+}
+
 /* Finish a task that will not run (its job failed). */
 static void task_cancel(struct tess__rt *rt, struct tess__task *t) { tess__task_done(rt, t); }
 
@@ -89,6 +96,13 @@ static int task_prio(struct tess__task *t, void *arg) {
         struct tess__step st;
         t->job->ops->step(t->job, t, s, &st);
         p += tess__cache_locality(c, d->id, &st.a.key) + tess__cache_locality(c, d->id, &st.b.key);
+    }
+    if (t->job->hv_c) {
+        /* a held C tile here is not loaded at all: as much as an A and a B tile */
+        struct tess__tile ct;
+        int64_t ro, co;
+        tess__hview_tile(t->job->hv_c, t->row, t->col, &ct, &ro, &co);
+        p += 2 * tess__cache_locality(c, d->id, &ct.key);
     }
     tess__cache_unlock(c);
     return p;
@@ -242,6 +256,8 @@ void tess__worker_slots_close(struct tess__dev *d) {
         tess__trace_slot_close(d, sl);
         tess_free_host(sl->rec.bounce);
     }
+    if (d->sync_ev) d->ops->event_destroy(d->bd, d->sync_ev);
+    d->sync_ev = NULL;
 }
 
 static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
@@ -254,6 +270,8 @@ static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
     sl->out.writing_back = sl->rec.bounced = sl->out.cancelled = 0;
     atomic_store(&sl->rec.commit, 0);
     sl->out.c_loaded = 0;
+    sl->out.held = 0;
+    sl->out.was_dirty = false;
     sl->ring.awaiting = 0;
     if (d->stalled_slot == sl->stream + 1) d->stalled_slot = 0;
 }
@@ -273,7 +291,15 @@ static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     struct tess__task *t = sl->t;
     bool dead = atomic_load(&d->failed); /* its copies are about to leave: publish none */
     tess__trace_slot_end(d, sl);
-    if (!sl->out.cancelled) {
+    if (sl->out.held) {
+        /* the held tile stays here, dirty; a cancelled task's is put back if untouched */
+        if (!sl->out.cancelled)
+            tess__cache_put(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, true);
+        else
+            tess__cache_abandon(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, sl->out.was_dirty,
+                                sl->ring.next == 0 && !dead);
+        sl->out.c = NULL;
+    } else if (!sl->out.cancelled) {
         /* MESI-X: the tile was written (M) and written back; copies others cached of its
          * old contents are invalid. A published tile stays here as a clean copy (E). */
         struct tess__tile_key key;
@@ -314,14 +340,18 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
                 struct tess__blk *b = sl->ring.held[2 * (s % TESS__DEPTH) + h];
                 if (b) tess__cache_unacquire(c, b);
             }
-        if (sl->out.c) {
+        bool held_torn = sl->out.held && sl->out.was_dirty;
+        if (sl->out.c && sl->out.held)
+            tess__cache_abandon(c, d->id, &sl->out.ckey, sl->out.c, sl->out.was_dirty, false);
+        else if (sl->out.c)
             tess__cache_free_work(c, sl->out.c);
-            sl->out.c = NULL;
-        }
+        sl->out.c = NULL;
         struct tess__task *t = sl->t;
-        /* a write-back into the slot's bounce buffer has not touched C */
-        bool torn = t->load_c && ((sl->out.writing_back && !sl->rec.bounced) ||
-                                  (unified(d) && sl->ring.next > 0));
+        /* a write-back into the slot's bounce buffer has not touched C; a held tile whose
+         * home was stale had its only current contents here */
+        bool torn = held_torn || (t->load_c && ((sl->out.writing_back && !sl->rec.bounced) ||
+                                                (unified(d) && sl->ring.next > 0)));
+        if (held_torn) atomic_store(&t->job->lost, 1);
         sl->ring.inflight = 0;
         slot_clear(d, sl);
         if (torn || atomic_load(&t->job->status) != TESS_OK) {
@@ -338,6 +368,7 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
     pthread_mutex_lock(&d->rt->mu);
     pthread_cond_broadcast(&d->rt->work);
     pthread_mutex_unlock(&d->rt->mu);
+    tess__hold_dev_failed(d);
 }
 
 /* Sync point: release what completed. Returns 1 if anything did. */
@@ -465,7 +496,23 @@ static int alloc_c(struct tess__dev *d, struct tess__slot *sl, struct tess__task
         if (d->slot[i].t) room[n++] = d->slot[i].t->job->blk_bytes;
     room[n++] = t->job->blk_bytes;
     bool evicted = false;
-    int rc = tess__cache_alloc_planned(&d->rt->cache, d->id, t->job->blk_bytes, room, n,
+    if (t->job->hv_c) {
+        /* held C: the held tile itself, taken with its current contents (hold.c) */
+        struct tess__tile ct;
+        int64_t ro, co;
+        bool dirty = false;
+        tess__hview_tile(t->job->hv_c, t->row, t->col, &ct, &ro, &co);
+        int rc = tess__cache_take(&d->rt->cache, d->id, sl->stream, &ct, t->job->blk_bytes, room, n,
+                                  ROOM_COPIES, &sl->out.c, &dirty);
+        if (rc) return rc;
+        sl->out.held = 1;
+        sl->out.was_dirty = dirty;
+        sl->out.ckey = ct.key;
+        sl->out.c_off = (size_t)(ro + co * sl->out.c->ld) * tess__dtypes[t->job->dt].size;
+        sl->out.c_loaded = 1;
+        return TESS_OK;
+    }
+    int rc = tess__cache_alloc_planned(&d->rt->cache, d->id, sl->stream, t->job->blk_bytes, room, n,
                                        ROOM_COPIES, &sl->out.c, &evicted);
     if (rc) return rc;
     if (evicted) atomic_fetch_add(&n_planned, 1);
@@ -489,7 +536,11 @@ static bool give_back(struct tess__dev *d, struct tess__slot *sl) {
         sl->out.cancelled = 1;
         return false;
     }
-    if (sl->out.c) tess__cache_free_work(&d->rt->cache, sl->out.c);
+    if (sl->out.c && sl->out.held)
+        tess__cache_abandon(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, sl->out.was_dirty,
+                            true);
+    else if (sl->out.c)
+        tess__cache_free_work(&d->rt->cache, sl->out.c);
     slot_clear(d, sl);
     tess__rt_requeue(d->rt, t);
     atomic_fetch_add(&n_given_back, 1);
@@ -567,6 +618,13 @@ static int activate(struct tess__dev *d, int *deferred) {
                 tess__worker_station_put(d, t);
                 break;
             }
+            if (rc == TESS__ELOST || rc == TESS__ECONFLICT) {
+                held_fail(t->job, rc);
+                task_cancel(d->rt, t);
+                progress = 1;
+                i--;
+                continue;
+            }
             if (rc) {
                 if (rc != TESS_ENOMEM) {
                     tess__worker_station_put(d, t); /* drained with the station below */
@@ -609,7 +667,10 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
 
     void *cptr = t->c;
     int64_t cld = job->ldc;
-    if (!unified(d)) {
+    if (!unified(d) && sl->out.held) {
+        cptr = (char *)sl->out.c->ptr + sl->out.c_off;
+        cld = sl->out.c->ld;
+    } else if (!unified(d)) {
         if (!sl->out.c_loaded) {
             /* the C block was placed at activation (alloc_c) */
             sl->out.c_loaded = 1;
@@ -650,9 +711,9 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         .k = st.k,
         .alpha = st.alpha,
         .beta = st.beta,
-        .A = a->ptr,
+        .A = (char *)a->ptr + (size_t)(st.a_ro + st.a_co * a->ld) * es,
         .lda = a->ld,
-        .B = b ? b->ptr : NULL,
+        .B = b ? (char *)b->ptr + (size_t)(st.b_ro + st.b_co * b->ld) * es : NULL,
         .ldb = b ? b->ld : 1,
         .C = cptr,
         .ldc = cld,
@@ -675,7 +736,11 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     double kflop = tess__step_flops(&st, job->dt) / 1000.0;
     tess__bal_step_issued(sl, s, kflop);
     TESS__COUNT(&d->ctr, flops_x1k, (uint64_t)kflop);
-    if (sl->ring.next == t->nsteps && !unified(d)) {
+    if (sl->ring.next == t->nsteps && sl->out.held) {
+        /* held C stays on the device: the task ends when its last step completes */
+        if ((rc = ops->event_record(d->bd, sl->stream, sl->out.wb))) return rc;
+        sl->out.writing_back = 1;
+    } else if (sl->ring.next == t->nsteps && !unified(d)) {
         /* Written back once, after the last k step, on the same stream; with
          * TESSERA_RECOVER a tile whose old values the call needs goes to the slot's
          * bounce buffer first (bounce_commit copies it into C once it has all arrived). */
@@ -739,7 +804,14 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
                 tess__event *ev = sl->ring.done[sl->ring.next % TESS__DEPTH];
                 if (d->ops->event_record(d->bd, sl->stream, ev) == TESS_OK)
                     (void)d->ops->event_sync(d->bd, ev);
-                tess__cache_flush_dev(&d->rt->cache, d->id);
+                int queued;
+                tess__cache_flush_dev(&d->rt->cache, d->id, sl->stream, &queued);
+                if (queued && d->ops->event_record(d->bd, sl->stream, ev) == TESS_OK) {
+                    /* last copies of dirty held tiles were written back instead: once
+                     * they landed, they leave too */
+                    (void)d->ops->event_sync(d->bd, ev);
+                    tess__cache_flush_dev(&d->rt->cache, d->id, sl->stream, &queued);
+                }
                 atomic_fetch_add(&n_flushes, 1);
                 rc = issue_step(d, sl);
                 if (rc == TESS_OK) atomic_fetch_add(&n_flush_ok, 1);
@@ -750,8 +822,11 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
                 return progress;
             }
             if (d->stalled_slot == i + 1) d->stalled_slot = 0;
-            if (rc == TESS_ENOMEM) {
-                job_fail(sl->t->job, rc);
+            if (rc == TESS_ENOMEM || rc == TESS__ELOST || rc == TESS__ECONFLICT) {
+                if (rc == TESS_ENOMEM)
+                    job_fail(sl->t->job, rc);
+                else
+                    held_fail(sl->t->job, rc);
                 sl->out.cancelled = 1;
                 continue;
             }
@@ -869,6 +944,8 @@ void *tess__worker_main(void *arg) {
             continue;
         }
         int stalled = 0, waiting = 0, deferred = 0, progress = reap(d);
+        if (atomic_load(&d->failed)) continue;
+        progress |= tess__hold_serve(d);
         if (atomic_load(&d->failed)) continue; /* reap found the device dead: take nothing more */
         if (atomic_load(&rt->shutdown) && !has_work(d) && tess__rs_count(&d->rs) == 0 &&
             tess__rt_pending(rt) == 0)

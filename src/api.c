@@ -22,6 +22,7 @@ void tess__dev_stats(const struct tess__dev *d, tess_dev_stats_t *out) {
     out->l2_hits = atomic_load(&c->l2_hits);
     out->misses = atomic_load(&c->misses);
     out->evictions = atomic_load(&c->evictions);
+    out->writebacks = atomic_load(&c->writebacks);
     out->busy_s = 1e-9 * (double)atomic_load(&c->busy_ns);
     out->mem_capacity = d->heap_bytes;
     out->mem_peak = atomic_load(&c->mem_peak);
@@ -67,6 +68,7 @@ void tess_reset_stats(void) {
         atomic_store(&c->l2_hits, 0);
         atomic_store(&c->misses, 0);
         atomic_store(&c->evictions, 0);
+        atomic_store(&c->writebacks, 0);
         atomic_store(&c->busy_ns, 0);
         atomic_store(&c->mem_peak, 0);
     }

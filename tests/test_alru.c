@@ -71,7 +71,8 @@ TEST(alru_victim_skips_busy) {
 }
 
 struct probe {
-    struct tess__blk *done; /* the block whose fill the "event" reports complete */
+    struct tess__blk *done;   /* the block whose fill the "event" reports complete */
+    struct tess__blk *refuse; /* a block refused though ready_done */
     int calls;
     struct tess__blk *asked[8];
 };
@@ -80,11 +81,12 @@ static bool probe_done(struct tess__blk *b, void *arg) {
     struct probe *p = arg;
     if (p->calls < 8) p->asked[p->calls] = b;
     p->calls++;
-    return b == p->done;
+    return b == p->done || (b->ready_done && b != p->refuse);
 }
 
-/* is_done is asked about idle blocks whose fill is not known complete, and its answer
- * decides; it is not asked about blocks with readers or with ready_done set. */
+/* is_done is asked about every idle block and its answer decides (the cache refuses the
+ * last copy of a dirty held tile even with its fill complete); it is not asked about
+ * blocks with readers. */
 TEST(alru_is_done_consulted) {
     struct tess__alru a;
     struct tess__blk b[4];
@@ -98,8 +100,11 @@ TEST(alru_is_done_consulted) {
     ASSERT_EQ(p.calls, 2); /* b1 (no), b2 (yes); never b0 */
     ASSERT(p.asked[0] == &b[1] && p.asked[1] == &b[2]);
     p = (struct probe){.done = NULL};
-    ASSERT(tess__alru_victim(&a, probe_done, &p) == &b[3]); /* ready_done, not asked */
-    ASSERT_EQ(p.calls, 2);
+    ASSERT(tess__alru_victim(&a, probe_done, &p) == &b[3]); /* ready_done: yes */
+    ASSERT_EQ(p.calls, 3);
+    p = (struct probe){.done = NULL, .refuse = &b[3]};
+    ASSERT(tess__alru_victim(&a, probe_done, &p) == NULL); /* refused though ready_done */
+    ASSERT_EQ(p.calls, 3);
     b[3].readers = 1;
     p = (struct probe){.done = NULL};
     ASSERT(tess__alru_victim(&a, probe_done, &p) == NULL);

@@ -120,6 +120,7 @@ struct tess__config {
     int rs_size;         /* TESSERA_RS: reservation-station slots per device */
     int balance;     /* TESSERA_BALANCE: end-game placement by projected finish (node/balance.c) */
     int dataflow;    /* TESSERA_DATAFLOW: TRSM by step-level dependencies (level3/trxm.c) */
+    int hold_check;  /* TESSERA_HOLD_CHECK: check the contract of held data (node/hold.c) */
     int p2p;         /* TESSERA_P2P: allow peer-to-peer tile fetches */
     int recover;     /* TESSERA_RECOVER: bounce write-backs, finished peer copies only */
     int pin_threads; /* TESSERA_PIN: pin each worker thread to a core */
@@ -191,7 +192,7 @@ int tess__fault_check(const char *spec, int ndev);
 struct tess__counters {
     _Atomic uint64_t tasks, stolen, steps;
     _Atomic uint64_t bytes_h2d, bytes_d2h, bytes_p2p;
-    _Atomic uint64_t l1_hits, l2_hits, misses, evictions;
+    _Atomic uint64_t l1_hits, l2_hits, misses, evictions, writebacks;
     _Atomic uint64_t flops_x1k; /* flops / 1000, to stay integral */
     _Atomic uint64_t busy_ns;
     _Atomic size_t mem_peak;

@@ -82,6 +82,9 @@ static const struct knob knobs[] = {
         "reservation-station slots per device (tasks pulled ahead and ranked)"),
     INT("TESSERA_BALANCE", balance, "1", 0, 1,
         "end game: with the queue empty a device leaves a station task to a peer that would finish it sooner (measured rates); 0 = every device starts what it holds"),
+    INT("TESSERA_HOLD_CHECK", hold_check, "0", 0, 1,
+        "1: check the contract of held data (checksums of held host tiles at each call that "
+        "uses them and at each sync); 0: no check"),
     INT("TESSERA_DATAFLOW", dataflow, "0", 0, 1,
         "1 = TRSM's steps wait for the tiles they read (a task starts once its chain predecessor has started); 0 = a task waits for its whole predecessor"),
     INT("TESSERA_P2P", p2p, "1", 0, 1,

@@ -243,6 +243,35 @@ TESS_API int tess_trsm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t sid
                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
                        const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
 
+/* ---- held data (docs/held.md) -------------------------------------------------------
+ * tess_hold declares the column-major rows x cols matrix A (leading dimension ld >= rows,
+ * elements of dtype) held: its tiles, a grid of tile x tile blocks anchored at A (tile 0:
+ * the runtime's choice), stay in device memory across calls, and results written into it
+ * are written back to the host lazily: at tess_sync, tess_invalidate, tess_release,
+ * tess_finalize, or when a device needs the room. A GEMM (tess_?gemm, tess_gemm) whose A, B
+ * or C lies inside a held matrix (same ld and precision; any offset) reads and writes its
+ * tiles there; every other call that touches a held range is served as if nothing were
+ * held (its dirty tiles are written back first, and device copies of a range it writes are
+ * dropped). The contract: while A is held, the host reads the range only after tess_sync
+ * and writes it only after tess_invalidate, in each case until the next tessera call that
+ * uses the range. Row-major data is held as its column-major transpose view.
+ * Errors: TESS_EINVAL for bad arguments, an overlap with a range already held, or a pointer
+ * that is not the start of a held range; TESS_EDEVICE from tess_sync / tess_invalidate /
+ * tess_release when a device failed while it held the only current copy of some tiles of
+ * the range (the message names the range and the tiles; the host range then holds, for those
+ * tiles, the contents last written back). With TESSERA_HOLD_CHECK=1 each call that uses a
+ * held range and each tess_sync checks that the host did not write the range meanwhile and
+ * fails TESS_EINVAL naming the range, the tile and the call otherwise. */
+TESS_API int tess_hold(tess_dtype_t dtype, void *A, int64_t ld, int64_t rows, int64_t cols,
+                       int64_t tile);
+/* Write back every tile of the held range starting at A that a device changed: the host
+ * range is current (A stays held, its tiles stay on the devices). */
+TESS_API int tess_sync(const void *A);
+/* tess_sync, then drop every device copy of the range: the host may now write it. */
+TESS_API int tess_invalidate(const void *A);
+/* tess_invalidate, then A is no longer held. */
+TESS_API int tess_release(const void *A);
+
 /* Host memory for operands: page-locked (pinned) when a GPU is present, so tiles move at
  * the link's full rate; plain malloc otherwise. NULL when out of memory. Free it with
  * tess_free_host only. Any host memory works as an operand; this is only faster. */
@@ -272,6 +301,7 @@ typedef struct tess_dev_stats {
     uint64_t l2_hits;    /* operand tile fetched from a peer device */
     uint64_t misses;     /* operand tile fetched from the host */
     uint64_t evictions;  /* cached tiles dropped to make room */
+    uint64_t writebacks; /* held tiles written back to the host (tess_hold) */
     double busy_s;       /* seconds with at least one tile kernel in flight */
     size_t mem_capacity; /* bytes of the device heap */
     size_t mem_peak;     /* most heap bytes in use at once */

@@ -9,13 +9,25 @@
 
 #include "level3.h"
 
-/* Step s of task t: C_ij (+)= op(A_is) op(B_sj), tiles named by their stored blocks. */
+/* Start of segment i along dimension d (0 m, 1 n, 2 k) of extent ext: the job's cuts (held
+ * operands) or multiples of its tile; *len its length. */
+static int64_t seg(const struct tess__job *job, int d, int64_t i, int64_t ext, int64_t *len) {
+    if (job->cut[d]) {
+        *len = job->cut[d][i + 1] - job->cut[d][i];
+        return job->cut[d][i];
+    }
+    *len = TESS__MIN(job->tile, ext - i * job->tile);
+    return i * job->tile;
+}
+
+/* Step s of task t: C_ij (+)= op(A_is) op(B_sj), tiles named by their stored blocks, or by
+ * the held tiles holding them (the kernel then starts inside the copy). */
 static void gemm_step(const struct tess__job *job, const struct tess__task *t, int s,
                       struct tess__step *out) {
-    int64_t T = job->tile;
     uint32_t es = (uint32_t)tess__dtypes[job->dt].size;
-    int64_t i0 = (int64_t)t->i * T, j0 = (int64_t)t->j * T, k0 = (int64_t)s * T;
-    int64_t kk = TESS__MIN(T, job->k - k0);
+    int64_t kk, len;
+    int64_t i0 = seg(job, 0, t->i, job->m, &len), j0 = seg(job, 1, t->j, job->n, &len);
+    int64_t k0 = seg(job, 2, s, job->k, &kk);
     const char *A = job->A, *B = job->B;
 
     memset(out, 0, sizeof *out);
@@ -40,6 +52,12 @@ static void gemm_step(const struct tess__job *job, const struct tess__task *t, i
         out->b.key.rows = (int32_t)t->n, out->b.key.cols = (int32_t)kk;
     }
     out->b.key.ld = job->ldb;
+    if (job->hv_a)
+        tess__hview_tile(job->hv_a, job->ta == 'N' ? i0 : k0, job->ta == 'N' ? k0 : i0, &out->a,
+                         &out->a_ro, &out->a_co);
+    if (job->hv_b)
+        tess__hview_tile(job->hv_b, job->tb == 'N' ? k0 : j0, job->tb == 'N' ? j0 : k0, &out->b,
+                         &out->b_ro, &out->b_co);
     /* operands in device memory (the distributed GEMM's panels): homed there */
     if (job->a_dev >= 0) {
         out->a.home = TESS__HOME_DEV;
@@ -137,6 +155,7 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
         if (ta == 'C') ta = 'T';
         if (tb == 'C') tb = 'T';
     }
+    if (no_ab && (rc = tess__l3_unhold(fn, C, m, n, ldc, dt, true))) return rc;
     if (no_ab) {
         tess__host_scale(dt, m, n, &be, C, ldc); /* beta = 0: zeros, C not read */
         return TESS_OK;
@@ -152,7 +171,119 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
 struct tess__gemm_async {
     struct tess__rt *rt;
     struct tess__job job;
+    struct tess__hview hv[3]; /* A, B, C in held matrices (job.hv_*) */
+    int64_t *cuts;            /* job.cut[0..2], one allocation */
 };
+
+/* ---- held operands (node/hold.c) --------------------------------------------------------- */
+
+/* The boundaries along an extent ext of a grid of edge T whose lines lie at phase + q T in
+ * the operand's coordinates' frame (phase: the operand's offset in the held grid): 0, the
+ * first line after 0, ..., ext; into out (NULL: count only). Returns the segment count. */
+static int64_t grid_cuts(int64_t ext, int64_t phase, int64_t T, int64_t *out) {
+    int64_t n = 0, p = T - phase % T;
+    if (out) out[0] = 0;
+    for (; p < ext; p += T)
+        if (out)
+            out[++n] = p;
+        else
+            n++;
+    if (out) out[n + 1] = ext;
+    return n + 1;
+}
+
+/* Whether held views a and b cut dimension positions alike (da, db: which of each view's
+ * coordinates, 0 row or 1 column, runs along that dimension). */
+static bool same_grid(const struct tess__hview *a, int da, const struct tess__hview *b, int db) {
+    return a->T == b->T && (da ? a->c0 : a->r0) % a->T == (db ? b->c0 : b->r0) % b->T;
+}
+
+/* Whether views a and b of the same held matrix share a tile (a tile both read and
+ * written by one call cannot be held in both roles). */
+static bool share_tile(const struct tess__hview *a, int64_t ar, int64_t ac,
+                       const struct tess__hview *b, int64_t br, int64_t bc) {
+    if (a->space != b->space) return false;
+    int64_t T = a->T;
+    return a->r0 / T <= (b->r0 + br - 1) / T && b->r0 / T <= (a->r0 + ar - 1) / T &&
+           a->c0 / T <= (b->c0 + bc - 1) / T && b->c0 / T <= (a->c0 + ac - 1) / T;
+}
+
+/* Which operands of the call lie in held matrices and how the job is cut. Operands that
+ * touch a held matrix without a usable view are served stateless (tess__hold_unheld).
+ * Sets job->hv_*, job->cut[], h->cuts. */
+static int held_setup(struct tess__gemm_async *h, tess_dtype_t dt) {
+    struct tess__job *job = &h->job;
+    struct tess__rt *rt = h->rt;
+    size_t es = tess__dtypes[dt].size;
+    char fn[16];
+    snprintf(fn, sizeof fn, "tess_%cgemm", "sdcz"[dt]);
+    int64_t m = job->m, n = job->n, k = job->k;
+    int64_t ar = job->ta == 'N' ? m : k, ac = job->ta == 'N' ? k : m;
+    int64_t br = job->tb == 'N' ? k : n, bc = job->tb == 'N' ? n : k;
+    int va = tess__hold_view(rt, fn, job->A, ar, ac, job->lda, es, &h->hv[0]);
+    int vb = tess__hold_view(rt, fn, job->B, br, bc, job->ldb, es, &h->hv[1]);
+    int vc = tess__hold_view(rt, fn, job->C, m, n, job->ldc, es, &h->hv[2]);
+    if (va < -1 || vb < -1 || vc < -1) return TESS_EINVAL; /* the checker's message */
+    const struct tess__hview *A = &h->hv[0], *B = &h->hv[1], *C = &h->hv[2];
+    /* A's m dimension is its rows ('N') or columns; its k dimension the other; B's k
+     * dimension is its rows ('N') or columns */
+    int am = job->ta == 'N' ? 0 : 1, bn = job->tb == 'N' ? 1 : 0;
+    if (va == 1 && ((vc == 1 && (!same_grid(A, am, C, 0) || share_tile(A, ar, ac, C, m, n)))))
+        va = -1;
+    if (vb == 1 && ((vc == 1 && (!same_grid(B, bn, C, 1) || share_tile(B, br, bc, C, m, n)))))
+        vb = -1;
+    if (va == 1 && vb == 1 && !same_grid(A, 1 - am, B, 1 - bn)) vb = -1;
+    int rc = TESS_OK;
+    if (vc == -1) rc = tess__hold_unheld(rt, fn, job->C, m, n, job->ldc, es, true);
+    if (!rc && va == -1) rc = tess__hold_unheld(rt, fn, job->A, ar, ac, job->lda, es, false);
+    if (!rc && vb == -1) rc = tess__hold_unheld(rt, fn, job->B, br, bc, job->ldb, es, false);
+    if (rc || (va != 1 && vb != 1 && vc != 1)) return rc;
+    job->hv_a = va == 1 ? A : NULL;
+    job->hv_b = vb == 1 ? B : NULL;
+    job->hv_c = vc == 1 ? C : NULL;
+    job->device_only = true; /* the CPU worker computes in place: it would miss dirty tiles */
+    /* the cuts: m from C or else A, n from C or else B, k from A or else B; a dimension no
+     * held operand cuts, by the largest held edge */
+    int64_t ext[3] = {m, n, k}, T[3], ph[3];
+    const struct tess__hview *by[3] = {vc == 1   ? C
+                                       : va == 1 ? A
+                                                 : NULL,
+                                       vc == 1   ? C
+                                       : vb == 1 ? B
+                                                 : NULL,
+                                       va == 1   ? A
+                                       : vb == 1 ? B
+                                                 : NULL};
+    int coord[3] = {vc == 1 ? 0 : am, vc == 1 ? 1 : bn, va == 1 ? 1 - am : 1 - bn};
+    /* the held tiles' edge for the other dimensions too: copies reserve the largest */
+    int64_t total = 0, cnt[3], tmax = 0;
+    for (int d = 0; d < 3; d++) tmax = by[d] ? TESS__MAX(tmax, by[d]->T) : tmax;
+    for (int d = 0; d < 3; d++) {
+        T[d] = by[d] ? by[d]->T : tmax;
+        ph[d] = by[d] ? (coord[d] ? by[d]->c0 : by[d]->r0) % T[d] : 0;
+        cnt[d] = grid_cuts(ext[d], ph[d], T[d], NULL);
+        total += cnt[d] + 1;
+        tmax = TESS__MAX(tmax, T[d]);
+    }
+    h->cuts = malloc((size_t)total * sizeof *h->cuts);
+    if (!h->cuts) return tess__fail(TESS_ENOMEM, "%s: out of host memory", fn);
+    int64_t *p = h->cuts;
+    for (int d = 0; d < 3; d++) {
+        grid_cuts(ext[d], ph[d], T[d], p);
+        job->cut[d] = p;
+        p += cnt[d] + 1;
+    }
+    job->tile = tmax;
+    return TESS_OK;
+}
+
+/* Segments of the job along dimension d. */
+static int64_t nseg(const struct tess__job *job, int d, int64_t ext) {
+    if (!job->cut[d]) return TESS__CEILDIV(ext, job->tile);
+    int64_t n = 0;
+    while (job->cut[d][n] < ext) n++;
+    return n;
+}
 
 static bool gemm_ready(const struct tess__job *job, const struct tess__task *t, int s) {
     int64_t T = job->tile, end;
@@ -198,22 +329,43 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     const double pshare = dev_panels && opts->panel_share > 0 ? TESS__MIN(opts->panel_share, 0.95)
                                                               : TESS__PANEL_HEAP_SHARE;
     job->tile = tess__rt_tile(rt, dt, m, n, k, dev_panels ? 1.0 - pshare : 1.0);
-    int64_t T = job->tile;
-    if (T > INT32_MAX) T = job->tile = INT32_MAX;
-    /* every copy of this job reserves a full tile, rounded to the heap's alignment: uniform
-     * blocks cannot fragment the heap */
-    job->blk_bytes = tess__blk_bytes(T, tess__dtypes[dt].size);
+    if (job->tile > INT32_MAX) job->tile = INT32_MAX;
     job->alpha = *al;
     job->beta = *be;
     job->ta = ta, job->tb = tb;
     job->m = m, job->n = n, job->k = k;
     job->A = A, job->B = B, job->C = C;
     job->lda = lda, job->ldb = ldb, job->ldc = ldc;
+    if (tess__holds_any()) {
+        /* held operands, or operands a held matrix overlaps (the distributed GEMM's local
+         * jobs, opts, are always served stateless) */
+        size_t es = tess__dtypes[dt].size;
+        int64_t ar = ta == 'N' ? m : k, ac = ta == 'N' ? k : m;
+        int64_t br = tb == 'N' ? k : n, bc = tb == 'N' ? n : k;
+        if (!opts)
+            rc = held_setup(h, dt);
+        else if (!(rc = tess__hold_unheld(rt, "tess_pgemm", C, m, n, ldc, es, true)) &&
+                 !(opts->a_dev < 0 &&
+                   (rc = tess__hold_unheld(rt, "tess_pgemm", A, ar, ac, lda, es, false))))
+            rc = opts->b_dev < 0 ? tess__hold_unheld(rt, "tess_pgemm", B, br, bc, ldb, es, false)
+                                 : 0;
+        if (rc) {
+            free(h->cuts);
+            free(h);
+            tess__rt_put(rt);
+            return rc;
+        }
+    }
+    int64_t T = job->tile;
+    /* every copy of this job reserves a full tile, rounded to the heap's alignment: uniform
+     * blocks cannot fragment the heap */
+    job->blk_bytes = tess__blk_bytes(T, tess__dtypes[dt].size);
 
     /* checked: the task count is formed before it is compared */
-    int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), kt = TESS__CEILDIV(k, T);
+    int64_t mt = nseg(job, 0, m), nt = nseg(job, 1, n), kt = nseg(job, 2, k);
     int64_t ntasks = tess__l3_count_mul(mt, nt);
     if (ntasks > TESS__TASKS_MAX || kt > TESS__STEPS_MAX) {
+        free(h->cuts);
         free(h);
         tess__rt_put(rt);
         return tess__fail(TESS_ENOMEM,
@@ -224,6 +376,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     job->ntasks = (int)ntasks;
     job->tasks = calloc((size_t)job->ntasks, sizeof *job->tasks);
     if (!job->tasks) {
+        free(h->cuts);
         free(h);
         tess__rt_put(rt);
         return tess__fail(TESS_ENOMEM, "gemm: task list: out of host memory");
@@ -237,14 +390,15 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
         t->job = job;
         t->i = (int32_t)i, t->j = (int32_t)j;
         t->nsteps = (int32_t)kt;
-        t->m = TESS__MIN(T, m - i * T);
-        t->n = TESS__MIN(T, n - j * T);
-        t->c = (char *)C + (size_t)(i * T + j * T * ldc) * es;
+        t->row = seg(job, 0, i, m, &t->m);
+        t->col = seg(job, 1, j, n, &t->n);
+        t->c = (char *)C + (size_t)(t->row + t->col * ldc) * es;
         t->load_c = !tess__scalar_is_zero(dt, be);
     }
     rc = tess__rt_submit(rt, job);
     if (rc) {
         free(job->tasks);
+        free(h->cuts);
         free(h);
         tess__rt_put(rt);
         return rc;
@@ -261,6 +415,7 @@ int tess__gemm_finish(struct tess__gemm_async *h) {
     int rc = tess__rt_wait(h->rt, &h->job);
     tess__rt_put(h->rt);
     free(h->job.tasks);
+    free(h->cuts);
     free(h);
     return rc;
 }

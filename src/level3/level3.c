@@ -49,6 +49,17 @@ int tess__l3_check_span(const char *fn, int pos, const char *name, const void *X
                         fn, pos, name, (long long)rows, (long long)cols, (long long)ld, es);
 }
 
+int tess__l3_unhold(const char *fn, const void *X, int64_t rows, int64_t cols, int64_t ld,
+                    tess_dtype_t dt, bool written) {
+    if (!tess__holds_any() || !X || rows <= 0 || cols <= 0) return TESS_OK;
+    struct tess__rt *rt;
+    int rc = tess__rt_get(&rt);
+    if (rc) return rc;
+    rc = tess__hold_unheld(rt, fn, X, rows, cols, ld, tess__dtypes[dt].size, written);
+    tess__rt_put(rt);
+    return rc;
+}
+
 int64_t tess__l3_count_mul(int64_t a, int64_t b) {
     int64_t r;
     return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;

@@ -50,6 +50,12 @@ static inline size_t tess__blk_bytes(int64_t T, size_t es) {
     return (b + 255) & ~(size_t)255;
 }
 
+/* A call served as if nothing were held touches the array X (as check_span names it):
+ * every held matrix it overlaps is written back first and, if written, its device copies
+ * dropped (node/hold.c). TESS_OK at once when nothing is held. */
+int tess__l3_unhold(const char *fn, const void *X, int64_t rows, int64_t cols, int64_t ld,
+                    tess_dtype_t dt, bool written);
+
 /* a * b for tile counts (>= 0): the product, or INT64_MAX when it overflows (then always
  * "too many tasks"). */
 int64_t tess__l3_count_mul(int64_t a, int64_t b);

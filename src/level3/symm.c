@@ -117,6 +117,11 @@ static int symm_impl(const char *fn, int pos, tess_dtype_t dt, bool herm, tess_l
                    (rc = tess__l3_check_span(fn, pos + 8, "B", B, cr, cc, ldb, dt))))
         return rc;
     if ((rc = tess__l3_check_span(fn, pos + 11, "C", C, cr, cc, ldc, dt))) return rc;
+    /* held matrices it touches: served as if nothing were held (node/hold.c) */
+    if ((!no_ab && ((rc = tess__l3_unhold(fn, A, ka, ka, lda, dt, false)) ||
+                    (rc = tess__l3_unhold(fn, B, cr, cc, ldb, dt, false)))) ||
+        (rc = tess__l3_unhold(fn, C, cr, cc, ldc, dt, true)))
+        return rc;
 
     /* Row-major: the column-major views hold C^T, B^T and A^T (symmetric/Hermitian, in the
      * other triangle): C^T = B^T A^T (side L) or A^T B^T (side R). */

@@ -153,6 +153,11 @@ static int syrk_impl(const char *fn, int pos, tess_dtype_t dt, enum syrk_kind ki
                    (rank2 && (rc = tess__l3_check_span(fn, pos + 8, "B", B, ar, ac, ldb, dt)))))
         return rc;
     if ((rc = tess__l3_check_span(fn, p_c, "C", C, n, n, ldc, dt))) return rc;
+    /* held matrices it touches: served as if nothing were held (node/hold.c) */
+    if ((!no_ab && ((rc = tess__l3_unhold(fn, A, ar, ac, lda, dt, false)) ||
+                    (rank2 && (rc = tess__l3_unhold(fn, B, ar, ac, ldb, dt, false))))) ||
+        (rc = tess__l3_unhold(fn, C, n, n, ldc, dt, true)))
+        return rc;
 
     /* Row-major: the column-major view of C is C^T; A^T (B^T) is stored for op = 'N'. */
     char ul = uplo == TESS_UPPER ? 'U' : 'L';

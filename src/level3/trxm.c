@@ -153,6 +153,10 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
     int64_t bc = row ? m : n;
     if (!alpha0 && (rc = tess__l3_check_span(fn, pos + 8, "A", A, ka, ka, lda, dt))) return rc;
     if ((rc = tess__l3_check_span(fn, pos + 10, "B", B, br, bc, ldb, dt))) return rc;
+    /* held matrices it touches: served as if nothing were held (node/hold.c) */
+    if ((!alpha0 && (rc = tess__l3_unhold(fn, A, ka, ka, lda, dt, false))) ||
+        (rc = tess__l3_unhold(fn, B, br, bc, ldb, dt, true)))
+        return rc;
 
     /* Row-major: B^T := alpha B^T op(A)^T (or op(A)^T B^T), A^T in the other triangle. */
     char sd = side == TESS_LEFT ? 'L' : 'R', ul = uplo == TESS_UPPER ? 'U' : 'L';

@@ -1,0 +1,409 @@
+/* node/hold.c: held data (tess_hold, docs/held.md). A held matrix is a cache space of its
+ * own whose tiles, a T x T grid anchored at its first element, stay on the devices across
+ * calls; GEMM jobs name them through views (struct tess__hview) and write them in place,
+ * leaving them dirty; syncs are served by the device workers, which own their streams
+ * (tess__hold_serve). Owns the registry (rt->holds under rt->hold_mu, a leaf: nothing is
+ * called while it is held but the condition variables) and the contract checker.
+ * Invariants: held matrices never overlap; a call that touches one without lying inside it
+ * finds it written back (and, if it writes, without device copies) before it runs.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "node.h"
+
+struct tess__hold {
+    struct tess__hold *next;
+    uint64_t space;
+    char *base;
+    int64_t ld, rows, cols, T, mt, nt;
+    tess_dtype_t dt;
+    size_t es;
+    uint64_t *sum;      /* TESSERA_HOLD_CHECK: per tile, 0 = to be recorded */
+    bool rebase;        /* after tess_invalidate: record every tile at the next use */
+    unsigned long uses; /* calls that used it since tess_hold (the checker's report) */
+};
+
+static _Atomic int g_holds; /* held matrices over every runtime */
+
+bool tess__holds_any(void) { return atomic_load_explicit(&g_holds, memory_order_relaxed) > 0; }
+
+void tess__hview_tile(const struct tess__hview *v, int64_t r, int64_t c, struct tess__tile *out,
+                      int64_t *ro, int64_t *co) {
+    int64_t R = v->r0 + r, C = v->c0 + c, ti = R / v->T, tj = C / v->T;
+    memset(out, 0, sizeof *out);
+    out->key.space = v->space;
+    out->key.addr = (uintptr_t)(v->base + (size_t)(ti * v->T + tj * v->T * v->ld) * v->es);
+    out->key.ld = v->ld;
+    out->key.rows = (int32_t)TESS__MIN(v->T, v->rows - ti * v->T);
+    out->key.cols = (int32_t)TESS__MIN(v->T, v->cols - tj * v->T);
+    out->key.esize = v->es;
+    out->home = TESS__HOME_HOST;
+    *ro = R - ti * v->T;
+    *co = C - tj * v->T;
+}
+
+/* ---- the registry -------------------------------------------------------------------- */
+
+void tess__holds_init(struct tess__rt *rt) {
+    pthread_mutex_init(&rt->hold_mu, NULL);
+    pthread_cond_init(&rt->hold_cv, NULL);
+}
+
+/* Byte range [lo, hi) a column-major rows x cols array spans. */
+static void span(const void *X, int64_t rows, int64_t cols, int64_t ld, size_t es, uintptr_t *lo,
+                 uintptr_t *hi) {
+    *lo = (uintptr_t)X;
+    *hi = *lo + ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * es;
+}
+
+static struct tess__hold *find_base(struct tess__rt *rt, const void *A) {
+    for (struct tess__hold *h = rt->holds; h; h = h->next)
+        if (h->base == A) return h;
+    return NULL;
+}
+
+/* Whether any device with its own memory is live: without one nothing is kept. */
+static bool has_memory(const struct tess__rt *rt) {
+    for (int i = 0; i < rt->ndev; i++)
+        if (!(rt->dev[i]->desc.caps & TESS__CAP_UNIFIED) && !atomic_load(&rt->dev[i]->failed))
+            return true;
+    return false;
+}
+
+/* ---- the contract checker (TESSERA_HOLD_CHECK) ----------------------------------------- */
+
+static uint64_t tile_sum(const struct tess__hold *h, int64_t ti, int64_t tj) {
+    int64_t r = TESS__MIN(h->T, h->rows - ti * h->T), c = TESS__MIN(h->T, h->cols - tj * h->T);
+    const unsigned char *p = (const unsigned char *)h->base +
+                             (size_t)(ti * h->T + tj * h->T * h->ld) * h->es;
+    uint64_t x = 1469598103934665603ULL;
+    size_t w = (size_t)r * h->es;
+    for (int64_t j = 0; j < c; j++, p += (size_t)h->ld * h->es) {
+        uint64_t y = 0;
+        for (size_t b = 0; b < w; b += 8) {
+            uint64_t v = 0;
+            memcpy(&v, p + b, TESS__MIN(8, w - b));
+            y = (y ^ v) * 0x100000001b3ULL;
+        }
+        x = (x ^ y) * 0x9e3779b97f4a7c15ULL;
+    }
+    return x ? x : 1;
+}
+
+static void record_all(struct tess__hold *h) {
+    for (int64_t t = 0; t < h->mt * h->nt; t++) h->sum[t] = tile_sum(h, t % h->mt, t / h->mt);
+    h->rebase = false;
+}
+
+/* TESS_OK, or TESS_EINVAL naming the range, the first tile the host changed and the call. */
+static int check(struct tess__rt *rt, struct tess__hold *h, const char *fn) {
+    if (!h->sum) return TESS_OK;
+    h->uses++;
+    if (h->rebase) {
+        record_all(h);
+        return TESS_OK;
+    }
+    for (int64_t t = 0; t < h->mt * h->nt; t++) {
+        uint64_t now = tile_sum(h, t % h->mt, t / h->mt);
+        if (h->sum[t] == 0) h->sum[t] = now;
+        if (h->sum[t] != now)
+            return tess__fail(TESS_EINVAL,
+                              "%s: held range %p (%lld x %lld, ld %lld): the host wrote tile "
+                              "(%lld, %lld) (rows %lld.., cols %lld..) while it was held, without "
+                              "tess_invalidate (seen at use %lu since tess_hold)",
+                              fn, (void *)h->base, (long long)h->rows, (long long)h->cols,
+                              (long long)h->ld, (long long)(t % h->mt), (long long)(t / h->mt),
+                              (long long)(t % h->mt * h->T), (long long)(t / h->mt * h->T),
+                              h->uses);
+    }
+    (void)rt;
+    return TESS_OK;
+}
+
+/* Cache hook (under the cache lock): tessera wrote a held tile back; record it anew. */
+static void written_back(void *arg, const struct tess__tile_key *key) {
+    struct tess__rt *rt = arg;
+    pthread_mutex_lock(&rt->hold_mu);
+    for (struct tess__hold *h = rt->holds; h; h = h->next)
+        if (h->space == key->space && h->sum) {
+            size_t off = (size_t)((const char *)key->addr - h->base) / h->es;
+            int64_t ti = (int64_t)(off % (size_t)h->ld) / h->T,
+                    tj = (int64_t)(off / (size_t)h->ld) / h->T;
+            h->sum[ti + tj * h->mt] = 0;
+        }
+    pthread_mutex_unlock(&rt->hold_mu);
+}
+
+/* ---- syncs, served by the workers ------------------------------------------------------- */
+
+bool tess__hold_serve(struct tess__dev *d) {
+    struct tess__rt *rt = d->rt;
+    if (atomic_load(&d->sync_posted) == atomic_load(&d->sync_served)) return false;
+    pthread_mutex_lock(&rt->hold_mu);
+    bool posted = d->sync_posted != d->sync_served;
+    uint64_t space = d->sync_space;
+    bool drop = d->sync_drop;
+    pthread_mutex_unlock(&rt->hold_mu);
+    if (!posted) return false;
+    int rc = TESS_OK;
+    if (!d->sync_ev && d->ops->event_create(d->bd, &d->sync_ev)) d->sync_ev = NULL;
+    if (!d->sync_ev)
+        rc = tess__fail(TESS_EDEVICE, "device %d: cannot create an event", d->id);
+    else
+        rc = tess__cache_writeback(&rt->cache, d->id, 0, space, drop, d->sync_ev);
+    if (rc == TESS_EDEVICE || (rc && rc != TESS_ENOMEM))
+        tess__worker_fail(d, TESS_EDEVICE, "writing back held tiles");
+    pthread_mutex_lock(&rt->hold_mu);
+    d->sync_rc = rc;
+    d->sync_served = d->sync_posted;
+    pthread_cond_broadcast(&rt->hold_cv);
+    pthread_mutex_unlock(&rt->hold_mu);
+    return true;
+}
+
+void tess__hold_dev_failed(struct tess__dev *d) {
+    pthread_mutex_lock(&d->rt->hold_mu);
+    pthread_cond_broadcast(&d->rt->hold_cv);
+    pthread_mutex_unlock(&d->rt->hold_mu);
+}
+
+/* Write back h's dirty tiles on every live device (drop: and drop their copies); then
+ * TESS_EDEVICE naming the range if tiles of it were lost with a failed device. fn names the
+ * caller. One sync of a runtime at a time. */
+static int sync_hold(struct tess__rt *rt, struct tess__hold *h, bool drop, const char *fn) {
+    pthread_mutex_lock(&rt->hold_mu);
+    while (rt->sync_busy) pthread_cond_wait(&rt->hold_cv, &rt->hold_mu);
+    rt->sync_busy = true;
+    for (int i = 0; i < rt->ndev; i++) {
+        struct tess__dev *d = rt->dev[i];
+        if (d->desc.caps & TESS__CAP_UNIFIED) continue;
+        d->sync_space = h->space;
+        d->sync_drop = drop;
+        d->sync_rc = TESS_OK;
+        d->sync_posted++;
+    }
+    pthread_mutex_unlock(&rt->hold_mu);
+    pthread_mutex_lock(&rt->mu);
+    pthread_cond_broadcast(&rt->work);
+    pthread_mutex_unlock(&rt->mu);
+    int rc = TESS_OK;
+    pthread_mutex_lock(&rt->hold_mu);
+    for (int i = 0; i < rt->ndev; i++) {
+        struct tess__dev *d = rt->dev[i];
+        if (d->desc.caps & TESS__CAP_UNIFIED) continue;
+        while (d->sync_served != d->sync_posted && !atomic_load(&d->failed)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 10000000;
+            if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            pthread_cond_timedwait(&rt->hold_cv, &rt->hold_mu, &ts);
+        }
+        if (d->sync_served == d->sync_posted && d->sync_rc && !rc) rc = d->sync_rc;
+        d->sync_served = d->sync_posted; /* a failed device's request is void */
+    }
+    rt->sync_busy = false;
+    pthread_cond_broadcast(&rt->hold_cv);
+    pthread_mutex_unlock(&rt->hold_mu);
+    struct tess__tile_key first;
+    size_t lost = tess__cache_lost(&rt->cache, h->space, &first);
+    if (lost) {
+        size_t off = (size_t)((const char *)first.addr - h->base) / h->es;
+        return tess__fail(TESS_EDEVICE,
+                          "%s: held range %p (%lld x %lld, ld %lld): %zu tile(s) were lost with a "
+                          "failed device that held their only current copy, the first at rows "
+                          "%lld.., cols %lld..; the host range holds, for those tiles, the "
+                          "contents last written back",
+                          fn, (void *)h->base, (long long)h->rows, (long long)h->cols,
+                          (long long)h->ld, lost, (long long)(off % (size_t)h->ld),
+                          (long long)(off / (size_t)h->ld));
+    }
+    if (rc == TESS_EDEVICE) rc = TESS_OK; /* a device left, but nothing of h was lost */
+    if (rc)
+        return tess__fail(rc == TESS_ENOMEM ? rc : TESS_EDEVICE,
+                          "%s: held range %p: a device failed writing it back", fn,
+                          (void *)h->base);
+    if (h->sum && !drop) record_all(h);
+    return TESS_OK;
+}
+
+/* ---- what calls see ---------------------------------------------------------------------- */
+
+int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
+                    int64_t ld, size_t es, struct tess__hview *v) {
+    if (!tess__holds_any() || rows <= 0 || cols <= 0) return 0;
+    uintptr_t lo, hi;
+    span(X, rows, cols, ld, es, &lo, &hi);
+    pthread_mutex_lock(&rt->hold_mu);
+    struct tess__hold *h = rt->holds;
+    for (; h; h = h->next) {
+        uintptr_t hlo, hhi;
+        span(h->base, h->rows, h->cols, h->ld, h->es, &hlo, &hhi);
+        if (lo < hhi && hlo < hi) break;
+    }
+    int r = 0;
+    if (h) {
+        size_t off = (size_t)(lo - (uintptr_t)h->base);
+        r = -1;
+        if (lo >= (uintptr_t)h->base && ld == h->ld && es == h->es && off % es == 0 &&
+            has_memory(rt)) {
+            off /= es;
+            int64_t r0 = (int64_t)(off % (size_t)ld), c0 = (int64_t)(off / (size_t)ld);
+            if (r0 + rows <= h->rows && c0 + cols <= h->cols) {
+                *v = (struct tess__hview){h->space, h->base,      h->ld, h->rows, h->cols,
+                                          h->T,     (uint32_t)es, r0,    c0};
+                r = 1;
+            }
+        }
+        int rc = check(rt, h, fn);
+        if (rc) r = rc < -1 ? rc : -2;
+    }
+    pthread_mutex_unlock(&rt->hold_mu);
+    return r;
+}
+
+int tess__hold_unheld(struct tess__rt *rt, const char *fn, const void *X, int64_t rows,
+                      int64_t cols, int64_t ld, size_t es, bool written) {
+    if (!tess__holds_any() || rows <= 0 || cols <= 0) return TESS_OK;
+    uintptr_t lo, hi;
+    span(X, rows, cols, ld, es, &lo, &hi);
+    int rc = TESS_OK;
+    /* holds do not change while a call uses them (the contract): walk without the lock
+     * held across the syncs */
+    pthread_mutex_lock(&rt->hold_mu);
+    struct tess__hold *h = rt->holds;
+    pthread_mutex_unlock(&rt->hold_mu);
+    for (; h && !rc; h = h->next) {
+        uintptr_t hlo, hhi;
+        span(h->base, h->rows, h->cols, h->ld, h->es, &hlo, &hhi);
+        if (!(lo < hhi && hlo < hi)) continue;
+        pthread_mutex_lock(&rt->hold_mu);
+        rc = check(rt, h, fn);
+        pthread_mutex_unlock(&rt->hold_mu);
+        if (!rc) rc = sync_hold(rt, h, written, fn);
+        if (!rc && written && h->sum) h->rebase = true;
+    }
+    return rc;
+}
+
+void tess__holds_stop(struct tess__rt *rt) {
+    while (rt->holds) {
+        struct tess__hold *h = rt->holds;
+        (void)sync_hold(rt, h, true, "tess_finalize");
+        tess__cache_forget(&rt->cache, h->space);
+        rt->holds = h->next;
+        free(h->sum);
+        free(h);
+        atomic_fetch_sub(&g_holds, 1);
+    }
+    pthread_cond_destroy(&rt->hold_cv);
+    pthread_mutex_destroy(&rt->hold_mu);
+}
+
+/* ---- the public API --------------------------------------------------------------------- */
+
+int tess_hold(tess_dtype_t dtype, void *A, int64_t ld, int64_t rows, int64_t cols, int64_t tile) {
+    tess__clear_error();
+#define BAD(...) tess__fail(TESS_EINVAL, "tess_hold: argument " __VA_ARGS__)
+    if ((unsigned)dtype > TESS_Z) return BAD("1 (dtype = %d) must be a tess_dtype_t", (int)dtype);
+    if (!A) return BAD("2 (A) must not be NULL");
+    if (rows < 1) return BAD("4 (rows = %lld) must be >= 1", (long long)rows);
+    if (ld < rows)
+        return BAD("3 (ld = %lld) must be >= rows = %lld", (long long)ld, (long long)rows);
+    if (cols < 1) return BAD("5 (cols = %lld) must be >= 1", (long long)cols);
+    if (tile < 0 || tile > 65536)
+        return BAD("6 (tile = %lld) must be in 0..65536", (long long)tile);
+    size_t es = tess__dtypes[dtype].size;
+    if (!tess__span_ok(A, rows, cols, ld, es, NULL))
+        return BAD("2 (A: %lld x %lld, ld %lld) spans more than the address space", (long long)rows,
+                   (long long)cols, (long long)ld);
+#undef BAD
+    struct tess__rt *rt;
+    int rc = tess__rt_get(&rt);
+    if (rc) return rc;
+    struct tess__hold *h = calloc(1, sizeof *h);
+    if (!h) {
+        tess__rt_put(rt);
+        return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
+    }
+    h->base = A, h->ld = ld, h->rows = rows, h->cols = cols, h->dt = dtype, h->es = es;
+    h->T = tile ? tile : tess__rt_tile(rt, dtype, rows, cols, TESS__MIN(rows, cols), 1.0);
+    h->mt = TESS__CEILDIV(rows, h->T), h->nt = TESS__CEILDIV(cols, h->T);
+    h->space = atomic_fetch_add(&rt->next_space, 1);
+    if (rt->cfg.hold_check) {
+        h->sum = calloc((size_t)(h->mt * h->nt), sizeof *h->sum);
+        if (!h->sum) {
+            free(h);
+            tess__rt_put(rt);
+            return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
+        }
+        record_all(h);
+        rt->cache.written_back = written_back;
+        rt->cache.written_back_arg = rt;
+    }
+    uintptr_t lo, hi;
+    span(A, rows, cols, ld, es, &lo, &hi);
+    pthread_mutex_lock(&rt->hold_mu);
+    for (struct tess__hold *o = rt->holds; o; o = o->next) {
+        uintptr_t olo, ohi;
+        span(o->base, o->rows, o->cols, o->ld, o->es, &olo, &ohi);
+        if (lo < ohi && olo < hi) {
+            pthread_mutex_unlock(&rt->hold_mu);
+            free(h->sum);
+            free(h);
+            tess__rt_put(rt);
+            return tess__fail(TESS_EINVAL,
+                              "tess_hold: argument 2 (A = %p, %lld x %lld, ld %lld) overlaps the "
+                              "held range %p (%lld x %lld, ld %lld)",
+                              A, (long long)rows, (long long)cols, (long long)ld, (void *)o->base,
+                              (long long)o->rows, (long long)o->cols, (long long)o->ld);
+        }
+    }
+    h->next = rt->holds;
+    rt->holds = h;
+    atomic_fetch_add(&g_holds, 1);
+    pthread_mutex_unlock(&rt->hold_mu);
+    tess__rt_put(rt);
+    return TESS_OK;
+}
+
+/* tess_sync (0), tess_invalidate (1), tess_release (2). */
+static int sync_api(const char *fn, const void *A, int how) {
+    tess__clear_error();
+    if (!A) return tess__fail(TESS_EINVAL, "%s: argument 1 (A) must not be NULL", fn);
+    struct tess__rt *rt;
+    int rc = tess__rt_get(&rt);
+    if (rc) return rc;
+    pthread_mutex_lock(&rt->hold_mu);
+    struct tess__hold *h = find_base(rt, A);
+    if (h) rc = check(rt, h, fn);
+    pthread_mutex_unlock(&rt->hold_mu);
+    if (!h) {
+        tess__rt_put(rt);
+        return tess__fail(TESS_EINVAL, "%s: argument 1 (A = %p) is not the start of a held range",
+                          fn, A);
+    }
+    if (!rc) rc = sync_hold(rt, h, how > 0, fn);
+    if (how > 0) {
+        /* the host's contents count from now on, whatever was lost */
+        tess__cache_forget(&rt->cache, h->space);
+        if (h->sum) h->rebase = true;
+    }
+    if (how == 2) {
+        pthread_mutex_lock(&rt->hold_mu);
+        struct tess__hold **pp = &rt->holds;
+        while (*pp != h) pp = &(*pp)->next;
+        *pp = h->next;
+        pthread_mutex_unlock(&rt->hold_mu);
+        free(h->sum);
+        free(h);
+        atomic_fetch_sub(&g_holds, 1);
+    }
+    tess__rt_put(rt);
+    return rc;
+}
+
+int tess_sync(const void *A) { return sync_api("tess_sync", A, 0); }
+int tess_invalidate(const void *A) { return sync_api("tess_invalidate", A, 1); }
+int tess_release(const void *A) { return sync_api("tess_release", A, 2); }

@@ -339,8 +339,10 @@ int tess_hold(tess_dtype_t dtype, void *A, int64_t ld, int64_t rows, int64_t col
             return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
         }
         record_all(h);
+        tess__cache_lock(&rt->cache); /* the workers read the hook under the cache lock */
         rt->cache.written_back = written_back;
         rt->cache.written_back_arg = rt;
+        tess__cache_unlock(&rt->cache);
     }
     uintptr_t lo, hi;
     span(A, rows, cols, ld, es, &lo, &hi);

@@ -13,6 +13,23 @@
 
 #include "node.h"
 
+/* The calls that last wrote a held tile and read it since (hold.c's dependency tables). */
+struct tdep {
+    struct tess__task *writer;
+    struct tess__task **rd;
+    int nrd, cap;
+};
+
+/* An asynchronous call not yet reaped. */
+struct tess__async {
+    struct tess__async *next;
+    struct tess__job *job;
+    void (*release)(void *);
+    void *arg;
+    uint64_t space[3];
+    char desc[224];
+};
+
 struct tess__hold {
     struct tess__hold *next;
     uint64_t space;
@@ -23,9 +40,17 @@ struct tess__hold {
     uint64_t *sum;      /* TESSERA_HOLD_CHECK: per tile, 0 = to be recorded */
     bool rebase;        /* after tess_invalidate: record every tile at the next use */
     unsigned long uses; /* calls that used it since tess_hold (the checker's report) */
+    struct tdep *dep;   /* per tile (rt->dep_mu) */
+    int err;            /* first error of an asynchronous call on it, not yet reported */
+    char msg[512];
 };
 
 static _Atomic int g_holds; /* held matrices over every runtime */
+static void async_reap(struct tess__rt *rt, uint64_t space, bool block);
+static _Atomic uint64_t n_overlapped;
+static _Atomic int g_unreported; /* runtimes with an asynchronous error tess_wait has not said */
+
+uint64_t tess__hold_overlapped(void) { return atomic_load(&n_overlapped); }
 
 bool tess__holds_any(void) { return atomic_load_explicit(&g_holds, memory_order_relaxed) > 0; }
 
@@ -49,6 +74,16 @@ void tess__hview_tile(const struct tess__hview *v, int64_t r, int64_t c, struct 
 void tess__holds_init(struct tess__rt *rt) {
     pthread_mutex_init(&rt->hold_mu, NULL);
     pthread_cond_init(&rt->hold_cv, NULL);
+    pthread_mutex_init(&rt->dep_mu, NULL);
+    pthread_mutex_init(&rt->async_mu, NULL);
+}
+
+static void hold_free(struct tess__hold *h) {
+    if (h->dep)
+        for (int64_t t = 0; t < h->mt * h->nt; t++) free(h->dep[t].rd);
+    free(h->dep);
+    free(h->sum);
+    free(h);
 }
 
 /* Byte range [lo, hi) a column-major rows x cols array spans. */
@@ -173,6 +208,7 @@ void tess__hold_dev_failed(struct tess__dev *d) {
  * TESS_EDEVICE naming the range if tiles of it were lost with a failed device. fn names the
  * caller. One sync of a runtime at a time. */
 static int sync_hold(struct tess__rt *rt, struct tess__hold *h, bool drop, const char *fn) {
+    async_reap(rt, h->space, true); /* its asynchronous calls first */
     pthread_mutex_lock(&rt->hold_mu);
     while (rt->sync_busy) pthread_cond_wait(&rt->hold_cv, &rt->hold_mu);
     rt->sync_busy = true;
@@ -225,6 +261,249 @@ static int sync_hold(struct tess__rt *rt, struct tess__hold *h, bool drop, const
                           "%s: held range %p: a device failed writing it back", fn,
                           (void *)h->base);
     if (h->sum && !drop) record_all(h);
+    return TESS_OK;
+}
+
+/* ---- dependencies across calls, by held tile --------------------------------------------- */
+
+static struct tess__hold *hold_of(struct tess__rt *rt, uint64_t space) {
+    for (struct tess__hold *h = rt->holds; h; h = h->next)
+        if (h->space == space) return h;
+    return NULL;
+}
+
+/* The record of held tile key (a tile of h's grid). */
+static struct tdep *rec_of(struct tess__hold *h, const struct tess__tile_key *key) {
+    size_t off = (size_t)((const char *)key->addr - h->base) / h->es;
+    int64_t ti = (int64_t)(off % (size_t)h->ld) / h->T, tj = (int64_t)(off / (size_t)h->ld) / h->T;
+    return &h->dep[ti + tj * h->mt];
+}
+
+static bool grow(void **p, int *cap, int n, size_t es) {
+    if (n < *cap) return true;
+    int nc = *cap ? 2 * *cap : 4;
+    void *q = realloc(*p, (size_t)nc * es);
+    if (!q) return false;
+    *p = q, *cap = nc;
+    return true;
+}
+
+/* t waits for p (unless p is done, or of t's own job). false: out of memory. */
+static bool dep_on(struct tess__task *p, struct tess__task *t) {
+    if (!p || p->job == t->job || p->dep_done) return true;
+    if (!grow((void **)&p->dsucc, &p->dsucc_cap, p->ndsucc, sizeof *p->dsucc)) return false;
+    p->dsucc[p->ndsucc++] = t;
+    atomic_fetch_add(&t->ndeps, 1);
+    return true;
+}
+
+/* The held tiles task t uses: its output tile (if C is held) and each step's held operand
+ * tiles, with their holds; fn(rec, writes, t, arg) for each. false if fn said so. */
+static bool each_tile(struct tess__hold *const hs[3], struct tess__task *t,
+                      bool (*fn)(struct tdep *r, bool writes, struct tess__task *t)) {
+    const struct tess__job *job = t->job;
+    bool ok = true;
+    if (job->hv_c && hs[2]) {
+        struct tess__tile ct;
+        int64_t ro, co;
+        tess__hview_tile(job->hv_c, t->row, t->col, &ct, &ro, &co);
+        ok = fn(rec_of(hs[2], &ct.key), true, t);
+    }
+    for (int s = 0; s < t->nsteps && (job->hv_a || job->hv_b); s++) {
+        struct tess__step st;
+        job->ops->step(job, t, s, &st);
+        if (job->hv_a && hs[0]) ok = fn(rec_of(hs[0], &st.a.key), false, t) && ok;
+        if (job->hv_b && hs[1]) ok = fn(rec_of(hs[1], &st.b.key), false, t) && ok;
+    }
+    return ok;
+}
+
+static bool enter(struct tdep *r, bool writes, struct tess__task *t) {
+    bool ok = dep_on(r->writer, t); /* read or write after write */
+    if (writes) {
+        for (int i = 0; i < r->nrd; i++) ok = dep_on(r->rd[i], t) && ok; /* write after read */
+        r->writer = t;
+        r->nrd = 0;
+    } else if (!(r->nrd > 0 && r->rd[r->nrd - 1] == t)) {
+        if (grow((void **)&r->rd, &r->cap, r->nrd, sizeof *r->rd))
+            r->rd[r->nrd++] = t;
+        else
+            ok = false;
+    }
+    return ok;
+}
+
+static bool leave(struct tdep *r, bool writes, struct tess__task *t) {
+    if (writes && r->writer == t) r->writer = NULL;
+    for (int i = 0; i < r->nrd; i++)
+        if (r->rd[i] == t) r->rd[i--] = r->rd[--r->nrd];
+    return true;
+}
+
+static void holds_of(struct tess__rt *rt, const struct tess__job *job, struct tess__hold *hs[3]) {
+    pthread_mutex_lock(&rt->hold_mu);
+    hs[0] = job->hv_a ? hold_of(rt, job->hv_a->space) : NULL;
+    hs[1] = job->hv_b ? hold_of(rt, job->hv_b->space) : NULL;
+    hs[2] = job->hv_c ? hold_of(rt, job->hv_c->space) : NULL;
+    pthread_mutex_unlock(&rt->hold_mu);
+}
+
+void tess__hold_deps(struct tess__rt *rt, struct tess__job *job) {
+    struct tess__hold *hs[3];
+    holds_of(rt, job, hs);
+    job->seq = atomic_fetch_add(&rt->next_seq, 1) + 1;
+    bool ok = true;
+    pthread_mutex_lock(&rt->dep_mu);
+    for (int i = 0; i < job->ntasks; i++) {
+        struct tess__task *t = &job->tasks[i];
+        atomic_fetch_add(&t->ndeps, 1); /* the guard, released by tess__rt_submit */
+        ok = each_tile(hs, t, enter) && ok;
+    }
+    pthread_mutex_unlock(&rt->dep_mu);
+    if (!ok) {
+        /* a dependency could not be recorded: the call fails, its tasks are cancelled */
+        int st = TESS_OK;
+        atomic_compare_exchange_strong(&job->status, &st, TESS_ENOMEM);
+    }
+}
+
+void tess__hold_deps_clear(struct tess__rt *rt, struct tess__job *job) {
+    struct tess__hold *hs[3];
+    holds_of(rt, job, hs);
+    pthread_mutex_lock(&rt->dep_mu);
+    for (int i = 0; i < job->ntasks; i++) {
+        struct tess__task *t = &job->tasks[i];
+        each_tile(hs, t, leave);
+        free(t->dsucc);
+        t->dsucc = NULL;
+    }
+    pthread_mutex_unlock(&rt->dep_mu);
+}
+
+void tess__hold_task_done(struct tess__rt *rt, struct tess__task *t) {
+    pthread_mutex_lock(&rt->dep_mu);
+    t->dep_done = true;
+    struct tess__task **succ = t->dsucc;
+    int n = t->ndsucc;
+    t->dsucc = NULL;
+    t->ndsucc = t->dsucc_cap = 0;
+    pthread_mutex_unlock(&rt->dep_mu);
+    int st = atomic_load(&t->job->status);
+    uint64_t cause = atomic_load(&t->job->cause);
+    if (!cause) cause = t->job->seq;
+    for (int i = 0; i < n; i++) {
+        struct tess__task *s = succ[i];
+        if (st != TESS_OK) {
+            /* its inputs will never be right: the later call fails, naming this one */
+            int ok = TESS_OK;
+            uint64_t none = 0;
+            atomic_compare_exchange_strong(&s->job->cause, &none, cause);
+            atomic_compare_exchange_strong(&s->job->status, &ok, st);
+        }
+        if (atomic_fetch_sub(&s->ndeps, 1) == 1) tess__rt_queue_released(rt, s);
+    }
+    free(succ);
+}
+
+/* ---- asynchronous calls --------------------------------------------------------------------- */
+
+#define ASYNC_MAX 4096 /* calls in flight before a new one waits for the oldest */
+
+static bool touches(const struct tess__async *a, uint64_t space) {
+    return a->space[0] == space || a->space[1] == space || a->space[2] == space;
+}
+
+/* Record a failed asynchronous call's error for the waits that report it (the runtime's,
+ * tess_wait, and each held matrix it used, tess_sync ...). */
+static void async_failed(struct tess__rt *rt, const struct tess__async *a, int rc, uint64_t seq,
+                         uint64_t cause) {
+    char msg[512];
+    if (cause)
+        snprintf(msg, sizeof msg,
+                 "%.224s (asynchronous call %llu) failed: it uses tiles that asynchronous call %llu "
+                 "was to produce, and that call failed; C is unspecified",
+                 a->desc, (unsigned long long)seq, (unsigned long long)cause);
+    else
+        snprintf(msg, sizeof msg, "%.224s (asynchronous call %llu) failed: %.200s", a->desc,
+                 (unsigned long long)seq, tess_last_error());
+    pthread_mutex_lock(&rt->async_mu);
+    if (!rt->async_err) {
+        atomic_fetch_add(&g_unreported, 1);
+        rt->async_err = rc;
+        memcpy(rt->async_msg, msg, sizeof msg);
+    }
+    pthread_mutex_unlock(&rt->async_mu);
+    pthread_mutex_lock(&rt->hold_mu);
+    for (int i = 0; i < 3; i++) {
+        struct tess__hold *h = a->space[i] ? hold_of(rt, a->space[i]) : NULL;
+        if (h && !h->err) {
+            h->err = rc;
+            memcpy(h->msg, msg, sizeof msg);
+        }
+    }
+    pthread_mutex_unlock(&rt->hold_mu);
+}
+
+/* Reap the asynchronous calls done by now and, when block, wait for and reap those that use
+ * space (0: every one). Their errors are recorded, not returned. */
+static void async_reap(struct tess__rt *rt, uint64_t space, bool block) {
+    for (;;) {
+        struct tess__async *a = NULL;
+        pthread_mutex_lock(&rt->async_mu);
+        for (struct tess__async **pp = &rt->async; *pp; pp = &(*pp)->next)
+            if (atomic_load(&(*pp)->job->remaining) == 0 ||
+                (block && (!space || touches(*pp, space)))) {
+                a = *pp;
+                *pp = a->next;
+                rt->nasync--;
+                break;
+            }
+        pthread_mutex_unlock(&rt->async_mu);
+        if (!a) return;
+        struct tess__job *job = a->job;
+        int rc = tess__rt_wait(rt, job);
+        uint64_t seq = job->seq, cause = atomic_load(&job->cause);
+        double t0 = (double)atomic_load(&job->t_first_ns) * 1e-9;
+        double t1 = (double)atomic_load(&job->t_end_ns) * 1e-9;
+        pthread_mutex_lock(&rt->async_mu);
+        if (t0 > 0 && t0 < rt->last_end) atomic_fetch_add(&n_overlapped, 1);
+        if (t1 > rt->last_end) rt->last_end = t1;
+        pthread_mutex_unlock(&rt->async_mu);
+        if (rc) async_failed(rt, a, rc, seq, cause);
+        a->release(a->arg);
+        free(a);
+    }
+}
+
+int tess__hold_async(struct tess__rt *rt, struct tess__job *job, void (*release)(void *), void *arg,
+                     const char *desc) {
+    struct tess__async *a = calloc(1, sizeof *a);
+    if (!a) {
+        /* cannot be reaped later: wait for it now */
+        int rc = tess__rt_wait(rt, job);
+        release(arg);
+        return rc;
+    }
+    a->job = job, a->release = release, a->arg = arg;
+    a->space[0] = job->hv_a ? job->hv_a->space : 0;
+    a->space[1] = job->hv_b ? job->hv_b->space : 0;
+    a->space[2] = job->hv_c ? job->hv_c->space : 0;
+    snprintf(a->desc, sizeof a->desc, "%s", desc);
+    pthread_mutex_lock(&rt->async_mu);
+    struct tess__async **pp = &rt->async;
+    while (*pp) pp = &(*pp)->next;
+    *pp = a;
+    int n = ++rt->nasync;
+    pthread_mutex_unlock(&rt->async_mu);
+    async_reap(rt, 0, false);
+    while (n > ASYNC_MAX) { /* the oldest in flight first */
+        pthread_mutex_lock(&rt->async_mu);
+        uint64_t sp = rt->async ? rt->async->space[2] : 0;
+        n = rt->nasync;
+        pthread_mutex_unlock(&rt->async_mu);
+        if (n <= ASYNC_MAX || !sp) break;
+        async_reap(rt, sp, true);
+    }
     return TESS_OK;
 }
 
@@ -288,17 +567,20 @@ int tess__hold_unheld(struct tess__rt *rt, const char *fn, const void *X, int64_
 }
 
 void tess__holds_stop(struct tess__rt *rt) {
+    async_reap(rt, 0, true);
     while (rt->holds) {
         struct tess__hold *h = rt->holds;
         (void)sync_hold(rt, h, true, "tess_finalize");
         tess__cache_forget(&rt->cache, h->space);
         rt->holds = h->next;
-        free(h->sum);
-        free(h);
+        hold_free(h);
         atomic_fetch_sub(&g_holds, 1);
     }
+    if (rt->async_err) atomic_fetch_sub(&g_unreported, 1);
     pthread_cond_destroy(&rt->hold_cv);
     pthread_mutex_destroy(&rt->hold_mu);
+    pthread_mutex_destroy(&rt->dep_mu);
+    pthread_mutex_destroy(&rt->async_mu);
 }
 
 /* ---- the public API --------------------------------------------------------------------- */
@@ -331,10 +613,16 @@ int tess_hold(tess_dtype_t dtype, void *A, int64_t ld, int64_t rows, int64_t col
     h->T = tile ? tile : tess__rt_tile(rt, dtype, rows, cols, TESS__MIN(rows, cols), 1.0);
     h->mt = TESS__CEILDIV(rows, h->T), h->nt = TESS__CEILDIV(cols, h->T);
     h->space = atomic_fetch_add(&rt->next_space, 1);
+    h->dep = calloc((size_t)(h->mt * h->nt), sizeof *h->dep);
+    if (!h->dep) {
+        free(h);
+        tess__rt_put(rt);
+        return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
+    }
     if (rt->cfg.hold_check) {
         h->sum = calloc((size_t)(h->mt * h->nt), sizeof *h->sum);
         if (!h->sum) {
-            free(h);
+            hold_free(h);
             tess__rt_put(rt);
             return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
         }
@@ -352,8 +640,7 @@ int tess_hold(tess_dtype_t dtype, void *A, int64_t ld, int64_t rows, int64_t col
         span(o->base, o->rows, o->cols, o->ld, o->es, &olo, &ohi);
         if (lo < ohi && olo < hi) {
             pthread_mutex_unlock(&rt->hold_mu);
-            free(h->sum);
-            free(h);
+            hold_free(h);
             tess__rt_put(rt);
             return tess__fail(TESS_EINVAL,
                               "tess_hold: argument 2 (A = %p, %lld x %lld, ld %lld) overlaps the "
@@ -387,6 +674,14 @@ static int sync_api(const char *fn, const void *A, int how) {
                           fn, A);
     }
     if (!rc) rc = sync_hold(rt, h, how > 0, fn);
+    /* an asynchronous call on it failed: that is the first thing to say */
+    pthread_mutex_lock(&rt->hold_mu);
+    int aerr = h->err;
+    char amsg[512];
+    memcpy(amsg, h->msg, sizeof amsg);
+    h->err = 0;
+    pthread_mutex_unlock(&rt->hold_mu);
+    if (aerr) rc = tess__fail(aerr, "%s: %.480s", fn, amsg);
     if (how > 0) {
         /* the host's contents count from now on, whatever was lost */
         tess__cache_forget(&rt->cache, h->space);
@@ -398,8 +693,7 @@ static int sync_api(const char *fn, const void *A, int how) {
         while (*pp != h) pp = &(*pp)->next;
         *pp = h->next;
         pthread_mutex_unlock(&rt->hold_mu);
-        free(h->sum);
-        free(h);
+        hold_free(h);
         atomic_fetch_sub(&g_holds, 1);
     }
     tess__rt_put(rt);
@@ -409,3 +703,21 @@ static int sync_api(const char *fn, const void *A, int how) {
 int tess_sync(const void *A) { return sync_api("tess_sync", A, 0); }
 int tess_invalidate(const void *A) { return sync_api("tess_invalidate", A, 1); }
 int tess_release(const void *A) { return sync_api("tess_release", A, 2); }
+
+int tess_wait(void) {
+    tess__clear_error();
+    if (!tess__holds_any() && !atomic_load(&g_unreported)) return TESS_OK;
+    struct tess__rt *rt;
+    int rc = tess__rt_get(&rt);
+    if (rc) return rc;
+    async_reap(rt, 0, true);
+    pthread_mutex_lock(&rt->async_mu);
+    rc = rt->async_err;
+    char msg[512];
+    memcpy(msg, rt->async_msg, sizeof msg);
+    if (rc) atomic_fetch_sub(&g_unreported, 1);
+    rt->async_err = 0;
+    pthread_mutex_unlock(&rt->async_mu);
+    tess__rt_put(rt);
+    return rc ? tess__fail(rc, "tess_wait: %.480s", msg) : TESS_OK;
+}

@@ -93,7 +93,13 @@ struct tess__task {
     _Atomic int state;       /* enum tess__task_state */
     int prio;                /* Eq. 3 for the device whose station holds it */
     int64_t row, col;        /* element (0, 0) of its output tile in C (held C: hold.c) */
-    double work_k;           /* kflop of all its steps (balance.c), 0 until first asked;
+    /* Dependencies across calls by held tile (hold.c, under rt->dep_mu): tasks of later
+     * calls waiting for this one (each counted in its ndeps), and whether this one is done
+     * (no more are added then). */
+    struct tess__task **dsucc;
+    int ndsucc, dsucc_cap;
+    bool dep_done;
+    double work_k; /* kflop of all its steps (balance.c), 0 until first asked;
                                   written by the worker holding the task */
 };
 
@@ -159,6 +165,14 @@ struct tess__job {
     bool aborted;          /* failed by its submitter (tess__rt_job_fail), whose own
                                   message stands; written and read on that thread */
     _Atomic int lost;      /* it met a held tile lost with a failed device */
+    /* Held jobs (hold.c): its tasks are in the tile dependency tables (held_deps), each
+     * with one extra dependency that submit releases (the guard: nothing of it is queued
+     * by another job's task before it is submitted); its call number, the first failed
+     * call it depended on (0: none), when its first task started and its last ended. */
+    bool held_deps;
+    uint64_t seq;
+    _Atomic uint64_t cause;
+    _Atomic uint64_t t_first_ns, t_end_ns;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct tess__job *next_running; /* rt->jobs list */
@@ -350,6 +364,16 @@ struct tess__rt {
     pthread_cond_t hold_cv;
     struct tess__hold *holds;
     bool sync_busy; /* a sync is posted to the workers (one at a time) */
+    /* hold.c: the tile dependency tables' lock (a leaf); the asynchronous calls not yet
+     * reaped, oldest first, and their errors not yet reported (async_mu, a leaf) */
+    pthread_mutex_t dep_mu;
+    pthread_mutex_t async_mu;
+    struct tess__async *async;
+    int nasync;
+    _Atomic uint64_t next_seq;
+    int async_err;
+    char async_msg[512];
+    double last_end; /* latest end of a reaped held job (the overlap count) */
 };
 
 /* A call reference on the runtime, started on first use (as by tess_init): *rt stays valid
@@ -412,6 +436,8 @@ size_t tess__rt_pending(struct tess__rt *rt);
  * The count drops under the job's lock, so the waiter cannot free the job while the last
  * finisher still signals it. */
 void tess__task_done(struct tess__rt *rt, struct tess__task *t);
+/* Queue t, whose last dependency a worker released (never waits). */
+void tess__rt_queue_released(struct tess__rt *rt, struct tess__task *t);
 /* Queue t's successor if t was the last task it depended on (once per task: at t's start
  * for ops->awaits, else at its end). */
 void tess__task_release(struct tess__rt *rt, struct tess__task *t);
@@ -435,6 +461,24 @@ int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t 
  * lost). */
 int tess__hold_unheld(struct tess__rt *rt, const char *fn, const void *X, int64_t rows,
                       int64_t cols, int64_t ld, size_t es, bool written);
+/* Enter job's tasks in the tile dependency tables: each task then also waits for the tasks
+ * of earlier calls that write a held tile it reads or writes, or read one it writes (and
+ * for the guard). tess__rt_submit calls it for a job with held_deps set, once the job can
+ * no longer fail to be submitted; tess__hold_deps_clear after the job is done (before it
+ * is freed). */
+void tess__hold_deps(struct tess__rt *rt, struct tess__job *job);
+void tess__hold_deps_clear(struct tess__rt *rt, struct tess__job *job);
+/* job (submitted, held_deps) runs on after its call returns; once it is done and waited for
+ * (tess_sync of a matrix it uses, tess_wait, or any later call when it is done already),
+ * release(arg) frees it. desc names the call in its error. TESS_OK, or the job's status
+ * when it had to be waited for at once (no memory to record it). */
+int tess__hold_async(struct tess__rt *rt, struct tess__job *job, void (*release)(void *), void *arg,
+                     const char *desc);
+/* A task of a held job was done: release the tasks of later calls waiting for it (failing
+ * their jobs if its job failed). runtime.c, from tess__task_done. */
+void tess__hold_task_done(struct tess__rt *rt, struct tess__task *t);
+/* Test hook: held jobs that started before an earlier one ended, since the process began. */
+uint64_t tess__hold_overlapped(void);
 /* runtime.c: the registry's life; stop writes back and forgets every held matrix. */
 void tess__holds_init(struct tess__rt *rt);
 void tess__holds_stop(struct tess__rt *rt);

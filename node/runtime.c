@@ -179,7 +179,7 @@ int tess__rt_start(struct tess__rt **out) {
     pthread_cond_init(&rt->work, NULL);
     pthread_mutex_init(&rt->overflow_mu, NULL);
     pthread_mutex_init(&rt->jobs_mu, NULL);
-    tess__holds_init(rt);
+    tess__holds_init(rt); /* before anything can fail: stop destroys its locks */
     atomic_store(&rt->next_space, 1);
     int rc = tess__config_load(&rt->cfg);
     if (!rc) rc = tess__hostblas_load();
@@ -413,9 +413,20 @@ void tess__task_done(struct tess__rt *rt, struct tess__task *t) {
     struct tess__job *job = t->job;
     atomic_store(&t->state, TESS__TASK_DONE);
     tess__task_release(rt, t);
+    if (job->held_deps) tess__hold_task_done(rt, t);
     pthread_mutex_lock(&job->mu);
-    if (atomic_fetch_sub(&job->remaining, 1) == 1) pthread_cond_broadcast(&job->cv);
+    if (atomic_fetch_sub(&job->remaining, 1) == 1) {
+        if (job->held_deps) atomic_store(&job->t_end_ns, (uint64_t)(tess__now() * 1e9));
+        pthread_cond_broadcast(&job->cv);
+    }
     pthread_mutex_unlock(&job->mu);
+}
+
+void tess__rt_queue_released(struct tess__rt *rt, struct tess__task *t) {
+    queue_task(rt, t, false);
+    pthread_mutex_lock(&rt->mu);
+    pthread_cond_broadcast(&rt->work);
+    pthread_mutex_unlock(&rt->mu);
 }
 
 /* With no device left to take them, cancel whatever the queue holds. */
@@ -486,9 +497,13 @@ int tess__rt_submit(struct tess__rt *rt, struct tess__job *job) {
         pthread_cond_destroy(&job->cv);
         return tess__fail(TESS_ENOMEM, "task list: out of host memory");
     }
+    /* held jobs wait for earlier calls by tile; nothing fails from here on */
+    if (job->held_deps) tess__hold_deps(rt, job);
     int nready = 0;
     for (int i = 0; i < job->ntasks; i++)
-        if (atomic_load(&job->tasks[i].ndeps) == 0) ready[nready++] = &job->tasks[i];
+        if (job->held_deps ? atomic_fetch_sub(&job->tasks[i].ndeps, 1) == 1 /* the guard */
+                           : atomic_load(&job->tasks[i].ndeps) == 0)
+            ready[nready++] = &job->tasks[i];
     for (int i = 0; i < nready; i++) {
         queue_task(rt, ready[i], true);
         if ((i & 255) == 255) {

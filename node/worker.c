@@ -639,6 +639,11 @@ static int activate(struct tess__dev *d, int *deferred) {
             }
         }
         atomic_store(&t->state, TESS__TASK_RUNNING);
+        if (t->job->held_deps) {
+            uint64_t none = 0; /* when its call began running (cross-call overlap count) */
+            atomic_compare_exchange_strong(&t->job->t_first_ns, &none,
+                                           (uint64_t)(tess__now() * 1e9));
+        }
         if (t->job->ops->awaits) {
             tess__task_release(d->rt, t); /* its successor may start now and wait by step */
             if (await_tier(t)) atomic_fetch_add(&n_early_starts, 1);

@@ -271,6 +271,13 @@ TESS_API int tess_sync(const void *A);
 TESS_API int tess_invalidate(const void *A);
 /* tess_invalidate, then A is no longer held. */
 TESS_API int tess_release(const void *A);
+/* Wait for every asynchronous call (a GEMM whose A, B and C all lie in held matrices
+ * returns once its tasks are queued; its tasks wait by tile for earlier calls). Returns the
+ * first error of an asynchronous call not yet reported by tess_wait, naming the call and
+ * its arguments; a call that used tiles a failed call was to produce fails too, naming it.
+ * tess_sync, tess_invalidate and tess_release wait for the asynchronous calls on their
+ * range and report their first error the same way. */
+TESS_API int tess_wait(void);
 
 /* Host memory for operands: page-locked (pinned) when a GPU is present, so tiles move at
  * the link's full rate; plain malloc otherwise. NULL when out of memory. Free it with

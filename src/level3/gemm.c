@@ -163,7 +163,7 @@ static int gemm_impl(const char *fn, int pos, tess_dtype_t dt, tess_layout_t lay
 
     struct tess__gemm_async *h;
     rc = tess__gemm_start(dt, ta, tb, m, n, k, &al, A, lda, B, ldb, &be, C, ldc, NULL, &h);
-    return rc ? rc : tess__gemm_finish(h);
+    return rc || !h ? rc : tess__gemm_finish(h); /* no h: it runs on (held operands) */
 }
 
 /* ---- the job itself, also run by the distributed GEMM (comm/pgemm.c) ------------------- */
@@ -174,6 +174,15 @@ struct tess__gemm_async {
     struct tess__hview hv[3]; /* A, B, C in held matrices (job.hv_*) */
     int64_t *cuts;            /* job.cut[0..2], one allocation */
 };
+
+/* Free a job that is done and waited for (out of the tile dependency tables first). */
+static void gemm_release(void *arg) {
+    struct tess__gemm_async *h = arg;
+    if (h->job.held_deps) tess__hold_deps_clear(h->rt, &h->job);
+    free(h->job.tasks);
+    free(h->cuts);
+    free(h);
+}
 
 /* ---- held operands (node/hold.c) --------------------------------------------------------- */
 
@@ -242,6 +251,7 @@ static int held_setup(struct tess__gemm_async *h, tess_dtype_t dt) {
     job->hv_b = vb == 1 ? B : NULL;
     job->hv_c = vc == 1 ? C : NULL;
     job->device_only = true; /* the CPU worker computes in place: it would miss dirty tiles */
+    job->held_deps = true;   /* ordered by tile after earlier calls on held data */
     /* the cuts: m from C or else A, n from C or else B, k from A or else B; a dimension no
      * held operand cuts, by the largest held edge */
     int64_t ext[3] = {m, n, k}, T[3], ph[3];
@@ -403,6 +413,19 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
         tess__rt_put(rt);
         return rc;
     }
+    if (job->hv_a && job->hv_b && job->hv_c) {
+        /* Every operand held: the host does not touch them until a sync (the contract),
+         * so the call returns now; its tasks wait for earlier calls by tile. */
+        char desc[224];
+        snprintf(desc, sizeof desc,
+                 "tess_%cgemm(transa %c, transb %c, m %lld, n %lld, k %lld, A %p, lda %lld, "
+                 "B %p, ldb %lld, C %p, ldc %lld)",
+                 "sdcz"[dt], ta, tb, (long long)m, (long long)n, (long long)k, A, (long long)lda, B,
+                 (long long)ldb, (void *)C, (long long)ldc);
+        rc = tess__hold_async(rt, job, gemm_release, h, desc);
+        tess__rt_put(rt);
+        return rc;
+    }
     *out = h;
     return TESS_OK;
 }
@@ -413,10 +436,9 @@ void tess__gemm_abort(struct tess__gemm_async *h, int status) {
 
 int tess__gemm_finish(struct tess__gemm_async *h) {
     int rc = tess__rt_wait(h->rt, &h->job);
-    tess__rt_put(h->rt);
-    free(h->job.tasks);
-    free(h->cuts);
-    free(h);
+    struct tess__rt *rt = h->rt;
+    gemm_release(h);
+    tess__rt_put(rt);
     return rc;
 }
 

@@ -137,7 +137,8 @@ struct tess__gemm_opts {
 /* Start C = alpha op(A) op(B) + beta C on column-major arrays (ta, tb 'N', 'T', 'C';
  * m, n, k >= 1, alpha != 0; arguments already checked) and return without waiting.
  * opts NULL: host operands, all in place. Then tess__gemm_finish (always, exactly once)
- * waits, frees and returns the status. */
+ * waits, frees and returns the status. opts NULL with A, B and C all in held matrices:
+ * *h is NULL and the call runs on, asynchronously (node/hold.c reaps it). */
 struct tess__gemm_async;
 int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
                      const tess__scalar_t *alpha, const void *A, int64_t lda, const void *B,

@@ -1,6 +1,7 @@
 /* src/tools/bench.h: what tessera-bench's files share. tessera_bench.c owns the options, the
  * header and the CUDA checks; bench_gemm.c the GEMM comparison (no --routine); bench_level3.c
- * the level-3 comparison (--routine) with its calls in bench_l3calls.c. The rows, the clock
+ * the level-3 comparison (--routine) with its calls in bench_l3calls.c; bench_seq.c the
+ * sequences of GEMMs (--sequence: in-core cuBLAS, tessera stateless and on held data). The rows, the clock
  * and the CPU BLAS come from bench_lib.h, the checks from oracle.h / oracle_l3.h. Nothing here
  * reaches inside the library. */
 #ifndef TESS_BENCH_H
@@ -43,7 +44,13 @@ struct opts {
     /* level 3 (--routine); routines == 0: the GEMM comparison */
     unsigned routines;            /* 1u << enum routine */
     char side, uplo, trans, diag; /* 'L'/'R', 'U'/'L', 'N'/'T'/'C', 'N'/'U' */
+    /* --sequence (0: none); -n given (the sequences' own default size otherwise) */
+    int sequence, sizes_given;
+    int64_t seq_nb;    /* --nb: the update's panel width */
+    int64_t hold_tile; /* --hold-tile: tess_hold's tile (0: the runtime's choice) */
+    int64_t calls;     /* --calls: small's calls per sequence */
 };
+enum { SEQ_UPDATE = 1, SEQ_SMALL = 2 };
 extern struct opts o;
 
 int cu_check(cudaError_t e, const char *what, const char *file, int line);
@@ -69,6 +76,7 @@ static inline struct timing bench_timing(void) {
 /* The comparisons; each returns the exit status. */
 int bench_gemm(void);   /* every precision and size of o */
 int bench_level3(void); /* every routine in o.routines */
+int bench_seq(void);    /* o.sequence, every precision (and size, if -n) of o */
 
 /* bench_l3calls.c: one call of a level-3 problem by each library (column-major, ldc = n) */
 cublasStatus_t l3_incore_call(cublasHandle_t h, const struct prob *p, const void *dA,

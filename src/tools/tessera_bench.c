@@ -1,7 +1,7 @@
 /* src/tools/tessera_bench.c: tessera-bench, the comparison of issues 3 and 4 in one run: on
  * the same random operands, in-core cuBLAS (the ceiling), cuBLAS-XT and tessera, every run
  * timed and verified (the GEMM table: bench_gemm.c; --routine, every level-3 routine:
- * bench_level3.c). This file owns the options, the header (machine, versions, devices, knobs)
+ * bench_level3.c; --sequence, sequences of GEMMs on held data: bench_seq.c). This file owns the options, the header (machine, versions, devices, knobs)
  * and the CUDA error checks; nothing here reaches inside the library.
  * Exit status: 0 every run verified, 1 a verification failed, 2 usage, 3 a row failed with an
  * error (CUDA, cuBLAS, tessera: the call is printed and the row skipped), 77 no GPU. */
@@ -97,7 +97,29 @@ static void usage(FILE *f) {
         "  --xt-blocks   cuBLAS-XT blocks; 0 or default = XT's own (default default,8192,12288)\n"
         "  --reps        the same as -r\n"
         "  Without a GPU it exits 77; TESSERA_BENCH_NO_GPU=1 runs the tessera rows anyway\n"
-        "  (on the CPU worker or TESSERA_EMULATE devices: a test of the bench and oracle).\n");
+        "  (on the CPU worker or TESSERA_EMULATE devices: a test of the bench and oracle).\n"
+        "\n"
+        "       tessera-bench --sequence update|small [-n N[,N...]] [-p s,d,c,z] [--reps reps]\n"
+        "                     [--nb NB] [--calls K] [--hold-tile T] [--skip incore,tess]\n"
+        "                     [--verify all|ends|none] [--threads T] [--devices N]\n"
+        "  Sequences of GEMMs on the same pinned random host data (issue 23), each row one\n"
+        "  warm-up sequence (checked) and reps timed ones, the median reported, TFLOP/s\n"
+        "  from the flops of the calls and the ratio to in-core cuBLAS:\n"
+        "  update  C n x n, A n x NB, B NB x n; for j = NB, 2 NB, ... < n:\n"
+        "          C[j:, j:] -= A[j:, :] B[:, j:] ((n - 1) / NB calls; n default 32768)\n"
+        "  small   C, A, B n x n (default 1024): K times C = A B + C (K default 1000)\n"
+        "  Rows: in-core cuBLAS on the first GPU (operands uploaded before the clock, the\n"
+        "  calls on one stream, cudaDeviceSynchronize after the last; the baseline);\n"
+        "  tessera stateless (update only: tess_gemm on the host arrays); tessera held\n"
+        "  (update: tess_hold(C) before the clock, the calls and tess_sync(C) timed,\n"
+        "  tess_release(C) after; small: C, A, B held for the row, each timed loop ending\n"
+        "  with tess_sync(C)). The warm-up's result is checked by the probe oracle on the\n"
+        "  whole sequence and, for tessera, against in-core's entry by entry.\n"
+        "  --nb         the update's panel width (512)\n"
+        "  --calls      small's calls per sequence (1000)\n"
+        "  --hold-tile  tess_hold's tile (0: the runtime's choice; default 0)\n"
+        "  --skip       incore (no baseline, no comparison), tess (no stateless row)\n"
+        "  --time-limit, --csv, --xt-blocks and the level-3 options do not apply.\n");
 }
 
 /* Parse "a,b,c" of positive integers into out; count or -1. */
@@ -126,7 +148,11 @@ static int parse_args(int argc, char **argv) {
         O_SIDE,
         O_UPLO,
         O_TRANS,
-        O_DIAG
+        O_DIAG,
+        O_SEQUENCE,
+        O_NB,
+        O_CALLS,
+        O_HOLD_TILE
     };
     static const struct option longopts[] = {{"devices", required_argument, 0, O_DEVICES},
                                              {"xt-blocks", required_argument, 0, O_BLOCKS},
@@ -142,6 +168,10 @@ static int parse_args(int argc, char **argv) {
                                              {"uplo", required_argument, 0, O_UPLO},
                                              {"trans", required_argument, 0, O_TRANS},
                                              {"diag", required_argument, 0, O_DIAG},
+                                             {"sequence", required_argument, 0, O_SEQUENCE},
+                                             {"nb", required_argument, 0, O_NB},
+                                             {"calls", required_argument, 0, O_CALLS},
+                                             {"hold-tile", required_argument, 0, O_HOLD_TILE},
                                              {0, 0, 0, 0}};
     static const char *const routine_names[R_N] = {"gemm",  "symm",  "hemm", "syrk", "herk",
                                                    "syr2k", "her2k", "trmm", "trsm"};
@@ -157,11 +187,13 @@ static int parse_args(int argc, char **argv) {
     long nproc = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus)
                                                                : sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = nproc < 1 ? 1 : nproc > MAX_THREADS ? MAX_THREADS : (int)nproc;
+    o.seq_nb = 512, o.calls = 1000;
+    int other = 0; /* options the sequences do not take */
     while ((c = getopt_long(argc, argv, "n:p:r:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if ((cnt = parse_list(optarg, o.sizes, MAX_LIST)) < 1) goto bad;
-            o.nsizes = cnt;
+            o.nsizes = cnt, o.sizes_given = 1;
             break;
         case 'p': {
             o.nprecs = 0;
@@ -182,7 +214,24 @@ static int parse_args(int argc, char **argv) {
             ndev_opt = atoi(optarg);
             if (ndev_opt < 1) goto bad;
             break;
-        case O_BLOCKS: xt_blocks = optarg; break;
+        case O_BLOCKS: xt_blocks = optarg, other = 1; break;
+        case O_SEQUENCE:
+            if (!strcmp(optarg, "update"))
+                o.sequence = SEQ_UPDATE;
+            else if (!strcmp(optarg, "small"))
+                o.sequence = SEQ_SMALL;
+            else
+                goto bad;
+            break;
+        case O_NB:
+        case O_CALLS:
+        case O_HOLD_TILE: {
+            char *end;
+            long long v = strtoll(optarg, &end, 10);
+            if (end == optarg || *end || v < (c == O_HOLD_TILE ? 0 : 1) || v > 1 << 30) goto bad;
+            *(c == O_NB ? &o.seq_nb : c == O_CALLS ? &o.calls : &o.hold_tile) = v;
+            break;
+        }
         case O_ROUTINE: {
             char buf[256];
             snprintf(buf, sizeof buf, "%s", optarg);
@@ -216,6 +265,7 @@ static int parse_args(int argc, char **argv) {
               : c == O_UPLO  ? &o.uplo
               : c == O_TRANS ? &o.trans
                              : &o.diag) = v;
+            other = 1;
             break;
         }
         case O_SKIP: {
@@ -232,8 +282,8 @@ static int parse_args(int argc, char **argv) {
             }
             break;
         }
-        case O_TIME: o.time_limit = atof(optarg); break;
-        case O_CSV: o.csv = optarg; break;
+        case O_TIME: o.time_limit = atof(optarg), other = 1; break;
+        case O_CSV: o.csv = optarg, other = 1; break;
         case O_VERIFY:
             if (!strcmp(optarg, "all"))
                 o.verify = V_ALL;
@@ -253,6 +303,11 @@ static int parse_args(int argc, char **argv) {
         }
     }
     if (optind != argc) goto bad;
+    if (o.sequence && (o.routines || other)) {
+        fprintf(stderr, "tessera-bench: --sequence takes neither --routine, --time-limit, --csv, "
+                        "--xt-blocks nor --side/--uplo/--trans/--diag\n");
+        goto bad;
+    }
     if (o.routines && !xt_blocks) /* level 3: XT's own block and the two the GEMM run liked */
         o.blocks[0] = 0, o.blocks[1] = 8192, o.blocks[2] = 12288, o.nblocks = 3;
     if (xt_blocks && o.routines) {
@@ -379,6 +434,7 @@ int main(int argc, char **argv) {
                         "rows only\n");
         o.ndev = 0;
         print_header(argc, argv, 0);
+        if (o.sequence) return bench_seq();
         if (o.routines) return bench_level3();
         o.skip[K_INCORE] = o.skip[K_INCORE_COPY] = o.skip[K_XT] = o.skip[K_XT_PAGE] = 1;
         no_gpu = 1;
@@ -402,6 +458,7 @@ int main(int argc, char **argv) {
         o.ndev = ndev_opt ? ndev_opt : ngpus;
         memcpy(o.dev, gpus, sizeof gpus);
         print_header(argc, argv, visible);
+        if (o.sequence) return bench_seq();    /* --sequence: sequences of GEMMs */
         if (o.routines) return bench_level3(); /* --routine: the level-3 comparison */
     }
 

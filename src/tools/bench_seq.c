@@ -7,9 +7,11 @@
  *   small: C, A, B n x n (n 1024 unless -n), --calls times C = A B + C.
  * Rows: in-core cuBLAS on o.dev[0] (operands uploaded before the clock, the calls on one
  * stream, cudaDeviceSynchronize after the last: the baseline), tessera stateless (update
- * only: tess_gemm on the host arrays), tessera held (update: tess_hold(C) before the clock,
- * the calls and tess_sync(C) timed, tess_release(C) after; small: C, A, B held for the whole
- * row, each timed loop ends with tess_sync(C)). Each row: one warm-up sequence from C0,
+ * only: tess_gemm on the host arrays), tessera held (update: tess_hold(C), and a second row
+ * with C, A and B held, before the clock, the calls and tess_sync(C) timed, tess_release
+ * after; small: C, A, B held for the whole row, each timed loop ending with tess_sync(C)). A
+ * GEMM whose A, B and C are all held returns once queued: the held rows also report the
+ * host time of the call loop alone. Each row: one warm-up sequence from C0,
  * checked, then --reps timed sequences (C is not restored between them: the timing does not
  * depend on the values), the median reported.
  * The check (--verify all or ends: the warm-up; none: nothing): the probe oracle (oracle.h) on
@@ -217,6 +219,7 @@ struct srow {
     int checked, has_cmp, wrong;
     double probe, cmp; /* worst error/bound of the probe, of the comparison with in-core */
     double launch;     /* in-core: host seconds to enqueue one sequence (median) */
+    double submit;     /* tessera held: host seconds of the call loop, before tess_sync */
     char note[300];
 };
 
@@ -334,68 +337,90 @@ static int tess_sequence(struct seq *s) {
     return 0;
 }
 
-/* update: tessera stateless (held 0) or held (C held per sequence, tess_sync timed) */
-static void row_tess_update(struct seq *s, struct srow *r, int held) {
-    double times[MAX_REPS];
-    int holding = 0;
-    if (held)
-        snprintf(r->name, sizeof r->name, "tessera held (tile %lld)", (long long)o.hold_tile);
+/* Release the first nheld of C, A, B (held in that order); -1 if one failed. */
+static int release_held(struct seq *s, int nheld) {
+    char *m[3] = {s->C, s->A, s->B};
+    int rc = 0;
+    while (nheld > 0) rc |= TS(tess_release(m[--nheld]));
+    return rc;
+}
+
+/* Hold C (n x n), then if nmat == 3 A (n x k) and B (k x n); the count held, nmat when all. */
+static int hold_mats(struct seq *s, int nmat) {
+    if (TS(tess_hold(s->dt, s->C, s->n, s->n, s->n, o.hold_tile))) return 0;
+    if (nmat < 3) return 1;
+    if (TS(tess_hold(s->dt, s->A, s->n, s->n, s->k, o.hold_tile))) return 1;
+    if (TS(tess_hold(s->dt, s->B, s->k, s->k, s->n, o.hold_tile))) return 2;
+    return 3;
+}
+
+/* update: tessera stateless (nmat 0), C held (1) or C, A, B held (3), held before the clock
+ * and released after it, tess_sync(C) timed */
+static void row_tess_update(struct seq *s, struct srow *r, int nmat) {
+    double times[MAX_REPS], submit[MAX_REPS];
+    int nheld = 0;
+    if (nmat)
+        snprintf(r->name, sizeof r->name, "tessera held %s (tile %lld)", nmat == 3 ? "C,A,B" : "C",
+                 (long long)o.hold_tile);
     else
         snprintf(r->name, sizeof r->name, "tessera stateless");
     last_err[0] = 0;
     fill(s->dt, s->C, s->n, SEED_C);
     for (int rep = -1; rep < o.reps; rep++) {
-        if (held && TS(tess_hold(s->dt, s->C, s->n, s->n, s->n, o.hold_tile))) goto fail;
-        holding = held;
+        if (nmat && (nheld = hold_mats(s, nmat)) != nmat) goto fail;
         double t0 = now();
-        if (tess_sequence(s) || (held && TS(tess_sync(s->C)))) goto fail;
+        if (tess_sequence(s)) goto fail;
+        double t1 = now();
+        if (nmat && TS(tess_sync(s->C))) goto fail;
         double secs = now() - t0;
-        if (held) {
-            holding = 0;
-            if (TS(tess_release(s->C))) goto fail;
+        if (nmat && release_held(s, nheld)) {
+            nheld = 0;
+            goto fail;
         }
+        nheld = 0;
         fprintf(stderr, "    %s: %s %.3f s %.2f TFLOP/s\n", r->name, rep < 0 ? "warm-up" : "run",
                 secs, s->flops / secs * 1e-12);
         if (rep >= 0)
-            times[rep] = secs;
+            times[rep] = secs, submit[rep] = t1 - t0;
         else
             check_row(s, r, s->C);
     }
     finish_row(s, r, times, o.reps);
+    if (nmat) r->submit = median_of(submit, o.reps);
     return;
 fail:
     fail_row(r);
-    if (holding) (void)TS(tess_release(s->C));
+    (void)release_held(s, nheld);
 }
 
 /* small: C, A, B held for the whole row; each timed loop ends with tess_sync(C) */
 static void row_tess_small(struct seq *s, struct srow *r) {
-    double times[MAX_REPS];
-    char *held[3] = {s->C, s->A, s->B};
-    int nheld = 0;
-    snprintf(r->name, sizeof r->name, "tessera held (tile %lld)", (long long)o.hold_tile);
+    double times[MAX_REPS], submit[MAX_REPS];
+    int nheld;
+    snprintf(r->name, sizeof r->name, "tessera held C,A,B (tile %lld)", (long long)o.hold_tile);
     last_err[0] = 0;
     fill(s->dt, s->C, s->n, SEED_C);
-    for (; nheld < 3; nheld++)
-        if (TS(tess_hold(s->dt, held[nheld], s->n, s->n, s->n, o.hold_tile))) goto fail;
+    if ((nheld = hold_mats(s, 3)) != 3) goto fail;
     for (int rep = -1; rep < o.reps; rep++) {
         double t0 = now();
-        if (tess_sequence(s) || TS(tess_sync(s->C))) goto fail;
+        if (tess_sequence(s)) goto fail;
+        double t1 = now();
+        if (TS(tess_sync(s->C))) goto fail;
         double secs = now() - t0;
         fprintf(stderr, "    %s: %s %.3f s %.2f TFLOP/s\n", r->name, rep < 0 ? "warm-up" : "run",
                 secs, s->flops / secs * 1e-12);
         if (rep >= 0)
-            times[rep] = secs;
+            times[rep] = secs, submit[rep] = t1 - t0;
         else
             check_row(s, r, s->C); /* synced: the host may read C until the next call */
     }
     finish_row(s, r, times, o.reps);
+    r->submit = median_of(submit, o.reps);
     goto done;
 fail:
     fail_row(r);
 done:
-    while (nheld > 0)
-        if (TS(tess_release(held[--nheld])) && !r->failed) fail_row(r);
+    if (release_held(s, nheld) && !r->failed) fail_row(r);
 }
 
 /* ---- one sequence: operands, rows, table --------------------------------------------------- */
@@ -414,13 +439,13 @@ static void print_table(struct seq *s, struct srow *rows, int nrows) {
     else
         printf("  C = A B + C, %lld times; median of %d runs after a warm-up\n",
                (long long)s->ncalls, o.reps);
-    printf("  %-26s %9s %9s %9s %9s %10s %12s  %s\n", "row", "median s", "min s", "max s",
+    printf("  %-30s %9s %9s %9s %9s %10s %12s  %s\n", "row", "median s", "min s", "max s",
            "TFLOP/s", "vs in-core", "s per call", "check (probe, vs in-core)");
     for (int i = 0; i < nrows; i++) {
         const struct srow *r = &rows[i];
         if (!r->name[0]) continue;
         if (!r->ran) {
-            printf("  %-26s %s\n", r->name, r->failed ? "FAILED" : "skipped");
+            printf("  %-30s %s\n", r->name, r->failed ? "FAILED" : "skipped");
             continue;
         }
         char rat[32] = "-", chk[64] = "not verified";
@@ -429,7 +454,7 @@ static void print_table(struct seq *s, struct srow *rows, int nrows) {
             int at = snprintf(chk, sizeof chk, "%s %.1e", r->wrong ? "WRONG" : "ok", r->probe);
             if (r->has_cmp) snprintf(chk + at, sizeof chk - at, ", %.1e", r->cmp);
         }
-        printf("  %-26s %9.4f %9.4f %9.4f %9.2f %10s %12.3e  %s\n", r->name, r->med, r->tmin,
+        printf("  %-30s %9.4f %9.4f %9.4f %9.2f %10s %12.3e  %s\n", r->name, r->med, r->tmin,
                r->tmax, r->rate, rat, r->med / (double)s->ncalls, chk);
     }
     for (int i = 0; i < nrows; i++) {
@@ -439,18 +464,21 @@ static void print_table(struct seq *s, struct srow *rows, int nrows) {
             printf("  note: %s: enqueueing the %lld calls took %.3e s per call (host time "
                    "before cudaDeviceSynchronize)\n",
                    r->name, (long long)s->ncalls, r->launch / (double)s->ncalls);
+        if (r->ran && r->submit > 0)
+            printf("  note: %s: the %lld calls returned after %.3e s per call (host time "
+                   "before tess_sync; a GEMM whose A, B and C are all held returns once "
+                   "queued)\n",
+                   r->name, (long long)s->ncalls, r->submit / (double)s->ncalls);
     }
-    if (!s->update)
-        printf("  s per call: the median run's wall time / %lld; tessera's calls are synchronous "
-               "(each returns when its work is done), so this is the time per synchronous "
-               "call, submission and completion together; in-core: enqueue and GPU time\n",
-               (long long)s->ncalls);
+    printf("  s per call: the median run's wall time / %lld, completion included "
+           "(cudaDeviceSynchronize, tess_sync)\n",
+           (long long)s->ncalls);
     fflush(stdout);
 }
 
 static int run_one(tess_dtype_t dt, int64_t n) {
     struct seq s = {.dt = dt, .es = esize(dt), .update = o.sequence == SEQ_UPDATE, .n = n};
-    struct srow rows[3];
+    struct srow rows[4];
     memset(rows, 0, sizeof rows);
     int cplx = is_complex(dt), rc = 0;
     s.k = s.update ? o.seq_nb : n;
@@ -509,12 +537,14 @@ static int run_one(tess_dtype_t dt, int64_t n) {
     }
     fprintf(stderr, "  tess_init: %d devices\n", tess_device_count());
     if (s.update && !o.skip[K_TESS]) row_tess_update(&s, &rows[1], 0);
-    if (s.update)
+    if (s.update) {
         row_tess_update(&s, &rows[2], 1);
-    else
+        row_tess_update(&s, &rows[3], 3);
+    } else {
         row_tess_small(&s, &rows[2]);
+    }
     tess_finalize();
-    print_table(&s, rows, 3);
+    print_table(&s, rows, 4);
 out:
     expect_end(&s);
     free(s.Cref);

@@ -634,7 +634,8 @@ int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct te
         tess__cache_unlock(c);
         return e->lost ? TESS__ELOST : TESS__ECONFLICT;
     }
-    *was_dirty = e && e->dirty;
+    /* the home is stale too while a write-back to it is still landing */
+    *was_dirty = e && (e->dirty || (e->wb && !fill_done(e->wb, c)));
     struct tess__blk *own = e ? e->copy[dev] : NULL, *b = NULL;
     if (own && own->readers == 0) {
         /* this device's copy becomes the block, in place, where fixing it keeps the room
@@ -725,6 +726,7 @@ int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct te
         /* dev writes the tile (M): the other copies go (a source stays pinned until this
          * fill completed); a dirty tile's entry stays, its contents now in b alone */
         e->writer = dev;
+        e->wb = NULL; /* a write-back in flight is moot: the tile is being written */
         for (int o = 0; o < c->ndev; o++)
             if (e->copy[o]) blk_drop(c, e->copy[o]);
         e->writer = *was_dirty ? dev : -1;

@@ -43,7 +43,10 @@ struct tess__hold {
     struct tdep *dep;   /* per tile (rt->dep_mu) */
     int err;            /* first error of an asynchronous call on it, not yet reported */
     char msg[512];
+    int nlater; /* later calls on it that failed because an earlier one did */
 };
+
+#define HOLD_EDGE_N 32768 /* tile 0: the edge the runtime gives a square GEMM of this order */
 
 static _Atomic int g_holds; /* held matrices over every runtime */
 static void async_reap(struct tess__rt *rt, uint64_t space, bool block);
@@ -419,10 +422,11 @@ static void async_failed(struct tess__rt *rt, const struct tess__async *a, int r
                          uint64_t cause) {
     char msg[512];
     if (cause)
-        snprintf(msg, sizeof msg,
-                 "%.224s (asynchronous call %llu) failed: it uses tiles that asynchronous call %llu "
-                 "was to produce, and that call failed; C is unspecified",
-                 a->desc, (unsigned long long)seq, (unsigned long long)cause);
+        snprintf(
+            msg, sizeof msg,
+            "%.224s (asynchronous call %llu) failed: it uses tiles that asynchronous call %llu "
+            "was to produce, and that call failed; C is unspecified",
+            a->desc, (unsigned long long)seq, (unsigned long long)cause);
     else
         snprintf(msg, sizeof msg, "%.224s (asynchronous call %llu) failed: %.200s", a->desc,
                  (unsigned long long)seq, tess_last_error());
@@ -431,6 +435,8 @@ static void async_failed(struct tess__rt *rt, const struct tess__async *a, int r
         atomic_fetch_add(&g_unreported, 1);
         rt->async_err = rc;
         memcpy(rt->async_msg, msg, sizeof msg);
+    } else if (cause) {
+        rt->async_nlater++;
     }
     pthread_mutex_unlock(&rt->async_mu);
     pthread_mutex_lock(&rt->hold_mu);
@@ -439,6 +445,8 @@ static void async_failed(struct tess__rt *rt, const struct tess__async *a, int r
         if (h && !h->err) {
             h->err = rc;
             memcpy(h->msg, msg, sizeof msg);
+        } else if (h && cause) {
+            h->nlater++;
         }
     }
     pthread_mutex_unlock(&rt->hold_mu);
@@ -610,7 +618,10 @@ int tess_hold(tess_dtype_t dtype, void *A, int64_t ld, int64_t rows, int64_t col
         return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
     }
     h->base = A, h->ld = ld, h->rows = rows, h->cols = cols, h->dt = dtype, h->es = es;
-    h->T = tile ? tile : tess__rt_tile(rt, dtype, rows, cols, TESS__MIN(rows, cols), 1.0);
+    /* tile 0: one edge per precision for every hold of the runtime, so that the grids of
+     * the matrices one call uses line up (the edge of a large square GEMM; a matrix
+     * smaller than it is one clipped tile) */
+    h->T = tile ? tile : tess__rt_tile(rt, dtype, HOLD_EDGE_N, HOLD_EDGE_N, HOLD_EDGE_N, 1.0);
     h->mt = TESS__CEILDIV(rows, h->T), h->nt = TESS__CEILDIV(cols, h->T);
     h->space = atomic_fetch_add(&rt->next_space, 1);
     h->dep = calloc((size_t)(h->mt * h->nt), sizeof *h->dep);
@@ -676,12 +687,14 @@ static int sync_api(const char *fn, const void *A, int how) {
     if (!rc) rc = sync_hold(rt, h, how > 0, fn);
     /* an asynchronous call on it failed: that is the first thing to say */
     pthread_mutex_lock(&rt->hold_mu);
-    int aerr = h->err;
+    int aerr = h->err, nlater = h->nlater;
     char amsg[512];
     memcpy(amsg, h->msg, sizeof amsg);
-    h->err = 0;
+    h->err = h->nlater = 0;
     pthread_mutex_unlock(&rt->hold_mu);
-    if (aerr) rc = tess__fail(aerr, "%s: %.480s", fn, amsg);
+    if (aerr)
+        rc = tess__fail(aerr, "%s: %.440s; %d later call(s) on it failed for that", fn, amsg,
+                        nlater);
     if (how > 0) {
         /* the host's contents count from now on, whatever was lost */
         tess__cache_forget(&rt->cache, h->space);
@@ -713,11 +726,13 @@ int tess_wait(void) {
     async_reap(rt, 0, true);
     pthread_mutex_lock(&rt->async_mu);
     rc = rt->async_err;
+    int nlater = rt->async_nlater;
     char msg[512];
     memcpy(msg, rt->async_msg, sizeof msg);
     if (rc) atomic_fetch_sub(&g_unreported, 1);
-    rt->async_err = 0;
+    rt->async_err = rt->async_nlater = 0;
     pthread_mutex_unlock(&rt->async_mu);
     tess__rt_put(rt);
-    return rc ? tess__fail(rc, "tess_wait: %.480s", msg) : TESS_OK;
+    return rc ? tess__fail(rc, "tess_wait: %.440s; %d later call(s) failed for that", msg, nlater)
+              : TESS_OK;
 }

@@ -371,7 +371,7 @@ struct tess__rt {
     struct tess__async *async;
     int nasync;
     _Atomic uint64_t next_seq;
-    int async_err;
+    int async_err, async_nlater; /* the first error, later calls failed because of one */
     char async_msg[512];
     double last_end; /* latest end of a reaped held job (the overlap count) */
 };

@@ -349,8 +349,9 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
         struct tess__task *t = sl->t;
         /* a write-back into the slot's bounce buffer has not touched C; a held tile whose
          * home was stale had its only current contents here */
-        bool torn = held_torn || (t->load_c && ((sl->out.writing_back && !sl->rec.bounced) ||
-                                                (unified(d) && sl->ring.next > 0)));
+        bool torn = sl->out.held ? held_torn
+                                 : t->load_c && ((sl->out.writing_back && !sl->rec.bounced) ||
+                                                 (unified(d) && sl->ring.next > 0));
         if (held_torn) atomic_store(&t->job->lost, 1);
         sl->ring.inflight = 0;
         slot_clear(d, sl);

@@ -173,6 +173,7 @@ struct tess__gemm_async {
     struct tess__job job;
     struct tess__hview hv[3]; /* A, B, C in held matrices (job.hv_*) */
     int64_t *cuts;            /* job.cut[0..2], one allocation */
+    size_t held_blk;          /* bytes of the largest tile it names (held jobs), else 0 */
 };
 
 /* Free a job that is done and waited for (out of the tile dependency tables first). */
@@ -284,6 +285,18 @@ static int held_setup(struct tess__gemm_async *h, tess_dtype_t dt) {
         p += cnt[d] + 1;
     }
     job->tile = tmax;
+    /* copies reserve the largest tile the job names: a held tile (clipped to its matrix)
+     * or a segment-sized one of an operand not held; not tmax squared, which a small
+     * matrix under a large edge would waste */
+    int64_t big = 0, seg_m = TESS__MIN(tmax, m), seg_n = TESS__MIN(tmax, n),
+            seg_k = TESS__MIN(tmax, k);
+    const struct tess__hview *v3[3] = {job->hv_a, job->hv_b, job->hv_c};
+    int64_t own[3] = {seg_m * seg_k, seg_k * seg_n, seg_m * seg_n};
+    for (int i = 0; i < 3; i++)
+        big = TESS__MAX(big,
+                        v3[i] ? TESS__MIN(v3[i]->T, v3[i]->rows) * TESS__MIN(v3[i]->T, v3[i]->cols)
+                              : own[i]);
+    h->held_blk = ((size_t)big * es + 255) & ~(size_t)255; /* the heap's alignment */
     return TESS_OK;
 }
 
@@ -369,7 +382,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     int64_t T = job->tile;
     /* every copy of this job reserves a full tile, rounded to the heap's alignment: uniform
      * blocks cannot fragment the heap */
-    job->blk_bytes = tess__blk_bytes(T, tess__dtypes[dt].size);
+    job->blk_bytes = h->held_blk ? h->held_blk : tess__blk_bytes(T, tess__dtypes[dt].size);
 
     /* checked: the task count is formed before it is compared */
     int64_t mt = nseg(job, 0, m), nt = nseg(job, 1, n), kt = nseg(job, 2, k);

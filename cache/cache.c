@@ -355,15 +355,32 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
 /* The fill of b is known complete: the peer copy it came from is free again. If the fill
  * had to wait for the source's own fill and the source device failed, the wait may have
  * been skipped: the copy is suspect. */
-static void drop_pin(struct tess__cache *c, struct tess__blk *b) {
-    if (!b->pinned_src) return;
+static bool drop_pin(struct tess__cache *c, struct tess__blk *b) {
+    if (!b->pinned_src) return false;
     struct tess__blk *src = b->pinned_src;
     struct tess__cdev *sd = &c->dev[src->dev];
-    if (b->peer_waited && !src->ready_done && c->poison &&
-        (sd->failed || sd->ops->event_query(sd->bd, src->ready) != TESS_OK))
-        c->poison(c->poison_arg, b->space);
+    bool suspect = b->peer_waited &&
+                   (src->torn ||
+                    (!src->ready_done &&
+                     (sd->failed || sd->ops->event_query(sd->bd, src->ready) != TESS_OK)));
+    if (suspect && c->poison) c->poison(c->poison_arg, b->space);
     b->pinned_src = NULL;
     unread(c, src);
+    return suspect;
+}
+
+/* A cached copy found suspect (drop_pin) leaves the directory, so nothing reads it again;
+ * a held tile whose home is stale and that no other device holds is lost. */
+static void drop_suspect(struct tess__cache *c, struct tess__blk *b) {
+    struct tess__dentry *e = b->entry;
+    if (!e) return;
+    if (e->dirty && e->holders == bit(b->dev)) e->lost = 1;
+    if (b->in_alru) tess__alru_remove(&c->dev[b->dev].alru, b);
+    b->in_alru = 0;
+    e->copy[b->dev] = NULL;
+    b->entry = NULL;
+    b->stale = 1; /* freed once its readers are gone */
+    tess__dir_evict(c->dir, e, b->dev);
 }
 
 /* Copies on other devices that nobody reads (their step was never queued: unacquire) still
@@ -372,9 +389,16 @@ static void drop_pin(struct tess__cache *c, struct tess__blk *b) {
 static void unpin_idle(struct tess__cache *c, int dev) {
     for (int o = 0; o < c->ndev; o++) {
         if (o == dev) continue;
-        for (struct tess__blk *b = c->dev[o].alru.head; b; b = b->next)
-            if (b->readers == 0 && b->pinned_src && b->pinned_src->dev == dev && fill_done(b, c))
-                drop_pin(c, b);
+        struct tess__blk *b = c->dev[o].alru.head;
+        while (b) {
+            struct tess__blk *nx = b->next;
+            if (b->readers == 0 && b->pinned_src && b->pinned_src->dev == dev && fill_done(b, c) &&
+                drop_pin(c, b)) {
+                drop_suspect(c, b); /* filled from a torn copy */
+                blk_free(c, b);
+            }
+            b = nx;
+        }
     }
 }
 
@@ -387,7 +411,7 @@ void tess__cache_release(struct tess__cache *c, struct tess__blk *b) {
          * the fill had to wait for the source's own fill and the source device failed,
          * the wait may have been skipped: the copy is suspect. */
         b->ready_done = 1;
-        drop_pin(c, b);
+        if (drop_pin(c, b)) drop_suspect(c, b);
         unread(c, b);
     }
     tess__cache_unlock(c);
@@ -571,6 +595,9 @@ void tess__cache_drop_dev(struct tess__cache *c, int dev) {
     tess__cache_lock(c);
     /* a write-back of a held tile not known complete may have left its home torn */
     for (struct tess__blk *b = cd->alru.head; b; b = b->next)
+        if (!b->ready_done && cd->ops->event_query(cd->bd, b->ready) != TESS_OK)
+            b->torn = 1; /* a peer filled from it may hold garbage (drop_pin) */
+    for (struct tess__blk *b = cd->alru.head; b; b = b->next)
         if (b->entry && b->entry->wb == b && !b->ready_done) {
             if (cd->ops->event_query(cd->bd, b->ready) == TESS_OK)
                 b->ready_done = 1;
@@ -690,7 +717,10 @@ int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct te
             src = e->copy[__builtin_ctz(e->holders)];
         if (src) {
             /* from a current copy: this device's own (in use), or a peer's */
-            if (!fill_done(src, c)) rc = cd->ops->stream_wait(cd->bd, stream, src->ready);
+            if (!fill_done(src, c)) {
+                rc = cd->ops->stream_wait(cd->bd, stream, src->ready);
+                b->peer_waited = 1;
+            }
             if (!rc)
                 rc = cd->ops->copy2d(cd->bd, stream, src->dev == dev ? TESS__D2D : TESS__P2P, p,
                                      width, src->ptr, (size_t)src->ld * es, width, height,
@@ -728,7 +758,21 @@ int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct te
         e->writer = dev;
         e->wb = NULL; /* a write-back in flight is moot: the tile is being written */
         for (int o = 0; o < c->ndev; o++)
-            if (e->copy[o]) blk_drop(c, e->copy[o]);
+            if (o != dev && e->copy[o]) blk_drop(c, e->copy[o]);
+        if (e->copy[dev]) {
+            /* dev's own copy, still read (a write-behind, an operand): it leaves the entry
+             * by hand, as blk_drop would, but dev stays the writer (the entry lives on) */
+            struct tess__blk *o = e->copy[dev];
+            if (o->in_alru) tess__alru_remove(&cd->alru, o);
+            o->in_alru = 0;
+            o->entry = NULL;
+            e->copy[dev] = NULL;
+            e->holders &= ~bit(dev);
+            if (o->readers == 0)
+                blk_free(c, o);
+            else
+                o->stale = 1;
+        }
         e->writer = *was_dirty ? dev : -1;
         if (!*was_dirty) tess__dir_release(c->dir, e);
     }
@@ -743,7 +787,18 @@ static void put_locked(struct tess__cache *c, int dev, const struct tess__tile_k
                        struct tess__blk *b, bool dirty) {
     struct tess__cdev *cd = &c->dev[dev];
     b->ready_done = 1;
-    drop_pin(c, b);
+    if (drop_pin(c, b)) {
+        /* filled from a peer that failed before its copy was complete: garbage */
+        struct tess__dentry *e = tess__dir_find(c->dir, key);
+        if (e) {
+            if (e->writer == dev) e->lost = 1; /* the home was stale */
+            e->writer = -1;
+            tess__dir_release(c->dir, e);
+        }
+        b->readers = 0;
+        blk_free(c, b);
+        return;
+    }
     struct tess__dentry *e = tess__dir_get(c->dir, key);
     if (!e) {
         /* no record can be had: the contents are gone, the tile must not be read */
@@ -787,8 +842,9 @@ void tess__cache_abandon(struct tess__cache *c, int dev, const struct tess__tile
     tess__cache_unlock(c);
 }
 
-int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t space, bool drop,
+int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t space, int mode,
                           tess__event *ev) {
+    bool drop = mode == TESS__WB_DROP;
     struct tess__cdev *cd = &c->dev[dev];
     struct tess__blk **v = NULL;
     size_t n = 0, cap = 0, nmine = 0;
@@ -796,7 +852,7 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
     tess__cache_lock(c);
     /* pass 0: copies this device writes back (it is the lowest holder of a dirty tile);
      * pass 1: its write-backs of evictions still in flight */
-    for (int pass = 0; pass < 2 && !rc; pass++)
+    for (int pass = mode == TESS__WB_WAIT; pass < 2 && !rc; pass++)
         for (struct tess__blk *b = cd->alru.head; b; b = b->next) {
             struct tess__dentry *e = b->entry;
             if (b->space != space || !e) continue;
@@ -885,5 +941,42 @@ static void forget_entry(struct tess__dentry *e, void *arg) {
 void tess__cache_forget(struct tess__cache *c, uint64_t space) {
     tess__cache_lock(c);
     tess__dir_foreach_space(c->dir, space, forget_entry, c);
+    tess__cache_unlock(c);
+}
+
+struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream) {
+    struct tess__cdev *cd = &c->dev[dev];
+    tess__cache_lock(c);
+    struct tess__blk *b = cd->alru.tail;
+    for (; b; b = b->prev) {
+        struct tess__dentry *e = b->entry;
+        if (b->readers == 0 && e && e->dirty && e->writer < 0 && !e->wb &&
+            __builtin_ctz(e->holders) == dev && fill_done(b, c))
+            break;
+    }
+    if (b) {
+        const struct tess__tile_key *k = &b->entry->key;
+        size_t es = k->esize, w = (size_t)k->rows * es;
+        if (cd->ops->copy2d(cd->bd, stream, TESS__D2H, (void *)k->addr, (size_t)k->ld * es, b->ptr,
+                            (size_t)b->ld * es, w, (size_t)k->cols, NULL) == TESS_OK) {
+            b->readers++;
+            TESS__COUNT(cd->ctr, bytes_d2h, w * (size_t)k->cols);
+            TESS__COUNT(cd->ctr, writebacks, 1);
+        } else {
+            b = NULL;
+        }
+    }
+    tess__cache_unlock(c);
+    return b;
+}
+
+void tess__cache_behind_done(struct tess__cache *c, struct tess__blk *b, bool landed) {
+    tess__cache_lock(c);
+    /* still this device's copy (no take dropped it), so nothing wrote it meanwhile */
+    if (landed && b->entry && !b->stale) {
+        b->entry->dirty = 0;
+        if (c->written_back) c->written_back(c->written_back_arg, &b->entry->key);
+    }
+    unread(c, b);
     tess__cache_unlock(c);
 }

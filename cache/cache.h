@@ -105,6 +105,7 @@ struct tess__blk {
     int stale;                     /* dropped from the directory, freed at readers == 0 */
     struct tess__blk *pinned_src;  /* peer copy this block was filled from (its reader) */
     int peer_waited;               /* the fill waited for the peer copy's own fill */
+    int torn;                      /* its device failed before its fill was known complete */
     uint64_t space;                /* key.space of the tile (kept when the entry goes) */
 };
 
@@ -303,10 +304,19 @@ void tess__cache_put(struct tess__cache *c, int dev, const struct tess__tile_key
 void tess__cache_abandon(struct tess__cache *c, int dev, const struct tess__tile_key *key,
                          struct tess__blk *b, bool was_dirty, bool intact);
 /* Device dev's share of a sync of space (on its worker: stream and ev are its own): write
- * back each dirty tile of space it is the lowest holder of, wait for its eviction
- * write-backs of the space in flight; drop: then drop its copies of the space. Blocks. */
-int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t space, bool drop,
+ * back each dirty tile of space it is the lowest holder of (not with TESS__WB_WAIT), wait
+ * for its write-backs of the space in flight; TESS__WB_DROP: then drop its copies of the
+ * space. Blocks. */
+enum { TESS__WB_SYNC = 0, TESS__WB_DROP = 1, TESS__WB_WAIT = 2 };
+int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t space, int mode,
                           tess__event *ev);
+/* Write-behind (dev's worker, while its write-back stream idles): queue on `stream` the
+ * write-back of dev's least recently used idle dirty held tile it is the lowest holder of,
+ * holding one reader on it; NULL if there is none. Once the copy has landed (an event the
+ * caller recorded after it), tess__cache_behind_done: the tile is clean if nothing took it
+ * meanwhile (a task writing it takes it elsewhere or drops this copy: it stays dirty). */
+struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream);
+void tess__cache_behind_done(struct tess__cache *c, struct tess__blk *b, bool landed);
 /* Tiles of space lost with a failed device (the first one's key in *first). */
 size_t tess__cache_lost(struct tess__cache *c, uint64_t space, struct tess__tile_key *first);
 /* Forget space: every copy dropped, lost and dirty marks cleared (the home is what counts). */

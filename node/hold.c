@@ -182,7 +182,7 @@ bool tess__hold_serve(struct tess__dev *d) {
     pthread_mutex_lock(&rt->hold_mu);
     bool posted = d->sync_posted != d->sync_served;
     uint64_t space = d->sync_space;
-    bool drop = d->sync_drop;
+    int mode = d->sync_drop;
     pthread_mutex_unlock(&rt->hold_mu);
     if (!posted) return false;
     int rc = TESS_OK;
@@ -190,7 +190,7 @@ bool tess__hold_serve(struct tess__dev *d) {
     if (!d->sync_ev)
         rc = tess__fail(TESS_EDEVICE, "device %d: cannot create an event", d->id);
     else
-        rc = tess__cache_writeback(&rt->cache, d->id, 0, space, drop, d->sync_ev);
+        rc = tess__cache_writeback(&rt->cache, d->id, 0, space, mode, d->sync_ev);
     if (rc == TESS_EDEVICE || (rc && rc != TESS_ENOMEM))
         tess__worker_fail(d, TESS_EDEVICE, "writing back held tiles");
     pthread_mutex_lock(&rt->hold_mu);
@@ -210,7 +210,7 @@ void tess__hold_dev_failed(struct tess__dev *d) {
 /* Write back h's dirty tiles on every live device (drop: and drop their copies); then
  * TESS_EDEVICE naming the range if tiles of it were lost with a failed device. fn names the
  * caller. One sync of a runtime at a time. */
-static int sync_hold(struct tess__rt *rt, struct tess__hold *h, bool drop, const char *fn) {
+static int sync_hold(struct tess__rt *rt, struct tess__hold *h, int mode, const char *fn) {
     async_reap(rt, h->space, true); /* its asynchronous calls first */
     pthread_mutex_lock(&rt->hold_mu);
     while (rt->sync_busy) pthread_cond_wait(&rt->hold_cv, &rt->hold_mu);
@@ -219,7 +219,7 @@ static int sync_hold(struct tess__rt *rt, struct tess__hold *h, bool drop, const
         struct tess__dev *d = rt->dev[i];
         if (d->desc.caps & TESS__CAP_UNIFIED) continue;
         d->sync_space = h->space;
-        d->sync_drop = drop;
+        d->sync_drop = mode;
         d->sync_rc = TESS_OK;
         d->sync_posted++;
     }
@@ -245,6 +245,7 @@ static int sync_hold(struct tess__rt *rt, struct tess__hold *h, bool drop, const
     rt->sync_busy = false;
     pthread_cond_broadcast(&rt->hold_cv);
     pthread_mutex_unlock(&rt->hold_mu);
+    if (mode == TESS__WB_WAIT) return TESS_OK;
     struct tess__tile_key first;
     size_t lost = tess__cache_lost(&rt->cache, h->space, &first);
     if (lost) {
@@ -263,7 +264,7 @@ static int sync_hold(struct tess__rt *rt, struct tess__hold *h, bool drop, const
         return tess__fail(rc == TESS_ENOMEM ? rc : TESS_EDEVICE,
                           "%s: held range %p: a device failed writing it back", fn,
                           (void *)h->base);
-    if (h->sum && !drop) record_all(h);
+    if (h->sum && mode == TESS__WB_SYNC) record_all(h);
     return TESS_OK;
 }
 
@@ -517,6 +518,12 @@ int tess__hold_async(struct tess__rt *rt, struct tess__job *job, void (*release)
 
 /* ---- what calls see ---------------------------------------------------------------------- */
 
+/* TESSERA_HOLD_CHECK: before h's host tiles are compared nothing of tessera may be writing
+ * them: its asynchronous calls are done and the devices' write-backs in flight landed. */
+static void quiesce(struct tess__rt *rt, struct tess__hold *h) {
+    if (h->sum) (void)sync_hold(rt, h, TESS__WB_WAIT, "check");
+}
+
 int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
                     int64_t ld, size_t es, struct tess__hview *v) {
     if (!tess__holds_any() || rows <= 0 || cols <= 0) return 0;
@@ -528,6 +535,11 @@ int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t 
         uintptr_t hlo, hhi;
         span(h->base, h->rows, h->cols, h->ld, h->es, &hlo, &hhi);
         if (lo < hhi && hlo < hi) break;
+    }
+    if (h && h->sum) { /* h stays while a call uses it (the contract) */
+        pthread_mutex_unlock(&rt->hold_mu);
+        quiesce(rt, h);
+        pthread_mutex_lock(&rt->hold_mu);
     }
     int r = 0;
     if (h) {
@@ -565,10 +577,11 @@ int tess__hold_unheld(struct tess__rt *rt, const char *fn, const void *X, int64_
         uintptr_t hlo, hhi;
         span(h->base, h->rows, h->cols, h->ld, h->es, &hlo, &hhi);
         if (!(lo < hhi && hlo < hi)) continue;
+        quiesce(rt, h);
         pthread_mutex_lock(&rt->hold_mu);
         rc = check(rt, h, fn);
         pthread_mutex_unlock(&rt->hold_mu);
-        if (!rc) rc = sync_hold(rt, h, written, fn);
+        if (!rc) rc = sync_hold(rt, h, written ? TESS__WB_DROP : TESS__WB_SYNC, fn);
         if (!rc && written && h->sum) h->rebase = true;
     }
     return rc;
@@ -578,7 +591,7 @@ void tess__holds_stop(struct tess__rt *rt) {
     async_reap(rt, 0, true);
     while (rt->holds) {
         struct tess__hold *h = rt->holds;
-        (void)sync_hold(rt, h, true, "tess_finalize");
+        (void)sync_hold(rt, h, TESS__WB_DROP, "tess_finalize");
         tess__cache_forget(&rt->cache, h->space);
         rt->holds = h->next;
         hold_free(h);
@@ -677,6 +690,9 @@ static int sync_api(const char *fn, const void *A, int how) {
     if (rc) return rc;
     pthread_mutex_lock(&rt->hold_mu);
     struct tess__hold *h = find_base(rt, A);
+    pthread_mutex_unlock(&rt->hold_mu);
+    if (h) quiesce(rt, h);
+    pthread_mutex_lock(&rt->hold_mu);
     if (h) rc = check(rt, h, fn);
     pthread_mutex_unlock(&rt->hold_mu);
     if (!h) {
@@ -684,7 +700,7 @@ static int sync_api(const char *fn, const void *A, int how) {
         return tess__fail(TESS_EINVAL, "%s: argument 1 (A = %p) is not the start of a held range",
                           fn, A);
     }
-    if (!rc) rc = sync_hold(rt, h, how > 0, fn);
+    if (!rc) rc = sync_hold(rt, h, how > 0 ? TESS__WB_DROP : TESS__WB_SYNC, fn);
     /* an asynchronous call on it failed: that is the first thing to say */
     pthread_mutex_lock(&rt->hold_mu);
     int aerr = h->err, nlater = h->nlater;

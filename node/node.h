@@ -290,6 +290,10 @@ struct tess__dev {
     struct tess__counters ctr;
     struct tess__commit *commit; /* TESSERA_RECOVER: the thread copying bounce buffers into C */
     /* hold.c: a sync's request to this worker (under rt->hold_mu; posted > served) */
+    int wb_stream; /* the write-behind stream (worker.c): after the slots' and comm streams */
+    struct tess__blk *wbh; /* the held tile being written behind, or NULL */
+    tess__event *wbh_ev;   /* recorded after it */
+    double wbh_scan;       /* when idle dirty tiles were last looked for */
     uint64_t sync_space;
     _Atomic uint64_t sync_posted, sync_served;
     int sync_drop, sync_rc;

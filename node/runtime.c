@@ -55,9 +55,10 @@ static int open_dev(struct tess__rt *rt, const struct tess__dev_ops *ops, int or
     d->nstreams = nstreams;
     int emu = ops == &tess__emu_ops; /* emulated devices open the comm streams too */
     d->comm_stream = emu ? nstreams : -1;
+    d->wb_stream = nstreams + (emu ? TESS_COMM_STREAMS : 0);
     struct tess__dev_params p = {
         .ordinal = ordinal,
-        .nstreams = nstreams + (emu ? TESS_COMM_STREAMS : 0),
+        .nstreams = d->wb_stream + TESS_AUX_STREAMS,
         .mem_cap = mem,
         .link_gbs = rt->cfg.emu_link_gbs,
         .gflops = tess__list_double(rt->cfg.emu_gflops, ordinal, 0.0),
@@ -165,7 +166,8 @@ static void poison_space(void *arg, uint64_t space) {
     struct tess__rt *rt = arg;
     pthread_mutex_lock(&rt->jobs_mu);
     for (struct tess__job *j = rt->jobs; j; j = j->next_running)
-        if (j->space == space) {
+        if (j->space == space || (j->hv_a && j->hv_a->space == space) ||
+            (j->hv_b && j->hv_b->space == space) || (j->hv_c && j->hv_c->space == space)) {
             int ok = TESS_OK;
             atomic_compare_exchange_strong(&j->status, &ok, TESS_EDEVICE);
         }

@@ -239,6 +239,8 @@ int tess__worker_slots_open(struct tess__dev *d) {
         struct tess__slot *sl = &d->slot[s];
         sl->stream = s;
         bool ok = !d->ops->event_create(d->bd, &sl->out.wb) && !tess__trace_slot_open(d, sl);
+        if (s == 0 && !(d->desc.caps & TESS__CAP_UNIFIED))
+            ok = !d->ops->event_create(d->bd, &d->wbh_ev) && ok;
         for (int r = 0; r < TESS__DEPTH; r++)
             ok = !d->ops->event_create(d->bd, &sl->ring.done[r]) && ok;
         if (!ok) rc = tess__fail(TESS_EDEVICE, "device %d: cannot create events", d->id);
@@ -258,6 +260,8 @@ void tess__worker_slots_close(struct tess__dev *d) {
     }
     if (d->sync_ev) d->ops->event_destroy(d->bd, d->sync_ev);
     d->sync_ev = NULL;
+    if (d->wbh_ev) d->ops->event_destroy(d->bd, d->wbh_ev);
+    d->wbh_ev = NULL;
 }
 
 static void slot_clear(struct tess__dev *d, struct tess__slot *sl) {
@@ -363,6 +367,8 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
         }
     }
     d->inflight = 0;
+    if (d->wbh) tess__cache_behind_done(c, d->wbh, false); /* never known landed */
+    d->wbh = NULL;
     struct tess__task *t;
     while ((t = tess__rs_steal(&d->rs))) tess__rt_requeue(d->rt, t);
     tess__cache_drop_dev(c, d->id);
@@ -846,6 +852,35 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
     return progress;
 }
 
+/* Write-behind (TESSERA_WRITE_BEHIND): one held tile at a time on the device's write-back
+ * stream, so a later sync finds little left: the least recently used idle dirty one, looked
+ * for at most every millisecond. Returns progress (one landed). */
+static int write_behind(struct tess__dev *d) {
+    /* off under TESSERA_HOLD_CHECK: its checks compare host tiles nothing writes meanwhile */
+    if (unified(d) || !d->rt->cfg.write_behind || d->rt->cfg.hold_check || !d->wbh_ev) return 0;
+    struct tess__cache *c = &d->rt->cache;
+    if (d->wbh) {
+        int rc = d->ops->event_query(d->bd, d->wbh_ev);
+        if (rc == TESS_EAGAIN) return 0;
+        tess__cache_behind_done(c, d->wbh, rc == TESS_OK);
+        d->wbh = NULL;
+        if (rc) tess__worker_fail(d, TESS_EDEVICE, "writing a held tile behind");
+        return 1;
+    }
+    double now = tess__now();
+    if (!tess__holds_any() || now - d->wbh_scan < 1e-3) return 0;
+    d->wbh_scan = now;
+    struct tess__blk *b = tess__cache_behind(c, d->id, d->wb_stream);
+    if (!b) return 0;
+    if (d->ops->event_record(d->bd, d->wb_stream, d->wbh_ev)) {
+        tess__cache_behind_done(c, b, false);
+        tess__worker_fail(d, TESS_EDEVICE, "writing a held tile behind");
+        return 1;
+    }
+    d->wbh = b;
+    return 0;
+}
+
 /* Nothing moved: block on the oldest pending event, or nap until work arrives. */
 static void wait_for_something(struct tess__dev *d, int stalled, int waiting, int deferred) {
     /* Block on the event queued first among each slot's oldest step and pending write-back:
@@ -960,6 +995,8 @@ void *tess__worker_main(void *arg) {
         progress |= activate(d, &deferred);
         if (atomic_load(&d->failed)) continue;
         progress |= issue(d, &stalled, &waiting);
+        if (atomic_load(&d->failed)) continue;
+        progress |= write_behind(d);
         if (atomic_load(&d->failed)) continue;
         if (!stalled && !deferred) d->stall_since = 0;
         if (!progress) wait_for_something(d, stalled, waiting, deferred);

@@ -73,7 +73,8 @@ struct tess__kernel {
 struct tess__dev_params {
     int ordinal;       /* backend-local index: CUDA device number, or emulated device index */
     int nstreams;      /* streams to create (1..TESS_MAX_STREAMS; emulated: up to
-                             TESS_COMM_STREAMS more, the distributed layer's) */
+                             TESS_COMM_STREAMS more, the distributed layer's; and
+                             TESS_AUX_STREAMS more, the worker's write-behind) */
     size_t mem_cap;    /* bytes wanted for the device heap arena; 0 = backend default */
     double link_gbs;   /* emulated: copy bandwidth in GB/s (0 = unthrottled) */
     double gflops;     /* emulated: kernel rate in GFLOP/s (0 = unthrottled) */

@@ -51,8 +51,8 @@ enum { DEV_OK = 0, DEV_FAILING = 1, DEV_FAILED = 2 };
 struct cuda_dev {
     int ord; /* CUDA device number */
     int nstreams;
-    cudaStream_t stream[TESS_MAX_STREAMS];
-    cublasHandle_t blas[TESS_MAX_STREAMS]; /* blas[i] is bound to stream[i] */
+    cudaStream_t stream[TESS_MAX_STREAMS + TESS_AUX_STREAMS];
+    cublasHandle_t blas[TESS_MAX_STREAMS + TESS_AUX_STREAMS]; /* blas[i] is bound to stream[i] */
     void *arena;
     size_t arena_bytes;
     size_t max_pitch;     /* cudaDeviceProp.memPitch; larger: row by row */
@@ -280,9 +280,9 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
     int ndev = visible_gpus();
     if (p->ordinal < 0 || p->ordinal >= ndev)
         return tess__fail(TESS_ENODEV, "cuda: no GPU %d (%d visible)", p->ordinal, ndev);
-    if (p->nstreams < 1 || p->nstreams > TESS_MAX_STREAMS)
+    if (p->nstreams < 1 || p->nstreams > TESS_MAX_STREAMS + TESS_AUX_STREAMS)
         return tess__fail(TESS_EINVAL, "cuda:%d: %d streams (1..%d)", p->ordinal, p->nstreams,
-                          TESS_MAX_STREAMS);
+                          TESS_MAX_STREAMS + TESS_AUX_STREAMS);
     struct cuda_dev *d = calloc(1, sizeof *d);
     _Atomic int *peer = calloc((size_t)ndev, sizeof *peer);
     if (!d || !peer) {

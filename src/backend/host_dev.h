@@ -15,7 +15,8 @@
 #include "backend.h"
 
 #define HOST_STREAMS \
-    (TESS_MAX_STREAMS + TESS_COMM_STREAMS) /* the worker's and (emulated) the comm streams */
+    (TESS_MAX_STREAMS + TESS_COMM_STREAMS + TESS_AUX_STREAMS) /* the worker's, (emulated) the \
+                                                                 comm streams, write-behind */
 
 /* One emulated device memory. Freed when its device closed and no queued P2P copy still
  * reads it. All fields guarded by arena_mu. */

@@ -15,6 +15,7 @@
 #define TESS_MAX_DEVICES 32 /* devices of one node runtime (GPUs + CPU worker + emulated) */
 #define TESS_MAX_STREAMS 8  /* streams per device */
 #define TESS_COMM_STREAMS 2 /* more on emulated devices, the distributed layer's (xport_nccl.c) */
+#define TESS_AUX_STREAMS 1  /* one more on every device: held tiles' write-behind (worker.c) */
 
 /* ---- precisions: one generic path, typed by this table ---------------------------- */
 
@@ -118,14 +119,15 @@ struct tess__config {
     int staging_threads; /* TESSERA_STAGING_THREADS: staging threads (all GPUs), 0 = min(8, cores/2) */
     int cpu_worker;      /* TESSERA_CPU_WORKER: -1 auto, 0 off, 1 on */
     int rs_size;         /* TESSERA_RS: reservation-station slots per device */
-    int balance;     /* TESSERA_BALANCE: end-game placement by projected finish (node/balance.c) */
-    int dataflow;    /* TESSERA_DATAFLOW: TRSM by step-level dependencies (level3/trxm.c) */
-    int hold_check;  /* TESSERA_HOLD_CHECK: check the contract of held data (node/hold.c) */
-    int p2p;         /* TESSERA_P2P: allow peer-to-peer tile fetches */
-    int recover;     /* TESSERA_RECOVER: bounce write-backs, finished peer copies only */
-    int pin_threads; /* TESSERA_PIN: pin each worker thread to a core */
-    int emulate;     /* TESSERA_EMULATE: number of emulated host devices */
-    int64_t emu_mem; /* TESSERA_EMULATE_MEM: arena bytes per emulated device */
+    int balance;      /* TESSERA_BALANCE: end-game placement by projected finish (node/balance.c) */
+    int dataflow;     /* TESSERA_DATAFLOW: TRSM by step-level dependencies (level3/trxm.c) */
+    int hold_check;   /* TESSERA_HOLD_CHECK: check the contract of held data (node/hold.c) */
+    int write_behind; /* TESSERA_WRITE_BEHIND: idle dirty held tiles written back early */
+    int p2p;          /* TESSERA_P2P: allow peer-to-peer tile fetches */
+    int recover;      /* TESSERA_RECOVER: bounce write-backs, finished peer copies only */
+    int pin_threads;  /* TESSERA_PIN: pin each worker thread to a core */
+    int emulate;      /* TESSERA_EMULATE: number of emulated host devices */
+    int64_t emu_mem;  /* TESSERA_EMULATE_MEM: arena bytes per emulated device */
     double emu_link_gbs;  /* TESSERA_EMULATE_LINK: emulated link GB/s, 0 = unthrottled */
     char emu_gflops[128]; /* TESSERA_EMULATE_GFLOPS: per-device flop rate list, "" = unthrottled */
     char emu_fault[128];  /* TESSERA_FAULT: "dev:k[,dev:k]" device index dev fails at its k-th op */

@@ -875,6 +875,10 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
     tess__cache_unlock(c);
     for (size_t i = 0; i < nmine && !rc; i++) {
         const struct tess__tile_key *k = &v[i]->entry->key;
+        /* a copy put back before its task's last kernel completed, or still being filled */
+        if (!v[i]->ready_done && cd->ops->event_query(cd->bd, v[i]->ready) != TESS_OK)
+            rc = cd->ops->stream_wait(cd->bd, stream, v[i]->ready);
+        if (rc) break;
         size_t es = k->esize, w = (size_t)k->rows * es;
         rc = cd->ops->copy2d(cd->bd, stream, TESS__D2H, (void *)k->addr, (size_t)k->ld * es,
                              v[i]->ptr, (size_t)v[i]->ld * es, w, (size_t)k->cols, NULL);

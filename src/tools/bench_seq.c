@@ -253,7 +253,7 @@ static void finish_row(struct seq *s, struct srow *r, double *times, int reps) {
 
 static void fail_row(struct srow *r) {
     r->failed = 1;
-    snprintf(r->note, sizeof r->note, "%s", last_err[0] ? last_err : "failed");
+    snprintf(r->note, sizeof r->note, "%.290s", last_err[0] ? last_err : "failed");
     n_errors++;
 }
 

@@ -908,6 +908,14 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting, in
     }
     if (ev) {
         d->stall_since = 0;
+        /* GPUs: poll a while first (TESSERA_SPIN_US) -- a blocking wait wakes tens of
+         * microseconds after the event, a host round trip each short dependent task pays */
+        double until = d->desc.kind == TESS_DEV_CUDA ? tess__now() + d->rt->cfg.spin_us * 1e-6 : 0;
+        while (tess__now() < until) {
+            int rc = d->ops->event_query(d->bd, ev);
+            if (rc == TESS_OK) return;
+            if (rc != TESS_EAGAIN) break; /* the blocking wait below reports it */
+        }
         if (d->ops->event_sync(d->bd, ev)) tess__worker_fail(d, TESS_EDEVICE, "a tile step");
         return;
     }

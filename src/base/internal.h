@@ -123,6 +123,7 @@ struct tess__config {
     int dataflow;     /* TESSERA_DATAFLOW: TRSM by step-level dependencies (level3/trxm.c) */
     int hold_check;   /* TESSERA_HOLD_CHECK: check the contract of held data (node/hold.c) */
     int write_behind; /* TESSERA_WRITE_BEHIND: idle dirty held tiles written back early */
+    int spin_us;      /* TESSERA_SPIN_US: GPU workers poll this long before a blocking wait */
     int p2p;          /* TESSERA_P2P: allow peer-to-peer tile fetches */
     int recover;      /* TESSERA_RECOVER: bounce write-backs, finished peer copies only */
     int pin_threads;  /* TESSERA_PIN: pin each worker thread to a core */

@@ -82,6 +82,8 @@ static const struct knob knobs[] = {
         "reservation-station slots per device (tasks pulled ahead and ranked)"),
     INT("TESSERA_BALANCE", balance, "1", 0, 1,
         "end game: with the queue empty a device leaves a station task to a peer that would finish it sooner (measured rates); 0 = every device starts what it holds"),
+    INT("TESSERA_SPIN_US", spin_us, "200", 0, 100000,
+        "GPUs: microseconds a worker polls the event it waits for before it blocks on it"),
     INT("TESSERA_WRITE_BEHIND", write_behind, "1", 0, 1,
         "1: a device writes its idle dirty held tiles back while its write-back stream idles, "
         "least recently used first (a later sync has less left); 0: only when synced or evicted"),

@@ -598,6 +598,10 @@ void tess__holds_stop(struct tess__rt *rt) {
         atomic_fetch_sub(&g_holds, 1);
     }
     if (rt->async_err) atomic_fetch_sub(&g_unreported, 1);
+    rt->async_err = 0;
+}
+
+void tess__holds_destroy(struct tess__rt *rt) {
     pthread_cond_destroy(&rt->hold_cv);
     pthread_mutex_destroy(&rt->hold_mu);
     pthread_mutex_destroy(&rt->dep_mu);

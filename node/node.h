@@ -486,6 +486,8 @@ uint64_t tess__hold_overlapped(void);
 /* runtime.c: the registry's life; stop writes back and forgets every held matrix. */
 void tess__holds_init(struct tess__rt *rt);
 void tess__holds_stop(struct tess__rt *rt);
+/* Its locks, once the workers are gone (a failing worker still signals hold_cv). */
+void tess__holds_destroy(struct tess__rt *rt);
 /* worker.c calls it each round: serve a posted sync (false: none). */
 bool tess__hold_serve(struct tess__dev *d);
 /* A device failed: wake the syncs waiting for it. */

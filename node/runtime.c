@@ -158,6 +158,7 @@ void tess__rt_stop(struct tess__rt *rt) {
     pthread_mutex_destroy(&rt->jobs_mu);
     pthread_cond_destroy(&rt->work);
     pthread_mutex_destroy(&rt->mu);
+    tess__holds_destroy(rt);
     free(rt);
 }
 

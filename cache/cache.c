@@ -661,8 +661,14 @@ int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct te
         tess__cache_unlock(c);
         return e->lost ? TESS__ELOST : TESS__ECONFLICT;
     }
-    /* the home is stale too while a write-back to it is still landing */
-    *was_dirty = e && (e->dirty || (e->wb && !fill_done(e->wb, c)));
+    if (e && e->wb && !fill_done(e->wb, c)) {
+        /* a write-back of the tile is landing (an eviction's, a write-behind's): writing the
+         * tile now could let a later write-back land before it, and the copy it reads must
+         * stay; try again at the next round */
+        tess__cache_unlock(c);
+        return TESS_EAGAIN;
+    }
+    *was_dirty = e && e->dirty;
     struct tess__blk *own = e ? e->copy[dev] : NULL, *b = NULL;
     if (own && own->readers == 0) {
         /* this device's copy becomes the block, in place, where fixing it keeps the room
@@ -756,7 +762,7 @@ int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct te
         /* dev writes the tile (M): the other copies go (a source stays pinned until this
          * fill completed); a dirty tile's entry stays, its contents now in b alone */
         e->writer = dev;
-        e->wb = NULL; /* a write-back in flight is moot: the tile is being written */
+        e->wb = NULL; /* one that landed: the tile is being written */
         for (int o = 0; o < c->ndev; o++)
             if (o != dev && e->copy[o]) blk_drop(c, e->copy[o]);
         if (e->copy[dev]) {
@@ -962,7 +968,11 @@ struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream)
         const struct tess__tile_key *k = &b->entry->key;
         size_t es = k->esize, w = (size_t)k->rows * es;
         if (cd->ops->copy2d(cd->bd, stream, TESS__D2H, (void *)k->addr, (size_t)k->ld * es, b->ptr,
-                            (size_t)b->ld * es, w, (size_t)k->cols, NULL) == TESS_OK) {
+                            (size_t)b->ld * es, w, (size_t)k->cols, NULL) == TESS_OK &&
+            cd->ops->event_record(cd->bd, stream, b->ready) == TESS_OK) {
+            /* in flight like an eviction's write-back (takes wait for it), still dirty */
+            b->ready_done = 0;
+            b->entry->wb = b;
             b->readers++;
             TESS__COUNT(cd->ctr, bytes_d2h, w * (size_t)k->cols);
             TESS__COUNT(cd->ctr, writebacks, 1);
@@ -976,6 +986,8 @@ struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream)
 
 void tess__cache_behind_done(struct tess__cache *c, struct tess__blk *b, bool landed) {
     tess__cache_lock(c);
+    if (landed) b->ready_done = 1;
+    if (b->entry && b->entry->wb == b) b->entry->wb = NULL;
     /* still this device's copy (no take dropped it), so nothing wrote it meanwhile */
     if (landed && b->entry && !b->stale) {
         b->entry->dirty = 0;

@@ -218,6 +218,16 @@ static bool share_tile(const struct tess__hview *a, int64_t ar, int64_t ac,
            a->c0 / T <= (b->c0 + bc - 1) / T && b->c0 / T <= (a->c0 + ac - 1) / T;
 }
 
+/* Whether the column-major rows x cols array X (ld, es-byte elements) overlaps the held
+ * matrix of view v, by address span. */
+static bool in_hold(const void *X, int64_t rows, int64_t cols, int64_t ld, size_t es,
+                    const struct tess__hview *v) {
+    uintptr_t lo = (uintptr_t)X, hi = lo + ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * es;
+    uintptr_t hlo = (uintptr_t)v->base,
+              hhi = hlo + ((size_t)(v->cols - 1) * (size_t)v->ld + (size_t)v->rows) * v->es;
+    return lo < hhi && hlo < hi;
+}
+
 /* Which operands of the call lie in held matrices and how the job is cut. Operands that
  * touch a held matrix without a usable view are served stateless (tess__hold_unheld).
  * Sets job->hv_*, job->cut[], h->cuts. */
@@ -243,10 +253,18 @@ static int held_setup(struct tess__gemm_async *h, tess_dtype_t dt) {
     if (vb == 1 && ((vc == 1 && (!same_grid(B, bn, C, 1) || share_tile(B, br, bc, C, m, n)))))
         vb = -1;
     if (va == 1 && vb == 1 && !same_grid(A, 1 - am, B, 1 - bn)) vb = -1;
+    /* An operand read from the host while C's tiles in the same held matrix are written back
+     * (evictions, write-behind: whole tiles) would race with those writes: C is served
+     * stateless too then. */
+    if (vc == 1 && ((va == -1 && in_hold(job->A, ar, ac, job->lda, es, C)) ||
+                    (vb == -1 && in_hold(job->B, br, bc, job->ldb, es, C))))
+        vc = -1;
     int rc = TESS_OK;
-    if (vc == -1) rc = tess__hold_unheld(rt, fn, job->C, m, n, job->ldc, es, true);
-    if (!rc && va == -1) rc = tess__hold_unheld(rt, fn, job->A, ar, ac, job->lda, es, false);
+    /* C last: a held matrix the call writes on the host is recorded anew by the checker at
+     * the next call, not at this call's own later checks */
+    if (va == -1) rc = tess__hold_unheld(rt, fn, job->A, ar, ac, job->lda, es, false);
     if (!rc && vb == -1) rc = tess__hold_unheld(rt, fn, job->B, br, bc, job->ldb, es, false);
+    if (!rc && vc == -1) rc = tess__hold_unheld(rt, fn, job->C, m, n, job->ldc, es, true);
     if (rc || (va != 1 && vb != 1 && vc != 1)) return rc;
     job->hv_a = va == 1 ? A : NULL;
     job->hv_b = vb == 1 ? B : NULL;
@@ -367,11 +385,11 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
         int64_t br = tb == 'N' ? k : n, bc = tb == 'N' ? n : k;
         if (!opts)
             rc = held_setup(h, dt);
-        else if (!(rc = tess__hold_unheld(rt, "tess_pgemm", C, m, n, ldc, es, true)) &&
-                 !(opts->a_dev < 0 &&
-                   (rc = tess__hold_unheld(rt, "tess_pgemm", A, ar, ac, lda, es, false))))
-            rc = opts->b_dev < 0 ? tess__hold_unheld(rt, "tess_pgemm", B, br, bc, ldb, es, false)
-                                 : 0;
+        else if (!(opts->a_dev < 0 &&
+                   (rc = tess__hold_unheld(rt, "tess_pgemm", A, ar, ac, lda, es, false))) &&
+                 !(opts->b_dev < 0 &&
+                   (rc = tess__hold_unheld(rt, "tess_pgemm", B, br, bc, ldb, es, false))))
+            rc = tess__hold_unheld(rt, "tess_pgemm", C, m, n, ldc, es, true); /* C last */
         if (rc) {
             free(h->cuts);
             free(h);

@@ -95,6 +95,12 @@ static void blk_free(struct tess__cache *c, struct tess__blk *b);
 
 static uint32_t bit(int dev) { return (uint32_t)1 << dev; }
 
+/* Write-behind takes a dirty tile only once no task has put it back for this long: a tile
+ * a sequence of calls keeps writing would otherwise be written behind between two of them,
+ * and the next one wait for that write-back to land (1000 dependent DGEMMs of n = 1024 on
+ * an H100: 0.67 of cuBLAS without the wait, 0.39 with it). */
+#define BEHIND_AGE_S 0.05
+
 /* b is the last device copy of a dirty held tile: it is written back before it leaves. */
 static bool sole_dirty(const struct tess__blk *b) {
     const struct tess__dentry *e = b->entry;
@@ -815,6 +821,7 @@ static void put_locked(struct tess__cache *c, int dev, const struct tess__tile_k
     tess__heap_set_fixed(cd->heap, b->ptr, false);
     b->readers = 0;
     b->space = key->space;
+    b->t_put = tess__now();
     e->writer = -1;
     e->dirty = dirty;
     tess__dir_fill(c->dir, e, dev, b);
@@ -956,11 +963,12 @@ void tess__cache_forget(struct tess__cache *c, uint64_t space) {
 
 struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream) {
     struct tess__cdev *cd = &c->dev[dev];
+    double old = tess__now() - BEHIND_AGE_S;
     tess__cache_lock(c);
     struct tess__blk *b = cd->alru.tail;
     for (; b; b = b->prev) {
         struct tess__dentry *e = b->entry;
-        if (b->readers == 0 && e && e->dirty && e->writer < 0 && !e->wb &&
+        if (b->readers == 0 && e && e->dirty && e->writer < 0 && !e->wb && b->t_put < old &&
             __builtin_ctz(e->holders) == dev && fill_done(b, c))
             break;
     }

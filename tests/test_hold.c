@@ -913,6 +913,7 @@ static int fault_call(struct fault_case *f, int i, int mirror) {
 static int tiles_from_snapshots(struct fault_case *f, int ncalls, int64_t T, char *msg,
                                 size_t len) {
     struct mat *C = &f->C;
+    int bad = 0;
     for (int64_t tj = 0; tj * T < C->cols; tj++)
         for (int64_t ti = 0; ti * T < C->rows; ti++) {
             int64_t r = ti * T, c = tj * T, rows = C->rows - r < T ? C->rows - r : T;
@@ -920,16 +921,14 @@ static int tiles_from_snapshots(struct fault_case *f, int ncalls, int64_t T, cha
             int found = 0;
             for (int j = 0; j <= ncalls && !found; j++)
                 found = block_err(C, C->x, f->snap[j], r, c, rows, cols) <= 1e-12;
-            if (!found) {
+            if (!found && bad++ == 0)
                 snprintf(msg, len,
                          "tile (%lld, %lld) holds neither the final value nor one after any "
                          "call (rel err against the final %.3g)",
                          (long long)ti, (long long)tj,
                          block_err(C, C->x, f->snap[ncalls], r, c, rows, cols));
-                return 1;
-            }
         }
-    return 0;
+    return bad;
 }
 
 /* Print, for each T x T tile of C, after how many calls C held what the tile holds. */
@@ -1044,9 +1043,16 @@ static void fault_sweep(const char *recover, int hold_ab) {
         ASSERT_MSG(strstr(smsg, "held") || strstr(smsg, p),
                    "%s, fault 1:%d: tess_sync's TESS_EDEVICE names no held range %s: %s", tag, k, p,
                    smsg);
-        char msg[256];
-        int bad = tiles_from_snapshots(&f, FCALLS, 32, msg, sizeof msg);
-        ASSERT_MSG(!bad, "%s, fault 1:%d: tess_sync TESS_EDEVICE (%s), then %s", tag, k, smsg, msg);
+        /* a lost tile whose write-back the failure cut short may hold a mix of two states
+         * (held.md): at most as many tiles as the sync says were lost */
+        char msg[256] = "";
+        int bad = tiles_from_snapshots(&f, FCALLS, 32, msg, sizeof msg), nlost = 0;
+        const char *lp = strstr(smsg, "): ");
+        if (lp) sscanf(lp + 3, "%d tile(s) were lost", &nlost);
+        ASSERT_MSG(bad <= nlost,
+                   "%s, fault 1:%d: tess_sync TESS_EDEVICE (%s), then %d tile(s) "
+                   "in no state C had, the first: %s",
+                   tag, k, smsg, bad, msg);
     }
     fprintf(stderr,
             "  %s: faults at ops %d..%d (%d reached): %d right, %d calls "

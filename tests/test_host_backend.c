@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "harness.h"
+#include "hostblas.h" /* LAPACK's xPOTRF, the POTRF reference */
 
 #define MIB ((size_t)1 << 20)
 
@@ -738,6 +739,286 @@ TEST(cpu_gemm_in_place) {
     free(B);
     free(C);
     free(R);
+}
+
+/* ---- POTRF ------------------------------------------------------------------------- */
+
+/* Element idx of a tile of precision dt, as (re, im) doubles (im 0 for s, d). */
+static void el_put(tess_dtype_t dt, void *t, size_t idx, double re, double im) {
+    switch (dt) {
+    case TESS_S: ((float *)t)[idx] = (float)re; break;
+    case TESS_D: ((double *)t)[idx] = re; break;
+    case TESS_C: ((float *)t)[2 * idx] = (float)re, ((float *)t)[2 * idx + 1] = (float)im; break;
+    case TESS_Z: ((double *)t)[2 * idx] = re, ((double *)t)[2 * idx + 1] = im; break;
+    }
+}
+static void el_get(tess_dtype_t dt, const void *t, size_t idx, double *re, double *im) {
+    *im = 0;
+    switch (dt) {
+    case TESS_S: *re = ((const float *)t)[idx]; break;
+    case TESS_D: *re = ((const double *)t)[idx]; break;
+    case TESS_C: *re = ((const float *)t)[2 * idx], *im = ((const float *)t)[2 * idx + 1]; break;
+    case TESS_Z: *re = ((const double *)t)[2 * idx], *im = ((const double *)t)[2 * idx + 1]; break;
+    }
+}
+
+/* Does (i, j) lie in the triangle uplo (diagonal included)? */
+static bool in_tri(char uplo, int i, int j) { return uplo == 'L' ? i >= j : i <= j; }
+
+/* A POTRF tile of order n, leading dimension ld, precision dt: its triangle uplo holds the
+ * Hermitian positive definite G G^H + n I (G entries in [-1, 1], a real diagonal; bad >= 0:
+ * the diagonal entry bad set to -1, so the leading minor of order bad + 1 is the first that
+ * is not positive definite), its other strict triangle and the rows n..ld-1 hold values no
+ * factorization may touch (nor read: they are not the Hermitian mirror). */
+static void potrf_tile(tess_dtype_t dt, char uplo, int n, int ld, int bad, unsigned seed, void *t) {
+    double *gr = malloc(sizeof(double) * (size_t)n * n),
+           *gi = malloc(sizeof(double) * (size_t)n * n);
+    bool cplx = tess__dtypes[dt].complex_;
+    fill_d(gr, (size_t)n * n, seed);
+    fill_d(gi, (size_t)n * n, seed + 99);
+    if (!cplx) memset(gi, 0, sizeof(double) * (size_t)n * n);
+    for (int j = 0; j < ld && j < n; j++)
+        for (int i = 0; i < ld; i++) {
+            size_t idx = (size_t)i + (size_t)j * (size_t)ld;
+            if (i >= n || !in_tri(uplo, i, j)) { /* untouchable */
+                el_put(dt, t, idx, 1000.0 + i + 0.25 * j, cplx ? -500.0 - j : 0.0);
+                continue;
+            }
+            double re = i == j ? n : 0, im = 0; /* (G G^H)(i, j) = sum_l G(i,l) conj(G(j,l)) */
+            for (int l = 0; l < n; l++) {
+                double ar = gr[i + l * n], ai = gi[i + l * n], br = gr[j + l * n],
+                       bi = gi[j + l * n];
+                re += ar * br + ai * bi;
+                im += ai * br - ar * bi;
+            }
+            if (i == j) im = 0, re = j == bad ? -1.0 : re;
+            el_put(dt, t, idx, re, im);
+        }
+    free(gr);
+    free(gi);
+}
+
+/* got (a POTRF result) against ref (LAPACK's potrf on a copy of the input `in`): the
+ * triangle uplo within a relative tol of ref, everything else exactly in's; when info is 0,
+ * also the factor F of got reproduces the matrix (F F^H or F^H F against in's triangle).
+ * Returns a message for the first mismatch or NULL. */
+static const char *potrf_compare(tess_dtype_t dt, char uplo, int n, int ld, const void *in,
+                                 const void *ref, const void *got, int info, double tol, char *msg,
+                                 size_t len) {
+    double scale = 1e-300, worst = 0;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < ld; i++) {
+            size_t idx = (size_t)i + (size_t)j * (size_t)ld;
+            double gre, gim, rre, rim, ire, iim;
+            el_get(dt, got, idx, &gre, &gim);
+            el_get(dt, ref, idx, &rre, &rim);
+            el_get(dt, in, idx, &ire, &iim);
+            if (i >= n || !in_tri(uplo, i, j)) {
+                if (gre != ire || gim != iim) {
+                    snprintf(msg, len, "(%d,%d) outside the triangle changed: %g%+gi, was %g%+gi",
+                             i, j, gre, gim, ire, iim);
+                    return msg;
+                }
+                continue;
+            }
+            scale = fmax(scale, hypot(rre, rim));
+            double d = hypot(gre - rre, gim - rim);
+            if (!(d <= worst)) worst = d; /* NaN: a failure */
+        }
+    if (!(worst <= tol * scale)) {
+        snprintf(msg, len, "triangle differs from LAPACK's by %g (relative %g > %g)", worst,
+                 worst / scale, tol);
+        return msg;
+    }
+    if (info != 0) return NULL;
+    /* the factor reproduces the input: A(i,j) = sum_l F'(i,l) conj(F'(j,l)) with F' = L,
+     * or U^H (F'(i,l) = conj(U(l,i))) */
+    double aw = 0, ascale = 1e-300;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            if (!in_tri(uplo, i, j)) continue;
+            double re = 0, im = 0;
+            for (int l = 0; l <= (i < j ? i : j); l++) {
+                double xr, xi, yr, yi;
+                if (uplo == 'L') {
+                    el_get(dt, got, (size_t)i + (size_t)l * ld, &xr, &xi);
+                    el_get(dt, got, (size_t)j + (size_t)l * ld, &yr, &yi);
+                } else {
+                    el_get(dt, got, (size_t)l + (size_t)i * ld, &xr, &xi);
+                    el_get(dt, got, (size_t)l + (size_t)j * ld, &yr, &yi);
+                    xi = -xi, yi = -yi;
+                }
+                re += xr * yr + xi * yi;
+                im += xi * yr - xr * yi;
+            }
+            double ar, ai;
+            el_get(dt, in, (size_t)i + (size_t)j * ld, &ar, &ai);
+            if (i == j) ai = 0; /* Hermitian: the diagonal's imaginary part is not read */
+            ascale = fmax(ascale, hypot(ar, ai));
+            double d = hypot(re - ar, im - ai);
+            if (!(d <= aw)) aw = d;
+        }
+    if (!(aw <= tol * n * ascale)) {
+        snprintf(msg, len, "the factor does not reproduce the matrix: residual %g (relative %g)",
+                 aw, aw / ascale);
+        return msg;
+    }
+    return NULL;
+}
+
+/* POTRF on an emulated device (tile copied in and out, alpha, beta, A, B NULL) and on the
+ * CPU worker (in place on host memory) equals LAPACK's potrf on a copy: s, d, c, z, uplo L
+ * and U, an order not a power of two, ldc > n; *info 0 and the factor reproduces the matrix;
+ * with diagonal entry j = -1, *info is LAPACK's, j + 1; the other strict triangle and the
+ * rows below n untouched. */
+TEST(potrf_matches_lapack) {
+    tess__potrf_fn *fn[4];
+    for (int dt = 0; dt < 4; dt++)
+        if (tess__hostblas_potrf(dt, "test", &fn[dt]) != TESS_OK)
+            SKIP("the CPU BLAS has no LAPACK: %s", tess_last_error());
+    struct tess__dev_params p = prm(0, 2);
+    p.jitter_us = 200;
+    struct edev a;
+    edev_open(&a, p);
+    const struct tess__dev_ops *cpu = &tess__cpu_ops;
+    void *cbd;
+    struct tess__dev_desc cdesc;
+    struct tess__dev_params cp = prm(0, 1);
+    ASSERT_OK(cpu->open(&cp, &cbd, &cdesc));
+    enum { N = 37, LD = 42, BAD = 22 };
+    char msg[256];
+    int ncase = 0;
+    for (int dt = 0; dt < 4; dt++)
+        for (int u = 0; u < 2; u++)
+            for (int bad = 0; bad < 2; bad++) {
+                char uplo = u ? 'U' : 'L';
+                size_t es = tess__dtypes[dt].size, bytes = (size_t)LD * N * es;
+                unsigned char *in = malloc(bytes), *ref = malloc(bytes), *got = malloc(bytes),
+                              *cgot = malloc(bytes);
+                potrf_tile((tess_dtype_t)dt, uplo, N, LD, bad ? BAD : -1, 17u + (unsigned)ncase++,
+                           in);
+                memcpy(ref, in, bytes);
+                memcpy(cgot, in, bytes);
+                memset(got, 0, bytes);
+                int rinfo = -7, n = N, ld = LD;
+                fn[dt](&uplo, &n, ref, &ld, &rinfo, 1);
+                ASSERT_EQ(rinfo, bad ? BAD + 1 : 0); /* the tile is what it should be */
+                double tol = dt == TESS_S || dt == TESS_C ? 2e-5 : 1e-12;
+                struct tess__kernel k;
+                memset(&k, 0, sizeof k);
+                k.kind = TESS__K_POTRF;
+                k.dt = (tess_dtype_t)dt;
+                k.uplo = uplo;
+                k.m = k.n = N;
+                k.ldc = LD;
+                /* emulated: in, POTRF, out on stream 1 */
+                unsigned char *dC = a.base + 8192;
+                int info = -12345;
+                k.C = dC;
+                k.info = &info;
+                ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+                ASSERT_OK(emu->kernel(a.bd, 1, &k));
+                ASSERT_OK(emu->copy2d(a.bd, 1, TESS__D2H, got, 0, dC, 0, bytes, 1, NULL));
+                ASSERT_OK(drain(emu, a.bd, 1));
+                ASSERT_MSG(info == rinfo, "emulated %s uplo %c: info %d, LAPACK's %d",
+                           tess__dtypes[dt].name, uplo, info, rinfo);
+                const char *why = potrf_compare((tess_dtype_t)dt, uplo, N, LD, in, ref, got, rinfo,
+                                                tol, msg, sizeof msg);
+                ASSERT_MSG(!why, "emulated %s uplo %c info %d: %s", tess__dtypes[dt].name, uplo,
+                           rinfo, why);
+                /* the CPU worker: in place on host memory */
+                info = -12345;
+                k.C = cgot;
+                ASSERT_OK(cpu->kernel(cbd, 0, &k));
+                ASSERT_OK(drain(cpu, cbd, 0));
+                ASSERT_MSG(info == rinfo, "cpu %s uplo %c: info %d, LAPACK's %d",
+                           tess__dtypes[dt].name, uplo, info, rinfo);
+                why = potrf_compare((tess_dtype_t)dt, uplo, N, LD, in, ref, cgot, rinfo, tol, msg,
+                                    sizeof msg);
+                ASSERT_MSG(!why, "cpu %s uplo %c info %d: %s", tess__dtypes[dt].name, uplo, rinfo,
+                           why);
+                free(in);
+                free(ref);
+                free(got);
+                free(cgot);
+            }
+    cpu->close(cbd);
+    emu->close(a.bd);
+}
+
+/* POTRF on an emulated device: info may be NULL; a bad uplo, ldc < n or a C outside the
+ * arena is TESS_EINVAL at the call (the device stays healthy); gflops makes it last
+ * (n^3 / 3 multiply-adds) / rate; and it counts as one op for fault_at: as the faulting op
+ * it does nothing (C and *info untouched) and fails the device. */
+TEST(potrf_checks_throttle_fault) {
+    tess__potrf_fn *fn;
+    if (tess__hostblas_potrf(TESS_D, "test", &fn) != TESS_OK)
+        SKIP("the CPU BLAS has no LAPACK: %s", tess_last_error());
+    enum { N = 64 };
+    size_t bytes = sizeof(double) * N * N;
+    double *in = malloc(bytes), *got = malloc(bytes), host[4] = {4, 0, 0, 4};
+    potrf_tile(TESS_D, 'L', N, N, -1, 5, in);
+    struct tess__dev_params p = prm(0, 1);
+    p.gflops = 0.002; /* 2 * 64^3 / 3 flops = 174763: 87 ms */
+    struct edev a;
+    edev_open(&a, p);
+    double *dC = (double *)(a.base + 4096);
+    struct tess__kernel k;
+    memset(&k, 0, sizeof k);
+    k.kind = TESS__K_POTRF;
+    k.dt = TESS_D;
+    k.uplo = 'X';
+    k.m = k.n = N;
+    k.C = dC;
+    k.ldc = N;
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
+    k.uplo = 'L';
+    k.ldc = N - 1;
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
+    k.ldc = 2;
+    k.n = k.m = 2;
+    k.C = host;
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
+    ASSERT(strstr(tess_last_error(), "emulated:0") != NULL);
+    k.C = dC;
+    k.ldc = k.n = k.m = N;
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    double t0 = tess__now();
+    ASSERT_OK(emu->kernel(a.bd, 0, &k)); /* info NULL: not written */
+    ASSERT_OK(drain(emu, a.bd, 0));
+    double dt = tess__now() - t0;
+    ASSERT_MSG(dt >= 0.087, "potrf took %.4f s, want >= 0.087", dt);
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, got, 0, dC, 0, bytes, 1, NULL));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    int info = -1, n = N;
+    double *ref = malloc(bytes);
+    memcpy(ref, in, bytes);
+    fn("L", &n, ref, &n, &info, 1);
+    char msg[256];
+    const char *why = potrf_compare(TESS_D, 'L', N, N, in, ref, got, info, 1e-12, msg, sizeof msg);
+    ASSERT_MSG(!why, "%s", why);
+    emu->close(a.bd);
+
+    /* fault_at = 2: the copy is op 1, the POTRF op 2 */
+    p = prm(0, 1);
+    p.fault_at = 2;
+    edev_open(&a, p);
+    dC = (double *)(a.base + 4096);
+    k.C = dC;
+    info = -12345;
+    k.info = &info;
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+    ASSERT_OK(emu->kernel(a.bd, 0, &k));
+    ASSERT_EQ(drain(emu, a.bd, 0), TESS_EDEVICE);
+    ASSERT(strstr(tess_last_error(), "injected fault at op 2 (kernel") != NULL);
+    ASSERT_EQ(info, -12345);
+    ASSERT(memcmp(dC, in, bytes) == 0);
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EDEVICE);
+    emu->close(a.bd);
+    free(in);
+    free(got);
+    free(ref);
 }
 
 TEST_MAIN()

@@ -2,12 +2,16 @@
  * gemm and the tile kernels. Each checks its arguments (stream, kind, pitches, shapes,
  * leading dimensions; on emulated devices where every operand lies: host_arena.c), copies
  * the scalars, and appends one op to the stream's FIFO: it returns at once, the stream
- * thread runs it (host_stream.c). A failed device answers TESS_EDEVICE.
+ * thread runs it (host_stream.c). A failed device answers TESS_EDEVICE. POTRF is refused
+ * at the call (TESS_ENOSYS) when the CPU BLAS has no LAPACK for its precision, so a missing
+ * routine never fails the device; its *info is written by the stream thread.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "host_dev.h"
+#include "hostblas.h" /* POTRF: is LAPACK's xPOTRF there */
 
 /* Bytes spanned by `height` rows of `width` bytes at `pitch`; 0 on overflow (callers
  * have width, height > 0). */
@@ -129,6 +133,7 @@ static void kernel_shapes(const struct tess__kernel *k, int64_t sh[3][2]) {
     case TESS__K_HER2K:
         sh[0][0] = sh[1][0] = ar, sh[0][1] = sh[1][1] = ac, sh[2][0] = sh[2][1] = k->n;
         break;
+    case TESS__K_POTRF: /* in place on C, n x n */ sh[2][0] = sh[2][1] = k->n; break;
     default: /* TRMM, TRSM: in place on C */
         sh[0][0] = sh[0][1] = side_dim, sh[2][0] = k->m, sh[2][1] = k->n;
         break;
@@ -144,9 +149,18 @@ int tess__hostdev_kernel(void *bd, int stream, const struct tess__kernel *k) {
     int rc = check_stream(d, stream, "kernel");
     if (rc) return rc;
     char ta = k->ta ? k->ta : 'N';
-    if ((unsigned)k->dt > TESS_Z || !upper_trans(&ta) || k->m < 0 || k->n < 0 || k->k < 0 ||
-        !k->alpha || (k->kind != TESS__K_TRMM && k->kind != TESS__K_TRSM && !k->beta))
+    bool potrf = k->kind == TESS__K_POTRF; /* no scalars, A or B; C n x n, uplo 'L'/'U' */
+    if ((unsigned)k->dt > TESS_Z || (unsigned)k->kind > TESS__K_POTRF || !upper_trans(&ta) ||
+        k->m < 0 || k->n < 0 || k->k < 0 || (!potrf && !k->alpha) ||
+        (!potrf && k->kind != TESS__K_TRMM && k->kind != TESS__K_TRSM && !k->beta) ||
+        (potrf && ((k->uplo != 'L' && k->uplo != 'U') || (k->n > 0 && !k->C))))
         return tess__fail(TESS_EINVAL, "%s: kernel %d: bad argument", d->name, (int)k->kind);
+    if (potrf) {
+        tess__potrf_fn *fn;
+        char who[80];
+        snprintf(who, sizeof who, "%s: kernel potrf", d->name);
+        if ((rc = tess__hostblas_potrf((int)k->dt, who, &fn))) return rc;
+    }
     size_t es = tess__dtypes[k->dt].size;
     int64_t sh[3][2];
     kernel_shapes(k, sh);
@@ -166,7 +180,7 @@ int tess__hostdev_kernel(void *bd, int stream, const struct tess__kernel *k) {
     if (!op) return tess__fail(TESS_ENOMEM, "%s: kernel: out of memory", d->name);
     op->kern.k = *k;
     op->kern.k.ta = ta;
-    memcpy(&op->kern.alpha, k->alpha, es);
+    if (k->alpha) memcpy(&op->kern.alpha, k->alpha, es);
     if (k->beta) memcpy(&op->kern.beta, k->beta, es);
     tess__hostdev_append(&d->s[stream], op);
     return TESS_OK;

@@ -3,7 +3,8 @@
  * streams run concurrently in no set order. Emulation: a copy other than D2D lasts at least
  * bytes / link_gbs, a kernel flops / gflops (on its stream's time, or with shared_engine
  * on one engine the device's streams take turns on), jitter_us sleeps a random time before
- * each op (seeded per stream: runs repeat).
+ * each op (seeded per stream: runs repeat). A POTRF writes its INFO to the caller's int on
+ * the stream thread, before any later op of the stream (an event record) runs.
  * Events: a record sets recorded = ++gen and queues "stream s reached gen"; a wait captures
  * (s, gen) at call time, so a later re-record does not move it; never recorded = complete.
  * Recorded only on the owner's streams, waited on by any device; they outlive their device.
@@ -183,12 +184,18 @@ static void run_kernel(struct dev *d, const struct op *op) {
     struct tess__kernel k = op->kern.k;
     k.alpha = &op->kern.alpha;
     k.beta = &op->kern.beta;
-    kernel_status(d, tess__host_kernel(&k), "tile");
+    kernel_status(d, tess__host_kernel(&k), "tile"); /* POTRF: *k.info written here */
     if (d->p.gflops > 0) {
-        double mx = (double)TESS__MAX(k.m, k.n),
-               flops = tess__dtypes[k.dt].flop_mul * mx * mx *
-                       (double)TESS__MAX(TESS__MAX(k.m, k.n), k.k);
-        kernel_throttle(d, t0, 0.5 * flops / (d->p.gflops * 1e9));
+        double flops;
+        if (k.kind == TESS__K_POTRF) { /* n^3 / 3 multiply-adds */
+            double n = (double)k.n;
+            flops = tess__dtypes[k.dt].flop_mul * n * n * n / 3.0;
+        } else {
+            double mx = (double)TESS__MAX(k.m, k.n);
+            flops = 0.5 * tess__dtypes[k.dt].flop_mul * mx * mx *
+                    (double)TESS__MAX(TESS__MAX(k.m, k.n), k.k);
+        }
+        kernel_throttle(d, t0, flops / (d->p.gflops * 1e9));
     }
 }
 

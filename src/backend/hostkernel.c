@@ -11,6 +11,10 @@
  * netlib does (OpenBLAS 0.3.21 takes it as 0: B6). STRSM side R solves its 1-3 left-over
  * rows in a copy padded to 4 rows, so OpenBLAS's Zen/Haswell kernels cannot spread a NaN
  * across columns (B12).
+ * POTRF is LAPACK's xPOTRF of the same library (optional there: TESS_ENOSYS naming the
+ * symbol when absent), in place on C's triangle uplo, its INFO written to *info; an order
+ * beyond INT_MAX is TESS_EINVAL, a leading dimension beyond it served from a copy of the
+ * triangle (copied back).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -82,6 +86,7 @@ static void shapes(const struct tess__kernel *k, int64_t sh[3][2]) {
             sh[1][0] = sh[0][0], sh[1][1] = sh[0][1];
         sh[2][0] = sh[2][1] = k->n;
         break;
+    case TESS__K_POTRF: sh[2][0] = sh[2][1] = k->n; break; /* its own path: potrf() */
     }
 }
 
@@ -438,7 +443,49 @@ static int run_dims(const struct tess__hostblas *hb, const struct tess__kernel *
     return tess__fail(TESS_EINVAL, "host kernel: kind %d", (int)k->kind);
 }
 
+/* POTRF (backend.h): C = chol(C) in place on its triangle uplo (order n; m, k, A, B and the
+ * scalars unused), LAPACK's INFO to *info when info is not NULL. */
+static int potrf(const struct tess__kernel *k) {
+    tess__potrf_fn *fn;
+    int rc = tess__hostblas_potrf((int)k->dt, "host kernel", &fn);
+    if (rc) return rc;
+    if (k->uplo != 'L' && k->uplo != 'U')
+        return tess__fail(TESS_EINVAL, "host kernel: potrf uplo '%c' (want 'L' or 'U')", k->uplo);
+    if (k->n < 0) return tess__fail(TESS_EINVAL, "host kernel: negative size");
+    if (k->n > HK_INT)
+        return tess__fail(TESS_EINVAL, "host kernel: potrf of order %lld cannot be addressed",
+                          (long long)k->n);
+    if (k->n > 0 && (k->ldc < k->n || !k->C))
+        return tess__fail(TESS_EINVAL, "host kernel: potrf of order %lld: ldc %lld or C NULL",
+                          (long long)k->n, (long long)k->ldc);
+    int n = (int)k->n, info = 0;
+    if (n > 0) {
+        size_t es = tess__dtypes[k->dt].size;
+        void *C = k->C, *tmp = NULL;
+        int ld = n;
+        if (k->ldc > HK_INT) { /* the triangle in a copy with ld n */
+            if (!(tmp = malloc((size_t)n * (size_t)n * es)))
+                return tess__fail(TESS_ENOMEM,
+                                  "host kernel: no memory for a %d x %d copy of a potrf "
+                                  "tile with leading dimension %lld",
+                                  n, n, (long long)k->ldc);
+            copy_block(es, k->uplo, n, n, k->C, k->ldc, tmp, n);
+            C = tmp;
+        } else {
+            ld = (int)k->ldc;
+        }
+        fn(&k->uplo, &n, C, &ld, &info, 1);
+        if (tmp) {
+            copy_block(es, k->uplo, n, n, tmp, n, k->C, k->ldc);
+            free(tmp);
+        }
+    }
+    if (k->info) *k->info = info;
+    return TESS_OK;
+}
+
 int tess__host_kernel(const struct tess__kernel *k) {
+    if (k->kind == TESS__K_POTRF) return potrf(k);
     const struct tess__hostblas *b = tess__hostblas();
     if (!b) return tess__fail(TESS_ENOSYS, "host kernel: no CPU BLAS loaded");
     if (k->m < 0 || k->n < 0 || k->k < 0)

@@ -10,7 +10,9 @@
  * (TESS_ENOSYS, a message naming TESSERA_CPU_BLAS); nothing here prints or aborts. The
  * answer (table or error) is computed under pthread_once and kept for the life of the
  * process; the handle of a library taken is never closed (its threads may outlive every
- * tessera call).
+ * tessera call). LAPACK's xPOTRF (Fortran symbols spotrf_ ...) is taken from the same
+ * handle when there, and is optional: a library without LAPACK still loads, and only a
+ * call that needs the routine fails (tess__hostblas_potrf: TESS_ENOSYS naming the symbol).
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -53,6 +55,15 @@ static const struct {
     HB(ctrmm),  HB(ztrmm),  HB(strsm),  HB(dtrsm),  HB(ctrsm),  HB(ztrsm),
 };
 #undef HB
+
+/* Optional LAPACK routines: NULL in the table when the library lacks them. */
+#define LP(f) \
+    { #f "_", offsetof(struct tess__hostblas, f) }
+static const struct {
+    const char *sym;
+    size_t off;
+} optional[] = {LP(spotrf), LP(dpotrf), LP(cpotrf), LP(zpotrf)};
+#undef LP
 
 /* dl_iterate_phdr: is addr in this object, and does the object carry the note? */
 struct note_probe {
@@ -130,6 +141,13 @@ static void load_once(void) {
         /* object pointer to function pointer: POSIX guarantees the representation */
         memcpy((char *)&table + required[i].off, &f, sizeof f);
     }
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+        void *f = dlsym(h, optional[i].sym);
+        struct note_probe pr = {(uintptr_t)f, 0};
+        if (f) dl_iterate_phdr(probe_object, &pr);
+        if (f && !pr.tessera) memcpy((char *)&table + optional[i].off, &f, sizeof f);
+    }
+    (void)dlerror(); /* a missing optional symbol is no error to report later */
     void *f = dlsym(h, "openblas_get_num_threads");
     if (f) memcpy(&table.get_num_threads, &f, sizeof f);
     f = dlsym(h, "openblas_set_num_threads");
@@ -149,4 +167,20 @@ const struct tess__hostblas *tess__hostblas(void) {
      * tests) find the table; once resolved this is one load. */
     pthread_once(&once, load_once);
     return loaded;
+}
+
+int tess__hostblas_potrf(int dt, const char *who, tess__potrf_fn **fn) {
+    static const char *const sym[4] = {"spotrf_", "dpotrf_", "cpotrf_", "zpotrf_"};
+    *fn = NULL;
+    if (dt < 0 || dt > 3) return tess__fail(TESS_EINVAL, "%s: potrf: bad precision %d", who, dt);
+    const struct tess__hostblas *b = tess__hostblas();
+    if (!b) return tess__fail(TESS_ENOSYS, "%s: %s: no CPU BLAS: %s", who, sym[dt], failure);
+    tess__potrf_fn *const f[4] = {b->spotrf, b->dpotrf, b->cpotrf, b->zpotrf};
+    if (!f[dt])
+        return tess__fail(TESS_ENOSYS,
+                          "%s: TESSERA_CPU_BLAS=\"%s\" has no %s (LAPACK's Cholesky); accepted: "
+                          "a CBLAS library that carries LAPACK such as libopenblas.so.0",
+                          who, b->name, sym[dt]);
+    *fn = f[dt];
+    return TESS_OK;
 }

@@ -2,11 +2,21 @@
  * pointers resolved once with dlopen + dlsym from a named library (TESSERA_CPU_BLAS, default
  * libopenblas.so.0). tessera never calls a BLAS symbol by name: when the drop-in library
  * (libtessera_blas.so) is preloaded in front of a program, its exported dgemm_/cblas_dgemm
- * would otherwise be what tessera's own CPU kernels call, and calls would loop back. */
+ * would otherwise be what tessera's own CPU kernels call, and calls would loop back.
+ * The LAPACK routines tessera runs on a tile (potrf) come from the same library and are
+ * optional: NULL when it has none (OpenBLAS's libopenblas.so.0 carries LAPACK). */
 #ifndef TESS_HOSTBLAS_H
 #define TESS_HOSTBLAS_H
 
+#include <stddef.h>
+
 #include <cblas.h>
+
+/* LAPACK's xPOTRF through its Fortran symbol (spotrf_, ...): column-major, LP64 ints, every
+ * argument by reference, the length of the CHARACTER uplo as a trailing hidden argument
+ * (gfortran's size_t; pass 1). a is float, double, float complex or double complex. */
+typedef void tess__potrf_fn(const char *uplo, const int *n, void *a, const int *lda, int *info,
+                            size_t uplo_len);
 
 struct tess__hostblas {
     __typeof__(cblas_sgemm) *sgemm;
@@ -39,6 +49,10 @@ struct tess__hostblas {
     __typeof__(cblas_dtrsm) *dtrsm;
     __typeof__(cblas_ctrsm) *ctrsm;
     __typeof__(cblas_ztrsm) *ztrsm;
+    tess__potrf_fn *spotrf; /* LAPACK, optional: NULL if absent */
+    tess__potrf_fn *dpotrf;
+    tess__potrf_fn *cpotrf;
+    tess__potrf_fn *zpotrf;
     int (*get_num_threads)(void); /* openblas_get_num_threads, NULL if absent */
     void (*set_num_threads)(int); /* openblas_set_num_threads, NULL if absent */
     void *handle;                 /* the dlopen handle */
@@ -52,5 +66,9 @@ struct tess__hostblas {
 int tess__hostblas_load(void);
 /* The resolved table; valid (non-NULL) once tess__hostblas_load returned TESS_OK. */
 const struct tess__hostblas *tess__hostblas(void);
+/* xPOTRF of precision dt (a tess_dtype_t: 0 s, 1 d, 2 c, 3 z): *fn gets the routine and TESS_OK,
+ * or TESS_ENOSYS with a message (who: first) naming the missing symbol, the library and
+ * TESSERA_CPU_BLAS (no CPU BLAS loaded, or one without LAPACK); TESS_EINVAL for a bad dt. */
+int tess__hostblas_potrf(int dt, const char *who, tess__potrf_fn **fn);
 
 #endif

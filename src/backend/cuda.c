@@ -1,8 +1,11 @@
 /* src/backend/cuda.c: the CUDA backend, one NVIDIA GPU per device instance: its streams
- * (non-blocking), one cuBLAS handle per stream, its heap arena (one cudaMalloc), 2D copies
- * straight from host matrices (pageable ones through stage.c), peer copies, pooled events,
- * sticky failure and injected faults. Semantics of every hook: backend.h.
- * Owns: the CUDA/cuBLAS objects of each opened GPU and the peer-access answers.
+ * (non-blocking), one cuBLAS and one cuSOLVER handle per stream, its heap arena (one
+ * cudaMalloc), 2D copies straight from host matrices (pageable ones through stage.c), peer
+ * copies, the tile kernels (cuBLAS; POTRF: cuSOLVER's cusolverDnXpotrf, its INFO delivered
+ * to the host int in stream order), pooled events, sticky failure and injected faults.
+ * Semantics of every hook: backend.h.
+ * Owns: the CUDA/cuBLAS/cuSOLVER objects of each opened GPU (handles, the device's cuSOLVER
+ * params, each stream's POTRF workspaces and INFO ints) and the peer-access answers.
  * Threads: the worker's hooks make the device current and leave it so; the cold ones (open,
  * close, arena, can_peer, an event-pool miss) restore the caller's device; event_query and
  * event_sync run on any thread without changing it.
@@ -22,6 +25,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cusolverDn.h>
 
 #include "backend.h"
 #include "cuda_check.h"
@@ -35,6 +39,18 @@
 #endif
 
 struct cuda_dev;
+
+#define CUDA_STREAMS (TESS_MAX_STREAMS + TESS_AUX_STREAMS)
+
+/* POTRF's per-stream scratch (cuda_potrf), used by the device's worker thread only: the
+ * device workspace cusolverDnXpotrf asks for (grown on demand, stream-ordered where the
+ * GPU has memory pools), a host one if it asks for that too, and the INFO staging. */
+struct potrf_ws {
+    void *dev; /* device workspace, dev_bytes */
+    size_t dev_bytes;
+    void *host; /* host workspace (malloc), host_bytes */
+    size_t host_bytes;
+};
 
 /* One CUDA event of one device. `recorded` lets a pooled event answer "never recorded"
  * (TESS_OK) after reuse without asking CUDA. */
@@ -51,8 +67,14 @@ enum { DEV_OK = 0, DEV_FAILING = 1, DEV_FAILED = 2 };
 struct cuda_dev {
     int ord; /* CUDA device number */
     int nstreams;
-    cudaStream_t stream[TESS_MAX_STREAMS + TESS_AUX_STREAMS];
-    cublasHandle_t blas[TESS_MAX_STREAMS + TESS_AUX_STREAMS]; /* blas[i] is bound to stream[i] */
+    cudaStream_t stream[CUDA_STREAMS];
+    cublasHandle_t blas[CUDA_STREAMS];       /* blas[i] is bound to stream[i] */
+    cusolverDnHandle_t solver[CUDA_STREAMS]; /* solver[i] too */
+    cusolverDnParams_t sparams;              /* the device's cusolverDnX* params */
+    struct potrf_ws pws[CUDA_STREAMS];       /* POTRF workspaces per stream */
+    int *dinfo;                              /* device ints [nstreams]: POTRF's devInfo */
+    int *pinfo;                              /* pinned host ints [nstreams]: INFO copied back */
+    int mempools;                            /* cudaMallocAsync usable (memory pools) */
     void *arena;
     size_t arena_bytes;
     size_t max_pitch;     /* cudaDeviceProp.memPitch; larger: row by row */
@@ -117,13 +139,40 @@ static int cublas_check_(struct cuda_dev *d, cublasStatus_t e, const char *call,
                     cublasGetStatusName(e), cublasGetStatusString(e));
 }
 
-/* TESS_CU(d, call): run a CUDA runtime or cuBLAS call once; TESS_OK, or mark d failed and
- * return TESS_EDEVICE with the call, file:line and CUDA's message. The controlling
- * expression of _Generic is not evaluated, so `call` runs exactly once. */
-#define TESS_CU(d, call)                 \
-    _Generic((call), cudaError_t         \
-             : cu_check_, cublasStatus_t \
-             : cublas_check_)((d), (call), #call, __FILE__, __LINE__)
+/* cuSOLVER has no status-name call: the names of cusolver_common.h. */
+static const char *cusolver_status_name(cusolverStatus_t e) {
+    switch (e) {
+    case CUSOLVER_STATUS_SUCCESS: return "CUSOLVER_STATUS_SUCCESS";
+    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED";
+    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED";
+    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE";
+    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH";
+    case CUSOLVER_STATUS_MAPPING_ERROR: return "CUSOLVER_STATUS_MAPPING_ERROR";
+    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED";
+    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR";
+    case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED:
+        return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_INVALID_WORKSPACE: return "CUSOLVER_STATUS_INVALID_WORKSPACE";
+    default: return "cuSOLVER status";
+    }
+}
+
+static int cusolver_check_(struct cuda_dev *d, cusolverStatus_t e, const char *call,
+                           const char *file, int line) {
+    if (e == CUSOLVER_STATUS_SUCCESS) return TESS_OK;
+    return dev_fail(d, "%s at %s:%d: %s (%d)", call, tess__src_file(file), line,
+                    cusolver_status_name(e), (int)e);
+}
+
+/* TESS_CU(d, call): run a CUDA runtime, cuBLAS or cuSOLVER call once; TESS_OK, or mark d
+ * failed and return TESS_EDEVICE with the call, file:line and the library's message. The
+ * controlling expression of _Generic is not evaluated, so `call` runs exactly once. */
+#define TESS_CU(d, call)                       \
+    _Generic((call), cudaError_t               \
+             : cu_check_, cublasStatus_t       \
+             : cublas_check_, cusolverStatus_t \
+             : cusolver_check_)((d), (call), #call, __FILE__, __LINE__)
 
 /* ---- current device ---------------------------------------------------------------- */
 
@@ -228,9 +277,25 @@ static void teardown(struct cuda_dev *d) {
     tess__stage_close(st, synced);
     for (int i = 0; i < d->nstreams; i++) {
         if (d->blas[i]) (void)cublasDestroy(d->blas[i]);
+        if (d->solver[i]) (void)cusolverDnDestroy(d->solver[i]);
+        /* POTRF workspaces: the synchronized stream holds no work that reads them (a
+         * pool allocation freed stream-ordered on its stream, before that is destroyed) */
+        struct potrf_ws *w = &d->pws[i];
+        cudaError_t fe = cudaSuccess;
+        if (w->dev)
+            fe = d->mempools && d->stream[i] ? cudaFreeAsync(w->dev, d->stream[i])
+                                             : cudaFree(w->dev);
+        if (fe != cudaSuccess) (void)cudaGetLastError();
+        free(w->host);
+        memset(w, 0, sizeof *w);
         if (d->stream[i] && cudaStreamDestroy(d->stream[i]) != cudaSuccess)
             (void)cudaGetLastError();
     }
+    if (d->sparams) (void)cusolverDnDestroyParams(d->sparams);
+    d->sparams = NULL;
+    if (d->dinfo && cudaFree(d->dinfo) != cudaSuccess) (void)cudaGetLastError();
+    if (d->pinfo && cudaFreeHost(d->pinfo) != cudaSuccess) (void)cudaGetLastError();
+    d->dinfo = d->pinfo = NULL;
     if (d->t0_ev && cudaEventDestroy(d->t0_ev) != cudaSuccess) (void)cudaGetLastError();
     pthread_mutex_lock(&d->evmu);
     struct tess__event *e = d->ev_free;
@@ -312,6 +377,24 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
         /* alpha and beta are host scalars, read before the gemm call returns */
         if (rc == TESS_OK)
             rc = TESS_CU(d, cublasSetPointerMode(d->blas[i], CUBLAS_POINTER_MODE_HOST));
+        if (rc == TESS_OK) rc = TESS_CU(d, cusolverDnCreate(&d->solver[i]));
+        if (rc == TESS_OK) rc = TESS_CU(d, cusolverDnSetStream(d->solver[i], d->stream[i]));
+    }
+    /* POTRF: the params of the 64-bit API (default algorithm), an INFO int per stream on
+     * the device and one pinned on the host (cuda_potrf) */
+    if (rc == TESS_OK) rc = TESS_CU(d, cusolverDnCreateParams(&d->sparams));
+    if (rc == TESS_OK)
+        rc = TESS_CU(d, cudaMalloc((void **)&d->dinfo, sizeof(int) * (size_t)p->nstreams));
+    if (rc == TESS_OK)
+        rc = TESS_CU(d, cudaMallocHost((void **)&d->pinfo, sizeof(int) * (size_t)p->nstreams));
+    if (rc == TESS_OK) {
+        int pools = 0;
+        if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, d->ord) !=
+            cudaSuccess) {
+            (void)cudaGetLastError();
+            pools = 0;
+        }
+        d->mempools = pools;
     }
     if (rc != TESS_OK) {
         teardown(d);
@@ -560,8 +643,108 @@ static cublasDiagType_t blas_diag(char c) {
     return c == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
 }
 
+/* POTRF's INFO on its way to the caller's int: copied from the stream's pinned int by a
+ * host function queued behind the copy into it (cuda_potrf); frees itself. */
+struct info_note {
+    const int *src; /* d->pinfo[stream], pinned */
+    int *dst;       /* the caller's k->info */
+};
+
+/* Runs on a CUDA thread in stream order: no CUDA calls here. */
+static void CUDART_CB deliver_info(void *arg) {
+    struct info_note *n = arg;
+    *n->dst = *n->src;
+    free(n);
+}
+
+/* Frees a host workspace that work queued before it may still use (cuda_potrf). */
+static void CUDART_CB free_host_ws(void *arg) { free(arg); }
+
+/* POTRF (backend.h): C = chol(C) in place, C n x n on the device, with the stream's
+ * cuSOLVER handle and the 64-bit generic API: cusolverDnXpotrf_bufferSize for the
+ * workspaces, the stream's grown if short (stream-ordered: cudaFreeAsync + cudaMallocAsync
+ * on this stream where the GPU has memory pools, so nothing synchronizes the device;
+ * otherwise the stream is drained first), then cusolverDnXpotrf with the device INFO
+ * d->dinfo[stream]. INFO reaches k->info in stream order: cudaMemcpyAsync into the pinned
+ * d->pinfo[stream], then cudaLaunchHostFunc(deliver_info), so an event recorded after this
+ * hook returns completes only once *k->info holds it. m, k, A, B and the scalars unused. */
+static int cuda_potrf(struct cuda_dev *d, int stream, const struct tess__kernel *k) {
+    static const cudaDataType types[4] = {
+        [TESS_S] = CUDA_R_32F, [TESS_D] = CUDA_R_64F, [TESS_C] = CUDA_C_32F, [TESS_Z] = CUDA_C_64F};
+    if ((unsigned)k->dt > TESS_Z || (k->uplo != 'L' && k->uplo != 'U') || k->n < 0 ||
+        (k->n > 0 && (!k->C || k->ldc < k->n)))
+        return tess__fail(TESS_EINVAL,
+                          "cuda:%d: potrf dt %d uplo '%c' n %lld ldc %lld: bad arguments", d->ord,
+                          (int)k->dt, k->uplo ? k->uplo : '?', (long long)k->n, (long long)k->ldc);
+    struct info_note *note = NULL;
+    if (k->info && !(note = malloc(sizeof *note)))
+        return tess__fail(TESS_ENOMEM, "cuda:%d: out of host memory", d->ord);
+    int rc = count_op(d);
+    if (rc == TESS_OK) rc = use(d);
+    cudaStream_t s = d->stream[stream];
+    cusolverDnHandle_t h = d->solver[stream];
+    struct potrf_ws *w = &d->pws[stream];
+    int *dinfo = d->dinfo + stream;
+    cublasFillMode_t uplo = blas_fill(k->uplo);
+    cudaDataType t = types[k->dt];
+    int64_t n = k->n, ldc = TESS__MAX(1, k->ldc);
+    if (n == 0) { /* nothing to factor: INFO 0, still in stream order */
+        if (rc == TESS_OK) rc = TESS_CU(d, cudaMemsetAsync(dinfo, 0, sizeof *dinfo, s));
+    } else {
+        size_t dev_b = 0, host_b = 0;
+        if (rc == TESS_OK)
+            rc = TESS_CU(d, cusolverDnXpotrf_bufferSize(h, d->sparams, uplo, n, t, k->C, ldc, t,
+                                                        &dev_b, &host_b));
+        if (rc == TESS_OK && dev_b > w->dev_bytes) {
+            size_t want = (dev_b + ((size_t)1 << 18) - 1) & ~(((size_t)1 << 18) - 1); /* 256 KiB */
+            void *old = w->dev;
+            w->dev = NULL;
+            w->dev_bytes = 0;
+            if (d->mempools) {
+                if (old) rc = TESS_CU(d, cudaFreeAsync(old, s));
+                if (rc == TESS_OK) rc = TESS_CU(d, cudaMallocAsync(&w->dev, want, s));
+            } else {
+                if (old) rc = TESS_CU(d, cudaStreamSynchronize(s));
+                if (rc == TESS_OK && old) rc = TESS_CU(d, cudaFree(old));
+                if (rc == TESS_OK) rc = TESS_CU(d, cudaMalloc(&w->dev, want));
+            }
+            if (rc == TESS_OK) w->dev_bytes = want;
+        }
+        if (rc == TESS_OK && host_b > w->host_bytes) {
+            void *fresh = malloc(host_b);
+            if (!fresh) {
+                rc = tess__fail(TESS_ENOMEM, "cuda:%d: out of host memory", d->ord);
+            } else {
+                /* the old one may still serve work queued before: freed in stream order */
+                if (w->host) rc = TESS_CU(d, cudaLaunchHostFunc(s, free_host_ws, w->host));
+                if (rc == TESS_OK) {
+                    w->host = fresh;
+                    w->host_bytes = host_b;
+                } else {
+                    free(fresh);
+                }
+            }
+        }
+        if (rc == TESS_OK)
+            rc = TESS_CU(d, cusolverDnXpotrf(h, d->sparams, uplo, n, t, k->C, ldc, t,
+                                             dev_b ? w->dev : NULL, dev_b, host_b ? w->host : NULL,
+                                             host_b, dinfo));
+    }
+    if (rc == TESS_OK && note) {
+        note->src = d->pinfo + stream;
+        note->dst = k->info;
+        rc = TESS_CU(
+            d, cudaMemcpyAsync(d->pinfo + stream, dinfo, sizeof(int), cudaMemcpyDeviceToHost, s));
+        if (rc == TESS_OK) rc = TESS_CU(d, cudaLaunchHostFunc(s, deliver_info, note));
+        if (rc == TESS_OK) note = NULL; /* deliver_info frees it */
+    }
+    free(note);
+    return rc;
+}
+
 /* Every tile kernel kind (backend.h) on the stream's cuBLAS handle; in place for TRMM and
- * TRSM (cuBLAS TRMM is out of place in form, B == C makes it in place). */
+ * TRSM (cuBLAS TRMM is out of place in form, B == C makes it in place); POTRF on its
+ * cuSOLVER handle (cuda_potrf). */
 static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
     struct cuda_dev *d = bd;
     if (k->kind == TESS__K_GEMM)
@@ -570,6 +753,7 @@ static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
     if (dev_failed(d)) return dev_dead(d);
     int rc = check_stream(d, stream);
     if (rc != TESS_OK) return rc;
+    if (k->kind == TESS__K_POTRF) return cuda_potrf(d, stream, k);
     if ((unsigned)k->dt > TESS_Z || !k->alpha || !k->A || !k->C ||
         ((k->kind == TESS__K_HEMM || k->kind == TESS__K_HERK || k->kind == TESS__K_HER2K) &&
          !tess__dtypes[k->dt].complex_))

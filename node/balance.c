@@ -58,6 +58,7 @@ double tess__step_flops(const struct tess__step *st, tess_dtype_t dt) {
     case TESS__K_TRSM:
         pairs = st->side == 'L' ? 0.5 * m * (m + 1) * n : 0.5 * n * (n + 1) * m;
         break;
+    case TESS__K_POTRF: pairs = n * n * n / 6.0; break;
     default: pairs = m * n * k; break;
     }
     return tess__dtypes[dt].flop_mul * pairs;

@@ -322,8 +322,8 @@ static bool each_tile(struct tess__hold *const hs[3], struct tess__task *t,
     for (int s = 0; s < t->nsteps && (job->hv_a || job->hv_b); s++) {
         struct tess__step st;
         job->ops->step(job, t, s, &st);
-        if (job->hv_a && hs[0]) ok = fn(rec_of(hs[0], &st.a.key), false, t) && ok;
-        if (job->hv_b && hs[1]) ok = fn(rec_of(hs[1], &st.b.key), false, t) && ok;
+        if (job->hv_a && hs[0] && st.nops > 0) ok = fn(rec_of(hs[0], &st.a.key), false, t) && ok;
+        if (job->hv_b && hs[1] && st.nops > 1) ok = fn(rec_of(hs[1], &st.b.key), false, t) && ok;
     }
     return ok;
 }

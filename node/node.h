@@ -37,13 +37,14 @@ size_t tess__queue_size(struct tess__queue *q);
 struct tess__step {
     enum tess__kernel_kind kind;
     struct tess__tile a, b; /* operand tiles, fetched through the cache */
-    int nops;               /* operand tiles used: 1 (a) or 2 (a, b) */
+    int nops;               /* operand tiles used: 0 (POTRF), 1 (a) or 2 (a, b) */
     char side, uplo, ta, tb, diag;
     int64_t m, n, k;   /* kernel shape */
     const void *alpha; /* host scalars of the job's precision (live as long as the job) */
     const void *beta;  /* typically the job's beta on step 0, one after */
     /* the kernel's operand starts at (row, col) of the copy (a held tile: hold.c) */
     int64_t a_ro, a_co, b_ro, b_co;
+    int *info; /* POTRF (nops 0): where its kernel puts LAPACK's INFO (lives with the job) */
 };
 
 /* hold.c: where an operand of a job lies in a held matrix. Its tiles are the held grid's
@@ -92,7 +93,9 @@ struct tess__task {
     _Atomic int released;    /* succ's dependency on this task is released (once) */
     _Atomic int state;       /* enum tess__task_state */
     int prio;                /* Eq. 3 for the device whose station holds it */
-    int64_t row, col;        /* element (0, 0) of its output tile in C (held C: hold.c) */
+    bool urgent;      /* on a critical path (a factorization's panel): queued ahead of the other
+                    ready tasks and ranked first in a station; set before submit */
+    int64_t row, col; /* element (0, 0) of its output tile in C (held C: hold.c) */
     /* Dependencies across calls by held tile (hold.c, under rt->dep_mu): tasks of later
      * calls waiting for this one (each counted in its ndeps), and whether this one is done
      * (no more are added then). */
@@ -125,7 +128,13 @@ struct tess__job_ops {
      * waiter give its slot back (worker.c). */
     const struct tess__task *(*awaits)(const struct tess__job *job, const struct tess__task *t,
                                        int s);
+    /* Optional: the worker calls it once task t's last step completed, before t is DONE; a
+     * nonzero status fails the job (tasks of later calls waiting for t fail naming it) while
+     * t's output counts as written (a factorization's INFO > 0, src/lapack). */
+    int (*finished)(const struct tess__job *job, const struct tess__task *t);
 };
+/* The status a finished hook fails a job with when a tile factorization met INFO > 0. */
+#define TESS__EINFO (-66)
 
 struct tess__job {
     const struct tess__job_ops *ops;
@@ -358,6 +367,11 @@ struct tess__rt {
     pthread_mutex_t overflow_mu;
     struct tess__task **overflow;
     int noverflow, overflow_cap;
+    /* Ready urgent tasks (task.urgent), oldest first, taken before the queue (overflow_mu;
+     * nurgent is read without it to skip the lock when there are none). */
+    struct tess__task **urgent;
+    int urgent_cap;
+    _Atomic int nurgent;
     /* Its life (runtime.c, under its life lock): call references, pins, whether the last
      * tess_finalize let it go and is waiting for its calls, the fork epoch it began in. */
     int calls, pins;

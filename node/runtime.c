@@ -154,6 +154,7 @@ void tess__rt_stop(struct tess__rt *rt) {
     for (int i = 0; i < rt->ndev; i++) close_dev(rt, rt->dev[i]);
     if (rt->q) tess__queue_destroy(rt->q);
     free(rt->overflow);
+    free(rt->urgent);
     pthread_mutex_destroy(&rt->overflow_mu);
     pthread_mutex_destroy(&rt->jobs_mu);
     pthread_cond_destroy(&rt->work);
@@ -353,10 +354,30 @@ static int live_devices(const struct tess__rt *rt, uint32_t mask) {
     return n;
 }
 
+static bool grow_urgent(struct tess__rt *rt) {
+    int cap = rt->urgent_cap ? 2 * rt->urgent_cap : 64;
+    struct tess__task **grown = realloc(rt->urgent, sizeof *grown * (size_t)cap);
+    if (!grown) return false;
+    rt->urgent = grown;
+    rt->urgent_cap = cap;
+    return true;
+}
+
 /* Put a ready task on the queue. The caller's thread submits (may wait for room while the
  * workers drain the queue); a worker never waits: a full queue sends it to the overflow. */
 static void queue_task(struct tess__rt *rt, struct tess__task *t, bool may_wait) {
     atomic_store(&t->state, TESS__TASK_QUEUED);
+    if (t->urgent) {
+        pthread_mutex_lock(&rt->overflow_mu);
+        int n = atomic_load(&rt->nurgent);
+        if (n < rt->urgent_cap || grow_urgent(rt)) {
+            rt->urgent[n] = t;
+            atomic_store(&rt->nurgent, n + 1);
+            pthread_mutex_unlock(&rt->overflow_mu);
+            return;
+        }
+        pthread_mutex_unlock(&rt->overflow_mu); /* no memory: the plain queue */
+    }
     while (!tess__queue_push(rt->q, t)) {
         if (!may_wait) {
             pthread_mutex_lock(&rt->overflow_mu);
@@ -386,15 +407,26 @@ void tess__rt_requeue(struct tess__rt *rt, struct tess__task *t) { queue_task(rt
 
 size_t tess__rt_pending(struct tess__rt *rt) {
     pthread_mutex_lock(&rt->overflow_mu);
-    size_t n = (size_t)rt->noverflow;
+    size_t n = (size_t)rt->noverflow + (size_t)atomic_load(&rt->nurgent);
     pthread_mutex_unlock(&rt->overflow_mu);
     return n + tess__queue_size(rt->q);
 }
 
 struct tess__task *tess__rt_next_task(struct tess__rt *rt) {
     void *item;
-    if (tess__queue_pop(rt->q, &item)) return item;
     struct tess__task *t = NULL;
+    if (atomic_load_explicit(&rt->nurgent, memory_order_relaxed) > 0) {
+        pthread_mutex_lock(&rt->overflow_mu);
+        int n = atomic_load(&rt->nurgent);
+        if (n > 0) {
+            t = rt->urgent[0];
+            memmove(rt->urgent, rt->urgent + 1, sizeof *rt->urgent * (size_t)(n - 1));
+            atomic_store(&rt->nurgent, n - 1);
+        }
+        pthread_mutex_unlock(&rt->overflow_mu);
+        if (t) return t;
+    }
+    if (tess__queue_pop(rt->q, &item)) return item;
     pthread_mutex_lock(&rt->overflow_mu);
     if (rt->noverflow > 0) t = rt->overflow[--rt->noverflow];
     pthread_mutex_unlock(&rt->overflow_mu);

@@ -82,6 +82,7 @@ static int await_tier(const struct tess__task *t) {
  * when the station is full of such tasks. */
 #define PRIO_EARLY (-(1 << 20))
 #define PRIO_BLOCKED (-(1 << 30))
+#define PRIO_URGENT (1 << 24) /* task.urgent: before any cache-hit ranking */
 
 static int task_prio(struct tess__task *t, void *arg) {
     struct tess__dev *d = arg;
@@ -90,6 +91,7 @@ static int task_prio(struct tess__task *t, void *arg) {
     int tier = t->job->ops->awaits ? await_tier(t) : 0;
     if (tier == 2) return PRIO_BLOCKED;
     if (tier == 1) p = PRIO_EARLY;
+    if (t->urgent) p += PRIO_URGENT;
     if (unified(d)) return p;
     tess__cache_lock(c);
     for (int s = 0; s < t->nsteps; s++) {
@@ -314,6 +316,9 @@ static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     }
     if (sl->out.c) tess__cache_free_work(&d->rt->cache, sl->out.c);
     if (!sl->out.cancelled) TESS__COUNT(&d->ctr, tasks, 1);
+    int rc = !sl->out.cancelled && !dead && t->job->ops->finished ? t->job->ops->finished(t->job, t)
+                                                                  : TESS_OK;
+    if (rc) job_fail(t->job, rc);
     slot_clear(d, sl);
     tess__task_done(d->rt, t);
 }
@@ -701,10 +706,11 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         cptr = sl->out.c->ptr;
         cld = sl->out.c->ld;
     }
-    struct tess__blk *a, *b = NULL;
-    enum tess__fill fa, fb = TESS__FILL_NONE;
-    rc = tess__cache_acquire(c, d->id, sl->stream, &st.a, job->blk_bytes, &a, &fa);
-    if (rc) return rc;
+    struct tess__blk *a = NULL, *b = NULL;
+    enum tess__fill fa = TESS__FILL_NONE, fb = TESS__FILL_NONE;
+    if (st.nops > 0 &&
+        (rc = tess__cache_acquire(c, d->id, sl->stream, &st.a, job->blk_bytes, &a, &fa)))
+        return rc;
     if (st.nops > 1 &&
         (rc = tess__cache_acquire(c, d->id, sl->stream, &st.b, job->blk_bytes, &b, &fb))) {
         tess__cache_unacquire(c, a);
@@ -723,17 +729,18 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         .k = st.k,
         .alpha = st.alpha,
         .beta = st.beta,
-        .A = (char *)a->ptr + (size_t)(st.a_ro + st.a_co * a->ld) * es,
-        .lda = a->ld,
+        .A = a ? (char *)a->ptr + (size_t)(st.a_ro + st.a_co * a->ld) * es : NULL,
+        .lda = a ? a->ld : 1,
         .B = b ? (char *)b->ptr + (size_t)(st.b_ro + st.b_co * b->ld) * es : NULL,
         .ldb = b ? b->ld : 1,
         .C = cptr,
         .ldc = cld,
+        .info = st.info,
     };
     rc = ops->kernel(d->bd, sl->stream, &k);
     if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->ring.done[s % TESS__DEPTH]);
     if (rc) {
-        tess__cache_unacquire(c, a);
+        if (a) tess__cache_unacquire(c, a);
         if (b) tess__cache_unacquire(c, b);
         return rc;
     }

@@ -21,6 +21,7 @@ LAYERS = [  # (folder, layer), lowest first; the public headers are below everyt
     ("cache", 3),
     ("node", 4),
     ("src/level3", 5),
+    ("src/lapack", 6),  # factorizations on the tile runtime (uses level3.h's helpers)
     ("comm", 6),
     ("src", 7),  # the C API's face: api.c, info.c
     ("src/blas", 7),

@@ -41,6 +41,10 @@ typedef struct tess__event tess__event; /* backend-defined */
  *   HER2K  C = alpha op(A) op(B)^H + conj(alpha) op(B) op(A)^H + beta C, beta real
  *   TRMM   C = alpha op(A) C (side L) or alpha C op(A) (side R), in place on C (B unused)
  *   TRSM   C = alpha op(A)^-1 C (side L) or alpha C op(A)^-1 (side R), in place on C
+ *   POTRF  C = chol(C) in place, C n x n (m = n) Hermitian positive definite: uplo 'L'
+ *          C = L L^H, 'U' C = U^H U, the factor in that triangle; A, B, alpha, beta unused;
+ *          *info gets LAPACK's INFO (0, or j > 0: the leading minor of order j is not
+ *          positive definite), visible once an event recorded after the kernel completed
  * Only the triangle `uplo` of C is referenced by SYRK/HERK/SYR2K/HER2K, only that of A by
  * SYMM/HEMM/TRMM/TRSM. beta = 0 never reads C. */
 enum tess__kernel_kind {
@@ -52,7 +56,8 @@ enum tess__kernel_kind {
     TESS__K_SYR2K,
     TESS__K_HER2K,
     TESS__K_TRMM,
-    TESS__K_TRSM
+    TESS__K_TRSM,
+    TESS__K_POTRF
 };
 
 struct tess__kernel {
@@ -67,6 +72,7 @@ struct tess__kernel {
     int64_t ldb;
     void *C;
     int64_t ldc;
+    int *info; /* POTRF: host int for LAPACK's INFO (see above); NULL for the others */
 };
 
 /* What the runtime asks of one device when opening it. */

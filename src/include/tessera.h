@@ -243,6 +243,32 @@ TESS_API int tess_trsm(tess_dtype_t dtype, tess_layout_t layout, tess_side_t sid
                        tess_trans_t transa, tess_diag_t diag, int64_t m, int64_t n,
                        const void *alpha, const void *A, int64_t lda, void *B, int64_t ldb);
 
+/* ---- factorizations (docs/lapack.md) -------------------------------------------------
+ * tess_?potrf: LAPACK's ?POTRF, the Cholesky factorization of the Hermitian (symmetric)
+ * positive definite n x n matrix A: A = L L^H (uplo TESS_LOWER, L overwrites the lower
+ * triangle) or A = U^H U (TESS_UPPER, the upper triangle); the other strict triangle is
+ * neither read nor written. The factorization runs as tile tasks on every device (tile
+ * POTRF, TRSM, SYRK/HERK and GEMM kernels ordered by their tiles); a small matrix, or a
+ * runtime without device memory, goes to the CPU LAPACK. A held matrix (tess_hold) is
+ * factored in place on its tiles and stays held.
+ * Returns TESS_OK once the call ran, with *info as LAPACK's INFO: 0, or i > 0 when the
+ * leading minor of order i is not positive definite (the factorization stopped: the first
+ * i - 1 columns (TESS_LOWER) or rows (TESS_UPPER) of the factor are final, the rest of the
+ * triangle is unspecified). A bad argument: TESS_EINVAL and *info = -(its position in the
+ * typed entry, LAPACKE's numbering: layout 1, uplo 2, n 3, A 4, lda 5), nothing read or
+ * written (info NULL: TESS_EINVAL only). A device failure: TESS_EDEVICE, the triangle
+ * unspecified. */
+TESS_API int tess_spotrf(tess_layout_t layout, tess_uplo_t uplo, int64_t n, float *A, int64_t lda,
+                         int64_t *info);
+TESS_API int tess_dpotrf(tess_layout_t layout, tess_uplo_t uplo, int64_t n, double *A, int64_t lda,
+                         int64_t *info);
+TESS_API int tess_cpotrf(tess_layout_t layout, tess_uplo_t uplo, int64_t n, void *A, int64_t lda,
+                         int64_t *info);
+TESS_API int tess_zpotrf(tess_layout_t layout, tess_uplo_t uplo, int64_t n, void *A, int64_t lda,
+                         int64_t *info);
+TESS_API int tess_potrf(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, int64_t n,
+                        void *A, int64_t lda, int64_t *info);
+
 /* ---- held data (docs/held.md) -------------------------------------------------------
  * tess_hold declares the column-major rows x cols matrix A (leading dimension ld >= rows,
  * elements of dtype) held: its tiles, a grid of tile x tile blocks anchored at A (tile 0:

@@ -1,9 +1,10 @@
 /* src/tools/bench.h: what tessera-bench's files share. tessera_bench.c owns the options, the
  * header and the CUDA checks; bench_gemm.c the GEMM comparison (no --routine); bench_level3.c
  * the level-3 comparison (--routine) with its calls in bench_l3calls.c; bench_seq.c the
- * sequences of GEMMs (--sequence: in-core cuBLAS, tessera stateless and on held data). The rows, the clock
- * and the CPU BLAS come from bench_lib.h, the checks from oracle.h / oracle_l3.h. Nothing here
- * reaches inside the library. */
+ * sequences of GEMMs (--sequence: in-core cuBLAS, tessera stateless and on held data);
+ * bench_potrf.c the Cholesky factorization (--routine potrf: in-core cuSOLVER, tessera, the CPU
+ * LAPACK). The rows, the clock and the CPU BLAS come from bench_lib.h, the checks from oracle.h
+ * / oracle_l3.h. Nothing here reaches inside the library. */
 #ifndef TESS_BENCH_H
 #define TESS_BENCH_H
 
@@ -43,6 +44,8 @@ struct opts {
     int threads;
     /* level 3 (--routine); routines == 0: the GEMM comparison */
     unsigned routines;            /* 1u << enum routine */
+    int potrf;                    /* --routine potrf (not level 3: bench_potrf.c) */
+    int cpu_lapack;               /* --cpu-lapack: potrf's CPU LAPACK row at every n */
     char side, uplo, trans, diag; /* 'L'/'R', 'U'/'L', 'N'/'T'/'C', 'N'/'U' */
     /* --sequence (0: none); -n given (the sequences' own default size otherwise) */
     int sequence, sizes_given;
@@ -77,6 +80,7 @@ static inline struct timing bench_timing(void) {
 int bench_gemm(void);   /* every precision and size of o */
 int bench_level3(void); /* every routine in o.routines */
 int bench_seq(void);    /* o.sequence, every precision (and size, if -n) of o */
+int bench_potrf(void);  /* --routine potrf, every precision and size (its status: every row's) */
 
 /* bench_l3calls.c: one call of a level-3 problem by each library (column-major, ldc = n) */
 cublasStatus_t l3_incore_call(cublasHandle_t h, const struct prob *p, const void *dA,

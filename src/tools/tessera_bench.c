@@ -1,8 +1,10 @@
 /* src/tools/tessera_bench.c: tessera-bench, the comparison of issues 3 and 4 in one run: on
  * the same random operands, in-core cuBLAS (the ceiling), cuBLAS-XT and tessera, every run
  * timed and verified (the GEMM table: bench_gemm.c; --routine, every level-3 routine:
- * bench_level3.c; --sequence, sequences of GEMMs on held data: bench_seq.c). This file owns the options, the header (machine, versions, devices, knobs)
- * and the CUDA error checks; nothing here reaches inside the library.
+ * bench_level3.c; --sequence, sequences of GEMMs on held data: bench_seq.c; --routine potrf,
+ * the Cholesky factorization against in-core cuSOLVER: bench_potrf.c). This file owns the
+ * options, the header (machine, versions, devices, knobs) and the CUDA error checks; nothing
+ * here reaches inside the library.
  * Exit status: 0 every run verified, 1 a verification failed, 2 usage, 3 a row failed with an
  * error (CUDA, cuBLAS, tessera: the call is printed and the row skipped), 77 no GPU. */
 #include <cublas_v2.h>
@@ -80,6 +82,7 @@ static void usage(FILE *f) {
         "                     [--side L|R] [--uplo L|U] [--trans N|T|C] [--diag N|U]\n"
         "                     [--xt-blocks B[,B...]] [--skip incore,xt,tess] [--time-limit S]\n"
         "                     [--csv FILE] [--verify all|ends|none] [--threads T] [--devices N]\n"
+        "                     [--cpu-lapack]\n"
         "  Level 3: for each precision, size and routine R (gemm, symm, hemm, syrk, herk,\n"
         "  syr2k, her2k, trmm, trsm, or all; hemm/herk/her2k in c and z only), on the same\n"
         "  random pinned host operands (square: m = n = k = N): in-core cuBLAS (operands\n"
@@ -98,6 +101,20 @@ static void usage(FILE *f) {
         "  --reps        the same as -r\n"
         "  Without a GPU it exits 77; TESSERA_BENCH_NO_GPU=1 runs the tessera rows anyway\n"
         "  (on the CPU worker or TESSERA_EMULATE devices: a test of the bench and oracle).\n"
+        "  potrf (not level 3, not in all; may join level-3 routines in the list): the\n"
+        "  Cholesky factorization of a random Hermitian positive definite matrix (entries in\n"
+        "  [-0.5, 0.5], n added to the real diagonal), --uplo L (default) or U, per\n"
+        "  precision and size; rows: in-core (cusolverDnXpotrf on the first GPU, the matrix\n"
+        "  copied there before each run, the call timed), tessera (tess_?potrf on a pinned\n"
+        "  host copy reset before each run, the whole call timed) and, for n <= 8192 or with\n"
+        "  --cpu-lapack, the CPU LAPACK ?potrf_ of TESSERA_CPU_BLAS; one warm-up and reps\n"
+        "  runs, the median, TFLOP/s from n^3/3 (complex x4) and tessera / in-core. Each run\n"
+        "  is checked (--verify) on the first GPU (the host without one): info 0, a positive\n"
+        "  diagonal and ||A0 - L L^H||_F / (||A0||_F n u) <= 10 on the triangle (by column\n"
+        "  blocks in the memory left free); tessera must also leave the other triangle as it\n"
+        "  was (a failed run prints FAIL, exit 1). --skip incore,tess,cpu-blas leaves rows\n"
+        "  out; with level-3 routines too, --csv FILE puts potrf's rows in FILE.potrf.csv.\n"
+        "  --cpu-lapack  potrf: the CPU LAPACK row at every n (slow at large n)\n"
         "\n"
         "       tessera-bench --sequence update|small [-n N[,N...]] [-p s,d,c,z] [--reps reps]\n"
         "                     [--nb NB] [--calls K] [--hold-tile T] [--skip incore,tess]\n"
@@ -154,7 +171,8 @@ static int parse_args(int argc, char **argv) {
         O_SEQUENCE,
         O_NB,
         O_CALLS,
-        O_HOLD_TILE
+        O_HOLD_TILE,
+        O_CPU_LAPACK
     };
     static const struct option longopts[] = {{"devices", required_argument, 0, O_DEVICES},
                                              {"xt-blocks", required_argument, 0, O_BLOCKS},
@@ -174,6 +192,7 @@ static int parse_args(int argc, char **argv) {
                                              {"nb", required_argument, 0, O_NB},
                                              {"calls", required_argument, 0, O_CALLS},
                                              {"hold-tile", required_argument, 0, O_HOLD_TILE},
+                                             {"cpu-lapack", no_argument, 0, O_CPU_LAPACK},
                                              {0, 0, 0, 0}};
     static const char *const routine_names[R_N] = {"gemm",  "symm",  "hemm", "syrk", "herk",
                                                    "syr2k", "her2k", "trmm", "trsm"};
@@ -243,6 +262,10 @@ static int parse_args(int argc, char **argv) {
                     o.routines = (1u << R_N) - 1;
                     continue;
                 }
+                if (!strcmp(t, "potrf")) { /* not level 3: bench_potrf.c */
+                    o.potrf = 1;
+                    continue;
+                }
                 while (r < R_N && strcmp(t, routine_names[r])) r++;
                 if (r == R_N) {
                     fprintf(stderr, "tessera-bench: --routine: unknown routine '%s'\n", t);
@@ -250,7 +273,7 @@ static int parse_args(int argc, char **argv) {
                 }
                 o.routines |= 1u << r;
             }
-            if (!o.routines) goto bad;
+            if (!o.routines && !o.potrf) goto bad;
             break;
         }
         case O_SIDE:
@@ -284,6 +307,7 @@ static int parse_args(int argc, char **argv) {
             }
             break;
         }
+        case O_CPU_LAPACK: o.cpu_lapack = 1, other = 1; break;
         case O_TIME: o.time_limit = atof(optarg), other = 1; break;
         case O_CSV: o.csv = optarg, other = 1; break;
         case O_VERIFY:
@@ -305,9 +329,9 @@ static int parse_args(int argc, char **argv) {
         }
     }
     if (optind != argc) goto bad;
-    if (o.sequence && (o.routines || other)) {
+    if (o.sequence && (o.routines || o.potrf || other)) {
         fprintf(stderr, "tessera-bench: --sequence takes neither --routine, --time-limit, --csv, "
-                        "--xt-blocks nor --side/--uplo/--trans/--diag\n");
+                        "--xt-blocks, --cpu-lapack nor --side/--uplo/--trans/--diag\n");
         goto bad;
     }
     if (o.routines && !xt_blocks) /* level 3: XT's own block and the two the GEMM run liked */
@@ -338,6 +362,12 @@ static int parse_args(int argc, char **argv) {
 bad:
     usage(stderr);
     exit(2);
+}
+
+/* --routine: the level-3 routines asked, then potrf (whose status counts every row of both). */
+static int bench_routines(void) {
+    int rc = o.routines ? bench_level3() : 0;
+    return o.potrf && rc != 2 ? bench_potrf() : rc;
 }
 
 /* The GPUs tessera uses, as TESSERA_DEVICES selects them: all visible, or an ordinal list. */
@@ -437,7 +467,7 @@ int main(int argc, char **argv) {
         o.ndev = 0;
         print_header(argc, argv, 0);
         if (o.sequence) return bench_seq();
-        if (o.routines) return bench_level3();
+        if (o.routines || o.potrf) return bench_routines();
         o.skip[K_INCORE] = o.skip[K_INCORE_COPY] = o.skip[K_XT] = o.skip[K_XT_PAGE] = 1;
         no_gpu = 1;
     }
@@ -460,8 +490,8 @@ int main(int argc, char **argv) {
         o.ndev = ndev_opt ? ndev_opt : ngpus;
         memcpy(o.dev, gpus, sizeof gpus);
         print_header(argc, argv, visible);
-        if (o.sequence) return bench_seq();    /* --sequence: sequences of GEMMs */
-        if (o.routines) return bench_level3(); /* --routine: the level-3 comparison */
+        if (o.sequence) return bench_seq();                 /* --sequence: sequences of GEMMs */
+        if (o.routines || o.potrf) return bench_routines(); /* --routine: level 3, potrf */
     }
 
     return bench_gemm();

@@ -112,8 +112,11 @@ static int pj_finished(const struct tess__job *job, const struct tess__task *t) 
     return pj->kind == PJ_POTRF && pj->info != 0 ? TESS__EINFO : TESS_OK;
 }
 
-static const struct tess__job_ops potrf_ops = {
-    .name = "potrf", .step = pj_step, .finished = pj_finished};
+/* one table per job kind, named for traces */
+static const struct tess__job_ops potrf_ops[3] = {
+    {.name = "potrf", .step = pj_step, .finished = pj_finished},
+    {.name = "potrf-trsm", .step = pj_step},
+    {.name = "potrf-update", .step = pj_step}};
 
 /* Append the task writing tile (i, j); urgent: on the critical path. */
 static void add_task(struct pjob *pj, int64_t i, int64_t j, bool urgent) {
@@ -208,7 +211,7 @@ static int tile_potrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, char
         pj->herk = tess__dtypes[dt].complex_;
         pj->hv = hv;
         pj->minus_one = m1;
-        job->ops = &potrf_ops;
+        job->ops = &potrf_ops[pj->kind];
         job->dt = dt;
         job->tile = T;
         job->blk_bytes = tess__blk_bytes(T, es);

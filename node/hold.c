@@ -216,11 +216,61 @@ void tess__hold_dev_failed(struct tess__dev *d) {
 /* Write back h's dirty tiles on every live device (drop: and drop their copies); then
  * TESS_EDEVICE naming the range if tiles of it were lost with a failed device. fn names the
  * caller. One sync of a runtime at a time. */
+static int sync_round(struct tess__rt *rt, struct tess__hold *h, int mode);
+
+static int failed_devices(const struct tess__rt *rt) {
+    int n = 0;
+    for (int i = 0; i < rt->ndev; i++) n += atomic_load(&rt->dev[i]->failed) != 0;
+    return n;
+}
+
 static int sync_hold(struct tess__rt *rt, struct tess__hold *h, int mode, const char *fn) {
     async_reap(rt, h->space, true); /* its asynchronous calls first */
     pthread_mutex_lock(&rt->hold_mu);
     while (rt->sync_busy) pthread_cond_wait(&rt->hold_cv, &rt->hold_mu);
     rt->sync_busy = true;
+    int rc;
+    /* A device that fails during a round leaves the dirty tiles it was the lowest holder of
+     * to the next holder, which has already served the round: another round, until one
+     * passes with no device failing. */
+    for (int before = failed_devices(rt);;) {
+        pthread_mutex_unlock(&rt->hold_mu);
+        rc = sync_round(rt, h, mode);
+        pthread_mutex_lock(&rt->hold_mu);
+        int after = failed_devices(rt);
+        if (after == before) break;
+        before = after;
+    }
+    rt->sync_busy = false;
+    pthread_cond_broadcast(&rt->hold_cv);
+    pthread_mutex_unlock(&rt->hold_mu);
+    if (mode == TESS__WB_WAIT) return TESS_OK;
+    struct tess__tile_key first;
+    size_t lost = tess__cache_lost(&rt->cache, h->space, &first);
+    if (lost) {
+        size_t off = (size_t)((const char *)first.addr - h->base) / h->es;
+        return tess__fail(TESS_EDEVICE,
+                          "%s: held range %p (%lld x %lld, ld %lld): %zu tile(s) were lost with a "
+                          "failed device that held their only current copy, the first at rows "
+                          "%lld.., cols %lld..; the host range holds, for those tiles, the "
+                          "contents last written back",
+                          fn, (void *)h->base, (long long)h->rows, (long long)h->cols,
+                          (long long)h->ld, lost, (long long)(off % (size_t)h->ld),
+                          (long long)(off / (size_t)h->ld));
+    }
+    if (rc == TESS_EDEVICE) rc = TESS_OK; /* a device left, but nothing of h was lost */
+    if (rc)
+        return tess__fail(rc == TESS_ENOMEM ? rc : TESS_EDEVICE,
+                          "%s: held range %p: a device failed writing it back", fn,
+                          (void *)h->base);
+    if (h->sum && mode == TESS__WB_SYNC) record_all(h);
+    return TESS_OK;
+}
+
+/* One round of a sync (sync_hold holds rt->sync_busy): posted to every live device, waited
+ * for; the first device's error. */
+static int sync_round(struct tess__rt *rt, struct tess__hold *h, int mode) {
+    pthread_mutex_lock(&rt->hold_mu);
     for (int i = 0; i < rt->ndev; i++) {
         struct tess__dev *d = rt->dev[i];
         if (d->desc.caps & TESS__CAP_UNIFIED) continue;
@@ -248,30 +298,8 @@ static int sync_hold(struct tess__rt *rt, struct tess__hold *h, int mode, const 
         if (d->sync_served == d->sync_posted && d->sync_rc && !rc) rc = d->sync_rc;
         d->sync_served = d->sync_posted; /* a failed device's request is void */
     }
-    rt->sync_busy = false;
-    pthread_cond_broadcast(&rt->hold_cv);
     pthread_mutex_unlock(&rt->hold_mu);
-    if (mode == TESS__WB_WAIT) return TESS_OK;
-    struct tess__tile_key first;
-    size_t lost = tess__cache_lost(&rt->cache, h->space, &first);
-    if (lost) {
-        size_t off = (size_t)((const char *)first.addr - h->base) / h->es;
-        return tess__fail(TESS_EDEVICE,
-                          "%s: held range %p (%lld x %lld, ld %lld): %zu tile(s) were lost with a "
-                          "failed device that held their only current copy, the first at rows "
-                          "%lld.., cols %lld..; the host range holds, for those tiles, the "
-                          "contents last written back",
-                          fn, (void *)h->base, (long long)h->rows, (long long)h->cols,
-                          (long long)h->ld, lost, (long long)(off % (size_t)h->ld),
-                          (long long)(off / (size_t)h->ld));
-    }
-    if (rc == TESS_EDEVICE) rc = TESS_OK; /* a device left, but nothing of h was lost */
-    if (rc)
-        return tess__fail(rc == TESS_ENOMEM ? rc : TESS_EDEVICE,
-                          "%s: held range %p: a device failed writing it back", fn,
-                          (void *)h->base);
-    if (h->sum && mode == TESS__WB_SYNC) record_all(h);
-    return TESS_OK;
+    return rc;
 }
 
 /* ---- dependencies across calls, by held tile --------------------------------------------- */

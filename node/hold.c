@@ -326,9 +326,25 @@ static bool grow(void **p, int *cap, int n, size_t es) {
     return true;
 }
 
-/* t waits for p (unless p is done, or of t's own job). false: out of memory. */
+/* t's job fails because p's job did (its inputs will never be right), naming the first
+ * failed call. */
+static void inherit_failure(const struct tess__task *p, struct tess__task *t, int st) {
+    uint64_t cause = atomic_load(&p->job->cause), none = 0;
+    if (!cause) cause = p->job->seq;
+    int ok = TESS_OK;
+    atomic_compare_exchange_strong(&t->job->cause, &none, cause);
+    atomic_compare_exchange_strong(&t->job->status, &ok, st);
+}
+
+/* t waits for p (unless p is done, or of t's own job; a done p of a failed job fails t's
+ * job at once). false: out of memory. */
 static bool dep_on(struct tess__task *p, struct tess__task *t) {
-    if (!p || p->job == t->job || p->dep_done) return true;
+    if (!p || p->job == t->job) return true;
+    if (p->dep_done) {
+        int st = atomic_load(&p->job->status);
+        if (st != TESS_OK) inherit_failure(p, t, st);
+        return true;
+    }
     if (!grow((void **)&p->dsucc, &p->dsucc_cap, p->ndsucc, sizeof *p->dsucc)) return false;
     p->dsucc[p->ndsucc++] = t;
     atomic_fetch_add(&t->ndeps, 1);
@@ -427,17 +443,9 @@ void tess__hold_task_done(struct tess__rt *rt, struct tess__task *t) {
     t->ndsucc = t->dsucc_cap = 0;
     pthread_mutex_unlock(&rt->dep_mu);
     int st = atomic_load(&t->job->status);
-    uint64_t cause = atomic_load(&t->job->cause);
-    if (!cause) cause = t->job->seq;
     for (int i = 0; i < n; i++) {
         struct tess__task *s = succ[i];
-        if (st != TESS_OK) {
-            /* its inputs will never be right: the later call fails, naming this one */
-            int ok = TESS_OK;
-            uint64_t none = 0;
-            atomic_compare_exchange_strong(&s->job->cause, &none, cause);
-            atomic_compare_exchange_strong(&s->job->status, &ok, st);
-        }
+        if (st != TESS_OK) inherit_failure(t, s, st); /* the later call fails, naming this one */
         if (atomic_fetch_sub(&s->ndeps, 1) == 1) tess__rt_queue_released(rt, s);
     }
     free(succ);

@@ -12,7 +12,8 @@
  * Invariants: every task writes one held tile and lies inside it; the tiles of the other
  * strict triangle are never named, hence never read or written back; a POTRF whose INFO is
  * > 0 fails its job (TESS__EINFO), which cancels every task that depends on it and no
- * other, so the factor's leading columns stay as LAPACK leaves them. */
+ * other; the leading columns its panel's TRSM would have finished are finished after the
+ * wait (finish_leading), so the first INFO - 1 columns are final, as LAPACK says. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,28 @@ static int tile_potrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, char
     return TESS_OK;
 }
 
+/* After INFO = k T + p (tile k's POTRF stopped at its column p): its first p - 1 columns
+ * (L; rows for U) are final in the diagonal tile, but the panel's TRSM was cancelled, so
+ * finish them beyond it as LAPACK's INFO promises (the rest stays unspecified). The tiles
+ * there hold their inputs (panel k - 1's update): a TRSM by the leading block. */
+static int finish_leading(const char *fn, tess_dtype_t dt, char uplo, int64_t n, void *A,
+                          int64_t lda, int64_t T, int64_t info) {
+    int64_t k = (info - 1) / T, p = info - k * T, rest = n - (k + 1) * T;
+    if (p <= 1 || rest <= 0) return TESS_OK;
+    size_t es = tess__dtypes[dt].size;
+    char *base = A;
+    const char *akk = base + (size_t)(k * T) * (size_t)(lda + 1) * es;
+    char *b = uplo == 'L' ? base + (size_t)((k + 1) * T + k * T * lda) * es
+                          : base + (size_t)(k * T + (k + 1) * T * lda) * es;
+    int rc = uplo == 'L'
+                 ? tess_trsm(dt, TESS_COL_MAJOR, TESS_RIGHT, TESS_LOWER, TESS_CONJ_TRANS,
+                             TESS_NON_UNIT, rest, p - 1, tess__scalar_one(dt), akk, lda, b, lda)
+                 : tess_trsm(dt, TESS_COL_MAJOR, TESS_LEFT, TESS_UPPER, TESS_CONJ_TRANS,
+                             TESS_NON_UNIT, p - 1, rest, tess__scalar_one(dt), akk, lda, b, lda);
+    if (rc) return tess__fail(rc, "%s: finishing the leading columns: %s", fn, tess_last_error());
+    return TESS_OK;
+}
+
 /* ---- the CPU LAPACK ----------------------------------------------------------------------- */
 
 static int host_potrf(const char *fn, tess_dtype_t dt, char uplo, int64_t n, void *A, int64_t lda,
@@ -367,6 +390,7 @@ static int potrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t la
             rc = rr;
         *info = rc ? 0 : keep;
     }
+    if (!rc && *info > 0) rc = finish_leading(fn, dt, ul, n, A, lda, hv.T, *info);
     tess__rt_put(rt);
     return rc;
 }

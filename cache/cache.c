@@ -961,16 +961,26 @@ void tess__cache_forget(struct tess__cache *c, uint64_t space) {
     tess__cache_unlock(c);
 }
 
-struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream) {
+/* b, a copy on dev, may be written behind now (readers: only readers may use it). */
+static bool behind_ok(struct tess__cache *c, struct tess__blk *b, int dev, bool readers) {
+    struct tess__dentry *e = b->entry;
+    return (readers || b->readers == 0) && e && e->dirty && e->writer < 0 && !e->wb &&
+           __builtin_ctz(e->holders) == dev && fill_done(b, c);
+}
+
+struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream,
+                                     const struct tess__tile_key *key) {
     struct tess__cdev *cd = &c->dev[dev];
     double old = tess__now() - BEHIND_AGE_S;
     tess__cache_lock(c);
-    struct tess__blk *b = cd->alru.tail;
-    for (; b; b = b->prev) {
-        struct tess__dentry *e = b->entry;
-        if (b->readers == 0 && e && e->dirty && e->writer < 0 && !e->wb && b->t_put < old &&
-            __builtin_ctz(e->holders) == dev && fill_done(b, c))
-            break;
+    struct tess__blk *b = NULL;
+    if (key) {
+        struct tess__dentry *e = tess__dir_find(c->dir, key);
+        b = e ? e->copy[dev] : NULL;
+        if (b && !behind_ok(c, b, dev, true)) b = NULL;
+    } else {
+        for (b = cd->alru.tail; b; b = b->prev)
+            if (b->t_put < old && behind_ok(c, b, dev, false)) break;
     }
     if (b) {
         const struct tess__tile_key *k = &b->entry->key;

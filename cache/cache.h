@@ -312,11 +312,13 @@ enum { TESS__WB_SYNC = 0, TESS__WB_DROP = 1, TESS__WB_WAIT = 2 };
 int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t space, int mode,
                           tess__event *ev);
 /* Write-behind (dev's worker, while its write-back stream idles): queue on `stream` the
- * write-back of dev's least recently used idle dirty held tile it is the lowest holder of,
- * holding one reader on it; NULL if there is none. Once the copy has landed (an event the
- * caller recorded after it), tess__cache_behind_done: the tile is clean if nothing took it
+ * write-back of dev's least recently used idle dirty held tile it is the lowest holder of
+ * (key NULL), or of tile key if it is such a tile (idle or only read: a final tile), holding
+ * one reader on it; NULL if there is none. Once the copy has landed (an event the caller
+ * recorded after it), tess__cache_behind_done: the tile is clean if nothing took it
  * meanwhile (a task writing it takes it elsewhere or drops this copy: it stays dirty). */
-struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream);
+struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream,
+                                     const struct tess__tile_key *key);
 void tess__cache_behind_done(struct tess__cache *c, struct tess__blk *b, bool landed);
 /* Tiles of space lost with a failed device (the first one's key in *first). */
 size_t tess__cache_lost(struct tess__cache *c, uint64_t space, struct tess__tile_key *first);

@@ -93,8 +93,11 @@ struct tess__task {
     _Atomic int released;    /* succ's dependency on this task is released (once) */
     _Atomic int state;       /* enum tess__task_state */
     int prio;                /* Eq. 3 for the device whose station holds it */
-    bool urgent;      /* on a critical path (a factorization's panel): queued ahead of the other
-                    ready tasks and ranked first in a station; set before submit */
+    /* urgent: on a critical path (a factorization's panel): queued ahead of the other ready
+     * tasks and ranked first in a station; final: its held output tile is final once it is
+     * done, written behind at once (TESSERA_WRITE_BEHIND), not after the idle age. Both
+     * set before submit. */
+    bool urgent, final;
     int64_t row, col; /* element (0, 0) of its output tile in C (held C: hold.c) */
     /* Dependencies across calls by held tile (hold.c, under rt->dep_mu): tasks of later
      * calls waiting for this one (each counted in its ndeps), and whether this one is done
@@ -212,7 +215,8 @@ int tess__rs_count(struct tess__rs *rs);
 
 struct tess__rt;
 
-#define TESS__DEPTH 2 /* steps of one slot in flight at once */
+#define TESS__DEPTH 2   /* steps of one slot in flight at once */
+#define TESS__WBH_MAX 8 /* held tiles one write-behind batch copies */
 
 /* One task running on a stream of a device: slot s uses stream s. Each part has one writer,
  * the device's worker thread, through the file named; the commit thread of TESSERA_RECOVER
@@ -300,9 +304,13 @@ struct tess__dev {
     struct tess__commit *commit; /* TESSERA_RECOVER: the thread copying bounce buffers into C */
     /* hold.c: a sync's request to this worker (under rt->hold_mu; posted > served) */
     int wb_stream; /* the write-behind stream (worker.c): after the slots' and comm streams */
-    struct tess__blk *wbh; /* the held tile being written behind, or NULL */
-    tess__event *wbh_ev;   /* recorded after it */
-    double wbh_scan;       /* when idle dirty tiles were last looked for */
+    struct tess__blk *wbh[TESS__WBH_MAX]; /* held tiles being written behind */
+    int nwbh;
+    tess__event *wbh_ev; /* recorded after them */
+    /* held tiles final once their task was done (task.final): written behind first */
+    struct tess__tile_key *eager;
+    int neager, eager_cap;
+    double wbh_scan; /* when idle dirty tiles were last looked for */
     uint64_t sync_space;
     _Atomic uint64_t sync_posted, sync_served;
     int sync_drop, sync_rc;

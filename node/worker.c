@@ -262,6 +262,9 @@ void tess__worker_slots_close(struct tess__dev *d) {
     }
     if (d->sync_ev) d->ops->event_destroy(d->bd, d->sync_ev);
     d->sync_ev = NULL;
+    free(d->eager);
+    d->eager = NULL;
+    d->neager = d->eager_cap = 0;
     if (d->wbh_ev) d->ops->event_destroy(d->bd, d->wbh_ev);
     d->wbh_ev = NULL;
 }
@@ -293,15 +296,28 @@ static void out_key(const struct tess__task *t, struct tess__tile_key *key) {
     key->esize = (uint32_t)tess__dtypes[t->job->dt].size;
 }
 
+/* A finished task's held tile is final (task.final): note it for write-behind. */
+static void note_final(struct tess__dev *d, const struct tess__tile_key *key) {
+    if (!d->rt->cfg.write_behind || d->rt->cfg.hold_check) return;
+    if (d->neager == d->eager_cap) {
+        int cap = d->eager_cap ? 2 * d->eager_cap : 64;
+        struct tess__tile_key *grown = realloc(d->eager, sizeof *grown * (size_t)cap);
+        if (!grown) return; /* written back at the sync instead */
+        d->eager = grown, d->eager_cap = cap;
+    }
+    d->eager[d->neager++] = *key;
+}
+
 static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     struct tess__task *t = sl->t;
     bool dead = atomic_load(&d->failed); /* its copies are about to leave: publish none */
     tess__trace_slot_end(d, sl);
     if (sl->out.held) {
         /* the held tile stays here, dirty; a cancelled task's is put back if untouched */
-        if (!sl->out.cancelled)
+        if (!sl->out.cancelled) {
             tess__cache_put(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, true);
-        else
+            if (t->final && !dead) note_final(d, &sl->out.ckey);
+        } else
             tess__cache_abandon(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, sl->out.was_dirty,
                                 sl->ring.next == 0 && !dead);
         sl->out.c = NULL;
@@ -372,8 +388,10 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
         }
     }
     d->inflight = 0;
-    if (d->wbh) tess__cache_behind_done(c, d->wbh, false); /* never known landed */
-    d->wbh = NULL;
+    for (int i = 0; i < d->nwbh; i++)
+        tess__cache_behind_done(c, d->wbh[i], false); /* never known landed */
+    d->nwbh = 0;
+    d->neager = 0;
     struct tess__task *t;
     while ((t = tess__rs_steal(&d->rs))) tess__rt_requeue(d->rt, t);
     tess__cache_drop_dev(c, d->id);
@@ -866,25 +884,36 @@ static int write_behind(struct tess__dev *d) {
     /* off under TESSERA_HOLD_CHECK: its checks compare host tiles nothing writes meanwhile */
     if (unified(d) || !d->rt->cfg.write_behind || d->rt->cfg.hold_check || !d->wbh_ev) return 0;
     struct tess__cache *c = &d->rt->cache;
-    if (d->wbh) {
+    if (d->nwbh) {
         int rc = d->ops->event_query(d->bd, d->wbh_ev);
         if (rc == TESS_EAGAIN) return 0;
-        tess__cache_behind_done(c, d->wbh, rc == TESS_OK);
-        d->wbh = NULL;
+        for (int i = 0; i < d->nwbh; i++) tess__cache_behind_done(c, d->wbh[i], rc == TESS_OK);
+        d->nwbh = 0;
         if (rc) tess__worker_fail(d, TESS_EDEVICE, "writing a held tile behind");
         return 1;
     }
+    /* final tiles first, oldest first, a batch at a time; else one idle tile, looked for
+     * at most every millisecond */
+    int taken = 0;
+    while (taken < d->neager && d->nwbh < TESS__WBH_MAX) {
+        struct tess__blk *b = tess__cache_behind(c, d->id, d->wb_stream, &d->eager[taken++]);
+        if (b) d->wbh[d->nwbh++] = b;
+    }
+    memmove(d->eager, d->eager + taken, sizeof *d->eager * (size_t)(d->neager - taken));
+    d->neager -= taken;
     double now = tess__now();
-    if (!tess__holds_any() || now - d->wbh_scan < 1e-3) return 0;
-    d->wbh_scan = now;
-    struct tess__blk *b = tess__cache_behind(c, d->id, d->wb_stream);
-    if (!b) return 0;
+    if (!d->nwbh && tess__holds_any() && now - d->wbh_scan >= 1e-3) {
+        d->wbh_scan = now;
+        struct tess__blk *b = tess__cache_behind(c, d->id, d->wb_stream, NULL);
+        if (b) d->wbh[d->nwbh++] = b;
+    }
+    if (!d->nwbh) return 0;
     if (d->ops->event_record(d->bd, d->wb_stream, d->wbh_ev)) {
-        tess__cache_behind_done(c, b, false);
+        for (int i = 0; i < d->nwbh; i++) tess__cache_behind_done(c, d->wbh[i], false);
+        d->nwbh = 0;
         tess__worker_fail(d, TESS_EDEVICE, "writing a held tile behind");
         return 1;
     }
-    d->wbh = b;
     return 0;
 }
 

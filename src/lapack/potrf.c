@@ -133,6 +133,7 @@ static void add_task(struct pjob *pj, int64_t i, int64_t j, bool urgent) {
     t->c = (char *)job->C + (size_t)(t->row + t->col * job->ldc) * es;
     t->load_c = 1;
     t->urgent = urgent;
+    t->final = pj->kind != PJ_UPDATE; /* the factor's tile: written back at once */
     atomic_init(&t->ndeps, 0);
     atomic_init(&t->released, 0);
 }

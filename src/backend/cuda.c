@@ -42,6 +42,16 @@ struct cuda_dev;
 
 #define CUDA_STREAMS (TESS_MAX_STREAMS + TESS_AUX_STREAMS)
 
+/* What POTRF copies back per stream (pinned; cuda_potrf): INFO and the real part of the
+ * tile's last diagonal entry. */
+struct potrf_back {
+    int info;
+    union {
+        float f;
+        double d;
+    } diag;
+};
+
 /* POTRF's per-stream scratch (cuda_potrf), used by the device's worker thread only: the
  * device workspace cusolverDnXpotrf asks for (grown on demand, stream-ordered where the
  * GPU has memory pools), a host one if it asks for that too, and the INFO staging. */
@@ -73,7 +83,7 @@ struct cuda_dev {
     cusolverDnParams_t sparams;              /* the device's cusolverDnX* params */
     struct potrf_ws pws[CUDA_STREAMS];       /* POTRF workspaces per stream */
     int *dinfo;                              /* device ints [nstreams]: POTRF's devInfo */
-    int *pinfo;                              /* pinned host ints [nstreams]: INFO copied back */
+    struct potrf_back *pback;                /* pinned [nstreams]: INFO etc. copied back */
     int mempools;                            /* cudaMallocAsync usable (memory pools) */
     void *arena;
     size_t arena_bytes;
@@ -294,8 +304,9 @@ static void teardown(struct cuda_dev *d) {
     if (d->sparams) (void)cusolverDnDestroyParams(d->sparams);
     d->sparams = NULL;
     if (d->dinfo && cudaFree(d->dinfo) != cudaSuccess) (void)cudaGetLastError();
-    if (d->pinfo && cudaFreeHost(d->pinfo) != cudaSuccess) (void)cudaGetLastError();
-    d->dinfo = d->pinfo = NULL;
+    if (d->pback && cudaFreeHost(d->pback) != cudaSuccess) (void)cudaGetLastError();
+    d->dinfo = NULL;
+    d->pback = NULL;
     if (d->t0_ev && cudaEventDestroy(d->t0_ev) != cudaSuccess) (void)cudaGetLastError();
     pthread_mutex_lock(&d->evmu);
     struct tess__event *e = d->ev_free;
@@ -386,7 +397,7 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
     if (rc == TESS_OK)
         rc = TESS_CU(d, cudaMalloc((void **)&d->dinfo, sizeof(int) * (size_t)p->nstreams));
     if (rc == TESS_OK)
-        rc = TESS_CU(d, cudaMallocHost((void **)&d->pinfo, sizeof(int) * (size_t)p->nstreams));
+        rc = TESS_CU(d, cudaMallocHost((void **)&d->pback, sizeof *d->pback * (size_t)p->nstreams));
     if (rc == TESS_OK) {
         int pools = 0;
         if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, d->ord) !=
@@ -643,17 +654,24 @@ static cublasDiagType_t blas_diag(char c) {
     return c == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
 }
 
-/* POTRF's INFO on its way to the caller's int: copied from the stream's pinned int by a
- * host function queued behind the copy into it (cuda_potrf); frees itself. */
+/* POTRF's INFO on its way to the caller's int: copied from the stream's pinned slot by a
+ * host function queued behind the copies into it (cuda_potrf); frees itself. The tile's
+ * last diagonal entry comes too: cusolverDnXpotrf left INFO 0 with a NaN there when only
+ * the last column failed (an H100, CUDA 13, 2026-11-27), where LAPACK says INFO = n. */
 struct info_note {
-    const int *src; /* d->pinfo[stream], pinned */
-    int *dst;       /* the caller's k->info */
+    const struct potrf_back *src; /* d->pback[stream], pinned */
+    int *dst;                     /* the caller's k->info */
+    int64_t n;
+    bool dbl; /* the diagonal's real part is a double (d, z), else a float */
 };
 
 /* Runs on a CUDA thread in stream order: no CUDA calls here. */
 static void CUDART_CB deliver_info(void *arg) {
     struct info_note *n = arg;
-    *n->dst = *n->src;
+    int info = n->src->info;
+    double last = n->dbl ? n->src->diag.d : (double)n->src->diag.f;
+    if (info == 0 && n->n > 0 && !(last > 0)) info = (int)n->n;
+    *n->dst = info;
     free(n);
 }
 
@@ -666,8 +684,9 @@ static void CUDART_CB free_host_ws(void *arg) { free(arg); }
  * on this stream where the GPU has memory pools, so nothing synchronizes the device;
  * otherwise the stream is drained first), then cusolverDnXpotrf with the device INFO
  * d->dinfo[stream]. INFO reaches k->info in stream order: cudaMemcpyAsync into the pinned
- * d->pinfo[stream], then cudaLaunchHostFunc(deliver_info), so an event recorded after this
- * hook returns completes only once *k->info holds it. m, k, A, B and the scalars unused. */
+ * d->pback[stream] (with the last diagonal entry), then cudaLaunchHostFunc(deliver_info),
+ * so an event recorded after this hook returns completes only once *k->info holds it. m, k,
+ * A, B and the scalars unused. */
 static int cuda_potrf(struct cuda_dev *d, int stream, const struct tess__kernel *k) {
     static const cudaDataType types[4] = {
         [TESS_S] = CUDA_R_32F, [TESS_D] = CUDA_R_64F, [TESS_C] = CUDA_C_32F, [TESS_Z] = CUDA_C_64F};
@@ -731,10 +750,22 @@ static int cuda_potrf(struct cuda_dev *d, int stream, const struct tess__kernel 
                                              host_b, dinfo));
     }
     if (rc == TESS_OK && note) {
-        note->src = d->pinfo + stream;
+        struct potrf_back *back = d->pback + stream;
+        size_t es = tess__dtypes[k->dt].size, re = tess__dtypes[k->dt].complex_ ? es / 2 : es;
+        note->src = back;
         note->dst = k->info;
-        rc = TESS_CU(
-            d, cudaMemcpyAsync(d->pinfo + stream, dinfo, sizeof(int), cudaMemcpyDeviceToHost, s));
+        note->n = n;
+        note->dbl = re == sizeof(double);
+        if (n == 0)
+            back->diag.d = back->diag.f = 1.0f; /* nothing copied, nothing to say */
+        else
+            rc = TESS_CU(
+                d, cudaMemcpyAsync(&back->diag,
+                                   (const char *)k->C + (size_t)(n - 1) * (size_t)(ldc + 1) * es,
+                                   re, cudaMemcpyDeviceToHost, s));
+        if (rc == TESS_OK)
+            rc = TESS_CU(
+                d, cudaMemcpyAsync(&back->info, dinfo, sizeof(int), cudaMemcpyDeviceToHost, s));
         if (rc == TESS_OK) rc = TESS_CU(d, cudaLaunchHostFunc(s, deliver_info, note));
         if (rc == TESS_OK) note = NULL; /* deliver_info frees it */
     }

@@ -61,6 +61,11 @@ struct tess__hview {
 void tess__hview_tile(const struct tess__hview *v, int64_t r, int64_t c, struct tess__tile *out,
                       int64_t *ro, int64_t *co);
 
+struct tess__pq_ent {
+    struct tess__task *t;
+    uint64_t seq; /* FIFO among equal priorities */
+};
+
 enum tess__task_state {
     TESS__TASK_QUEUED,
     TESS__TASK_RESERVED,
@@ -93,10 +98,13 @@ struct tess__task {
     _Atomic int released;    /* succ's dependency on this task is released (once) */
     _Atomic int state;       /* enum tess__task_state */
     int prio;                /* Eq. 3 for the device whose station holds it */
-    /* urgent: on a critical path (a factorization's panel): queued ahead of the other ready
-     * tasks and ranked first in a station; final: its held output tile is final once it is
-     * done, written behind at once (TESSERA_WRITE_BEHIND), not after the idle age. Both
-     * set before submit. */
+    /* Set before submit. pri: how soon it should run (0: no hurry, the FIFO queue; > 0:
+     * the priority queue, highest first, taken before the FIFO one, and ranked above any
+     * cache-hit score in a station). urgent: on the critical path (a factorization's
+     * panel): may use the stream kept for such tasks (slot 0: the GPU's highest stream
+     * priority) while rt->crit_live. final: its held output tile is final once it is
+     * done, written behind at once (TESSERA_WRITE_BEHIND), not after the idle age. */
+    int16_t pri;
     bool urgent, final;
     int64_t row, col; /* element (0, 0) of its output tile in C (held C: hold.c) */
     /* Dependencies across calls by held tile (hold.c, under rt->dep_mu): tasks of later
@@ -375,11 +383,14 @@ struct tess__rt {
     pthread_mutex_t overflow_mu;
     struct tess__task **overflow;
     int noverflow, overflow_cap;
-    /* Ready urgent tasks (task.urgent), oldest first, taken before the queue (overflow_mu;
-     * nurgent is read without it to skip the lock when there are none). */
-    struct tess__task **urgent;
-    int urgent_cap;
-    _Atomic int nurgent;
+    /* Ready tasks with a priority (task.pri > 0): a binary max-heap on (pri, oldest first),
+     * taken before the queue (overflow_mu; npq is read without it to skip the lock when it
+     * is empty). crit_live: running calls with urgent tasks (slot 0 is kept for those). */
+    struct tess__pq_ent *pq;
+    int pq_cap;
+    _Atomic int npq;
+    uint64_t pq_seq;
+    _Atomic int crit_live;
     /* Its life (runtime.c, under its life lock): call references, pins, whether the last
      * tess_finalize let it go and is waiting for its calls, the fork epoch it began in. */
     int calls, pins;

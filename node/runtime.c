@@ -154,7 +154,7 @@ void tess__rt_stop(struct tess__rt *rt) {
     for (int i = 0; i < rt->ndev; i++) close_dev(rt, rt->dev[i]);
     if (rt->q) tess__queue_destroy(rt->q);
     free(rt->overflow);
-    free(rt->urgent);
+    free(rt->pq);
     pthread_mutex_destroy(&rt->overflow_mu);
     pthread_mutex_destroy(&rt->jobs_mu);
     pthread_cond_destroy(&rt->work);
@@ -354,29 +354,58 @@ static int live_devices(const struct tess__rt *rt, uint32_t mask) {
     return n;
 }
 
-static bool grow_urgent(struct tess__rt *rt) {
-    int cap = rt->urgent_cap ? 2 * rt->urgent_cap : 64;
-    struct tess__task **grown = realloc(rt->urgent, sizeof *grown * (size_t)cap);
-    if (!grown) return false;
-    rt->urgent = grown;
-    rt->urgent_cap = cap;
+/* The priority heap (rt->pq, under overflow_mu): a before b. */
+static bool pq_before(const struct tess__pq_ent *a, const struct tess__pq_ent *b) {
+    return a->t->pri != b->t->pri ? a->t->pri > b->t->pri : a->seq < b->seq;
+}
+
+static bool pq_push(struct tess__rt *rt, struct tess__task *t) {
+    int n = atomic_load(&rt->npq);
+    if (n == rt->pq_cap) {
+        int cap = rt->pq_cap ? 2 * rt->pq_cap : 256;
+        struct tess__pq_ent *grown = realloc(rt->pq, sizeof *grown * (size_t)cap);
+        if (!grown) return false;
+        rt->pq = grown, rt->pq_cap = cap;
+    }
+    struct tess__pq_ent e = {t, rt->pq_seq++};
+    int i = n;
+    while (i > 0 && pq_before(&e, &rt->pq[(i - 1) / 2])) {
+        rt->pq[i] = rt->pq[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    rt->pq[i] = e;
+    atomic_store(&rt->npq, n + 1);
     return true;
+}
+
+static struct tess__task *pq_pop(struct tess__rt *rt) {
+    int n = atomic_load(&rt->npq);
+    if (n == 0) return NULL;
+    struct tess__task *top = rt->pq[0].t;
+    struct tess__pq_ent last = rt->pq[--n];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && pq_before(&rt->pq[c + 1], &rt->pq[c])) c++;
+        if (!pq_before(&rt->pq[c], &last)) break;
+        rt->pq[i] = rt->pq[c];
+        i = c;
+    }
+    if (n > 0) rt->pq[i] = last;
+    atomic_store(&rt->npq, n);
+    return top;
 }
 
 /* Put a ready task on the queue. The caller's thread submits (may wait for room while the
  * workers drain the queue); a worker never waits: a full queue sends it to the overflow. */
 static void queue_task(struct tess__rt *rt, struct tess__task *t, bool may_wait) {
     atomic_store(&t->state, TESS__TASK_QUEUED);
-    if (t->urgent) {
+    if (t->pri > 0) {
         pthread_mutex_lock(&rt->overflow_mu);
-        int n = atomic_load(&rt->nurgent);
-        if (n < rt->urgent_cap || grow_urgent(rt)) {
-            rt->urgent[n] = t;
-            atomic_store(&rt->nurgent, n + 1);
-            pthread_mutex_unlock(&rt->overflow_mu);
-            return;
-        }
-        pthread_mutex_unlock(&rt->overflow_mu); /* no memory: the plain queue */
+        bool in = pq_push(rt, t);
+        pthread_mutex_unlock(&rt->overflow_mu);
+        if (in) return; /* else no memory: the plain queue */
     }
     while (!tess__queue_push(rt->q, t)) {
         if (!may_wait) {
@@ -407,7 +436,7 @@ void tess__rt_requeue(struct tess__rt *rt, struct tess__task *t) { queue_task(rt
 
 size_t tess__rt_pending(struct tess__rt *rt) {
     pthread_mutex_lock(&rt->overflow_mu);
-    size_t n = (size_t)rt->noverflow + (size_t)atomic_load(&rt->nurgent);
+    size_t n = (size_t)rt->noverflow + (size_t)atomic_load(&rt->npq);
     pthread_mutex_unlock(&rt->overflow_mu);
     return n + tess__queue_size(rt->q);
 }
@@ -415,14 +444,9 @@ size_t tess__rt_pending(struct tess__rt *rt) {
 struct tess__task *tess__rt_next_task(struct tess__rt *rt) {
     void *item;
     struct tess__task *t = NULL;
-    if (atomic_load_explicit(&rt->nurgent, memory_order_relaxed) > 0) {
+    if (atomic_load_explicit(&rt->npq, memory_order_relaxed) > 0) {
         pthread_mutex_lock(&rt->overflow_mu);
-        int n = atomic_load(&rt->nurgent);
-        if (n > 0) {
-            t = rt->urgent[0];
-            memmove(rt->urgent, rt->urgent + 1, sizeof *rt->urgent * (size_t)(n - 1));
-            atomic_store(&rt->nurgent, n - 1);
-        }
+        t = pq_pop(rt);
         pthread_mutex_unlock(&rt->overflow_mu);
         if (t) return t;
     }

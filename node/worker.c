@@ -82,7 +82,7 @@ static int await_tier(const struct tess__task *t) {
  * when the station is full of such tasks. */
 #define PRIO_EARLY (-(1 << 20))
 #define PRIO_BLOCKED (-(1 << 30))
-#define PRIO_URGENT (1 << 24) /* task.urgent: before any cache-hit ranking */
+#define PRIO_SHIFT 12 /* task.pri counts above any cache-hit score */
 
 static int task_prio(struct tess__task *t, void *arg) {
     struct tess__dev *d = arg;
@@ -91,7 +91,7 @@ static int task_prio(struct tess__task *t, void *arg) {
     int tier = t->job->ops->awaits ? await_tier(t) : 0;
     if (tier == 2) return PRIO_BLOCKED;
     if (tier == 1) p = PRIO_EARLY;
-    if (t->urgent) p += PRIO_URGENT;
+    p += (int)t->pri << PRIO_SHIFT;
     if (unified(d)) return p;
     tess__cache_lock(c);
     for (int s = 0; s < t->nsteps; s++) {
@@ -612,6 +612,11 @@ static int activate(struct tess__dev *d, int *deferred) {
             task_cancel(d->rt, t);
             progress = 1;
             i--;
+            continue;
+        }
+        if (i == 0 && !t->urgent && d->nstreams > 1 && atomic_load(&d->rt->crit_live)) {
+            /* slot 0 (the highest stream priority) is kept for the critical path */
+            tess__worker_station_put(d, t);
             continue;
         }
         if (t->prio == PRIO_BLOCKED && tess__rs_count(&d->rs) + 1 < d->rs.cap) {

@@ -380,8 +380,16 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
     int prev, rc = enter(d, &prev);
     struct cudaDeviceProp prop;
     if (rc == TESS_OK) rc = TESS_CU(d, cudaGetDeviceProperties(&prop, d->ord));
+    /* stream 0 at the greatest priority: the worker keeps its slot for a factorization's
+     * critical path (node/worker.c), whose blocks then run ahead of the updates' */
+    int lowest = 0, greatest = 0;
+    if (rc == TESS_OK && cudaDeviceGetStreamPriorityRange(&lowest, &greatest) != cudaSuccess) {
+        (void)cudaGetLastError();
+        lowest = greatest = 0;
+    }
     for (int i = 0; rc == TESS_OK && i < p->nstreams; i++) {
-        rc = TESS_CU(d, cudaStreamCreateWithFlags(&d->stream[i], cudaStreamNonBlocking));
+        rc = TESS_CU(d, cudaStreamCreateWithPriority(&d->stream[i], cudaStreamNonBlocking,
+                                                     i == 0 ? greatest : lowest));
         d->nstreams = i + 1; /* teardown cleans up what exists */
         if (rc == TESS_OK) rc = TESS_CU(d, cublasCreate(&d->blas[i]));
         if (rc == TESS_OK) rc = TESS_CU(d, cublasSetStream(d->blas[i], d->stream[i]));

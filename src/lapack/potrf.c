@@ -119,7 +119,9 @@ static const struct tess__job_ops potrf_ops[3] = {
     {.name = "potrf-trsm", .step = pj_step},
     {.name = "potrf-update", .step = pj_step}};
 
-/* Append the task writing tile (i, j); urgent: on the critical path. */
+/* Append the task writing tile (i, j); urgent: on the critical path. Its priority: the
+ * sooner the panel that consumes its tile (the panel min(i, j)), the higher; within a
+ * panel POTRF, then TRSM, then the updates. */
 static void add_task(struct pjob *pj, int64_t i, int64_t j, bool urgent) {
     struct tess__job *job = &pj->base;
     int64_t T = job->tile;
@@ -133,6 +135,8 @@ static void add_task(struct pjob *pj, int64_t i, int64_t j, bool urgent) {
     t->c = (char *)job->C + (size_t)(t->row + t->col * job->ldc) * es;
     t->load_c = 1;
     t->urgent = urgent;
+    int64_t pri = 3 * (pj->nt - TESS__MIN(i, j)) + (pj->kind == PJ_POTRF ? 2 : pj->kind == PJ_TRSM);
+    t->pri = (int16_t)TESS__MIN(pri, INT16_MAX);
     t->final = pj->kind != PJ_UPDATE; /* the factor's tile: written back at once */
     atomic_init(&t->ndeps, 0);
     atomic_init(&t->released, 0);
@@ -204,6 +208,7 @@ static int tile_potrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, char
     }
     int rc = TESS_OK;
     int64_t submitted = 0;
+    atomic_fetch_add(&rt->crit_live, 1); /* the devices keep a stream for its panels */
     for (int64_t x = 0; x < njobs; x++) {
         struct pjob *pj = &jobs[x];
         struct tess__job *job = &pj->base;
@@ -259,6 +264,7 @@ static int tile_potrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, char
     }
     for (int64_t x = submitted; x < njobs; x++) free(jobs[x].base.tasks);
     free(jobs);
+    atomic_fetch_sub(&rt->crit_live, 1);
     if (rc) return rc;
     if (first) {
         *info = 0;

@@ -174,13 +174,15 @@ static int fill(struct pjob *pj) {
 /* ---- the tile factorization --------------------------------------------------------------- */
 
 /* The tile edge of a factorization of order n (no caller's hold): TESSERA_TILE, else about
- * four tile columns per device and never tiny tiles on GPUs, within a third of a heap. */
+ * eight tile columns per device (four on emulated devices) and never tiny tiles on GPUs,
+ * within a twelfth of the smallest heap. On an H100, n = 32768 ran at 0.882 of in-core
+ * cuSOLVER with 4096 tiles, 0.847 with 2048, 0.614 with 1024 (docs/benchmarks.md). */
 static int64_t potrf_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t n) {
     if (rt->cfg.tile > 0) return rt->cfg.tile;
     struct tess__rt_devsum ds;
     tess__rt_devsum(rt, &ds);
-    int64_t ndev = TESS__MAX(1, ds.live), t = ds.gpus ? 2048 : 256;
-    while (t > (ds.gpus ? 512 : 32) && TESS__CEILDIV(n, t) < 4 * ndev) t /= 2;
+    int64_t ndev = TESS__MAX(1, ds.live), t = ds.gpus ? 4096 : 256;
+    while (t > (ds.gpus ? 512 : 32) && TESS__CEILDIV(n, t) < (ds.gpus ? 8 : 4) * ndev) t /= 2;
     size_t es = tess__dtypes[dt].size;
     while (t > 16 && ds.min_heap != SIZE_MAX && (size_t)(12 * t * t) * es > ds.min_heap) t /= 2;
     return t;

@@ -268,6 +268,33 @@ TESS_API int tess_zpotrf(tess_layout_t layout, tess_uplo_t uplo, int64_t n, void
                          int64_t *info);
 TESS_API int tess_potrf(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, int64_t n,
                         void *A, int64_t lda, int64_t *info);
+/* tess_?potrs: LAPACK's ?POTRS, A X = B for the n x nrhs B (overwritten by X) with the
+ * factor tess_?potrf left in A (uplo as given to it): two triangular solves (tess_trsm).
+ * tess_?posv: LAPACK's ?POSV, tess_?potrf then tess_?potrs; with *info > 0 (A not positive
+ * definite) B is unchanged. Row-major: B is n x nrhs row-major (ldb >= nrhs), as LAPACKE.
+ * Bad arguments: TESS_EINVAL, *info = -(position in the typed entry: layout 1, uplo 2, n 3,
+ * nrhs 4, A 5, lda 6, B 7, ldb 8), nothing written. */
+TESS_API int tess_potrs(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, int64_t n,
+                        int64_t nrhs, const void *A, int64_t lda, void *B, int64_t ldb,
+                        int64_t *info);
+TESS_API int tess_posv(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, int64_t n,
+                       int64_t nrhs, void *A, int64_t lda, void *B, int64_t ldb, int64_t *info);
+TESS_API int tess_dpotrs(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64_t nrhs,
+                         const double *A, int64_t lda, double *B, int64_t ldb, int64_t *info);
+TESS_API int tess_dposv(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64_t nrhs, double *A,
+                        int64_t lda, double *B, int64_t ldb, int64_t *info);
+TESS_API int tess_spotrs(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64_t nrhs,
+                         const float *A, int64_t lda, float *B, int64_t ldb, int64_t *info);
+TESS_API int tess_sposv(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64_t nrhs, float *A,
+                        int64_t lda, float *B, int64_t ldb, int64_t *info);
+TESS_API int tess_cpotrs(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64_t nrhs,
+                         const void *A, int64_t lda, void *B, int64_t ldb, int64_t *info);
+TESS_API int tess_cposv(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64_t nrhs, void *A,
+                        int64_t lda, void *B, int64_t ldb, int64_t *info);
+TESS_API int tess_zpotrs(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64_t nrhs,
+                         const void *A, int64_t lda, void *B, int64_t ldb, int64_t *info);
+TESS_API int tess_zposv(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64_t nrhs, void *A,
+                        int64_t lda, void *B, int64_t ldb, int64_t *info);
 
 /* ---- held data (docs/held.md) -------------------------------------------------------
  * tess_hold declares the column-major rows x cols matrix A (leading dimension ld >= rows,

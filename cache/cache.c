@@ -927,7 +927,6 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
 struct lost_arg {
     size_t n;
     struct tess__tile_key first;
-    bool forget;
 };
 
 static void lost_entry(struct tess__dentry *e, void *arg) {

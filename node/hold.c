@@ -96,6 +96,14 @@ static void span(const void *X, int64_t rows, int64_t cols, int64_t ld, size_t e
     *hi = *lo + ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * es;
 }
 
+bool tess__hview_overlaps(const struct tess__hview *v, const void *X, int64_t rows, int64_t cols,
+                          int64_t ld, size_t es) {
+    uintptr_t lo, hi, hlo, hhi;
+    span(X, rows, cols, ld, es, &lo, &hi);
+    span(v->base, v->rows, v->cols, v->ld, v->es, &hlo, &hhi);
+    return lo < hhi && hlo < hi;
+}
+
 static struct tess__hold *find_base(struct tess__rt *rt, const void *A) {
     for (struct tess__hold *h = rt->holds; h; h = h->next)
         if (h->base == A) return h;

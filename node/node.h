@@ -60,6 +60,10 @@ struct tess__hview {
  * and the element's row and column inside that tile. */
 void tess__hview_tile(const struct tess__hview *v, int64_t r, int64_t c, struct tess__tile *out,
                       int64_t *ro, int64_t *co);
+/* Whether the column-major rows x cols array X (ld, es-byte elements) overlaps the held
+ * matrix of view v, by address span. */
+bool tess__hview_overlaps(const struct tess__hview *v, const void *X, int64_t rows, int64_t cols,
+                          int64_t ld, size_t es);
 
 struct tess__pq_ent {
     struct tess__task *t;

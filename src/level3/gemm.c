@@ -218,16 +218,6 @@ static bool share_tile(const struct tess__hview *a, int64_t ar, int64_t ac,
            a->c0 / T <= (b->c0 + bc - 1) / T && b->c0 / T <= (a->c0 + ac - 1) / T;
 }
 
-/* Whether the column-major rows x cols array X (ld, es-byte elements) overlaps the held
- * matrix of view v, by address span. */
-static bool in_hold(const void *X, int64_t rows, int64_t cols, int64_t ld, size_t es,
-                    const struct tess__hview *v) {
-    uintptr_t lo = (uintptr_t)X, hi = lo + ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * es;
-    uintptr_t hlo = (uintptr_t)v->base,
-              hhi = hlo + ((size_t)(v->cols - 1) * (size_t)v->ld + (size_t)v->rows) * v->es;
-    return lo < hhi && hlo < hi;
-}
-
 /* Which operands of the call lie in held matrices and how the job is cut. Operands that
  * touch a held matrix without a usable view are served stateless (tess__hold_unheld).
  * Sets job->hv_*, job->cut[], h->cuts. */
@@ -256,8 +246,8 @@ static int held_setup(struct tess__gemm_async *h, tess_dtype_t dt) {
     /* An operand read from the host while C's tiles in the same held matrix are written back
      * (evictions, write-behind: whole tiles) would race with those writes: C is served
      * stateless too then. */
-    if (vc == 1 && ((va == -1 && in_hold(job->A, ar, ac, job->lda, es, C)) ||
-                    (vb == -1 && in_hold(job->B, br, bc, job->ldb, es, C))))
+    if (vc == 1 && ((va == -1 && tess__hview_overlaps(C, job->A, ar, ac, job->lda, es)) ||
+                    (vb == -1 && tess__hview_overlaps(C, job->B, br, bc, job->ldb, es))))
         vc = -1;
     int rc = TESS_OK;
     /* C last: a held matrix the call writes on the host is recorded anew by the checker at

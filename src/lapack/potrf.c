@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "hostblas.h"
-#include "level3.h"
+#include "lapack.h"
 
 enum pj_kind { PJ_POTRF, PJ_TRSM, PJ_UPDATE };
 
@@ -327,14 +327,9 @@ static int host_potrf(const char *fn, tess_dtype_t dt, char uplo, int64_t n, voi
 static int potrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t layout,
                       tess_uplo_t uplo, int64_t n, void *A, int64_t lda, int64_t *info) {
     tess__clear_error();
-    if (!info)
-        return tess__fail(TESS_EINVAL, "%s: argument %d (info) must not be NULL", fn, 6 + gen);
-#define BAD(pos, fmt, ...) \
-    (*info = -(pos), tess__fail(TESS_EINVAL, "%s: argument %d " fmt, fn, (pos) + gen, __VA_ARGS__))
-    if (layout != TESS_ROW_MAJOR && layout != TESS_COL_MAJOR)
-        return BAD(1, "(layout = %d) must be TESS_ROW_MAJOR or TESS_COL_MAJOR", (int)layout);
-    if (uplo != TESS_UPPER && uplo != TESS_LOWER)
-        return BAD(2, "(uplo = %d) must be TESS_UPPER or TESS_LOWER", (int)uplo);
+    int rc = tess__la_check_head(fn, gen, 6, layout, uplo, info);
+    if (rc) return rc;
+#define BAD TESS__LA_BAD
     if (n < 0) return BAD(3, "(n = %lld) must be >= 0", (long long)n);
     if (n > 0 && !A) return BAD(4, "(A = %p) must not be NULL", A);
     if (lda < TESS__MAX(1, n))
@@ -354,8 +349,7 @@ static int potrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t la
     if (layout == TESS_ROW_MAJOR) ul = ul == 'L' ? 'U' : 'L';
 
     struct tess__rt *rt;
-    int rc = tess__rt_get(&rt);
-    if (rc) return rc;
+    if ((rc = tess__rt_get(&rt))) return rc;
     size_t es = tess__dtypes[dt].size;
     struct tess__rt_devsum ds;
     tess__rt_devsum(rt, &ds);

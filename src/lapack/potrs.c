@@ -4,21 +4,16 @@
  * for posv tess_?potrf first. Owns no tile algorithm: the solves are level-3 jobs.
  * Invariants: nothing is read or written before every argument passed; posv leaves B as it
  * was when the factorization stops with INFO > 0. */
-#include "level3.h"
+#include "lapack.h"
 
 /* The arguments of potrs/posv (gen: 1 for the generic entries, whose messages count dtype
  * as argument 1); TESS_OK or TESS_EINVAL with *info = -(typed position). */
 static int check(const char *fn, int gen, tess_dtype_t dt, tess_layout_t layout, tess_uplo_t uplo,
                  int64_t n, int64_t nrhs, const void *A, int64_t lda, const void *B, int64_t ldb,
                  int64_t *info) {
-    if (!info)
-        return tess__fail(TESS_EINVAL, "%s: argument %d (info) must not be NULL", fn, 9 + gen);
-#define BAD(pos, fmt, ...) \
-    (*info = -(pos), tess__fail(TESS_EINVAL, "%s: argument %d " fmt, fn, (pos) + gen, __VA_ARGS__))
-    if (layout != TESS_ROW_MAJOR && layout != TESS_COL_MAJOR)
-        return BAD(1, "(layout = %d) must be TESS_ROW_MAJOR or TESS_COL_MAJOR", (int)layout);
-    if (uplo != TESS_UPPER && uplo != TESS_LOWER)
-        return BAD(2, "(uplo = %d) must be TESS_UPPER or TESS_LOWER", (int)uplo);
+    int rc = tess__la_check_head(fn, gen, 9, layout, uplo, info);
+    if (rc) return rc;
+#define BAD TESS__LA_BAD
     if (n < 0) return BAD(3, "(n = %lld) must be >= 0", (long long)n);
     if (nrhs < 0) return BAD(4, "(nrhs = %lld) must be >= 0", (long long)nrhs);
     if (n > 0 && !A) return BAD(5, "(A = %p) must not be NULL", A);

@@ -61,6 +61,9 @@ int cb_check(cublasStatus_t s, const char *what, const char *file, int line);
 #define CU(call) cu_check((call), #call, __FILE__, __LINE__)
 #define CB(call) cb_check((call), #call, __FILE__, __LINE__)
 int is_pinned(const void *p);
+/* Add tessera's host-link bytes of all devices since the last tess_reset_stats, divided by
+ * row->reps, to row (a routine's tessera row). */
+void tess_row_bytes(struct row *row);
 
 /* fn(ctx, i) for i in [0, n) on o.threads threads */
 static inline void par_for(int n, void (*fn)(void *, int), void *ctx) {

@@ -174,15 +174,8 @@ static void tess_before(struct runner *self, struct row *row) {
 
 /* tessera: bytes per timed run, all devices */
 static void tess_after(struct runner *self, struct row *row, double timed_s) {
-    if (row->kind != K_TESS) return;
-    int nd = tess_device_count();
-    for (int d = 0; d < nd; d++) {
-        tess_dev_stats_t s;
-        if (TS(tess_device_stats(d, &s))) continue;
-        row->h2d += (double)s.bytes_h2d / row->reps, row->d2h += (double)s.bytes_d2h / row->reps;
-        row->p2p += (double)s.bytes_p2p / row->reps;
-    }
-    row->has_bytes = 1;
+    (void)timed_s;
+    if (row->kind == K_TESS) tess_row_bytes(row);
 }
 
 static void l3_drive(struct l3runner *rn, struct row *row) {

@@ -49,6 +49,17 @@ int is_pinned(const void *p) {
     return a.type == cudaMemoryTypeHost;
 }
 
+void tess_row_bytes(struct row *row) {
+    int nd = tess_device_count();
+    for (int d = 0; d < nd; d++) {
+        tess_dev_stats_t s;
+        if (TS(tess_device_stats(d, &s))) continue;
+        row->h2d += (double)s.bytes_h2d / row->reps, row->d2h += (double)s.bytes_d2h / row->reps;
+        row->p2p += (double)s.bytes_p2p / row->reps;
+    }
+    row->has_bytes = 1;
+}
+
 /* ---- options ---------------------------------------------------------------------------------- */
 
 static void usage(FILE *f) {

@@ -1,0 +1,20 @@
+/* src/lapack/lapack.h: what the factorization routines share (potrf.c, potrs.c): argument
+ * errors numbered as LAPACKE numbers them. A routine's generic entry (dtype first) reports
+ * positions one higher in its messages (gen = 1) while *info keeps the typed numbering. */
+#ifndef TESS_LAPACK_H
+#define TESS_LAPACK_H
+
+#include "level3.h"
+
+/* Argument pos is bad: *info = -pos and TESS_EINVAL with "fn: argument <pos + gen> ...".
+ * Expects fn, gen and info in scope. */
+#define TESS__LA_BAD(pos, fmt, ...) \
+    (*info = -(pos), tess__fail(TESS_EINVAL, "%s: argument %d " fmt, fn, (pos) + gen, __VA_ARGS__))
+
+/* The arguments every routine starts with: info (at typed position info_pos) not NULL,
+ * layout (1) and uplo (2) valid. TESS_OK, or TESS_EINVAL (with *info = -position when info
+ * is there). */
+int tess__la_check_head(const char *fn, int gen, int info_pos, tess_layout_t layout,
+                        tess_uplo_t uplo, int64_t *info);
+
+#endif

@@ -590,7 +590,7 @@ static int cpu_open(void) {
     if (cpu.tried) return cpu.ok ? 0 : -1;
     cpu.tried = 1;
     if (cpublas_open(&cpu.cb)) {
-        snprintf(cpu.why, sizeof cpu.why, "%s", last_err);
+        snprintf(cpu.why, sizeof cpu.why, "%.290s", last_err);
         return -1;
     }
     for (int i = 0; i < 4; i++) {

@@ -1,6 +1,7 @@
-/* tests/test_potrf.c: the Cholesky factorization tess_?potrf (the contract is the comment in
- * tessera.h, "factorizations") on emulated devices with small tiles, against OpenBLAS's own
- * LAPACK (spotrf_ ... zpotrf_ called directly):
+/* tests/test_potrf.c: the Cholesky factorization tess_?potrf and the solves tess_?potrs,
+ * tess_?posv (the contract is the comment in tessera.h, "factorizations", and docs/lapack.md)
+ * on emulated devices with small tiles, against OpenBLAS's own LAPACK (spotrf_ ... zpotrf_,
+ * spotrs_ ... zpotrs_ called directly):
  * - lapack, jitter, cpu_worker: s, d, c, z x uplo L, U x column-, row-major x n not a multiple
  *   of the tile, lda > n, typed and generic entries: the factor against LAPACK's and the
  *   backward error |A - L L^H|; the other strict triangle (NaN: never read) and the padding
@@ -11,7 +12,15 @@
  * - counters: the tiles ran on the devices and crossed the host link at most once each way;
  * - held: a held matrix factored in place, right after tess_sync and after tess_release;
  * - faults: device 1 of 3 fails at its k-th operation: TESS_OK with a right factor, or
- *   TESS_EDEVICE; nan: a NaN in the triangle never gives info 0 with a finite factor.
+ *   TESS_EDEVICE; nan: a NaN in the triangle never gives info 0 with a finite factor;
+ * - solve: s, d, c, z x L, U x column-, row-major x n 1, 33, 100 x nrhs 1, 5, lda > n, ldb
+ *   above its minimum, B = A X for a known X: tess_?posv (typed and generic) gives X, A bit
+ *   for bit as tess_?potrf factors it, B's padding untouched; tess_?potrs on LAPACK's factor
+ *   gives ?potrs_'s X, A and B's padding untouched;
+ * - posv_not_pd: a leading minor of order j + 1 not positive definite: *info = j + 1, B every
+ *   byte as it was;
+ * - solve_bad_args: every bad argument of potrs and posv: TESS_EINVAL, *info = -position, a
+ *   message naming the function, A and B untouched; n = 0, nrhs = 0; a bad dtype.
  */
 #include <cblas.h>
 #include <math.h>
@@ -28,6 +37,14 @@ void spotrf_(const char *uplo, const int *n, void *a, const int *lda, int *info)
 void dpotrf_(const char *uplo, const int *n, void *a, const int *lda, int *info);
 void cpotrf_(const char *uplo, const int *n, void *a, const int *lda, int *info);
 void zpotrf_(const char *uplo, const int *n, void *a, const int *lda, int *info);
+void spotrs_(const char *uplo, const int *n, const int *nrhs, const void *a, const int *lda,
+             void *b, const int *ldb, int *info);
+void dpotrs_(const char *uplo, const int *n, const int *nrhs, const void *a, const int *lda,
+             void *b, const int *ldb, int *info);
+void cpotrs_(const char *uplo, const int *n, const int *nrhs, const void *a, const int *lda,
+             void *b, const int *ldb, int *info);
+void zpotrs_(const char *uplo, const int *n, const int *nrhs, const void *a, const int *lda,
+             void *b, const int *ldb, int *info);
 
 enum { GUARD = 5, TILE = 32 };
 /* |L - L_lapack|_F / (|L_lapack|_F n eps) and |A - L L^H|_F / (|A|_F n eps), eps the unit
@@ -795,6 +812,532 @@ TEST(nan) {
             "  nan: %d cases (s d c z, L U, col row, 4 places): %d info > 0, %d info 0 with NaN "
             "in the factor\n",
             cases, info_pos, nan_factor);
+}
+
+/* ---- solves: tess_?potrs, tess_?posv --------------------------------------------------------
+ * B is n x nrhs in the matrix's layout: column-major element (i, r) at i + r ldb (ldb >= n),
+ * row-major at i ldb + r (ldb >= nrhs), as LAPACKE. */
+
+/* |X - X_true|_F / (|X_true|_F n eps) for the solves (posv, potrs on LAPACK's factor) and
+ * |X - X_lapack|_F / (|X_lapack|_F n eps), X_lapack from ?potrs_ on the same factor, eps the
+ * unit roundoff: the forward error is at most the condition number (below 5: the matrices
+ * are B B^H + n I) times the backward error of the factorization and the two triangular
+ * solves, O(n eps). Seen: at most 3.2 (n = 1: a few roundings of one scalar), below 0.1 at
+ * n = 33 and 100. */
+#define SOL_BOUND 20.0
+#define POTRS_BOUND 20.0
+
+struct rhs {
+    int64_t n, nrhs, ldb;
+    int row;        /* row-major */
+    size_t nel;     /* elements allocated: ldb * (n row-major, nrhs column-major) + GUARD */
+    char *b, *b0;   /* tessera's operand; its input */
+    char *x;        /* the known X, column-major n x nrhs (leading dimension n) */
+    char desc[128]; /* the matrix's, nrhs and ldb */
+};
+
+static size_t bix(const struct rhs *b, int64_t i, int64_t r) {
+    return b->row ? (size_t)(i * b->ldb + r) : (size_t)(i + r * b->ldb);
+}
+static int in_rhs(const struct rhs *b, size_t idx) {
+    int64_t in = (int64_t)idx % b->ldb, out = (int64_t)idx / b->ldb;
+    return b->row ? in < b->nrhs && out < b->n : in < b->n && out < b->nrhs;
+}
+
+/* B = A X for a random X (uniform in [-1, 1], in the precision), A the matrix m holds in h
+ * (call before mat_finish, which factors h), summed in long double; the padding rows and the
+ * guard alternate NaN and markers. */
+static void rhs_make(struct rhs *b, const struct mat *m, int64_t nrhs, int64_t ldb, uint64_t seed) {
+    memset(b, 0, sizeof *b);
+    b->n = m->n, b->nrhs = nrhs, b->ldb = ldb, b->row = m->layout == TESS_ROW_MAJOR;
+    b->nel = (size_t)(ldb * (b->row ? m->n : nrhs)) + GUARD;
+    b->b = ref_malloc(b->nel * m->es);
+    b->b0 = ref_malloc(b->nel * m->es);
+    b->x = ref_malloc((size_t)(m->n * nrhs) * m->es);
+    snprintf(b->desc, sizeof b->desc, "%s nrhs=%lld ldb=%lld", m->desc, (long long)nrhs,
+             (long long)ldb);
+    uint64_t rng = seed;
+    ref_fill_random(m->dt, b->x, (size_t)(m->n * nrhs), &rng);
+    for (size_t i = 0; i < b->nel; i++) {
+        double v = (i & 1) ? NAN : -2048.25 - (double)(i % 32);
+        ref_set(m->dt, b->b, i, v, v);
+    }
+    for (int64_t r = 0; r < nrhs; r++)
+        for (int64_t i = 0; i < m->n; i++) {
+            long double sr = 0, si = 0;
+            for (int64_t k = 0; k < m->n; k++) {
+                /* A(i, k): the column-major view's (i, k), row-major its (k, i) */
+                long double ar, ai, xr, xi;
+                ref_get(m->dt, m->h, b->row ? ix(m, k, i) : ix(m, i, k), &ar, &ai);
+                ref_get(m->dt, b->x, (size_t)(k + r * m->n), &xr, &xi);
+                sr += ar * xr - ai * xi, si += ar * xi + ai * xr;
+            }
+            ref_set(m->dt, b->b, bix(b, i, r), sr, si);
+        }
+    memcpy(b->b0, b->b, b->nel * m->es);
+}
+
+static void rhs_free(struct rhs *b) { free(b->b), free(b->b0), free(b->x); }
+
+/* Index + 1 of the first element of B's storage outside n x nrhs (the padding rows, the
+ * guard) that differs from the input in any bit; 0 if none. */
+static size_t rhs_outside_changed(const struct mat *m, const struct rhs *b) {
+    for (size_t i = 0; i < b->nel; i++)
+        if (!in_rhs(b, i) && memcmp(b->b + i * m->es, b->b0 + i * m->es, m->es)) return i + 1;
+    return 0;
+}
+
+/* |X - R|_F / (|R|_F n eps), X tessera's solution in B, R column-major n x nrhs (leading
+ * dimension n); infinity when X holds a NaN or an infinity. */
+static double sol_err(const struct mat *m, const struct rhs *b, const char *ref) {
+    long double d2 = 0, r2 = 0;
+    for (int64_t r = 0; r < b->nrhs; r++)
+        for (int64_t i = 0; i < b->n; i++) {
+            long double xr, xi, yr, yi;
+            ref_get(m->dt, b->b, bix(b, i, r), &xr, &xi);
+            ref_get(m->dt, ref, (size_t)(i + r * b->n), &yr, &yi);
+            if (!isfinite(xr) || !isfinite(xi)) return INFINITY;
+            d2 += (xr - yr) * (xr - yr) + (xi - yi) * (xi - yi);
+            r2 += yr * yr + yi * yi;
+        }
+    if (r2 == 0) return d2 == 0 ? 0 : INFINITY;
+    return (double)(sqrtl(d2 / r2) / ((long double)b->n * unit(m->dt)));
+}
+
+/* LAPACK's solution of the input B with the factor in m->h (after mat_finish) into out
+ * (column-major n x nrhs, leading dimension n); returns ?potrs_'s info. Row-major A is the
+ * conjugate of the column-major view h factors: A X = B is view conj(X) = conj(B). */
+static int lapack_potrs(const struct mat *m, const struct rhs *b, char *out) {
+    size_t cnt = (size_t)(b->n * b->nrhs);
+    for (int64_t r = 0; r < b->nrhs; r++)
+        for (int64_t i = 0; i < b->n; i++) {
+            long double re, im;
+            ref_get(m->dt, b->b0, bix(b, i, r), &re, &im);
+            ref_set(m->dt, out, (size_t)(i + r * b->n), re, b->row ? -im : im);
+        }
+    int nn = (int)b->n, nr = (int)b->nrhs, lda = (int)m->lda, ldx = (int)b->n, info = -999;
+    switch (m->dt) {
+    case TESS_S: spotrs_(&m->u, &nn, &nr, m->h, &lda, out, &ldx, &info); break;
+    case TESS_D: dpotrs_(&m->u, &nn, &nr, m->h, &lda, out, &ldx, &info); break;
+    case TESS_C: cpotrs_(&m->u, &nn, &nr, m->h, &lda, out, &ldx, &info); break;
+    case TESS_Z: zpotrs_(&m->u, &nn, &nr, m->h, &lda, out, &ldx, &info); break;
+    }
+    if (b->row)
+        for (size_t i = 0; i < cnt; i++) {
+            long double re, im;
+            ref_get(m->dt, out, i, &re, &im);
+            ref_set(m->dt, out, i, re, -im);
+        }
+    return info;
+}
+
+/* tessera's solve: posv (1) or potrs (0), the generic entry or tess_?posv / tess_?potrs. */
+static int solve_call(int posv, int generic, tess_dtype_t dt, tess_layout_t layout,
+                      tess_uplo_t uplo, int64_t n, int64_t nrhs, void *A, int64_t lda, void *B,
+                      int64_t ldb, int64_t *info) {
+    if (posv) {
+        if (generic) return tess_posv(dt, layout, uplo, n, nrhs, A, lda, B, ldb, info);
+        switch (dt) {
+        case TESS_S: return tess_sposv(layout, uplo, n, nrhs, A, lda, B, ldb, info);
+        case TESS_D: return tess_dposv(layout, uplo, n, nrhs, A, lda, B, ldb, info);
+        case TESS_C: return tess_cposv(layout, uplo, n, nrhs, A, lda, B, ldb, info);
+        case TESS_Z: return tess_zposv(layout, uplo, n, nrhs, A, lda, B, ldb, info);
+        }
+        return -100;
+    }
+    if (generic) return tess_potrs(dt, layout, uplo, n, nrhs, A, lda, B, ldb, info);
+    switch (dt) {
+    case TESS_S: return tess_spotrs(layout, uplo, n, nrhs, A, lda, B, ldb, info);
+    case TESS_D: return tess_dpotrs(layout, uplo, n, nrhs, A, lda, B, ldb, info);
+    case TESS_C: return tess_cpotrs(layout, uplo, n, nrhs, A, lda, B, ldb, info);
+    case TESS_Z: return tess_zpotrs(layout, uplo, n, nrhs, A, lda, B, ldb, info);
+    }
+    return -100;
+}
+
+/* The function's name: "tess_posv", "tess_dposv", "tess_potrs", ... */
+static const char *solve_name(int posv, int generic, tess_dtype_t dt, char *buf, size_t len) {
+    snprintf(buf, len, "tess_%s%s", generic ? "" : ref_dtype_name(dt), posv ? "posv" : "potrs");
+    return buf;
+}
+
+/* Largest ratios seen by the solve group (printed in its line). */
+struct solve_maxes {
+    double posv, potrs_x, potrs_lapack;
+    int cases;
+};
+
+/* One solve case on the runtime running; idx picks the leading dimensions, the seeds and
+ * the entries (typed or generic). */
+static void solve_case(tess_dtype_t dt, tess_layout_t layout, tess_uplo_t uplo, int64_t n,
+                       int64_t nrhs, int idx, struct solve_maxes *mx) {
+    struct mat m;
+    struct rhs b;
+    char fn[32];
+    int64_t ldb = (layout == TESS_COL_MAJOR ? n : nrhs) + 1 + idx % 3;
+    mat_make(&m, dt, layout, uplo, n, n + 1 + idx % 5, 7000 + (uint64_t)idx);
+    rhs_make(&b, &m, nrhs, ldb, 8000 + (uint64_t)idx);
+    mat_finish(&m);
+    ASSERT_MSG(m.ref_info == 0, "solve %s: LAPACK's info %d on the test's SPD matrix", b.desc,
+               m.ref_info);
+    const size_t abytes = m.nel * m.es;
+
+    /* tess_?posv; the entries in turns, over nrhs too */
+    int gen = ((idx >> 1) + idx) & 1;
+    solve_name(1, gen, dt, fn, sizeof fn);
+    int64_t info = -77;
+    int rc = solve_call(1, gen, dt, layout, uplo, n, nrhs, m.a, m.lda, b.b, ldb, &info);
+    ASSERT_MSG(rc == TESS_OK, "%s %s: returned %d (%s)", fn, b.desc, rc, tess_last_error());
+    ASSERT_MSG(info == 0, "%s %s: info %lld, want 0", fn, b.desc, (long long)info);
+    size_t bad = rhs_outside_changed(&m, &b);
+    ASSERT_MSG(!bad,
+               "%s %s: element %zu of B's storage (outside n x nrhs: padding or guard) was "
+               "written",
+               fn, b.desc, bad - 1);
+    double e = sol_err(&m, &b, b.x);
+    ASSERT_MSG(e <= SOL_BOUND, "%s %s: |X - X_true|_F / |X_true|_F = %.3g n eps (bound %g)", fn,
+               b.desc, e, SOL_BOUND);
+    mx->posv = fmax(mx->posv, e);
+    /* its A: tess_?potrf's factor of the same input, every byte (same entry, same tiles) */
+    char *p = ref_malloc(abytes);
+    memcpy(p, m.a0, abytes);
+    struct mat pm = m;
+    pm.a = p;
+    int64_t pinfo = -77;
+    rc = call(&pm, gen, &pinfo);
+    ASSERT_MSG(rc == TESS_OK && pinfo == 0, "solve %s: tess_potrf returned %d (%s), info %lld",
+               b.desc, rc, tess_last_error(), (long long)pinfo);
+    for (size_t i = 0; i < m.nel; i++) {
+        if (!memcmp(m.a + i * m.es, p + i * m.es, m.es)) continue;
+        long double xr, xi, yr, yi;
+        ref_get(dt, m.a, i, &xr, &xi);
+        ref_get(dt, p, i, &yr, &yi);
+        ASSERT_MSG(0,
+                   "%s %s: A's element (%lld, %lld) of the column-major storage is %.17Lg%+.17Lgi, "
+                   "tess_potrf's factor has %.17Lg%+.17Lgi",
+                   fn, b.desc, (long long)(i % (size_t)m.lda), (long long)(i / (size_t)m.lda), xr,
+                   xi, yr, yi);
+    }
+    free(p);
+
+    /* tess_?potrs with LAPACK's factor, the entry posv did not take; the other strict
+     * triangle NaN (never read) */
+    gen = !gen;
+    solve_name(0, gen, dt, fn, sizeof fn);
+    char *f = ref_malloc(abytes), *f0 = ref_malloc(abytes), *xl = ref_malloc(b.nel * m.es);
+    memcpy(f, m.a0, abytes);
+    for (size_t i = 0; i < (size_t)(m.lda * n); i++)
+        if (in_tri(&m, (int64_t)i % m.lda, (int64_t)i / m.lda))
+            memcpy(f + i * m.es, m.h + i * m.es, m.es);
+    memcpy(f0, f, abytes);
+    memcpy(b.b, b.b0, b.nel * m.es);
+    info = -77;
+    rc = solve_call(0, gen, dt, layout, uplo, n, nrhs, f, m.lda, b.b, ldb, &info);
+    ASSERT_MSG(rc == TESS_OK, "%s %s: returned %d (%s)", fn, b.desc, rc, tess_last_error());
+    ASSERT_MSG(info == 0, "%s %s: info %lld, want 0", fn, b.desc, (long long)info);
+    ASSERT_MSG(!memcmp(f, f0, abytes), "%s %s: A (the factor, const) was written", fn, b.desc);
+    bad = rhs_outside_changed(&m, &b);
+    ASSERT_MSG(!bad,
+               "%s %s: element %zu of B's storage (outside n x nrhs: padding or guard) was "
+               "written",
+               fn, b.desc, bad - 1);
+    int linfo = lapack_potrs(&m, &b, xl);
+    ASSERT_MSG(linfo == 0, "solve %s: ?potrs_'s info %d (the test)", b.desc, linfo);
+    double el = sol_err(&m, &b, xl), ex = sol_err(&m, &b, b.x);
+    ASSERT_MSG(el <= POTRS_BOUND, "%s %s: |X - X_lapack|_F / |X_lapack|_F = %.3g n eps (bound %g)",
+               fn, b.desc, el, POTRS_BOUND);
+    ASSERT_MSG(ex <= SOL_BOUND, "%s %s: |X - X_true|_F / |X_true|_F = %.3g n eps (bound %g)", fn,
+               b.desc, ex, SOL_BOUND);
+    mx->potrs_lapack = fmax(mx->potrs_lapack, el), mx->potrs_x = fmax(mx->potrs_x, ex);
+    mx->cases++;
+    free(f), free(f0), free(xl);
+    rhs_free(&b);
+    mat_free(&m);
+}
+
+/* s, d, c, z x L, U x column-, row-major x n = 1, 33, 100 x nrhs = 1, 5, tile 32 on 3
+ * emulated devices, lda > n, ldb above its minimum (n column-major, nrhs row-major), B = A X
+ * for a known random X:
+ * - tess_?posv (typed and generic in turns): TESS_OK, info 0, X within SOL_BOUND n eps of the
+ *   known X (normwise), B's padding rows and a guard after it bit for bit as they were, and A
+ *   bit for bit what tess_?potrf makes of the same input (the same tiles and kernels);
+ * - tess_?potrs on LAPACK's factor (?potrf_; the other strict triangle NaN, never read):
+ *   TESS_OK, info 0, X within POTRS_BOUND n eps of ?potrs_'s on that factor and within
+ *   SOL_BOUND n eps of the known X, A (const) and B's padding untouched. */
+TEST(solve) {
+    static const int64_t sizes[] = {1, 33, 100}, nrhss[] = {1, 5};
+    start(3, "32", "16M");
+    ASSERT_OK(tess_init());
+    struct solve_maxes mx = {0, 0, 0, 0};
+    int idx = 0;
+    for (int d = 0; d < 4; d++)
+        for (int u = 0; u < 2; u++)
+            for (int l = 0; l < 2; l++)
+                for (int s = 0; s < 3; s++)
+                    for (int r = 0; r < 2; r++, idx++)
+                        solve_case(dts[d], lays[l], uplos[u], sizes[s], nrhss[r], idx, &mx);
+    ASSERT_OK(tess_finalize());
+    fprintf(stderr,
+            "  solve: %d cases (s d c z, L U, col row, n 1 33 100, nrhs 1 5, tile 32, 3 devices): "
+            "worst posv |X - X_true| %.3g n eps; potrs |X - X_lapack| %.3g n eps, |X - X_true| "
+            "%.3g n eps; posv's A = tess_potrf's bit for bit\n",
+            mx.cases, mx.posv, mx.potrs_lapack, mx.potrs_x);
+}
+
+/* Diagonal entry j of an SPD matrix (n = 100, tile 32, 3 devices) set to -1000 n, j = 0, 31,
+ * 32, 45, 99, every precision, uplo and layout, nrhs 3, ldb above its minimum: tess_?posv
+ * (typed and generic in turns) returns TESS_OK with *info = j + 1 (LAPACK's), B every byte
+ * (padding and guard too) as it was, and nothing outside A's triangle written. */
+TEST(posv_not_pd) {
+    static const int64_t js[] = {0, 31, 32, 45, 99};
+    const int64_t n = 100, nrhs = 3;
+    start(3, "32", "16M");
+    ASSERT_OK(tess_init());
+    int cases = 0, idx = 0;
+    for (int d = 0; d < 4; d++)
+        for (int u = 0; u < 2; u++)
+            for (int l = 0; l < 2; l++)
+                for (int t = 0; t < 5; t++, idx++) {
+                    struct mat m;
+                    struct rhs b;
+                    char fn[32];
+                    int64_t j = js[t], ldb = (lays[l] == TESS_COL_MAJOR ? n : nrhs) + 2;
+                    mat_make(&m, dts[d], lays[l], uplos[u], n, n + 1 + idx % 3,
+                             9000 + (uint64_t)idx);
+                    mat_set(&m, j, j, -1000.0 * (double)n, 0);
+                    rhs_make(&b, &m, nrhs, ldb, 9500 + (uint64_t)idx);
+                    mat_finish(&m);
+                    ASSERT_MSG(m.ref_info == j + 1, "%s j=%lld: LAPACK's info %d (the test)",
+                               b.desc, (long long)j, m.ref_info);
+                    solve_name(1, idx & 1, m.dt, fn, sizeof fn);
+                    int64_t info = -77;
+                    int rc = solve_call(1, idx & 1, m.dt, m.layout, m.uplo, n, nrhs, m.a, m.lda,
+                                        b.b, ldb, &info);
+                    ASSERT_MSG(rc == TESS_OK, "%s %s j=%lld: returned %d (%s)", fn, b.desc,
+                               (long long)j, rc, tess_last_error());
+                    ASSERT_MSG(info == j + 1, "%s %s j=%lld: info %lld, want %lld", fn, b.desc,
+                               (long long)j, (long long)info, (long long)(j + 1));
+                    for (size_t i = 0; i < b.nel; i++)
+                        ASSERT_MSG(!memcmp(b.b + i * m.es, b.b0 + i * m.es, m.es),
+                                   "%s %s j=%lld: info %lld, and B's element %zu (%s) changed", fn,
+                                   b.desc, (long long)j, (long long)info, i,
+                                   in_rhs(&b, i) ? "inside n x nrhs" : "padding or guard");
+                    size_t bad = outside_changed(&m);
+                    ASSERT_MSG(!bad, "%s %s j=%lld: element %zu outside A's triangle %c written",
+                               fn, b.desc, (long long)j, bad - 1, m.u);
+                    cases++;
+                    rhs_free(&b);
+                    mat_free(&m);
+                }
+    ASSERT_OK(tess_finalize());
+    fprintf(stderr,
+            "  posv_not_pd: %d cases (s d c z, L U, col row, n 100, nrhs 3, j 0 31 32 45 99): "
+            "info = j + 1, B untouched\n",
+            cases);
+}
+
+struct solve_bad {
+    int layout, uplo;
+    int64_t n, nrhs;
+    int null_a;
+    int64_t lda;
+    int null_b;
+    int64_t ldb, want; /* want: *info, -(position of the first bad argument) */
+    const char *what;
+};
+
+/* One bad call of posv (1) or potrs (0): TESS_EINVAL, *info = want (info given), a message
+ * from this call naming the function (another failing call set a different one just
+ * before), A and B (cap bytes each) untouched. */
+static void solve_bad_call(tess_dtype_t dt, const struct solve_bad *c, int posv, int generic,
+                           int with_info, char *A, const char *A0, char *B, const char *B0,
+                           size_t cap) {
+    char fn[32];
+    solve_name(posv, generic, dt, fn, sizeof fn);
+    ASSERT_EQ(tess_hold((tess_dtype_t)9, A, 8, 5, 5, 0), TESS_EINVAL); /* another message */
+    ASSERT_MSG(!strstr(tess_last_error(), fn), "tess_hold's message names %s: %s", fn,
+               tess_last_error());
+    int64_t info = 4242;
+    int rc = solve_call(posv, generic, dt, (tess_layout_t)c->layout, (tess_uplo_t)c->uplo, c->n,
+                        c->nrhs, c->null_a ? NULL : A, c->lda, c->null_b ? NULL : B, c->ldb,
+                        with_info ? &info : NULL);
+    ASSERT_MSG(rc == TESS_EINVAL, "%s %s, info %s: returned %d, want TESS_EINVAL", fn, c->what,
+               with_info ? "given" : "NULL", rc);
+    if (with_info)
+        ASSERT_MSG(info == c->want, "%s %s: *info %lld, want %lld", fn, c->what, (long long)info,
+                   (long long)c->want);
+    ASSERT_MSG(strstr(tess_last_error(), fn),
+               "%s %s, info %s: tess_last_error() does not name %s: \"%s\"", fn, c->what,
+               with_info ? "given" : "NULL", fn, tess_last_error());
+    ASSERT_MSG(!memcmp(A, A0, cap), "%s %s: A was written", fn, c->what);
+    ASSERT_MSG(!memcmp(B, B0, cap), "%s %s: B was written", fn, c->what);
+}
+
+/* Every bad argument of tess_?potrs and tess_?posv alone, and two at once (the first is
+ * reported), in every precision through the typed and generic entries, info given and NULL:
+ * TESS_EINVAL, *info = -position (layout 1, uplo 2, n 3, nrhs 4, A 5, lda 6, B 7, ldb 8, also
+ * for the generic entries), a message naming the function, A and B (random, n = 5, nrhs = 3)
+ * untouched. Valid arguments with info NULL: TESS_EINVAL. n = 0 (A, B NULL or not): TESS_OK,
+ * *info = 0, nothing written; nrhs = 0 (B NULL or not): potrs TESS_OK, *info 0, nothing
+ * written; posv TESS_OK, *info 0, B untouched and A factored (LAPACK's ?POSV runs ?POTRF
+ * whatever nrhs: A = tess_?potrf's factor). The generic entries with dtype 4 or -1:
+ * TESS_EINVAL, a message naming them, A and B untouched. */
+TEST(solve_bad_args) {
+    const int C = TESS_COL_MAJOR, R = TESS_ROW_MAJOR, L = TESS_LOWER, U = TESS_UPPER;
+    static const struct solve_bad bad[] = {
+        {0, TESS_LOWER, 5, 3, 0, 6, 0, 6, -1, "layout 0"},
+        {100, TESS_LOWER, 5, 3, 0, 6, 0, 6, -1, "layout 100"},
+        {103, TESS_UPPER, 5, 3, 0, 6, 0, 6, -1, "layout 103"},
+        {TESS_COL_MAJOR, 0, 5, 3, 0, 6, 0, 6, -2, "uplo 0"},
+        {TESS_COL_MAJOR, 120, 5, 3, 0, 6, 0, 6, -2, "uplo 120"},
+        {TESS_ROW_MAJOR, 123, 5, 3, 0, 6, 0, 4, -2, "uplo 123"},
+        {TESS_COL_MAJOR, TESS_NO_TRANS, 5, 3, 0, 6, 0, 6, -2, "uplo 111 (a trans value)"},
+        {TESS_COL_MAJOR, TESS_LOWER, -1, 3, 0, 6, 0, 6, -3, "n -1"},
+        {TESS_ROW_MAJOR, TESS_UPPER, -100, 3, 0, 6, 0, 4, -3, "n -100"},
+        {TESS_COL_MAJOR, TESS_LOWER, 5, -1, 0, 6, 0, 6, -4, "nrhs -1"},
+        {TESS_ROW_MAJOR, TESS_UPPER, 5, -100, 0, 6, 0, 4, -4, "nrhs -100"},
+        {TESS_COL_MAJOR, TESS_LOWER, 5, 3, 1, 6, 0, 6, -5, "A NULL, n 5"},
+        {TESS_ROW_MAJOR, TESS_UPPER, 5, 0, 1, 6, 0, 1, -5, "A NULL, n 5, nrhs 0, row-major"},
+        {TESS_COL_MAJOR, TESS_LOWER, 5, 3, 0, 4, 0, 6, -6, "lda 4 < n 5"},
+        {TESS_ROW_MAJOR, TESS_LOWER, 5, 3, 0, 4, 0, 4, -6, "lda 4 < n 5, row-major"},
+        {TESS_COL_MAJOR, TESS_UPPER, 5, 3, 0, -1, 0, 6, -6, "lda -1"},
+        {TESS_COL_MAJOR, TESS_LOWER, 0, 3, 0, 0, 0, 6, -6, "lda 0, n 0"},
+        {TESS_COL_MAJOR, TESS_LOWER, 5, 3, 0, 6, 1, 6, -7, "B NULL, n 5, nrhs 3"},
+        {TESS_ROW_MAJOR, TESS_UPPER, 5, 3, 0, 6, 1, 4, -7, "B NULL, n 5, nrhs 3, row-major"},
+        {TESS_COL_MAJOR, TESS_LOWER, 5, 3, 0, 6, 0, 4, -8, "ldb 4 < n 5, column-major"},
+        {TESS_COL_MAJOR, TESS_UPPER, 5, 3, 0, 6, 0, 3, -8, "ldb 3 = nrhs < n 5, column-major"},
+        {TESS_COL_MAJOR, TESS_LOWER, 5, 0, 0, 6, 0, 4, -8, "ldb 4 < n 5, nrhs 0, column-major"},
+        {TESS_COL_MAJOR, TESS_LOWER, 0, 3, 0, 1, 0, 0, -8, "ldb 0, n 0, column-major"},
+        {TESS_ROW_MAJOR, TESS_LOWER, 5, 3, 0, 6, 0, 2, -8, "ldb 2 < nrhs 3, row-major"},
+        {TESS_ROW_MAJOR, TESS_UPPER, 5, 0, 0, 6, 0, 0, -8, "ldb 0, nrhs 0, row-major"},
+        {TESS_ROW_MAJOR, TESS_LOWER, 5, 3, 0, 6, 0, -1, -8, "ldb -1, row-major"},
+        {TESS_COL_MAJOR, 0, -1, 3, 0, 6, 0, 6, -2, "uplo 0 and n -1"},
+        {TESS_COL_MAJOR, TESS_LOWER, -1, -1, 0, 6, 0, 6, -3, "n -1 and nrhs -1"},
+        {TESS_COL_MAJOR, TESS_LOWER, 5, -1, 1, 6, 0, 6, -4, "nrhs -1 and A NULL"},
+        {TESS_ROW_MAJOR, TESS_LOWER, 5, 3, 1, 4, 0, 4, -5, "A NULL and lda 4"},
+        {TESS_COL_MAJOR, TESS_UPPER, 5, 3, 0, 4, 1, 6, -6, "lda 4 and B NULL"},
+        {TESS_COL_MAJOR, TESS_LOWER, 5, 3, 0, 6, 1, 1, -7, "B NULL and ldb 1"},
+        {0, 0, -1, -1, 1, 0, 1, 0, -1, "everything"},
+    };
+    const int nbad = (int)(sizeof bad / sizeof bad[0]);
+    start(2, "32", "16M");
+    ASSERT_OK(tess_init());
+    uint64_t rng = 78;
+    const size_t cap = 64 * 16; /* 64 elements of any precision: more than A (5 x 6) or B spans */
+    char *A = ref_malloc(cap), *A0 = ref_malloc(cap), *B = ref_malloc(cap), *B0 = ref_malloc(cap);
+    char *P = ref_malloc(cap);
+    int calls = 0;
+    for (int d = 0; d < 4; d++) {
+        tess_dtype_t dt = dts[d];
+        ref_fill_random(dt, A, 64, &rng);
+        ref_fill_random(dt, B, 64, &rng);
+        memcpy(A0, A, cap), memcpy(B0, B, cap);
+        for (int i = 0; i < nbad; i++)
+            for (int posv = 0; posv < 2; posv++)
+                for (int g = 0; g < 2; g++)
+                    for (int wi = 1; wi >= 0; wi--, calls++)
+                        solve_bad_call(dt, &bad[i], posv, g, wi, A, A0, B, B0, cap);
+        /* valid arguments, info NULL */
+        static const struct solve_bad ok[] = {
+            {TESS_COL_MAJOR, TESS_LOWER, 5, 3, 0, 6, 0, 6, 0, "valid arguments"},
+            {TESS_ROW_MAJOR, TESS_UPPER, 5, 3, 0, 6, 0, 3, 0, "valid arguments, row-major"}};
+        for (int i = 0; i < 2; i++)
+            for (int posv = 0; posv < 2; posv++)
+                for (int g = 0; g < 2; g++, calls++)
+                    solve_bad_call(dt, &ok[i], posv, g, 0, A, A0, B, B0, cap);
+        /* n = 0: nothing to do, whatever A and B are */
+        for (int l = 0; l < 2; l++)
+            for (int posv = 0; posv < 2; posv++)
+                for (int g = 0; g < 2; g++)
+                    for (int nulls = 0; nulls < 4; nulls++)
+                        for (int nr = 0; nr < 2; nr++, calls++) {
+                            char fn[32];
+                            int64_t info = 4242, nrhs = nr ? 3 : 0;
+                            solve_name(posv, g, dt, fn, sizeof fn);
+                            int rc = solve_call(posv, g, dt, l ? R : C, g ? U : L, 0, nrhs,
+                                                nulls & 1 ? NULL : A, 1, nulls & 2 ? NULL : B,
+                                                l && nr ? 3 : 1, &info);
+                            ASSERT_MSG(rc == TESS_OK && info == 0,
+                                       "%s n = 0, nrhs %lld, %s, A %s, B %s: returned %d (%s), "
+                                       "info %lld; want TESS_OK, 0",
+                                       fn, (long long)nrhs, l ? "row-major" : "column-major",
+                                       nulls & 1 ? "NULL" : "given", nulls & 2 ? "NULL" : "given",
+                                       rc, tess_last_error(), (long long)info);
+                            ASSERT_MSG(!memcmp(A, A0, cap) && !memcmp(B, B0, cap),
+                                       "%s n = 0, nrhs %lld: wrote A or B", fn, (long long)nrhs);
+                        }
+        /* nrhs = 0, n = 5: potrs does nothing */
+        for (int l = 0; l < 2; l++)
+            for (int g = 0; g < 2; g++)
+                for (int nb = 0; nb < 2; nb++, calls++) {
+                    char fn[32];
+                    int64_t info = 4242;
+                    solve_name(0, g, dt, fn, sizeof fn);
+                    int rc = solve_call(0, g, dt, l ? R : C, l ? U : L, 5, 0, A, 6, nb ? NULL : B,
+                                        l ? 1 : 5, &info);
+                    ASSERT_MSG(rc == TESS_OK && info == 0,
+                               "%s n = 5, nrhs = 0, %s, B %s: returned %d (%s), info %lld; want "
+                               "TESS_OK, 0",
+                               fn, l ? "row-major" : "column-major", nb ? "NULL" : "given", rc,
+                               tess_last_error(), (long long)info);
+                    ASSERT_MSG(!memcmp(A, A0, cap) && !memcmp(B, B0, cap),
+                               "%s n = 5, nrhs = 0: wrote A or B", fn);
+                }
+        /* nrhs = 0, n = 5: posv factors A (SPD) as tess_?potrf does, B untouched */
+        for (int l = 0; l < 2; l++)
+            for (int g = 0; g < 2; g++)
+                for (int nb = 0; nb < 2; nb++, calls++) {
+                    struct mat m;
+                    char fn[32];
+                    solve_name(1, g, dt, fn, sizeof fn);
+                    mat_make(&m, dt, l ? R : C, g ? L : U, 5, 6,
+                             9900 + (uint64_t)(l * 4 + g * 2 + nb));
+                    mat_finish(&m);
+                    int64_t info = 4242;
+                    int rc = solve_call(1, g, dt, m.layout, m.uplo, 5, 0, m.a, 6, nb ? NULL : B,
+                                        l ? 1 : 5, &info);
+                    ASSERT_MSG(rc == TESS_OK && info == 0,
+                               "%s %s, nrhs = 0, B %s: returned %d (%s), info %lld; want "
+                               "TESS_OK, 0",
+                               fn, m.desc, nb ? "NULL" : "given", rc, tess_last_error(),
+                               (long long)info);
+                    ASSERT_MSG(!memcmp(B, B0, cap), "%s %s, nrhs = 0: wrote B", fn, m.desc);
+                    memcpy(P, m.a0, m.nel * m.es);
+                    struct mat pm = m;
+                    pm.a = P;
+                    int64_t pinfo = -77;
+                    ASSERT_MSG(call(&pm, g, &pinfo) == TESS_OK && pinfo == 0,
+                               "%s: tess_potrf failed (%s)", m.desc, tess_last_error());
+                    ASSERT_MSG(!memcmp(m.a, P, m.nel * m.es),
+                               "%s %s, nrhs = 0: A is not tess_potrf's factor of it", fn, m.desc);
+                    mat_free(&m);
+                }
+    }
+    /* the generic entries with a bad dtype */
+    ref_fill_random(TESS_Z, A, 64, &rng);
+    ref_fill_random(TESS_Z, B, 64, &rng);
+    memcpy(A0, A, cap), memcpy(B0, B, cap);
+    for (int posv = 0; posv < 2; posv++)
+        for (int v = 0; v < 2; v++, calls++) {
+            const char *fn = posv ? "tess_posv" : "tess_potrs";
+            tess_dtype_t dt = (tess_dtype_t)(v ? -1 : 4);
+            int64_t info = 4242;
+            ASSERT_EQ(tess_hold((tess_dtype_t)9, A, 8, 5, 5, 0), TESS_EINVAL);
+            int rc = posv ? tess_posv(dt, C, L, 5, 3, A, 6, B, 6, &info)
+                          : tess_potrs(dt, C, L, 5, 3, A, 6, B, 6, &info);
+            ASSERT_MSG(rc == TESS_EINVAL, "%s(dtype %d): returned %d", fn, (int)dt, rc);
+            ASSERT_MSG(strstr(tess_last_error(), fn), "%s(dtype %d): message \"%s\"", fn, (int)dt,
+                       tess_last_error());
+            ASSERT_MSG(!memcmp(A, A0, cap) && !memcmp(B, B0, cap), "%s(dtype %d) wrote A or B", fn,
+                       (int)dt);
+        }
+    ASSERT_OK(tess_finalize());
+    free(A), free(A0), free(B), free(B0), free(P);
+    fprintf(stderr,
+            "  solve_bad_args: %d calls (%d bad cases x potrs, posv x s d c z x typed, generic x "
+            "info, NULL; valid with info NULL; n = 0; nrhs = 0; bad dtype): TESS_EINVAL, *info, "
+            "message, A and B untouched\n",
+            calls, nbad);
 }
 
 TEST_MAIN()

@@ -904,8 +904,10 @@ static int write_behind(struct tess__dev *d) {
         struct tess__blk *b = tess__cache_behind(c, d->id, d->wb_stream, &d->eager[taken++]);
         if (b) d->wbh[d->nwbh++] = b;
     }
-    memmove(d->eager, d->eager + taken, sizeof *d->eager * (size_t)(d->neager - taken));
-    d->neager -= taken;
+    if (taken) {
+        memmove(d->eager, d->eager + taken, sizeof *d->eager * (size_t)(d->neager - taken));
+        d->neager -= taken;
+    }
     double now = tess__now();
     if (!d->nwbh && tess__holds_any() && now - d->wbh_scan >= 1e-3) {
         d->wbh_scan = now;

@@ -603,7 +603,9 @@ static uint64_t triangle_tile_bytes(int64_t n, int64_t t, size_t es) {
 }
 
 /* n = 200, tile 32 (7 x 7 tiles, 28 in the triangle) on 3 emulated devices, d column-major L
- * and z row-major L: the factor is right; at least two devices launched tile kernels; and
+ * and z row-major L: the factor is right; the devices launched exactly the tile kernels of
+ * the tile Cholesky (7 POTRF, 21 TRSM, 56 updates: one each; how they spread over the
+ * devices depends on the machine's load, so it is printed, not asserted); and
  * the tiles stayed on the devices across the tile tasks: summed over the devices bytes_h2d
  * and bytes_d2h are each at most the bytes of the triangle's tiles (each tile into the
  * devices once, the peers serving the others, and out once). With TESSERA_WRITE_BEHIND=0:
@@ -625,13 +627,13 @@ TEST(counters) {
         int rc = call(&m, 0, &info);
         check_factor(&m, "counters", rc, info, NULL);
         uint64_t h2d = 0, d2h = 0, p2p = 0, steps[3] = {0, 0, 0};
-        int busy = 0;
+        uint64_t total = 0;
         for (int d = 0; d < 3; d++) {
             tess_dev_stats_t st;
             ASSERT_OK(tess_device_stats(d, &st));
             h2d += st.bytes_h2d, d2h += st.bytes_d2h, p2p += st.bytes_p2p;
             steps[d] = st.steps;
-            busy += st.steps > 0;
+            total += st.steps;
         }
         uint64_t bound = triangle_tile_bytes(n, TILE, m.es);
         fprintf(stderr,
@@ -640,8 +642,10 @@ TEST(counters) {
                 m.desc, (unsigned long long)steps[0], (unsigned long long)steps[1],
                 (unsigned long long)steps[2], (unsigned long long)h2d, (unsigned long long)d2h,
                 (unsigned long long)bound, (unsigned long long)p2p);
-        ASSERT_MSG(busy >= 2, "%s: tile kernels ran on %d device(s), want at least 2", m.desc,
-                   busy);
+        ASSERT_MSG(total == 7 + 21 + 56,
+                   "%s: the devices launched %llu tile kernels, want 84 (7 POTRF, 21 TRSM, 56 "
+                   "updates)",
+                   m.desc, (unsigned long long)total);
         ASSERT_MSG(h2d <= bound,
                    "%s: %llu bytes host to device, more than the triangle's tiles (%llu): tiles "
                    "crossed the host link more than once",

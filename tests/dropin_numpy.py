@@ -1,8 +1,9 @@
 """tests/dropin_numpy.py: numpy work for tests/test_dropin.sh. `compute OUT` does a large
-matrix product in double and complex double (cblas_dgemm, cblas_zgemm) and a symmetric
-rank-k update (numpy computes a @ a.T with cblas_dsyrk) and saves them; `compare REF OUT`
-checks that two saved runs agree to rounding (tessera sums the k dimension tile by tile, so
-the last bits may differ from OpenBLAS)."""
+matrix product in double and complex double (cblas_dgemm, cblas_zgemm), a symmetric rank-k
+update (numpy computes a @ a.T with cblas_dsyrk) and Cholesky factorizations
+(numpy.linalg.cholesky: LAPACK's dpotrf and zpotrf) and saves them; `compare REF OUT` checks
+that two saved runs agree to rounding (tessera sums the k dimension tile by tile, so the last
+bits may differ from OpenBLAS)."""
 import sys
 
 import numpy as np
@@ -15,18 +16,24 @@ def compute(out):
     a = rng.standard_normal((N, N))
     b = rng.standard_normal((N, N))
     z = (a[:, : N // 2] + 1j * b[:, : N // 2]) @ (b[: N // 2, :] - 2j * a[: N // 2, :])
-    np.savez(out, c=a @ b, s=a @ a.T, z=z)
+    # Hermitian positive definite, well conditioned: the diagonal dominates
+    h = N // 2
+    spd = a @ a.T / N + np.eye(N)
+    w = a[:h, :h] + 1j * b[:h, :h]
+    hpd = w @ w.conj().T / h + np.eye(h)
+    np.savez(out, c=a @ b, s=a @ a.T, z=z, l=np.linalg.cholesky(spd), lz=np.linalg.cholesky(hpd))
 
 
 def compare(ref, out):
     r, t = np.load(ref), np.load(out)
     ok = True
-    for key in ("c", "s", "z"):
+    for key in ("c", "s", "z", "l", "lz"):
         err = np.abs(r[key] - t[key]).max() / np.abs(r[key]).max()
         print(f"{key}: relative difference {err:.3g}")
         ok &= bool(err < 1e-12)
-    # the SYRK result is symmetric in both runs
+    # the SYRK result is symmetric in both runs; the Cholesky factors are lower triangular
     ok &= bool(np.array_equal(t["s"], t["s"].T))
+    ok &= bool(not np.triu(t["l"], 1).any() and not np.triu(t["lz"], 1).any())
     return ok
 
 

@@ -1,12 +1,15 @@
 /* tests/wheel_blas.c: a stand-in for the OpenBLAS that numpy's pip wheels bundle
- * (numpy.libs/libscipy_openblas64_-*.so): the eight names numpy calls,
- * scipy_cblas_<p>gemm64_ and scipy_cblas_<p>syrk64_ (<cblas.h>'s prototypes, 64-bit
- * integers), computed naively in double complex, plus what the test reads: how often each
- * exported name was called (wheel_calls), how many calls it refused (wheel_errors), and the
- * same computation under names the drop-in does not export (wheel_gemm, wheel_syrk), the
- * test's reference. Built as libtest_wheel_blas.so for test_wheel (tests/wheel_ext.c). */
+ * (numpy.libs/libscipy_openblas64_-*.so): the twelve names numpy calls that the drop-in
+ * takes, scipy_cblas_<p>gemm64_ and scipy_cblas_<p>syrk64_ (<cblas.h>'s prototypes, 64-bit
+ * integers) and scipy_<p>potrf_64_ (LAPACK's ?POTRF, 64-bit INTEGERs; INFO as LAPACK's,
+ * -pos for a bad argument), computed naively in double complex, plus what the test reads:
+ * how often each exported name was called (wheel_calls), how many calls it refused
+ * (wheel_errors), and the same computation under names the drop-in does not export
+ * (wheel_gemm, wheel_syrk, wheel_potrf), the test's reference. Built as
+ * libtest_wheel_blas.so for test_wheel (tests/wheel_ext.c). */
 #pragma GCC visibility push(default) /* the build hides symbols by default */
 #include <complex.h>
+#include <math.h>
 #include <stdint.h>
 
 typedef int64_t i64;
@@ -99,3 +102,47 @@ SYRK64(s, 0, float, RS)
 SYRK64(d, 1, double, RS)
 SYRK64(c, 2, const void *, CS)
 SYRK64(z, 3, const void *, ZS)
+
+/* Cholesky, column by column (uplo 'L': A = L L^H; 'U': A = U^H U): 0, i > 0 when the
+ * leading minor of order i is not positive definite, -pos for a bad argument (nothing
+ * written). */
+i64 wheel_potrf(int dt, char uplo, i64 n, void *A, i64 lda) {
+    if (uplo != 'L' && uplo != 'U') return -1;
+    if (n < 0) return -2;
+    if (lda < max1(n)) return -4;
+    int low = uplo == 'L';
+    /* element (i, j) of L (i >= j), or U's (j, i) conjugated */
+#define AT(i, j) (low ? (i) + (j)*lda : (j) + (i)*lda)
+#define GETL(i, j) (low ? get(dt, A, AT(i, j)) : conj(get(dt, A, AT(i, j))))
+    for (i64 j = 0; j < n; j++) {
+        double d = creal(get(dt, A, AT(j, j)));
+        for (i64 l = 0; l < j; l++) d -= creal(GETL(j, l) * conj(GETL(j, l)));
+        if (!(d > 0)) {
+            put(dt, A, AT(j, j), d);
+            return j + 1;
+        }
+        d = sqrt(d);
+        put(dt, A, AT(j, j), d);
+        for (i64 i = j + 1; i < n; i++) {
+            double complex s = GETL(i, j);
+            for (i64 l = 0; l < j; l++) s -= GETL(i, l) * conj(GETL(j, l));
+            s /= d;
+            put(dt, A, AT(i, j), low ? s : conj(s));
+        }
+    }
+#undef GETL
+#undef AT
+    return 0;
+}
+
+#define POTRF64(p, DT)                                                                 \
+    void scipy_##p##potrf_64_(const char *uplo, const i64 *n, void *A, const i64 *lda, \
+                              i64 *info) {                                             \
+        wheel_calls++;                                                                 \
+        *info = wheel_potrf(DT, *uplo, *n, A, *lda);                                   \
+        wheel_errors += *info < 0;                                                     \
+    }
+POTRF64(s, 0)
+POTRF64(d, 1)
+POTRF64(c, 2)
+POTRF64(z, 3)

@@ -4,11 +4,13 @@
  * global scope, and the drop-in preloaded in front must still find it for its CPU path.
  * wheel_ext_run calls the eight scipy_cblas_*64_ names (s, d, c, z; GEMM in both layouts and
  * all transposes, SYRK both triangles and transposes; sizes no tile divides, padded leading
- * dimensions, beta = 0 over NaN), compares each result with the stand-in's own computation
- * (never with itself) and checks that the other triangle of a SYRK and the padding are
- * untouched, and that a bad call reached the stand-in, which refused it. `expect_wheel`: 1
- * when every call should have run on the stand-in (the drop-in kept it on the CPU), 0 when
- * none should have (the drop-in sent it to tessera). Returns the number of failures. */
+ * dimensions, beta = 0 over NaN) and scipy_<p>potrf_64_ (numpy.linalg.cholesky's; both
+ * triangles, INFO > 0 for a matrix that is not positive definite), compares each result with
+ * the stand-in's own computation (never with itself) and checks that the other triangle and
+ * the padding are untouched, and that bad calls reached the stand-in, which refused them.
+ * `expect_wheel`: 1 when every call should have run on the stand-in (the drop-in kept it on
+ * the CPU), 0 when none should have (the drop-in sent it to tessera). Returns the number of
+ * failures. */
 #pragma GCC visibility push(default) /* the build hides symbols by default */
 #include <complex.h>
 #include <float.h>
@@ -40,6 +42,11 @@ void scipy_cblas_csyrk64_(int, int, int, i64, i64, const void *, const void *, i
                           void *, i64);
 void scipy_cblas_zsyrk64_(int, int, int, i64, i64, const void *, const void *, i64, const void *,
                           void *, i64);
+i64 wheel_potrf(int dt, char uplo, i64 n, void *A, i64 lda);
+typedef void potrf64_fn(const char *uplo, const i64 *n, void *A, const i64 *lda, i64 *info);
+potrf64_fn scipy_spotrf_64_, scipy_dpotrf_64_, scipy_cpotrf_64_, scipy_zpotrf_64_;
+static potrf64_fn *const potrf64[4] = {scipy_spotrf_64_, scipy_dpotrf_64_, scipy_cpotrf_64_,
+                                       scipy_zpotrf_64_};
 
 static const size_t esz[4] = {4, 8, 8, 16};
 static int failures;
@@ -67,6 +74,15 @@ static double complex val(int dt, const void *p, i64 i) {
            : dt == 1 ? ((const double *)p)[i]
            : dt == 2 ? ((const float complex *)p)[i]
                      : ((const double complex *)p)[i];
+}
+
+static void store(int dt, void *p, i64 i, double complex v) {
+    switch (dt) {
+    case 0: ((float *)p)[i] = (float)creal(v); break;
+    case 1: ((double *)p)[i] = creal(v); break;
+    case 2: ((float complex *)p)[i] = (float complex)v; break;
+    default: ((double complex *)p)[i] = v; break;
+    }
 }
 
 /* got vs want over n elements: `inside` says which are results (compared within tol) and
@@ -191,6 +207,39 @@ int wheel_ext_run(int expect_wheel) {
                     free(A), free(C), free(W);
                 }
     }
+    /* numpy.linalg.cholesky: n x n Hermitian positive definite (diagonal n), both
+     * triangles; then one whose leading minor of order 21 is not (INFO = 21) */
+    for (int dt = 0; dt < 4; dt++)
+        for (int u = 0; u < 2; u++)
+            for (int bad = 0; bad < (dt % 2 ? 2 : 1); bad++) {
+                double tol = (dt == 0 || dt == 2 ? FLT_EPSILON : DBL_EPSILON) * 200;
+                i64 n = 37, lda = n + 3, cn = lda * n, info = -99;
+                void *A = rnd(dt, cn, &seed), *W = malloc(esz[dt] * (size_t)cn);
+                for (i64 j = 0; j < n; j++) /* Hermitian, diagonally dominant */
+                    for (i64 i = 0; i <= j; i++) {
+                        double complex v = val(dt, A, i + j * lda);
+                        if (i == j) v = bad && i == 20 ? -1.0 : (double)n;
+                        store(dt, A, i + j * lda, v);
+                        store(dt, A, j + i * lda, conj(v));
+                    }
+                memcpy(W, A, esz[dt] * (size_t)cn);
+                char uplo = u ? 'U' : 'L';
+                potrf64[dt](&uplo, &n, A, &lda, &info);
+                calls++;
+                i64 want = wheel_potrf(dt, uplo, n, W, lda);
+                char what[64];
+                snprintf(what, sizeof what, "%cpotrf uplo=%c%s", pn[dt], uplo,
+                         bad ? " not positive definite" : "");
+                if (info != want) {
+                    printf("FAIL %s: INFO %lld, the stand-in's %lld\n", what, (long long)info,
+                           (long long)want);
+                    failures++;
+                } else if (!bad) {
+                    i64 shape[5] = {COL, n, n, lda, u ? UP : LO};
+                    compare(what, dt, A, W, cn, in_mat, shape, tol * (double)n);
+                }
+                free(A), free(W);
+            }
     /* a bad call (ldc < m): passed to the stand-in, which refuses it; C untouched */
     double a1 = 1, b1 = 0, A[4] = {1, 2, 3, 4}, C[4] = {5, 6, 7, 8};
     long errs = wheel_errors, seen = wheel_calls;
@@ -199,6 +248,16 @@ int wheel_ext_run(int expect_wheel) {
         printf(
             "FAIL bad call: the stand-in saw %ld calls and %ld refusals (want 1 and 1), C[0] %g\n",
             wheel_calls - seen, wheel_errors - errs, C[0]);
+        failures++;
+    }
+    /* a bad cholesky call (lda < n): passed to the stand-in, which sets INFO = -4 */
+    i64 n4 = 4, lda3 = 3, info = 0;
+    errs = wheel_errors;
+    scipy_dpotrf_64_("L", &n4, A, &lda3, &info);
+    if (wheel_errors != errs + 1 || wheel_calls != seen + 2 || info != -4 || A[0] != 1) {
+        printf("FAIL bad potrf: the stand-in saw %ld calls and %ld refusals (want 1 and 1), "
+               "INFO %lld\n",
+               wheel_calls - seen - 1, wheel_errors - errs, (long long)info);
         failures++;
     }
     long on_wheel = seen - before;

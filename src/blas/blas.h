@@ -1,12 +1,14 @@
 /* src/blas/blas.h: what the drop-in library's files share (libtessera_blas.so: fortran.c,
  * cblas.c, scipy64.c, check.c, route.c). Nothing here is exported (exports.map lists the
- * netlib, CBLAS and numpy-wheel names).
+ * netlib, CBLAS, LAPACK and numpy-wheel names).
  * One call, whichever door it came in by, becomes a struct tess__blas_call: column-major,
  * netlib letters (upper case), 64-bit dimensions, scalars by pointer, and its door. Then
  * every door calls tess__blas_submit (check.c): netlib's checks and the spans of the arrays
  * it touches; a bad argument goes to tess__blas_report (the program's handlers, found with
  * dlsym, never defined here), a good call to tess__blas_run (route.c: quick returns, then
- * the devices or the CPU BLAS).
+ * the devices or the CPU BLAS). A LAPACK call (?potrf, ?potrs, ?posv) takes the same steps
+ * as a struct tess__lapack_call: tess__lapack_submit, tess__lapack_report (XERBLA),
+ * tess__lapack_run (the devices, or the program's own LAPACK: its next definition).
  */
 #ifndef TESS_BLAS_H
 #define TESS_BLAS_H
@@ -156,6 +158,73 @@ static inline int tess__blas_rank2(enum tess__blas_kind k) {
 
 /* The name of a routine kind without prefix: "gemm", "herk", ... */
 extern const char *const tess__blas_kind_name[TESS__BLAS_NKINDS];
+
+/* The next definition of an exported name: the same symbol in another loaded object (the
+ * program's own LAPACK, numpy's wheel library), never this library's; NULL if none. Looked
+ * up in the global scope after this library (dlsym RTLD_NEXT), then in every loaded object
+ * (dl_iterate_phdr: python loads extension modules and their libraries RTLD_LOCAL, out of
+ * RTLD_NEXT's reach). route.c; callers cache the answer. */
+void *tess__blas_next(const char *name);
+
+/* ---- LAPACK: the Cholesky routines (docs/dropin.md) ------------------------------------ */
+
+enum tess__lapack_kind {
+    TESS__LAPACK_POTRF, /* ?POTRF(UPLO, N, A, LDA, INFO) */
+    TESS__LAPACK_POTRS, /* ?POTRS(UPLO, N, NRHS, A, LDA, B, LDB, INFO): A read, B in/out */
+    TESS__LAPACK_POSV,  /* ?POSV(UPLO, N, NRHS, A, LDA, B, LDB, INFO): A, B in/out */
+    TESS__LAPACK_NKINDS
+};
+/* "potrf", "potrs", "posv" (route.c) */
+extern const char *const tess__lapack_kind_name[TESS__LAPACK_NKINDS];
+
+/* One LAPACK call, column-major, as every door builds it (tess__lapack_operands). */
+struct tess__lapack_call {
+    enum tess__lapack_kind kind;
+    tess_dtype_t dt;
+    char uplo; /* upper case (LSAME) */
+    int64_t n, nrhs;
+    void *A, *B; /* B: NULL for POTRF */
+    int64_t lda, ldb;
+    void *info; /* INFO: an int (LP64 door) or an int64_t (ILP64: info64) */
+    int info64;
+    /* The CPU path of a door whose symbol has a next definition: fwd runs the call on next
+     * (the door knows its prototype) and returns INFO. fwd NULL: tessera's CPU LAPACK
+     * (?potrf_ of the CPU BLAS library, the solves as two CPU BLAS TRSMs). */
+    int64_t (*fwd)(const struct tess__lapack_call *c);
+    void *next;
+};
+
+static inline struct tess__lapack_call tess__lapack_operands(enum tess__lapack_kind kind,
+                                                             tess_dtype_t dt, const char *uplo,
+                                                             int64_t n, int64_t nrhs, void *A,
+                                                             int64_t lda, void *B, int64_t ldb,
+                                                             void *info, int info64) {
+    struct tess__lapack_call c = {.kind = kind, .dt = dt, .uplo = tess__blas_upper(*uplo)};
+    c.n = n, c.nrhs = nrhs, c.A = A, c.lda = lda, c.B = B, c.ldb = ldb;
+    c.info = info, c.info64 = info64;
+    return c;
+}
+
+/* INFO = v, in the door's width. */
+static inline void tess__lapack_set_info(const struct tess__lapack_call *c, int64_t v) {
+    if (c->info64)
+        *(int64_t *)c->info = v;
+    else
+        *(int *)c->info = (int)v;
+}
+
+/* Reference LAPACK's argument checks, its order and positions: 0, or the 1-based position
+ * of the first bad argument (INFO = -that). */
+int tess__lapack_check_netlib(const struct tess__lapack_call *c);
+/* Those, then that each array the call touches can be addressed (as tess__blas_check). */
+int tess__lapack_check(const struct tess__lapack_call *c);
+/* The one checked path of every LAPACK door: INFO = -pos and the program's XERBLA (as
+ * reference LAPACK: INFO first, then XERBLA('DPOTRF', pos)), or tess__lapack_run. */
+void tess__lapack_submit(const struct tess__lapack_call *c);
+/* XERBLA(SRNAME, pos) of the program (then of the CPU BLAS; else netlib's message). */
+void tess__lapack_report(const struct tess__lapack_call *c, int pos);
+/* Run a checked call (route.c): quick returns, the devices or the CPU path; sets INFO. */
+void tess__lapack_run(const struct tess__lapack_call *c);
 
 #if defined(__GNUC__)
 #define TESS__BLAS_EXPORT __attribute__((visibility("default")))

@@ -1,7 +1,9 @@
 /* src/blas/check.c: the one checked path of the drop-in library and its contract with the
  * program's error handlers. Every door (fortran.c, cblas.c, scipy64.c; 32- and 64-bit
- * integers) hands its column-major call to tess__blas_submit, which checks it, reports a bad
- * argument or runs it (route.c): nothing reaches the CPU BLAS or the devices unchecked.
+ * integers) hands its column-major call to tess__blas_submit (LAPACK: tess__lapack_submit),
+ * which checks it, reports a bad argument or runs it (route.c): nothing reaches the CPU
+ * BLAS, the program's LAPACK or the devices unchecked. LAPACK: reference LAPACK's checks and
+ * positions; INFO = -pos is set before its XERBLA is called, and nothing else is written.
  * Checks: netlib's, in netlib's order and positions (tess__blas_check below, one case per
  * routine family), then the spans of every array the call touches (at most PTRDIFF_MAX
  * bytes without wrapping: tess__span_ok), reported at the array's position.
@@ -218,25 +220,36 @@ static void call_cblas_xerbla(void *f, int pos, const char *rout, const char *fo
     cblas_xerbla(pos, rout, form, value);
 }
 
-void tess__blas_srname(const struct tess__blas_call *c, char name[8]) {
-    const char *k = tess__blas_kind_name[c->kind];
+/* "DGEMM ", "ZPOSV ": the precision's letter and the routine's name, upper case,
+ * blank-padded to 6 as netlib's SRNAME. */
+static void srname(tess_dtype_t dt, const char *k, char name[8]) {
     int i = 0;
-    name[i++] = tess__blas_upper(tess__blas_prefix(c->dt));
+    name[i++] = tess__blas_upper(tess__blas_prefix(dt));
     for (; *k && i < 6; k++) name[i++] = tess__blas_upper(*k);
     while (i < 6) name[i++] = ' ';
     name[i] = '\0';
+}
+
+void tess__blas_srname(const struct tess__blas_call *c, char name[8]) {
+    srname(c->dt, tess__blas_kind_name[c->kind], name);
+}
+
+/* A Fortran routine's report: the program's XERBLA, else the CPU BLAS's, else netlib's
+ * message. */
+static void fortran_report(const char *name, int info) {
+    void *f = find_in("xerbla_", 0);
+    if (f)
+        call_xerbla(f, name, info);
+    else
+        fprintf(stderr, " ** On entry to %6s parameter number %2d had an illegal value\n", name,
+                info);
 }
 
 void tess__blas_report(const struct tess__blas_call *c, int info) {
     char name[8];
     tess__blas_srname(c, name);
     if (c->door == TESS__BLAS_DOOR_FORTRAN) {
-        void *f = find_in("xerbla_", 0);
-        if (f)
-            call_xerbla(f, name, info);
-        else
-            fprintf(stderr, " ** On entry to %6s parameter number %2d had an illegal value\n", name,
-                    info);
+        fortran_report(name, info);
         return;
     }
     set_cblas_globals(c->door == TESS__BLAS_DOOR_CBLAS_ROW, 1);
@@ -269,4 +282,48 @@ void tess__blas_cblas_xerbla(int row_major, int pos, const char *rout, const cha
         if (*form) fprintf(stderr, form, value);
     }
     set_cblas_globals(0, 0);
+}
+
+/* ---- LAPACK ------------------------------------------------------------------------------ */
+
+int tess__lapack_check_netlib(const struct tess__lapack_call *c) {
+    /* ?POTRF: UPLO 1, N 2, LDA 4; ?POTRS and ?POSV: UPLO 1, N 2, NRHS 3, LDA 5, LDB 7 */
+    int solve = c->kind != TESS__LAPACK_POTRF;
+    if (!one_of(c->uplo, "UL")) return 1;
+    if (c->n < 0) return 2;
+    if (solve && c->nrhs < 0) return 3;
+    if (c->lda < TESS__MAX(1, c->n)) return solve ? 5 : 4;
+    if (solve && c->ldb < TESS__MAX(1, c->n)) return 7;
+    return 0;
+}
+
+int tess__lapack_check(const struct tess__lapack_call *c) {
+    int info = tess__lapack_check_netlib(c);
+    if (info) return info;
+    /* A (position 3 of POTRF, 4 of the solves) when n > 0 (POSV factors A even without a
+     * right-hand side); B (6) when there is one */
+    int solve = c->kind != TESS__LAPACK_POTRF;
+    size_t es = tess__dtypes[c->dt].size;
+    if (c->n > 0 && (c->kind != TESS__LAPACK_POTRS || c->nrhs > 0) &&
+        !tess__span_ok(c->A, c->n, c->n, c->lda, es, NULL))
+        return solve ? 4 : 3;
+    if (solve && c->n > 0 && c->nrhs > 0 && !tess__span_ok(c->B, c->n, c->nrhs, c->ldb, es, NULL))
+        return 6;
+    return 0;
+}
+
+void tess__lapack_report(const struct tess__lapack_call *c, int pos) {
+    char name[8];
+    srname(c->dt, tess__lapack_kind_name[c->kind], name);
+    fortran_report(name, pos);
+}
+
+void tess__lapack_submit(const struct tess__lapack_call *c) {
+    int pos = tess__lapack_check(c);
+    if (pos) {
+        tess__lapack_set_info(c, -pos);
+        tess__lapack_report(c, pos);
+    } else {
+        tess__lapack_run(c);
+    }
 }

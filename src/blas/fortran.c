@@ -1,13 +1,17 @@
 /* src/blas/fortran.c: the netlib Fortran level-3 symbols of the drop-in library, sgemm_ to
- * ztrsm_ (30 routines), in the LP64 gfortran convention: every argument by reference,
- * 32-bit INTEGERs, one hidden length per CHARACTER argument at the end (accepted, never
- * read: only the first character counts, case-insensitive, as netlib's LSAME does).
+ * ztrsm_ (30 routines), and LAPACK's Cholesky routines ?potrf_, ?potrs_, ?posv_ (12), in the
+ * LP64 gfortran convention: every argument by reference, 32-bit INTEGERs, one hidden length
+ * per CHARACTER argument at the end (accepted, never read: only the first character counts,
+ * case-insensitive, as netlib's LSAME does).
  *
- * Owns only the translation of arguments into a struct tess__blas_call; checks and error
- * reports live in check.c, routing in route.c. Each routine is one line of a per-family
- * macro; the families differ only in which arguments exist.
+ * Owns only the translation of arguments into a struct tess__blas_call (LAPACK: struct
+ * tess__lapack_call, with the next definition of its symbol, the program's own LAPACK, as its
+ * CPU path); checks and error reports live in check.c, routing in route.c. Each routine is
+ * one line of a per-family macro; the families differ only in which arguments exist.
  */
+#include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "blas.h"
 
@@ -116,3 +120,76 @@ TRMM(strsm_, TESS__BLAS_TRSM, float, TESS_S)
 TRMM(dtrsm_, TESS__BLAS_TRSM, double, TESS_D)
 TRMM(ctrsm_, TESS__BLAS_TRSM, void, TESS_C)
 TRMM(ztrsm_, TESS__BLAS_TRSM, void, TESS_Z)
+
+/* ---- LAPACK ------------------------------------------------------------------------------ */
+
+/* The next definitions of the twelve LAPACK names (the program's LAPACK), looked up once. */
+static void *lapack_next[TESS__LAPACK_NKINDS][4];
+static pthread_once_t lapack_once = PTHREAD_ONCE_INIT;
+
+static void lapack_load(void) {
+    for (int k = 0; k < TESS__LAPACK_NKINDS; k++)
+        for (int d = 0; d < 4; d++) {
+            char name[16];
+            snprintf(name, sizeof name, "%c%s_", tess__blas_prefix((tess_dtype_t)d),
+                     tess__lapack_kind_name[k]);
+            lapack_next[k][d] = tess__blas_next(name);
+        }
+}
+
+typedef void potrf_fn(const char *uplo, const f_int *n, void *A, const f_int *lda, f_int *info,
+                      f_len lu);
+typedef void solve_fn(const char *uplo, const f_int *n, const f_int *nrhs, void *A,
+                      const f_int *lda, void *B, const f_int *ldb, f_int *info, f_len lu);
+
+/* The CPU path: the call on the program's own LAPACK. */
+static int64_t lapack_fwd(const struct tess__lapack_call *c) {
+    f_int n = (f_int)c->n, nrhs = (f_int)c->nrhs, lda = (f_int)c->lda, ldb = (f_int)c->ldb;
+    f_int info = 0;
+    char uplo = c->uplo;
+    if (c->kind == TESS__LAPACK_POTRF)
+        ((potrf_fn *)c->next)(&uplo, &n, c->A, &lda, &info, 1);
+    else
+        ((solve_fn *)c->next)(&uplo, &n, &nrhs, c->A, &lda, c->B, &ldb, &info, 1);
+    return info;
+}
+
+static void lapack_submit(struct tess__lapack_call *c) {
+    pthread_once(&lapack_once, lapack_load);
+    c->next = lapack_next[c->kind][c->dt];
+    c->fwd = c->next ? lapack_fwd : NULL;
+    tess__lapack_submit(c);
+}
+
+/* ?POTRF(UPLO, N, A, LDA, INFO) */
+#define POTRF(p, DT)                                                                               \
+    TESS__BLAS_EXPORT void p##potrf_(const char *uplo, const f_int *n, void *A, const f_int *lda,  \
+                                     f_int *info, f_len lu) {                                      \
+        struct tess__lapack_call c = tess__lapack_operands(TESS__LAPACK_POTRF, DT, uplo, *n, 0, A, \
+                                                           *lda, NULL, 0, info, 0);                \
+        lapack_submit(&c);                                                                         \
+    }
+
+/* ?POTRS / ?POSV(UPLO, N, NRHS, A, LDA, B, LDB, INFO); POTRS reads A, POSV factors it */
+#define SOLVE(name, KIND, DT, CA)                                                                \
+    TESS__BLAS_EXPORT void name(const char *uplo, const f_int *n, const f_int *nrhs, CA void *A, \
+                                const f_int *lda, void *B, const f_int *ldb, f_int *info,        \
+                                f_len lu) {                                                      \
+        struct tess__lapack_call c = tess__lapack_operands(KIND, DT, uplo, *n, *nrhs, (void *)A, \
+                                                           *lda, B, *ldb, info, 0);              \
+        lapack_submit(&c);                                                                       \
+    }
+
+POTRF(s, TESS_S)
+POTRF(d, TESS_D)
+POTRF(c, TESS_C)
+POTRF(z, TESS_Z)
+
+SOLVE(spotrs_, TESS__LAPACK_POTRS, TESS_S, const)
+SOLVE(dpotrs_, TESS__LAPACK_POTRS, TESS_D, const)
+SOLVE(cpotrs_, TESS__LAPACK_POTRS, TESS_C, const)
+SOLVE(zpotrs_, TESS__LAPACK_POTRS, TESS_Z, const)
+SOLVE(sposv_, TESS__LAPACK_POSV, TESS_S, )
+SOLVE(dposv_, TESS__LAPACK_POSV, TESS_D, )
+SOLVE(cposv_, TESS__LAPACK_POSV, TESS_C, )
+SOLVE(zposv_, TESS__LAPACK_POSV, TESS_Z, )

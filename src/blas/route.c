@@ -2,15 +2,23 @@
  * state: knobs, the crossover model, counters and the exit summary. Owns the routing table
  * (per routine kind its tessera entry point, NULL while the runtime has none), the policy,
  * the CPU forwarding through the CPU BLAS table (hostblas.h: pointers from dlopen, never a
- * lookup that could find this library's own exports), the counters and the
- * TESSERA_BLAS_VERBOSE summary; not the checks (check.c), the doors, nor the runtime's
- * start, release and fork rule (src/autostart.c).
+ * lookup that could find this library's own exports), the lookup of a door's next
+ * definition (tess__blas_next), the counters and the TESSERA_BLAS_VERBOSE summary; not the
+ * checks (check.c), the doors, nor the runtime's start, release and fork rule
+ * (src/autostart.c).
  * Policy, for a kind with a tessera entry point: TESSERA_BLAS_FORCE=1 -> the runtime; else
  * the runtime iff the crossover model (model.h) says the devices win by the margin and it
  * has a GPU (TESSERA_BLAS_EMULATED=1: or an emulated device); everything else the CPU BLAS.
  * A failed tessera call with beta = 0 runs again on the CPU BLAS; otherwise its input is
  * lost and the process stops with a message rather than return a wrong result.
+ * LAPACK (?potrf, ?posv, ?potrs): the same policy with ?potrf and ?posv by their order
+ * (n >= TESSERA_BLAS_POTRF_N) and ?potrs by the model of its two TRSMs; to tess_potrf,
+ * tess_posv, tess_potrs, else the program's own LAPACK (the door's next definition) or,
+ * without one, tessera's CPU LAPACK. A failed tessera call has overwritten its input: stop.
  */
+#include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -28,6 +36,9 @@ const char *const tess__blas_kind_name[TESS__BLAS_NKINDS] = {
     [TESS__BLAS_SYRK] = "syrk",   [TESS__BLAS_HERK] = "herk", [TESS__BLAS_SYR2K] = "syr2k",
     [TESS__BLAS_HER2K] = "her2k", [TESS__BLAS_TRMM] = "trmm", [TESS__BLAS_TRSM] = "trsm",
 };
+
+const char *const tess__lapack_kind_name[TESS__LAPACK_NKINDS] = {
+    [TESS__LAPACK_POTRF] = "potrf", [TESS__LAPACK_POTRS] = "potrs", [TESS__LAPACK_POSV] = "posv"};
 
 /* ---- the routing table ----------------------------------------------------------------
  * Each row names the generic tessera entry point of its routine (precision as the first
@@ -184,10 +195,12 @@ struct counter {
     _Atomic uint64_t dev_flops, cpu_flops;
 };
 static struct counter counts[TESS__BLAS_NKINDS][4];
-static _Atomic uint64_t fwd_calls; /* CPU calls that ran on a door's own library */
+static struct counter lcounts[TESS__LAPACK_NKINDS][4]; /* the LAPACK routines */
+static _Atomic uint64_t fwd_calls; /* CPU calls that ran on a door's next definition */
 
 static void child_after_fork(void) {
     memset(counts, 0, sizeof counts); /* the child reports its own calls */
+    memset(lcounts, 0, sizeof lcounts);
     atomic_store(&fwd_calls, 0);
 }
 
@@ -196,9 +209,10 @@ static void child_after_fork(void) {
 static void summary(void) {
     uint64_t dc = 0, cc = 0, q = 0;
     double df = 0, cf = 0;
-    for (int k = 0; k < TESS__BLAS_NKINDS; k++)
+    for (int k = 0; k < TESS__BLAS_NKINDS + TESS__LAPACK_NKINDS; k++)
         for (int d = 0; d < 4; d++) {
-            struct counter *x = &counts[k][d];
+            struct counter *x = k < TESS__BLAS_NKINDS ? &counts[k][d]
+                                                      : &lcounts[k - TESS__BLAS_NKINDS][d];
             dc += atomic_load(&x->dev_calls), cc += atomic_load(&x->cpu_calls);
             q += atomic_load(&x->quick);
             df += (double)atomic_load(&x->dev_flops), cf += (double)atomic_load(&x->cpu_flops);
@@ -210,7 +224,7 @@ static void summary(void) {
     char where[320];
     uint64_t fw = atomic_load(&fwd_calls);
     if (fw)
-        snprintf(where, sizeof where, "%s; %llu on the caller's own BLAS (numpy's wheel)",
+        snprintf(where, sizeof where, "%s; %llu on the program's own BLAS or LAPACK",
                  hb ? hb->name : "no CPU BLAS", (unsigned long long)fw);
     else
         snprintf(where, sizeof where, "%s", hb ? hb->name : "no CPU BLAS");
@@ -223,22 +237,26 @@ static void summary(void) {
     if (cfg_ok)
         fprintf(stderr,
                 "%s: model cpu %g,%g,%g,%g GFLOP/s; devices %g,%g,%g,%g GFLOP/s, half "
-                "at %g, link %g GB/s, overhead %g us, margin %g%s\n",
+                "at %g, link %g GB/s, overhead %g us, margin %g; potrf from n = %lld%s\n",
                 who, model.cpu_gflops[0], model.cpu_gflops[1], model.cpu_gflops[2],
                 model.cpu_gflops[3], model.dev_gflops[0], model.dev_gflops[1], model.dev_gflops[2],
                 model.dev_gflops[3], model.dev_half, model.link_gbs, model.overhead_us,
-                model.margin, cfg.blas_force ? " (TESSERA_BLAS_FORCE=1)" : "");
-    for (int k = 0; k < TESS__BLAS_NKINDS; k++)
+                model.margin, (long long)cfg.blas_potrf_n,
+                cfg.blas_force ? " (TESSERA_BLAS_FORCE=1)" : "");
+    for (int k = 0; k < TESS__BLAS_NKINDS + TESS__LAPACK_NKINDS; k++)
         for (int d = 0; d < 4; d++) {
-            struct counter *x = &counts[k][d];
+            int l3 = k < TESS__BLAS_NKINDS;
+            struct counter *x = l3 ? &counts[k][d] : &lcounts[k - TESS__BLAS_NKINDS][d];
             uint64_t a = atomic_load(&x->dev_calls), b = atomic_load(&x->cpu_calls),
                      qq = atomic_load(&x->quick);
             if (a + b + qq == 0) continue;
             fprintf(stderr, "%s: %c%s tessera %llu %.4g cpu %llu %.4g quick %llu route %s\n", who,
-                    tess__blas_prefix((tess_dtype_t)d), tess__blas_kind_name[k],
+                    tess__blas_prefix((tess_dtype_t)d),
+                    l3 ? tess__blas_kind_name[k] : tess__lapack_kind_name[k - TESS__BLAS_NKINDS],
                     (unsigned long long)a, (double)atomic_load(&x->dev_flops),
                     (unsigned long long)b, (double)atomic_load(&x->cpu_flops),
-                    (unsigned long long)qq, has_dev((enum tess__blas_kind)k) ? "tessera" : "cpu");
+                    (unsigned long long)qq,
+                    !l3 || has_dev((enum tess__blas_kind)k) ? "tessera" : "cpu");
         }
 }
 
@@ -354,6 +372,159 @@ void tess__blas_run(const struct tess__blas_call *c) {
         cpu_call(c);
     }
     in_cpu = 0;
+    TESS__COUNT(ctr, cpu_calls, 1);
+    TESS__COUNT(ctr, cpu_flops, flops);
+}
+
+/* ---- a door's next definition ------------------------------------------------------------ */
+
+struct find {
+    const char *name;
+    const char *self; /* this library's path */
+    void *self_base;  /* and where it is loaded */
+    void *found;
+};
+
+static int find_in(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct find *f = arg;
+    if (!info->dlpi_name || !info->dlpi_name[0] || strcmp(info->dlpi_name, f->self) == 0) return 0;
+    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_LOCAL);
+    if (!h) return 0;
+    void *p = dlsym(h, f->name);
+    dlclose(h); /* RTLD_NOLOAD: drops only the reference just taken */
+    Dl_info where;
+    if (!p || (dladdr(p, &where) && where.dli_fbase == f->self_base)) return 0;
+    f->found = p;
+    return 1;
+}
+
+void *tess__blas_next(const char *name) {
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p) return p;
+    Dl_info me;
+    int known = dladdr((void *)tess__blas_next, &me) != 0;
+    struct find f = {name, known && me.dli_fname ? me.dli_fname : "", known ? me.dli_fbase : NULL,
+                     NULL};
+    dl_iterate_phdr(find_in, &f);
+    return f.found;
+}
+
+/* ---- one LAPACK call ----------------------------------------------------------------------- */
+
+static tess_uplo_t tess_uplo(char u) { return u == 'U' ? TESS_UPPER : TESS_LOWER; }
+
+static int lapack_dev(const struct tess__lapack_call *c, int64_t *info) {
+    const tess_layout_t col = TESS_COL_MAJOR;
+    switch (c->kind) {
+    case TESS__LAPACK_POTRF:
+        return tess_potrf(c->dt, col, tess_uplo(c->uplo), c->n, c->A, c->lda, info);
+    case TESS__LAPACK_POTRS:
+        return tess_potrs(c->dt, col, tess_uplo(c->uplo), c->n, c->nrhs, c->A, c->lda, c->B, c->ldb,
+                          info);
+    case TESS__LAPACK_POSV:
+        return tess_posv(c->dt, col, tess_uplo(c->uplo), c->n, c->nrhs, c->A, c->lda, c->B, c->ldb,
+                         info);
+    case TESS__LAPACK_NKINDS: break;
+    }
+    return TESS_EINTERNAL;
+}
+
+/* tessera's CPU LAPACK: ?potrf_ of the CPU BLAS library (hostblas.h), and the solves as
+ * LAPACK's ?POTRS does them, two TRSMs on the CPU BLAS (L: L Y = B, L^H X = Y; U: U^H Y = B,
+ * U X = Y). Returns INFO. */
+static int64_t lapack_cpu(const struct tess__lapack_call *c) {
+    (void)cpu_blas(); /* loaded, or stop with the reason */
+    int64_t info = 0;
+    if (c->kind != TESS__LAPACK_POTRS) {
+        tess__potrf_fn *f;
+        if (tess__hostblas_potrf((int)c->dt, "tessera-blas", &f) || c->n > INT_MAX ||
+            c->lda > INT_MAX) {
+            fprintf(stderr, "tessera-blas: %c%s: %s\n", tess__blas_prefix(c->dt),
+                    tess__lapack_kind_name[c->kind],
+                    c->n > INT_MAX || c->lda > INT_MAX
+                        ? "past the CPU LAPACK's 32-bit integers and no device takes it"
+                        : tess_last_error());
+            abort();
+        }
+        int n = (int)c->n, lda = (int)c->lda, inf = 0;
+        char uplo = c->uplo;
+        f(&uplo, &n, c->A, &lda, &inf, 1);
+        info = inf;
+        if (info || c->kind == TESS__LAPACK_POTRF) return info;
+    }
+    if (c->nrhs == 0) return 0;
+    int low = c->uplo == 'L';
+    /* B in and out, also named C (blas.h) */
+    struct tess__blas_call t = tess__blas_operands(TESS__BLAS_TRSM, c->dt, c->n, c->nrhs, 0,
+                                                   tess__scalar_one(c->dt), c->A, c->lda, c->B,
+                                                   c->ldb, NULL, c->B, c->ldb);
+    t.side = 'L', t.uplo = c->uplo, t.diag = 'N';
+    t.ta = low ? 'N' : 'C';
+    cpu_call(&t);
+    t.ta = low ? 'C' : 'N';
+    cpu_call(&t);
+    return 0;
+}
+
+void tess__lapack_run(const struct tess__lapack_call *c) {
+    pthread_once(&init_once, init);
+    struct counter *ctr = &lcounts[c->kind][c->dt];
+    int64_t n = c->n;
+    int solve = c->kind != TESS__LAPACK_POTRF, factor = c->kind != TESS__LAPACK_POTRS;
+    /* LAPACK's quick returns: N = 0 (POTRS: or NRHS = 0); nothing read or written */
+    if (n == 0 || (c->kind == TESS__LAPACK_POTRS && c->nrhs == 0)) {
+        tess__lapack_set_info(c, 0);
+        TESS__COUNT(ctr, quick, 1);
+        return;
+    }
+    /* multiply-adds: the factorization n^3 / 6, the two solves n^2 nrhs */
+    double nn = (double)n;
+    double madds = (factor ? nn * nn * nn / 6.0 : 0) + (solve ? nn * nn * (double)c->nrhs : 0);
+    uint64_t flops = (uint64_t)(madds * tess__dtypes[c->dt].flop_mul);
+
+    int dev = cfg_ok && !tess__autostart_forked();
+    if (dev && !cfg.blas_force) {
+        if (factor) {
+            dev = n >= cfg.blas_potrf_n;
+        } else {
+            /* two TRSMs with the factor (the same cost each): the level-3 model of one */
+            struct tess__blas_cost cost = tess__blas_cost(TESS__BLAS_TRSM, c->dt, nn,
+                                                          (double)c->nrhs, 0, nn, 1);
+            dev = tess__blas_model_to_dev(&model, c->dt, &cost);
+        }
+    }
+    if (dev && devices_ready()) {
+        int64_t info = 0;
+        tess__autostart_enter();
+        int rc = lapack_dev(c, &info);
+        tess__autostart_leave();
+        if (rc != TESS_OK) {
+            /* the factor or the solution is written in place: the input is lost */
+            fprintf(stderr,
+                    "tessera-blas: %c%s failed in tessera (%s: %s) after writing part of its "
+                    "operands; its input is lost, stopping\n",
+                    tess__blas_prefix(c->dt), tess__lapack_kind_name[c->kind], tess_strerror(rc),
+                    tess_last_error());
+            abort();
+        }
+        tess__lapack_set_info(c, info);
+        TESS__COUNT(ctr, dev_calls, 1);
+        TESS__COUNT(ctr, dev_flops, flops);
+        return;
+    }
+    int64_t info;
+    if (c->fwd) {
+        /* the program's own LAPACK; it may call level-3 routines back through this library,
+         * as any caller does, so this is no CPU BLAS call (in_cpu stays clear) */
+        info = c->fwd(c);
+        atomic_fetch_add_explicit(&fwd_calls, 1, memory_order_relaxed);
+    } else {
+        in_cpu = 1;
+        info = lapack_cpu(c);
+        in_cpu = 0;
+    }
+    tess__lapack_set_info(c, info);
     TESS__COUNT(ctr, cpu_calls, 1);
     TESS__COUNT(ctr, cpu_flops, flops);
 }

@@ -1,67 +1,36 @@
 /* src/blas/scipy64.c: the drop-in's door for numpy's pip wheels, which call their bundled
- * ILP64 OpenBLAS as scipy_cblas_<p>gemm64_ and scipy_cblas_<p>syrk64_ (numpy >= 2.0: `a @ b`,
- * `a @ a.T`). Owns those eight symbols and the lookup of the next definition, nothing else.
- * A call is folded as the CBLAS door folds it (cblas.c) and goes the one checked path
- * (check.c), then routed (route.c). What stays on the CPU runs on the wheel's own OpenBLAS
- * with the folded arguments (numpy's library stays the CPU baseline); a call netlib rejects
- * is passed to it unchanged; a call whose arrays cannot be addressed is refused here first.
- * The next definition: numpy's module is dlopen'ed RTLD_LOCAL, out of dlsym(RTLD_NEXT)'s
- * reach, so the loaded objects are walked (dl_iterate_phdr, skipping this library) and the
- * name looked up in each; without one the call is an ordinary CBLAS call.
+ * ILP64 OpenBLAS under renamed symbols: scipy_cblas_<p>gemm64_ and scipy_cblas_<p>syrk64_
+ * (numpy >= 2.0: `a @ b`, `a @ a.T`) and the LAPACK routine scipy_<p>potrf_64_
+ * (numpy.linalg.cholesky; Fortran convention, 64-bit INTEGERs). Owns those twelve symbols and
+ * their next definitions, nothing else. A BLAS call is folded as the CBLAS door folds it
+ * (cblas.c), a LAPACK call taken as the Fortran door takes it (fortran.c); each goes the one
+ * checked path (check.c), then routed (route.c). What stays on the CPU runs on the wheel's
+ * own OpenBLAS with the folded arguments (numpy's library stays the CPU baseline); a call
+ * netlib or LAPACK rejects is passed to it unchanged (it reports and sets INFO); a call whose
+ * arrays cannot be addressed is refused here first. The next definition (tess__blas_next:
+ * numpy's module is dlopen'ed RTLD_LOCAL, so the loaded objects are walked): without one the
+ * call is an ordinary CBLAS or Fortran LAPACK call.
  */
 #include <cblas.h>
-#include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "blas.h"
 
 typedef int64_t i64;
 
-enum { SLOT_GEMM, SLOT_SYRK, NSLOTS };
-static const char *const slot_kind[NSLOTS] = {"gemm", "syrk"};
+enum { SLOT_GEMM, SLOT_SYRK, SLOT_POTRF, NSLOTS };
+static const char *const slot_name[NSLOTS] = {"scipy_cblas_%cgemm64_", "scipy_cblas_%csyrk64_",
+                                              "scipy_%cpotrf_64_"};
 static void *next_fn[NSLOTS][4];
 static pthread_once_t next_once = PTHREAD_ONCE_INIT;
 
-struct find {
-    const char *name;
-    const char *self; /* this library's path */
-    void *self_base;  /* and where it is loaded */
-    void *found;
-};
-
-static int find_in(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size;
-    struct find *f = arg;
-    if (!info->dlpi_name || !info->dlpi_name[0] || strcmp(info->dlpi_name, f->self) == 0) return 0;
-    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_LOCAL);
-    if (!h) return 0;
-    void *p = dlsym(h, f->name);
-    dlclose(h); /* RTLD_NOLOAD: drops only the reference just taken */
-    Dl_info where;
-    if (!p || (dladdr(p, &where) && where.dli_fbase == f->self_base)) return 0;
-    f->found = p;
-    return 1;
-}
-
 static void next_load(void) {
-    Dl_info me;
-    int known = dladdr((void *)next_load, &me) != 0;
-    const char *self = known && me.dli_fname ? me.dli_fname : "";
     for (int s = 0; s < NSLOTS; s++)
         for (int d = 0; d < 4; d++) {
             char name[40];
-            snprintf(name, sizeof name, "scipy_cblas_%c%s64_", tess__blas_prefix((tess_dtype_t)d),
-                     slot_kind[s]);
-            void *p = dlsym(RTLD_NEXT, name);
-            if (!p) {
-                struct find f = {name, self, known ? me.dli_fbase : NULL, NULL};
-                dl_iterate_phdr(find_in, &f);
-                p = f.found;
-            }
-            next_fn[s][d] = p;
+            snprintf(name, sizeof name, slot_name[s], tess__blas_prefix((tess_dtype_t)d));
+            next_fn[s][d] = tess__blas_next(name);
         }
 }
 
@@ -150,3 +119,32 @@ SYRK64(s, float, TESS_S)
 SYRK64(d, double, TESS_D)
 SYRK64(c, const void *, TESS_C)
 SYRK64(z, const void *, TESS_Z)
+
+/* scipy_<p>potrf_64_(uplo, n, A, lda, info): ?POTRF with 64-bit INTEGERs. numpy declares it
+ * without the hidden length of UPLO; whatever comes is passed on unread. */
+typedef void potrf64_fn(const char *uplo, const i64 *n, void *A, const i64 *lda, i64 *info,
+                        size_t luplo);
+static int64_t potrf64_fwd(const struct tess__lapack_call *c) {
+    i64 n = c->n, lda = c->lda, info = 0;
+    char uplo = c->uplo;
+    ((potrf64_fn *)c->next)(&uplo, &n, c->A, &lda, &info, 1);
+    return info;
+}
+#define POTRF64(p, DT)                                                                             \
+    E void scipy_##p##potrf_64_(const char *uplo, const i64 *n, void *A, const i64 *lda,           \
+                                i64 *info, size_t lu) {                                            \
+        void *nx = next(SLOT_POTRF, DT);                                                           \
+        struct tess__lapack_call c = tess__lapack_operands(TESS__LAPACK_POTRF, DT, uplo, *n, 0, A, \
+                                                           *lda, NULL, 0, info, 1);                \
+        if (nx && tess__lapack_check_netlib(&c)) {                                                 \
+            ((potrf64_fn *)nx)(uplo, n, A, lda, info, lu);                                         \
+            return;                                                                                \
+        }                                                                                          \
+        c.fwd = nx ? potrf64_fwd : NULL, c.next = nx;                                              \
+        tess__lapack_submit(&c);                                                                   \
+    }
+
+POTRF64(s, TESS_S)
+POTRF64(d, TESS_D)
+POTRF64(c, TESS_C)
+POTRF64(z, TESS_Z)

@@ -271,6 +271,17 @@ void print_note(const struct row *r, int *first) {
     printf("  %s: %s\n", r->name, r->note);
 }
 
+void csv_bytes_check(FILE *f, const struct row *r) {
+    if (r->has_bytes && r->status == ROW_OK)
+        fprintf(f, "%.6f,%.6f,%.6f,", r->h2d * 1e-9, r->d2h * 1e-9, r->p2p * 1e-9);
+    else
+        fprintf(f, ",,,");
+    if (r->nver)
+        fprintf(f, "%.3e,%d,%d,", r->worst, r->nver, r->wrong);
+    else
+        fprintf(f, ",0,0,");
+}
+
 void csv_str(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {

@@ -115,5 +115,8 @@ void row_check_cell(const struct row *r, char *buf, size_t len);
 void row_bytes_cells(const struct row *r, char *h2d, char *d2h, char *p2p, size_t len);
 void print_note(const struct row *r, int *first); /* "notes:" once, then "  name: note" */
 void csv_str(FILE *f, const char *s);
+/* A routine row's CSV cells for its host-link GB (h2d, d2h, p2p) and its check (worst error,
+ * runs checked, wrong ones), each followed by a comma; empty cells where it has none. */
+void csv_bytes_check(FILE *f, const struct row *r);
 
 #endif

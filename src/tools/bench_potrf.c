@@ -756,14 +756,7 @@ static void csv_group(const struct pgroup *g) {
         } else {
             fprintf(csv, ",,,,,");
         }
-        if (r->has_bytes && r->status == ROW_OK)
-            fprintf(csv, "%.6f,%.6f,%.6f,", r->h2d * 1e-9, r->d2h * 1e-9, r->p2p * 1e-9);
-        else
-            fprintf(csv, ",,,");
-        if (r->nver)
-            fprintf(csv, "%.3e,%d,%d,", r->worst, r->nver, r->wrong);
-        else
-            fprintf(csv, ",0,0,");
+        csv_bytes_check(csv, r);
         fprintf(csv, "%s,",
                 r->status == ROW_OK        ? "ok"
                 : r->status == ROW_SKIPPED ? "skipped"

@@ -197,9 +197,7 @@ bool tess__hold_serve(struct tess__dev *d) {
     if (d->nwbh) {
         /* this device's write-behind lands first: no two write-backs of a tile in flight */
         int wr = d->ops->event_sync(d->bd, d->wbh_ev);
-        for (int i = 0; i < d->nwbh; i++)
-            tess__cache_behind_done(&rt->cache, d->wbh[i], wr == TESS_OK);
-        d->nwbh = 0;
+        tess__worker_behind_end(d, wr == TESS_OK);
     }
     if (!d->sync_ev && d->ops->event_create(d->bd, &d->sync_ev)) d->sync_ev = NULL;
     if (!d->sync_ev)

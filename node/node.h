@@ -578,6 +578,9 @@ struct tess__pressure {
     uint64_t stall_enomem;      /* jobs failed TESS_ENOMEM after STALL_LIMIT_S without room */
 };
 void tess__worker_pressure(struct tess__pressure *out);
+/* The device's write-behind batch (dev->wbh) ended: each tile is clean if landed (its event
+ * completed) and nothing took it meanwhile (tess__cache_behind_done). Its worker only. */
+void tess__worker_behind_end(struct tess__dev *d, bool landed);
 /* Put task t into device d's station; when that is full or d failed, into the ready pool
  * (the task is never lost). Any thread. */
 void tess__worker_station_put(struct tess__dev *d, struct tess__task *t);

@@ -388,9 +388,7 @@ void tess__worker_fail(struct tess__dev *d, int status, const char *what) {
         }
     }
     d->inflight = 0;
-    for (int i = 0; i < d->nwbh; i++)
-        tess__cache_behind_done(c, d->wbh[i], false); /* never known landed */
-    d->nwbh = 0;
+    tess__worker_behind_end(d, false); /* never known landed */
     d->neager = 0;
     struct tess__task *t;
     while ((t = tess__rs_steal(&d->rs))) tess__rt_requeue(d->rt, t);
@@ -885,6 +883,11 @@ static int issue(struct tess__dev *d, int *stalled, int *waiting) {
 /* Write-behind (TESSERA_WRITE_BEHIND): one held tile at a time on the device's write-back
  * stream, so a later sync finds little left: the least recently used idle dirty one, looked
  * for at most every millisecond. Returns progress (one landed). */
+void tess__worker_behind_end(struct tess__dev *d, bool landed) {
+    for (int i = 0; i < d->nwbh; i++) tess__cache_behind_done(&d->rt->cache, d->wbh[i], landed);
+    d->nwbh = 0;
+}
+
 static int write_behind(struct tess__dev *d) {
     /* off under TESSERA_HOLD_CHECK: its checks compare host tiles nothing writes meanwhile */
     if (unified(d) || !d->rt->cfg.write_behind || d->rt->cfg.hold_check || !d->wbh_ev) return 0;
@@ -892,8 +895,7 @@ static int write_behind(struct tess__dev *d) {
     if (d->nwbh) {
         int rc = d->ops->event_query(d->bd, d->wbh_ev);
         if (rc == TESS_EAGAIN) return 0;
-        for (int i = 0; i < d->nwbh; i++) tess__cache_behind_done(c, d->wbh[i], rc == TESS_OK);
-        d->nwbh = 0;
+        tess__worker_behind_end(d, rc == TESS_OK);
         if (rc) tess__worker_fail(d, TESS_EDEVICE, "writing a held tile behind");
         return 1;
     }
@@ -916,8 +918,7 @@ static int write_behind(struct tess__dev *d) {
     }
     if (!d->nwbh) return 0;
     if (d->ops->event_record(d->bd, d->wb_stream, d->wbh_ev)) {
-        for (int i = 0; i < d->nwbh; i++) tess__cache_behind_done(c, d->wbh[i], false);
-        d->nwbh = 0;
+        tess__worker_behind_end(d, false);
         tess__worker_fail(d, TESS_EDEVICE, "writing a held tile behind");
         return 1;
     }

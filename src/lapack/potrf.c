@@ -201,13 +201,7 @@ static int tile_potrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, char
                           (long long)nt, (long long)T);
     struct pjob *jobs = calloc((size_t)njobs, sizeof *jobs);
     if (!jobs) return tess__fail(TESS_ENOMEM, "%s: out of host memory", fn);
-    tess__scalar_t m1 = *tess__scalar_one(dt);
-    switch (dt) {
-    case TESS_S: m1.s = -1.0f; break;
-    case TESS_D: m1.d = -1.0; break;
-    case TESS_C: m1.c[0] = -1.0f; break; /* also HERK's real alpha (.s) */
-    case TESS_Z: m1.z[0] = -1.0; break;  /* (.d) */
-    }
+    tess__scalar_t m1 = tess__l3_minus_one(dt); /* also HERK's real alpha (.s, .d) */
     int rc = TESS_OK;
     int64_t submitted = 0;
     atomic_fetch_add(&rt->crit_live, 1); /* the devices keep a stream for its panels */

@@ -158,6 +158,17 @@ void tess__l3_from_real(tess_dtype_t dt, tess__scalar_t *out, const void *r) {
         out->d = *(const double *)r;
 }
 
+tess__scalar_t tess__l3_minus_one(tess_dtype_t dt) {
+    tess__scalar_t m1 = *tess__scalar_one(dt);
+    switch (dt) {
+    case TESS_S: m1.s = -1.0f; break;
+    case TESS_D: m1.d = -1.0; break;
+    case TESS_C: m1.c[0] = -1.0f; break;
+    case TESS_Z: m1.z[0] = -1.0; break;
+    }
+    return m1;
+}
+
 void tess__l3_conj(tess_dtype_t dt, tess__scalar_t *x) {
     if (dt == TESS_C)
         x->c[1] = -x->c[1];

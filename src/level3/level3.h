@@ -104,6 +104,8 @@ void tess__l3_scale_tri(tess_dtype_t dt, char uplo, int64_t n, const tess__scala
  * as a scalar of dt ((r, 0) for c and z), and the conjugate of x. */
 void tess__l3_from_real(tess_dtype_t dt, tess__scalar_t *out, const void *r);
 void tess__l3_conj(tess_dtype_t dt, tess__scalar_t *x);
+/* -1 of precision dt ((-1, 0) for c and z, whose real part is also a real -1). */
+tess__scalar_t tess__l3_minus_one(tess_dtype_t dt);
 /* The real scalar of complex precision dt (float for c, double for z) at p is zero/one. */
 bool tess__l3_real_is(tess_dtype_t dt, const void *p, double v);
 

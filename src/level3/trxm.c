@@ -188,14 +188,7 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
     xj.solve = solve;
     bool eff_upper = (ul == 'U') == (ta == 'N');
     xj.high = (sd == 'L') == eff_upper;
-    tess__scalar_t m1 = *tess__scalar_one(dt);
-    switch (dt) {
-    case TESS_S: m1.s = -1.0f; break;
-    case TESS_D: m1.d = -1.0; break;
-    case TESS_C: m1.c[0] = -1.0f; break;
-    case TESS_Z: m1.z[0] = -1.0; break;
-    }
-    xj.minus_one = m1;
+    xj.minus_one = tess__l3_minus_one(dt);
 
     int64_t T = job->tile;
     int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), at = TESS__CEILDIV(ka_, T);

@@ -358,18 +358,34 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
     return TESS_OK;
 }
 
-/* The fill of b is known complete: the peer copy it came from is free again. If the fill
- * had to wait for the source's own fill and the source device failed, the wait may have
- * been skipped: the copy is suspect. */
+/* Whether b's fill may hold garbage: it waited for its peer source's own fill and that
+ * device failed first (the wait may have been skipped), or the source is suspect itself,
+ * found so already or by the same test down its own unreleased chain of sources (a copy
+ * filled without waiting from a peer copy that had waited). */
+static bool fill_suspect(struct tess__cache *c, struct tess__blk *b) {
+    for (; b; b = b->pinned_src) {
+        struct tess__blk *src = b->pinned_src;
+        if (b->suspect) return true;
+        if (!src) return false;
+        struct tess__cdev *sd = &c->dev[src->dev];
+        if (b->peer_waited &&
+            (src->torn || (!src->ready_done &&
+                           (sd->failed || sd->ops->event_query(sd->bd, src->ready) != TESS_OK))))
+            return true;
+    }
+    return false;
+}
+
+/* The fill of b is known complete: the peer copy it came from is free again. Whether the
+ * copy is suspect (fill_suspect), remembered for copies filled from b. */
 static bool drop_pin(struct tess__cache *c, struct tess__blk *b) {
     if (!b->pinned_src) return false;
+    bool suspect = fill_suspect(c, b);
+    if (suspect) {
+        b->suspect = 1;
+        if (c->poison) c->poison(c->poison_arg, b->space);
+    }
     struct tess__blk *src = b->pinned_src;
-    struct tess__cdev *sd = &c->dev[src->dev];
-    bool suspect = b->peer_waited &&
-                   (src->torn ||
-                    (!src->ready_done &&
-                     (sd->failed || sd->ops->event_query(sd->bd, src->ready) != TESS_OK)));
-    if (suspect && c->poison) c->poison(c->poison_arg, b->space);
     b->pinned_src = NULL;
     unread(c, src);
     return suspect;

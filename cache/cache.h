@@ -106,6 +106,7 @@ struct tess__blk {
     struct tess__blk *pinned_src;  /* peer copy this block was filled from (its reader) */
     int peer_waited;               /* the fill waited for the peer copy's own fill */
     int torn;                      /* its device failed before its fill was known complete */
+    int suspect;                   /* its fill copied a torn copy, or one filled from one */
     double t_put;                  /* held tiles: when a task last put it back (write-behind) */
     uint64_t space;                /* key.space of the tile (kept when the entry goes) */
 };

@@ -216,6 +216,7 @@ bool tess__hold_serve(struct tess__dev *d) {
 
 void tess__hold_dev_failed(struct tess__dev *d) {
     pthread_mutex_lock(&d->rt->hold_mu);
+    atomic_store(&d->dropped, 1);
     pthread_cond_broadcast(&d->rt->hold_cv);
     pthread_mutex_unlock(&d->rt->hold_mu);
 }
@@ -225,9 +226,11 @@ void tess__hold_dev_failed(struct tess__dev *d) {
  * caller. One sync of a runtime at a time. */
 static int sync_round(struct tess__rt *rt, struct tess__hold *h, int mode);
 
+/* Devices failed whose copies have left the directory: a sync that went on once a device
+ * was merely failing would find its tiles still held there (neither lost nor written). */
 static int failed_devices(const struct tess__rt *rt) {
     int n = 0;
-    for (int i = 0; i < rt->ndev; i++) n += atomic_load(&rt->dev[i]->failed) != 0;
+    for (int i = 0; i < rt->ndev; i++) n += atomic_load(&rt->dev[i]->dropped) != 0;
     return n;
 }
 
@@ -295,7 +298,7 @@ static int sync_round(struct tess__rt *rt, struct tess__hold *h, int mode) {
     for (int i = 0; i < rt->ndev; i++) {
         struct tess__dev *d = rt->dev[i];
         if (d->desc.caps & TESS__CAP_UNIFIED) continue;
-        while (d->sync_served != d->sync_posted && !atomic_load(&d->failed)) {
+        while (d->sync_served != d->sync_posted && !atomic_load(&d->dropped)) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += 10000000;

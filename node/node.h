@@ -311,6 +311,7 @@ struct tess__dev {
     int stalled_slot;   /* 1 + the slot whose step found no room (tried first), 0 if none */
     pthread_t thread;
     _Atomic int failed;
+    _Atomic int dropped; /* failed, its copies out of the directory (tess__hold_dev_failed) */
     _Atomic int warned;
     struct tess__counters ctr;
     struct tess__commit *commit; /* TESSERA_RECOVER: the thread copying bounce buffers into C */
@@ -527,7 +528,8 @@ void tess__holds_stop(struct tess__rt *rt);
 void tess__holds_destroy(struct tess__rt *rt);
 /* worker.c calls it each round: serve a posted sync (false: none). */
 bool tess__hold_serve(struct tess__dev *d);
-/* A device failed: wake the syncs waiting for it. */
+/* A device failed and its copies left the directory (worker_fail, last): mark it dropped,
+ * wake the syncs waiting for it. */
 void tess__hold_dev_failed(struct tess__dev *d);
 
 /* api.c: the public counters of one device. */

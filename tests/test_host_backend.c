@@ -1,5 +1,6 @@
 /* tests/test_host_backend.c: the host backend (src/backend/host.c): emulated devices with
- * separate arenas, stream threads, events, throttles and injected faults, and the CPU worker.
+ * separate arenas, stream threads, events, throttles and injected faults, and the CPU worker;
+ * its LAPACK tile kernels (POTRF, GETRF, LASWP) against the CPU library's own routines.
  * Timings use throttled ops of 100-300 ms. Lower bounds on time are always safe; where a
  * claim needs an upper bound or an ordering, the test retries or only reaches a verdict when
  * the run was conclusive, so a loaded machine can hide a bug but never fail a good backend.
@@ -12,7 +13,7 @@
 
 #include "backend/backend.h"
 #include "harness.h"
-#include "hostblas.h" /* LAPACK's xPOTRF, the POTRF reference */
+#include "hostblas.h" /* LAPACK's xPOTRF, xGETRF, xLASWP: the references */
 
 #define MIB ((size_t)1 << 20)
 
@@ -1020,6 +1021,491 @@ TEST(potrf_checks_throttle_fault) {
     free(in);
     free(got);
     free(ref);
+}
+
+/* ---- GETRF and LASWP --------------------------------------------------------------- */
+
+/* A GETRF tile m x n at leading dimension ld: entries (real and imaginary parts) in
+ * [-1, 1] in rows 0..m-1 (zero_col >= 0: that column exactly 0), values no kernel may touch
+ * in rows m..ld-1. */
+static void lu_tile(tess_dtype_t dt, int m, int n, int ld, int zero_col, unsigned seed, void *t) {
+    bool cplx = tess__dtypes[dt].complex_;
+    size_t cnt = (size_t)ld * n;
+    double *re = malloc(sizeof(double) * cnt), *im = malloc(sizeof(double) * cnt);
+    fill_d(re, cnt, seed);
+    fill_d(im, cnt, seed + 77);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < ld; i++) {
+            size_t idx = (size_t)i + (size_t)j * ld;
+            if (i >= m)
+                el_put(dt, t, idx, 2000.0 + i + 0.5 * j, cplx ? -700.0 - j : 0.0);
+            else if (j == zero_col)
+                el_put(dt, t, idx, 0.0, 0.0);
+            else
+                el_put(dt, t, idx, re[idx], cplx ? im[idx] : 0.0);
+        }
+    free(re);
+    free(im);
+}
+
+/* LAPACK's xLASWP (k1 = 1, k2 = k, incx = 1) on the n columns of t (ld), through the CPU
+ * BLAS's own routine: the reference the kernels are held to. */
+static void ref_laswp(tess__laswp_fn *fn, int n, void *t, int ld, int k, const int *ipiv) {
+    int k1 = 1, inc = 1;
+    fn(&n, t, &ld, &k1, &k, ipiv, &inc);
+}
+
+/* got (a GETRF result with pivots gpiv) against ref (LAPACK's getrf on a copy of `in`, its
+ * pivots rpiv): the pivots identical, rows 0..m-1 within a relative tol of ref's, rows
+ * m..ld-1 exactly in's; and on its own, P L U of got's factors reproduces in (L unit lower
+ * trapezoidal m x r, U upper r x n, r = min(m, n); P: gpiv applied to in as LASWP does).
+ * Returns a message for the first mismatch or NULL. */
+static const char *getrf_compare(tess_dtype_t dt, int m, int n, int ld, const void *in,
+                                 const void *ref, const int *rpiv, const void *got, const int *gpiv,
+                                 double tol, char *msg, size_t len) {
+    int r = m < n ? m : n;
+    for (int i = 0; i < r; i++)
+        if (gpiv[i] != rpiv[i]) {
+            snprintf(msg, len, "ipiv[%d] = %d, LAPACK's %d", i, gpiv[i], rpiv[i]);
+            return msg;
+        }
+    double scale = 1e-300, worst = 0;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < ld; i++) {
+            size_t idx = (size_t)i + (size_t)j * ld;
+            double gre, gim, rre, rim, ire, iim;
+            el_get(dt, got, idx, &gre, &gim);
+            el_get(dt, ref, idx, &rre, &rim);
+            el_get(dt, in, idx, &ire, &iim);
+            if (i >= m) {
+                if (gre != ire || gim != iim) {
+                    snprintf(msg, len, "(%d,%d) below the tile changed: %g%+gi, was %g%+gi", i, j,
+                             gre, gim, ire, iim);
+                    return msg;
+                }
+                continue;
+            }
+            scale = fmax(scale, hypot(rre, rim));
+            double d = hypot(gre - rre, gim - rim);
+            if (!(d <= worst)) worst = d; /* NaN: a failure */
+        }
+    if (!(worst <= tol * scale)) {
+        snprintf(msg, len, "factors differ from LAPACK's by %g (relative %g > %g)", worst,
+                 worst / scale, tol);
+        return msg;
+    }
+    /* P L U = in, i.e. L U = in with rows interchanged as gpiv says */
+    double *pa = malloc(sizeof(double) * 2 * (size_t)m * n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++)
+            el_get(dt, in, (size_t)i + (size_t)j * ld, &pa[2 * ((size_t)i + (size_t)j * m)],
+                   &pa[2 * ((size_t)i + (size_t)j * m) + 1]);
+    for (int i = 0; i < r; i++) {
+        int p = gpiv[i] - 1;
+        if (p < 0 || p >= m) {
+            free(pa);
+            snprintf(msg, len, "ipiv[%d] = %d not in 1..%d", i, gpiv[i], m);
+            return msg;
+        }
+        for (int j = 0; j < n && p != i; j++)
+            for (int c = 0; c < 2; c++) {
+                double t = pa[2 * ((size_t)i + (size_t)j * m) + c];
+                pa[2 * ((size_t)i + (size_t)j * m) + c] = pa[2 * ((size_t)p + (size_t)j * m) + c];
+                pa[2 * ((size_t)p + (size_t)j * m) + c] = t;
+            }
+    }
+    double aw = 0, ascale = 1e-300;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double sr = 0, si = 0; /* sum over l <= min(i, j) of L(i,l) U(l,j) */
+            for (int l = 0; l <= i && l <= j && l < r; l++) {
+                double lr = 1, li = 0, ur, ui;
+                if (l < i) el_get(dt, got, (size_t)i + (size_t)l * ld, &lr, &li);
+                el_get(dt, got, (size_t)l + (size_t)j * ld, &ur, &ui);
+                sr += lr * ur - li * ui;
+                si += lr * ui + li * ur;
+            }
+            double ar = pa[2 * ((size_t)i + (size_t)j * m)],
+                   ai = pa[2 * ((size_t)i + (size_t)j * m) + 1];
+            ascale = fmax(ascale, hypot(ar, ai));
+            double d = hypot(sr - ar, si - ai);
+            if (!(d <= aw)) aw = d;
+        }
+    free(pa);
+    if (!(aw <= tol * (m + n) * ascale)) {
+        snprintf(msg, len, "P L U does not reproduce the matrix: residual %g (relative %g)", aw,
+                 aw / ascale);
+        return msg;
+    }
+    return NULL;
+}
+
+/* GETRF on an emulated device (tile copied in and out, alpha, beta, A, B NULL) and on the
+ * CPU worker (in place on host memory) equals LAPACK's getrf on a copy: s, d, c, z, m > n,
+ * m < n, m = n (sizes of no special form), ldc > m; the pivots identical, the factors to a
+ * tight tolerance, P L U reproduces the matrix, rows m..ld-1 and ipiv past min(m, n)
+ * untouched; INFO 0, or with column j exactly 0 LAPACK's INFO (j + 1: U(j, j) = 0, the
+ * factorization completed). The comparison itself catches a wrong pivot and a wrong
+ * factor entry. */
+TEST(getrf_matches_lapack) {
+    tess__getrf_fn *fn[4];
+    for (int dt = 0; dt < 4; dt++)
+        if (tess__hostblas_getrf(dt, "test", &fn[dt]) != TESS_OK)
+            SKIP("the CPU BLAS has no LAPACK: %s", tess_last_error());
+    struct tess__dev_params p = prm(0, 2);
+    p.jitter_us = 200;
+    struct edev a;
+    edev_open(&a, p);
+    const struct tess__dev_ops *cpu = &tess__cpu_ops;
+    void *cbd;
+    struct tess__dev_desc cdesc;
+    struct tess__dev_params cp = prm(0, 1);
+    ASSERT_OK(cpu->open(&cp, &cbd, &cdesc));
+    static const int shape[3][2] = {{37, 23}, {23, 37}, {31, 31}};
+    enum { PAD = 5, ZERO = 13 };
+    char msg[256];
+    int ncase = 0;
+    for (int dt = 0; dt < 4; dt++)
+        for (int sh = 0; sh < 3; sh++)
+            for (int bad = 0; bad < 2; bad++) {
+                int m = shape[sh][0], n = shape[sh][1], ld = m + PAD, r = m < n ? m : n;
+                size_t es = tess__dtypes[dt].size, bytes = (size_t)ld * n * es;
+                unsigned char *in = malloc(bytes), *ref = malloc(bytes), *got = malloc(bytes),
+                              *cgot = malloc(bytes);
+                int rpiv[40], gpiv[42], cpiv[42];
+                lu_tile((tess_dtype_t)dt, m, n, ld, bad ? ZERO : -1, 31u + (unsigned)ncase++, in);
+                memcpy(ref, in, bytes);
+                memcpy(cgot, in, bytes);
+                memset(got, 0, bytes);
+                for (int i = 0; i < 42; i++) gpiv[i] = cpiv[i] = -5;
+                int rinfo = -7, mm = m, nn = n, ldd = ld;
+                fn[dt](&mm, &nn, ref, &ldd, rpiv, &rinfo);
+                ASSERT_EQ(rinfo, bad ? ZERO + 1 : 0); /* the tile is what it should be */
+                double tol = dt == TESS_S || dt == TESS_C ? 2e-5 : 1e-12;
+                struct tess__kernel k;
+                memset(&k, 0, sizeof k);
+                k.kind = TESS__K_GETRF;
+                k.dt = (tess_dtype_t)dt;
+                k.m = m;
+                k.n = n;
+                k.ldc = ld;
+                k.ipiv = gpiv;
+                /* emulated: in, GETRF, out on stream 1 */
+                unsigned char *dC = a.base + 8192;
+                int info = -12345;
+                k.C = dC;
+                k.info = &info;
+                ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+                ASSERT_OK(emu->kernel(a.bd, 1, &k));
+                ASSERT_OK(emu->copy2d(a.bd, 1, TESS__D2H, got, 0, dC, 0, bytes, 1, NULL));
+                ASSERT_OK(drain(emu, a.bd, 1));
+                const char *what = tess__dtypes[dt].name;
+                ASSERT_MSG(info == rinfo, "emulated %s %dx%d: info %d, LAPACK's %d", what, m, n,
+                           info, rinfo);
+                ASSERT_MSG(gpiv[r] == -5 && gpiv[r + 1] == -5,
+                           "emulated %s %dx%d: ipiv written past min(m, n)", what, m, n);
+                const char *why = getrf_compare((tess_dtype_t)dt, m, n, ld, in, ref, rpiv, got,
+                                                gpiv, tol, msg, sizeof msg);
+                ASSERT_MSG(!why, "emulated %s %dx%d info %d: %s", what, m, n, rinfo, why);
+                /* the CPU worker: in place on host memory */
+                info = -12345;
+                k.C = cgot;
+                k.ipiv = cpiv;
+                ASSERT_OK(cpu->kernel(cbd, 0, &k));
+                ASSERT_OK(drain(cpu, cbd, 0));
+                ASSERT_MSG(info == rinfo, "cpu %s %dx%d: info %d, LAPACK's %d", what, m, n, info,
+                           rinfo);
+                ASSERT_MSG(cpiv[r] == -5, "cpu %s %dx%d: ipiv written past min(m, n)", what, m, n);
+                why = getrf_compare((tess_dtype_t)dt, m, n, ld, in, ref, rpiv, cgot, cpiv, tol, msg,
+                                    sizeof msg);
+                ASSERT_MSG(!why, "cpu %s %dx%d info %d: %s", what, m, n, rinfo, why);
+                /* the comparison can fail: one pivot off, one factor entry off */
+                int save = cpiv[r / 2];
+                cpiv[r / 2] = save == m ? 1 : save + 1;
+                ASSERT_MSG(getrf_compare((tess_dtype_t)dt, m, n, ld, in, ref, rpiv, cgot, cpiv, tol,
+                                         msg, sizeof msg) != NULL,
+                           "%s %dx%d: a wrong pivot went unnoticed", what, m, n);
+                cpiv[r / 2] = save;
+                double er, ei;
+                size_t at_ = (size_t)(m - 1) + (size_t)(n / 2) * ld;
+                el_get((tess_dtype_t)dt, cgot, at_, &er, &ei);
+                el_put((tess_dtype_t)dt, cgot, at_, er + 1e-3, ei);
+                ASSERT_MSG(getrf_compare((tess_dtype_t)dt, m, n, ld, in, ref, rpiv, cgot, cpiv, tol,
+                                         msg, sizeof msg) != NULL,
+                           "%s %dx%d: a wrong factor entry went unnoticed", what, m, n);
+                free(in);
+                free(ref);
+                free(got);
+                free(cgot);
+            }
+    cpu->close(cbd);
+    emu->close(a.bd);
+}
+
+/* GETRF on an emulated device: its pivots and INFO are written on the stream thread in
+ * stream order (still untouched while a slow copy queued before it runs, both there once
+ * an event recorded after it completed); m = 0 or n = 0 gives INFO 0 and no pivot; info may
+ * be NULL; ipiv NULL (min(m, n) > 0), ldc < m and a C outside the arena are TESS_EINVAL at
+ * the call (the device stays healthy); gflops makes it last (m n^2 - n^3 / 3 real flops) /
+ * rate; and it counts as one op for fault_at: as the faulting op it does nothing (C, ipiv
+ * and *info untouched) and fails the device. */
+TEST(getrf_order_checks_throttle_fault) {
+    tess__getrf_fn *fn;
+    if (tess__hostblas_getrf(TESS_D, "test", &fn) != TESS_OK)
+        SKIP("the CPU BLAS has no LAPACK: %s", tess_last_error());
+    enum { N = 64 };
+    size_t bytes = sizeof(double) * N * N;
+    double *in = malloc(bytes), *got = malloc(bytes), *ref = malloc(bytes), host[4] = {4, 0, 0, 4};
+    lu_tile(TESS_D, N, N, N, -1, 9, in);
+    memcpy(ref, in, bytes);
+    int rpiv[N], rinfo = -1, n = N;
+    fn(&n, &n, ref, &n, rpiv, &rinfo);
+    ASSERT_EQ(rinfo, 0);
+    struct tess__dev_params p = prm(0, 1);
+    p.link_gbs = 0.01; /* the slow copy, 1 MB: 100 ms */
+    struct edev a;
+    edev_open(&a, p);
+    double *dC = (double *)(a.base + 4096);
+    int ipiv[N + 1], info;
+    struct tess__kernel k;
+    memset(&k, 0, sizeof k);
+    k.kind = TESS__K_GETRF;
+    k.dt = TESS_D;
+    k.m = k.n = N;
+    k.C = dC;
+    k.ldc = N;
+    k.info = &info;
+    /* arguments */
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL); /* ipiv NULL */
+    k.ipiv = ipiv;
+    k.ldc = N - 1;
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
+    k.ldc = 2;
+    k.n = k.m = 2;
+    k.C = host;
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
+    ASSERT(strstr(tess_last_error(), "emulated:0") != NULL);
+    /* empty: INFO 0, no pivot written, ipiv may be NULL */
+    k.C = dC;
+    k.ldc = N;
+    k.m = 0;
+    k.ipiv = NULL;
+    info = -3;
+    ASSERT_OK(emu->kernel(a.bd, 0, &k));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    ASSERT_EQ(info, 0);
+    /* order: behind a slow copy, nothing is written yet; after an event, everything */
+    k.m = k.n = N;
+    k.ipiv = ipiv;
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+    int conclusive = 0;
+    for (int attempt = 0; attempt < 3 && !conclusive; attempt++) {
+        for (int i = 0; i <= N; i++) ipiv[i] = -9;
+        info = -12345;
+        tess__event *slow, *after;
+        ASSERT_OK(emu->event_create(a.bd, &slow));
+        ASSERT_OK(emu->event_create(a.bd, &after));
+        static unsigned char big[1000000];
+        ASSERT_OK(
+            emu->copy2d(a.bd, 0, TESS__H2D, a.base + 4 * MIB, 0, big, 0, sizeof big, 1, NULL));
+        ASSERT_OK(emu->event_record(a.bd, 0, slow));
+        ASSERT_OK(emu->kernel(a.bd, 0, &k));
+        ASSERT_OK(emu->event_record(a.bd, 0, after));
+        int seen_info = info, seen_piv = ipiv[0];
+        if (emu->event_query(a.bd, slow) == TESS_EAGAIN) { /* the GETRF cannot have run */
+            conclusive = 1;
+            ASSERT_MSG(seen_info == -12345 && seen_piv == -9,
+                       "info %d, ipiv[0] %d written before the GETRF's turn", seen_info, seen_piv);
+        }
+        ASSERT_OK(emu->event_sync(a.bd, after));
+        ASSERT_EQ(info, 0);
+        ASSERT_EQ(ipiv[N], -9);
+        for (int i = 0; i < N; i++) ASSERT_EQ(ipiv[i], rpiv[i]);
+        emu->event_destroy(a.bd, slow);
+        emu->event_destroy(a.bd, after);
+        ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, got, 0, dC, 0, bytes, 1, NULL));
+        ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+        ASSERT_OK(drain(emu, a.bd, 0));
+        char msg[256];
+        const char *why = getrf_compare(TESS_D, N, N, N, in, ref, rpiv, got, ipiv, 1e-12, msg,
+                                        sizeof msg);
+        ASSERT_MSG(!why, "%s", why);
+    }
+    ASSERT_MSG(conclusive, "3 tries, the slow copy always ended before the check");
+    emu->close(a.bd);
+
+    /* throttle: 64^3 - 64^3 / 3 = 174763 flops at 2 MFLOP/s: 87 ms; info NULL */
+    p = prm(0, 1);
+    p.gflops = 0.002;
+    edev_open(&a, p);
+    dC = (double *)(a.base + 4096);
+    k.C = dC;
+    k.info = NULL;
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    double t0 = tess__now();
+    ASSERT_OK(emu->kernel(a.bd, 0, &k));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    double el = tess__now() - t0;
+    ASSERT_MSG(el >= 0.087, "getrf took %.4f s, want >= 0.087", el);
+    emu->close(a.bd);
+
+    /* fault_at = 2: the copy is op 1, the GETRF op 2 */
+    p = prm(0, 1);
+    p.fault_at = 2;
+    edev_open(&a, p);
+    dC = (double *)(a.base + 4096);
+    k.C = dC;
+    info = -12345;
+    k.info = &info;
+    for (int i = 0; i <= N; i++) ipiv[i] = -9;
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+    ASSERT_OK(emu->kernel(a.bd, 0, &k));
+    ASSERT_EQ(drain(emu, a.bd, 0), TESS_EDEVICE);
+    ASSERT(strstr(tess_last_error(), "injected fault at op 2 (kernel") != NULL);
+    ASSERT_EQ(info, -12345);
+    for (int i = 0; i <= N; i++) ASSERT_EQ(ipiv[i], -9);
+    ASSERT(memcmp(dC, in, bytes) == 0);
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EDEVICE);
+    emu->close(a.bd);
+    free(in);
+    free(got);
+    free(ref);
+}
+
+/* LASWP on an emulated device and on the CPU worker equals LAPACK's laswp (k1 = 1, k2 = k,
+ * incx = 1) on a copy, exactly: s, d, c, z, k < m, ldc > m, pivots pointing down, up and at
+ * their own row; the caller overwriting its ipiv right after the call (the LASWP still
+ * queued behind a slow copy) changes nothing, although those pivots would give another
+ * result; k = 0 is a no-op; a pivot of 0 or m + 1, k > m and ipiv NULL are TESS_EINVAL at
+ * the call, the device healthy; as the faulting op it does nothing and fails the device. */
+TEST(laswp_matches_lapack) {
+    tess__laswp_fn *fn[4];
+    for (int dt = 0; dt < 4; dt++)
+        if (tess__hostblas_laswp(dt, "test", &fn[dt]) != TESS_OK)
+            SKIP("the CPU BLAS has no LAPACK: %s", tess_last_error());
+    struct tess__dev_params p = prm(0, 2);
+    p.link_gbs = 0.01; /* the slow copy, 1 MB: 100 ms (the tiles: about 1 ms) */
+    struct edev a;
+    edev_open(&a, p);
+    const struct tess__dev_ops *cpu = &tess__cpu_ops;
+    void *cbd;
+    struct tess__dev_desc cdesc;
+    struct tess__dev_params cp = prm(0, 1);
+    ASSERT_OK(cpu->open(&cp, &cbd, &cdesc));
+    enum { M = 41, N = 19, LD = 45, K = 29 };
+    int piv[K], later[K];
+    for (int i = 0; i < K; i++) { /* down, up, and its own row */
+        piv[i] = i % 3 == 0 ? M - i : i % 3 == 1 ? 1 + i / 2 : i + 1;
+        later[i] = 1; /* what the caller writes over its array after the call */
+    }
+    int conclusive = 0;
+    static unsigned char big[1000000];
+    for (int dt = 0; dt < 4; dt++) {
+        size_t es = tess__dtypes[dt].size, bytes = (size_t)LD * N * es;
+        unsigned char *in = malloc(bytes), *ref = malloc(bytes), *other = malloc(bytes),
+                      *got = malloc(bytes), *cgot = malloc(bytes);
+        lu_tile((tess_dtype_t)dt, M, N, LD, -1, 50u + (unsigned)dt, in);
+        memcpy(ref, in, bytes);
+        memcpy(other, in, bytes);
+        memcpy(cgot, in, bytes);
+        ref_laswp(fn[dt], N, ref, LD, K, piv);
+        ref_laswp(fn[dt], N, other, LD, K, later);
+        ASSERT(memcmp(ref, in, bytes) != 0);    /* the pivots move rows */
+        ASSERT(memcmp(ref, other, bytes) != 0); /* the overwritten pivots would be seen */
+        int ipiv[K];
+        memcpy(ipiv, piv, sizeof ipiv);
+        struct tess__kernel k;
+        memset(&k, 0, sizeof k);
+        k.kind = TESS__K_LASWP;
+        k.dt = (tess_dtype_t)dt;
+        k.m = M;
+        k.n = N;
+        k.k = K;
+        k.ldc = LD;
+        k.ipiv = ipiv;
+        unsigned char *dC = a.base + 8192;
+        k.C = dC;
+        tess__event *slow;
+        ASSERT_OK(emu->event_create(a.bd, &slow));
+        ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+        ASSERT_OK(
+            emu->copy2d(a.bd, 1, TESS__H2D, a.base + 4 * MIB, 0, big, 0, sizeof big, 1, NULL));
+        ASSERT_OK(emu->event_record(a.bd, 1, slow));
+        ASSERT_OK(emu->kernel(a.bd, 1, &k));
+        memcpy(ipiv, later, sizeof ipiv); /* the caller reuses its array at once */
+        if (emu->event_query(a.bd, slow) == TESS_EAGAIN) conclusive++; /* LASWP not run yet */
+        ASSERT_OK(emu->copy2d(a.bd, 1, TESS__D2H, got, 0, dC, 0, bytes, 1, NULL));
+        ASSERT_OK(drain(emu, a.bd, 1));
+        emu->event_destroy(a.bd, slow);
+        ASSERT_MSG(memcmp(got, ref, bytes) == 0, "emulated %s: LASWP differs from LAPACK's",
+                   tess__dtypes[dt].name);
+        /* the CPU worker, in place */
+        memcpy(ipiv, piv, sizeof ipiv);
+        k.C = cgot;
+        ASSERT_OK(cpu->kernel(cbd, 0, &k));
+        memcpy(ipiv, later, sizeof ipiv);
+        ASSERT_OK(drain(cpu, cbd, 0));
+        ASSERT_MSG(memcmp(cgot, ref, bytes) == 0, "cpu %s: LASWP differs from LAPACK's",
+                   tess__dtypes[dt].name);
+        /* k = 0 (ipiv NULL): nothing moves */
+        k.k = 0;
+        k.ipiv = NULL;
+        ASSERT_OK(cpu->kernel(cbd, 0, &k));
+        ASSERT_OK(drain(cpu, cbd, 0));
+        ASSERT(memcmp(cgot, ref, bytes) == 0);
+        free(in);
+        free(ref);
+        free(other);
+        free(got);
+        free(cgot);
+    }
+    ASSERT_MSG(conclusive > 0, "4 tries, the slow copy always ended before the overwrite");
+    /* bad arguments: refused at the call, the device stays healthy */
+    double x[4] = {1, 2, 3, 4}, *dx = (double *)(a.base + 4096);
+    int bad[2] = {1, 3};
+    struct tess__kernel k;
+    memset(&k, 0, sizeof k);
+    k.kind = TESS__K_LASWP;
+    k.dt = TESS_D;
+    k.m = 2;
+    k.n = 2;
+    k.k = 2;
+    k.ldc = 2;
+    k.C = dx;
+    k.ipiv = bad; /* 3 > m */
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
+    ASSERT(strstr(tess_last_error(), "emulated:0") != NULL);
+    bad[1] = 0;
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
+    bad[1] = 2;
+    k.k = 3;
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
+    k.k = 2;
+    k.ipiv = NULL;
+    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
+    k.ipiv = bad; /* {1, 2}: every row stays */
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dx, 0, x, 0, sizeof x, 1, NULL));
+    ASSERT_OK(emu->kernel(a.bd, 0, &k));
+    ASSERT_OK(drain(emu, a.bd, 0));
+    ASSERT(memcmp(dx, x, sizeof x) == 0);
+    emu->close(a.bd);
+    cpu->close(cbd);
+
+    /* fault_at = 2: the copy is op 1, the LASWP op 2: the rows stay */
+    p = prm(0, 1);
+    p.fault_at = 2;
+    edev_open(&a, p);
+    dx = (double *)(a.base + 4096);
+    k.C = dx;
+    bad[0] = 2;
+    bad[1] = 2; /* rows 0 and 1 swap */
+    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dx, 0, x, 0, sizeof x, 1, NULL));
+    ASSERT_OK(emu->kernel(a.bd, 0, &k));
+    ASSERT_EQ(drain(emu, a.bd, 0), TESS_EDEVICE);
+    ASSERT(strstr(tess_last_error(), "injected fault at op 2 (kernel") != NULL);
+    ASSERT(memcmp(dx, x, sizeof x) == 0);
+    emu->close(a.bd);
 }
 
 TEST_MAIN()

@@ -2,16 +2,20 @@
  * gemm and the tile kernels. Each checks its arguments (stream, kind, pitches, shapes,
  * leading dimensions; on emulated devices where every operand lies: host_arena.c), copies
  * the scalars, and appends one op to the stream's FIFO: it returns at once, the stream
- * thread runs it (host_stream.c). A failed device answers TESS_EDEVICE. POTRF is refused
- * at the call (TESS_ENOSYS) when the CPU BLAS has no LAPACK for its precision, so a missing
- * routine never fails the device; its *info is written by the stream thread.
+ * thread runs it (host_stream.c). A failed device answers TESS_EDEVICE. POTRF, GETRF and
+ * LASWP are refused at the call (TESS_ENOSYS) when the CPU BLAS has no LAPACK routine for
+ * them, so a missing routine never fails the device; POTRF's and GETRF's *info and GETRF's
+ * pivots are written by the stream thread. LASWP's pivots are checked (1..m, k <= m) and
+ * copied into the op at the call (the op owns the copy, op_free frees it): the caller may
+ * reuse its array at once.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "host_dev.h"
-#include "hostblas.h" /* POTRF: is LAPACK's xPOTRF there */
+#include "hostblas.h" /* POTRF, GETRF, LASWP: is the LAPACK routine there */
 
 /* Bytes spanned by `height` rows of `width` bytes at `pitch`; 0 on overflow (callers
  * have width, height > 0). */
@@ -134,6 +138,8 @@ static void kernel_shapes(const struct tess__kernel *k, int64_t sh[3][2]) {
         sh[0][0] = sh[1][0] = ar, sh[0][1] = sh[1][1] = ac, sh[2][0] = sh[2][1] = k->n;
         break;
     case TESS__K_POTRF: /* in place on C, n x n */ sh[2][0] = sh[2][1] = k->n; break;
+    case TESS__K_GETRF: /* in place on C, m x n */
+    case TESS__K_LASWP: sh[2][0] = k->m, sh[2][1] = k->n; break;
     default: /* TRMM, TRSM: in place on C */
         sh[0][0] = sh[0][1] = side_dim, sh[2][0] = k->m, sh[2][1] = k->n;
         break;
@@ -150,17 +156,36 @@ int tess__hostdev_kernel(void *bd, int stream, const struct tess__kernel *k) {
     if (rc) return rc;
     char ta = k->ta ? k->ta : 'N';
     bool potrf = k->kind == TESS__K_POTRF; /* no scalars, A or B; C n x n, uplo 'L'/'U' */
-    if ((unsigned)k->dt > TESS_Z || (unsigned)k->kind > TESS__K_POTRF || !upper_trans(&ta) ||
-        k->m < 0 || k->n < 0 || k->k < 0 || (!potrf && !k->alpha) ||
-        (!potrf && k->kind != TESS__K_TRMM && k->kind != TESS__K_TRSM && !k->beta) ||
-        (potrf && ((k->uplo != 'L' && k->uplo != 'U') || (k->n > 0 && !k->C))))
+    bool getrf = k->kind == TESS__K_GETRF; /* no scalars, A or B; C m x n, ipiv written */
+    bool laswp = k->kind == TESS__K_LASWP; /* no scalars, A or B; C m x n, ipiv read */
+    bool lapack = potrf || getrf || laswp;
+    int64_t mn = TESS__MIN(k->m, k->n);
+    if ((unsigned)k->dt > TESS_Z || (unsigned)k->kind > TESS__K_LASWP || !upper_trans(&ta) ||
+        k->m < 0 || k->n < 0 || k->k < 0 || (!lapack && !k->alpha) ||
+        (!lapack && k->kind != TESS__K_TRMM && k->kind != TESS__K_TRSM && !k->beta) ||
+        (potrf && ((k->uplo != 'L' && k->uplo != 'U') || (k->n > 0 && !k->C))) ||
+        (getrf && mn > 0 && (!k->C || !k->ipiv)) ||
+        (getrf && (k->m > INT_MAX || k->n > INT_MAX)) || /* LAPACK's ints */
+        (laswp && (k->k > k->m || k->k > INT_MAX || (k->k > 0 && !k->ipiv) ||
+                   (k->k > 0 && k->n > 0 && !k->C))))
         return tess__fail(TESS_EINVAL, "%s: kernel %d: bad argument", d->name, (int)k->kind);
-    if (potrf) {
-        tess__potrf_fn *fn;
+    if (lapack) {
         char who[80];
-        snprintf(who, sizeof who, "%s: kernel potrf", d->name);
-        if ((rc = tess__hostblas_potrf((int)k->dt, who, &fn))) return rc;
+        const char *kname = potrf ? "potrf" : getrf ? "getrf" : "laswp";
+        snprintf(who, sizeof who, "%s: kernel %s", d->name, kname);
+        tess__potrf_fn *pf;
+        tess__getrf_fn *gf;
+        tess__laswp_fn *lf;
+        rc = potrf   ? tess__hostblas_potrf((int)k->dt, who, &pf)
+             : getrf ? tess__hostblas_getrf((int)k->dt, who, &gf)
+                     : tess__hostblas_laswp((int)k->dt, who, &lf);
+        if (rc) return rc;
     }
+    if (laswp)
+        for (int64_t i = 0; i < k->k; i++)
+            if (k->ipiv[i] < 1 || k->ipiv[i] > k->m)
+                return tess__fail(TESS_EINVAL, "%s: kernel laswp: ipiv[%lld] = %d not in 1..%lld",
+                                  d->name, (long long)i, k->ipiv[i], (long long)k->m);
     size_t es = tess__dtypes[k->dt].size;
     int64_t sh[3][2];
     kernel_shapes(k, sh);
@@ -176,10 +201,20 @@ int tess__hostdev_kernel(void *bd, int stream, const struct tess__kernel *k) {
             (rc = tess__hostdev_check_operand(d, name[i], ptr[i], sh[i][0], sh[i][1], ld[i], es)))
             return rc;
     }
+    int *piv = NULL; /* LASWP: the pivots as they are now, owned by the op */
+    if (laswp && k->k > 0 && !(piv = malloc((size_t)k->k * sizeof *piv)))
+        return tess__fail(TESS_ENOMEM, "%s: kernel: out of memory", d->name);
     struct op *op = tess__hostdev_op_new(OP_KERNEL);
-    if (!op) return tess__fail(TESS_ENOMEM, "%s: kernel: out of memory", d->name);
+    if (!op) {
+        free(piv);
+        return tess__fail(TESS_ENOMEM, "%s: kernel: out of memory", d->name);
+    }
     op->kern.k = *k;
     op->kern.k.ta = ta;
+    if (laswp) {
+        if (piv) memcpy(piv, k->ipiv, (size_t)k->k * sizeof *piv);
+        op->kern.k.ipiv = piv;
+    }
     if (k->alpha) memcpy(&op->kern.alpha, k->alpha, es);
     if (k->beta) memcpy(&op->kern.beta, k->beta, es);
     tess__hostdev_append(&d->s[stream], op);

@@ -3,8 +3,10 @@
  * streams run concurrently in no set order. Emulation: a copy other than D2D lasts at least
  * bytes / link_gbs, a kernel flops / gflops (on its stream's time, or with shared_engine
  * on one engine the device's streams take turns on), jitter_us sleeps a random time before
- * each op (seeded per stream: runs repeat). A POTRF writes its INFO to the caller's int on
- * the stream thread, before any later op of the stream (an event record) runs.
+ * each op (seeded per stream: runs repeat). A POTRF writes its INFO to the caller's int, a
+ * GETRF its pivots and INFO to the caller's ints, on the stream thread, before any later op
+ * of the stream (an event record) runs; a LASWP reads the copy of its pivots that its op
+ * owns (taken at the call: host_ops.c), freed with the op.
  * Events: a record sets recorded = ++gen and queues "stream s reached gen"; a wait captures
  * (s, gen) at call time, so a later re-record does not move it; never recorded = complete.
  * Recorded only on the owner's streams, waited on by any device; they outlive their device.
@@ -70,6 +72,8 @@ static void op_free(struct op *op) {
         pthread_mutex_unlock(&tess__hostdev.ev_mu);
     } else if (op->kind == OP_COPY) {
         tess__hostdev_arena_unref(op->copy.pin);
+    } else if (op->kind == OP_KERNEL && op->kern.k.kind == TESS__K_LASWP) {
+        free(op->kern.k.ipiv); /* the op's copy (GETRF's ipiv is the caller's) */
     }
     free(op);
 }
@@ -184,12 +188,23 @@ static void run_kernel(struct dev *d, const struct op *op) {
     struct tess__kernel k = op->kern.k;
     k.alpha = &op->kern.alpha;
     k.beta = &op->kern.beta;
-    kernel_status(d, tess__host_kernel(&k), "tile"); /* POTRF: *k.info written here */
+    /* POTRF: *k.info written here; GETRF: k.ipiv[] and *k.info */
+    kernel_status(d, tess__host_kernel(&k), "tile");
     if (d->p.gflops > 0) {
         double flops;
         if (k.kind == TESS__K_POTRF) { /* n^3 / 3 multiply-adds */
             double n = (double)k.n;
             flops = tess__dtypes[k.dt].flop_mul * n * n * n / 3.0;
+        } else if (k.kind == TESS__K_GETRF) {
+            /* LAPACK's count, q p^2 - p^3 / 3 real flops (p = min(m, n), q = max), 4 times
+             * that for complex: (q p^2 - p^3 / 3) / 2 multiply-adds */
+            double p = (double)TESS__MIN(k.m, k.n), q = (double)TESS__MAX(k.m, k.n);
+            flops = 0.5 * tess__dtypes[k.dt].flop_mul * (q * p * p - p * p * p / 3.0);
+        } else if (k.kind == TESS__K_LASWP) {
+            /* no arithmetic: k row interchanges of n elements, on the device like a D2D copy
+             * (which the link does not throttle); counted as one flop per element moved,
+             * 2 k n, so it is cheap but still takes its turn on a shared engine */
+            flops = 2.0 * (double)k.k * (double)k.n;
         } else {
             double mx = (double)TESS__MAX(k.m, k.n);
             flops = 0.5 * tess__dtypes[k.dt].flop_mul * mx * mx *

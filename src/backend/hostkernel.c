@@ -14,7 +14,13 @@
  * POTRF is LAPACK's xPOTRF of the same library (optional there: TESS_ENOSYS naming the
  * symbol when absent), in place on C's triangle uplo, its INFO written to *info; an order
  * beyond INT_MAX is TESS_EINVAL, a leading dimension beyond it served from a copy of the
- * triangle (copied back).
+ * triangle (copied back). GETRF is LAPACK's xGETRF (optional likewise), in place on the
+ * m x n C, its pivots written to ipiv[0 .. min(m, n) - 1] and its INFO to *info; m or n
+ * beyond INT_MAX is TESS_EINVAL, a leading dimension beyond it served from a copy of C.
+ * LASWP is LAPACK's xLASWP (optional likewise; k1 = 1, k2 = k, incx = 1) on C's n columns,
+ * in pieces of at most INT_MAX columns; every pivot is checked to lie in 1..m (k <= m)
+ * first, else TESS_EINVAL with C untouched; a leading dimension beyond INT_MAX is served
+ * here, column by column, the interchanges in the same order.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -87,6 +93,8 @@ static void shapes(const struct tess__kernel *k, int64_t sh[3][2]) {
         sh[2][0] = sh[2][1] = k->n;
         break;
     case TESS__K_POTRF: sh[2][0] = sh[2][1] = k->n; break; /* its own path: potrf() */
+    case TESS__K_GETRF: /* their own paths too: getrf(), laswp() */
+    case TESS__K_LASWP: sh[2][0] = k->m, sh[2][1] = k->n; break;
     }
 }
 
@@ -484,8 +492,90 @@ static int potrf(const struct tess__kernel *k) {
     return TESS_OK;
 }
 
+/* GETRF (backend.h): C = P L U in place, C m x n (k, A, B and the scalars unused), the
+ * pivots to ipiv (required when min(m, n) > 0), LAPACK's INFO to *info when info is not
+ * NULL. */
+static int getrf(const struct tess__kernel *k) {
+    tess__getrf_fn *fn;
+    int rc = tess__hostblas_getrf((int)k->dt, "host kernel", &fn);
+    if (rc) return rc;
+    if (k->m < 0 || k->n < 0) return tess__fail(TESS_EINVAL, "host kernel: negative size");
+    if (k->m > HK_INT || k->n > HK_INT)
+        return tess__fail(TESS_EINVAL, "host kernel: getrf of %lld x %lld cannot be addressed",
+                          (long long)k->m, (long long)k->n);
+    int m = (int)k->m, n = (int)k->n, info = 0;
+    if (m > 0 && n > 0) {
+        if (k->ldc < m || !k->C || !k->ipiv)
+            return tess__fail(TESS_EINVAL,
+                              "host kernel: getrf of %d x %d: ldc %lld, C or ipiv NULL", m, n,
+                              (long long)k->ldc);
+        size_t es = tess__dtypes[k->dt].size;
+        void *C = k->C, *tmp = NULL;
+        int ld = m;
+        if (k->ldc > HK_INT) { /* C in a copy with ld m */
+            if (!(tmp = malloc((size_t)m * (size_t)n * es)))
+                return tess__fail(TESS_ENOMEM,
+                                  "host kernel: no memory for a %d x %d copy of a getrf "
+                                  "tile with leading dimension %lld",
+                                  m, n, (long long)k->ldc);
+            copy_block(es, 0, m, n, k->C, k->ldc, tmp, m);
+            C = tmp;
+        } else {
+            ld = (int)k->ldc;
+        }
+        fn(&m, &n, C, &ld, k->ipiv, &info);
+        if (tmp) {
+            copy_block(es, 0, m, n, tmp, m, k->C, k->ldc);
+            free(tmp);
+        }
+    }
+    if (k->info) *k->info = info;
+    return TESS_OK;
+}
+
+/* LASWP (backend.h): for i = 0 .. k - 1 in order, rows i and ipiv[i] - 1 of the m x n C
+ * interchanged (m, n, k, ldc, C, ipiv used; the rest unused). */
+static int laswp(const struct tess__kernel *k) {
+    tess__laswp_fn *fn;
+    int rc = tess__hostblas_laswp((int)k->dt, "host kernel", &fn);
+    if (rc) return rc;
+    if (k->m < 0 || k->n < 0 || k->k < 0 || k->k > k->m)
+        return tess__fail(TESS_EINVAL, "host kernel: laswp m %lld n %lld k %lld: bad sizes",
+                          (long long)k->m, (long long)k->n, (long long)k->k);
+    if (k->n == 0 || k->k == 0) return TESS_OK;
+    if (k->ldc < k->m || !k->C || !k->ipiv || k->k > HK_INT)
+        return tess__fail(TESS_EINVAL, "host kernel: laswp k %lld: ldc %lld, C or ipiv NULL",
+                          (long long)k->k, (long long)k->ldc);
+    for (int64_t i = 0; i < k->k; i++)
+        if (k->ipiv[i] < 1 || k->ipiv[i] > k->m)
+            return tess__fail(TESS_EINVAL, "host kernel: laswp ipiv[%lld] = %d not in 1..%lld",
+                              (long long)i, k->ipiv[i], (long long)k->m);
+    size_t es = tess__dtypes[k->dt].size;
+    if (k->ldc > HK_INT) { /* LAPACK cannot take the ld: the same interchanges here */
+        unsigned char t[16];
+        for (int64_t j = 0; j < k->n; j++)
+            for (int64_t i = 0; i < k->k; i++) {
+                int64_t p = k->ipiv[i] - 1;
+                if (p == i) continue;
+                char *x = at(k->C, i, j, k->ldc, es), *y = at(k->C, p, j, k->ldc, es);
+                memcpy(t, x, es);
+                memcpy(x, y, es);
+                memcpy(y, t, es);
+            }
+        return TESS_OK;
+    }
+    int ld = (int)k->ldc, k1 = 1, k2 = (int)k->k, inc = 1;
+    for (int64_t j0 = 0; j0 < k->n; j0 += HK_INT) {
+        int n = (int)TESS__MIN((int64_t)HK_INT, k->n - j0);
+        fn(&n, at(k->C, 0, j0, k->ldc, es), &ld, &k1, &k2, k->ipiv, &inc);
+    }
+    return TESS_OK;
+}
+
 int tess__host_kernel(const struct tess__kernel *k) {
     if (k->kind == TESS__K_POTRF) return potrf(k);
+    if (k->kind == TESS__K_GETRF) return getrf(k);
+    if (k->kind == TESS__K_LASWP) return laswp(k);
     const struct tess__hostblas *b = tess__hostblas();
     if (!b) return tess__fail(TESS_ENOSYS, "host kernel: no CPU BLAS loaded");
     if (k->m < 0 || k->n < 0 || k->k < 0)

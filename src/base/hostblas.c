@@ -10,9 +10,10 @@
  * (TESS_ENOSYS, a message naming TESSERA_CPU_BLAS); nothing here prints or aborts. The
  * answer (table or error) is computed under pthread_once and kept for the life of the
  * process; the handle of a library taken is never closed (its threads may outlive every
- * tessera call). LAPACK's xPOTRF (Fortran symbols spotrf_ ...) is taken from the same
- * handle when there, and is optional: a library without LAPACK still loads, and only a
- * call that needs the routine fails (tess__hostblas_potrf: TESS_ENOSYS naming the symbol).
+ * tessera call). LAPACK's xPOTRF, xGETRF and xLASWP (Fortran symbols spotrf_, sgetrf_,
+ * slaswp_ ...) are taken from the same handle when there, and are optional: a library
+ * without LAPACK still loads, and only a call that needs a routine fails
+ * (tess__hostblas_potrf/_getrf/_laswp: TESS_ENOSYS naming the symbol).
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -62,7 +63,8 @@ static const struct {
 static const struct {
     const char *sym;
     size_t off;
-} optional[] = {LP(spotrf), LP(dpotrf), LP(cpotrf), LP(zpotrf)};
+} optional[] = {LP(spotrf), LP(dpotrf), LP(cpotrf), LP(zpotrf), LP(sgetrf), LP(dgetrf),
+                LP(cgetrf), LP(zgetrf), LP(slaswp), LP(dlaswp), LP(claswp), LP(zlaswp)};
 #undef LP
 
 /* dl_iterate_phdr: is addr in this object, and does the object carry the note? */
@@ -169,18 +171,58 @@ const struct tess__hostblas *tess__hostblas(void) {
     return loaded;
 }
 
+/* The checks every optional LAPACK routine shares: dt (routine: its name without the
+ * precision) and the table, into *b; TESS_OK, or the error tess__hostblas_potrf documents. */
+static int lapack_table(int dt, const char *who, const char *routine, const char *sym,
+                        const struct tess__hostblas **b) {
+    if (dt < 0 || dt > 3)
+        return tess__fail(TESS_EINVAL, "%s: %s: bad precision %d", who, routine, dt);
+    if (!(*b = tess__hostblas()))
+        return tess__fail(TESS_ENOSYS, "%s: %s: no CPU BLAS: %s", who, sym, failure);
+    return TESS_OK;
+}
+
+/* The answer for a routine the loaded library lacks (what: what it does). */
+static int lapack_missing(const char *who, const struct tess__hostblas *b, const char *sym,
+                          const char *what) {
+    return tess__fail(TESS_ENOSYS,
+                      "%s: TESSERA_CPU_BLAS=\"%s\" has no %s (LAPACK's %s); accepted: "
+                      "a CBLAS library that carries LAPACK such as libopenblas.so.0",
+                      who, b->name, sym, what);
+}
+
 int tess__hostblas_potrf(int dt, const char *who, tess__potrf_fn **fn) {
     static const char *const sym[4] = {"spotrf_", "dpotrf_", "cpotrf_", "zpotrf_"};
+    const struct tess__hostblas *b;
     *fn = NULL;
-    if (dt < 0 || dt > 3) return tess__fail(TESS_EINVAL, "%s: potrf: bad precision %d", who, dt);
-    const struct tess__hostblas *b = tess__hostblas();
-    if (!b) return tess__fail(TESS_ENOSYS, "%s: %s: no CPU BLAS: %s", who, sym[dt], failure);
+    int rc = lapack_table(dt, who, "potrf", sym[dt & 3], &b);
+    if (rc) return rc;
     tess__potrf_fn *const f[4] = {b->spotrf, b->dpotrf, b->cpotrf, b->zpotrf};
-    if (!f[dt])
-        return tess__fail(TESS_ENOSYS,
-                          "%s: TESSERA_CPU_BLAS=\"%s\" has no %s (LAPACK's Cholesky); accepted: "
-                          "a CBLAS library that carries LAPACK such as libopenblas.so.0",
-                          who, b->name, sym[dt]);
+    if (!f[dt]) return lapack_missing(who, b, sym[dt], "Cholesky");
+    *fn = f[dt];
+    return TESS_OK;
+}
+
+int tess__hostblas_getrf(int dt, const char *who, tess__getrf_fn **fn) {
+    static const char *const sym[4] = {"sgetrf_", "dgetrf_", "cgetrf_", "zgetrf_"};
+    const struct tess__hostblas *b;
+    *fn = NULL;
+    int rc = lapack_table(dt, who, "getrf", sym[dt & 3], &b);
+    if (rc) return rc;
+    tess__getrf_fn *const f[4] = {b->sgetrf, b->dgetrf, b->cgetrf, b->zgetrf};
+    if (!f[dt]) return lapack_missing(who, b, sym[dt], "LU factorization");
+    *fn = f[dt];
+    return TESS_OK;
+}
+
+int tess__hostblas_laswp(int dt, const char *who, tess__laswp_fn **fn) {
+    static const char *const sym[4] = {"slaswp_", "dlaswp_", "claswp_", "zlaswp_"};
+    const struct tess__hostblas *b;
+    *fn = NULL;
+    int rc = lapack_table(dt, who, "laswp", sym[dt & 3], &b);
+    if (rc) return rc;
+    tess__laswp_fn *const f[4] = {b->slaswp, b->dlaswp, b->claswp, b->zlaswp};
+    if (!f[dt]) return lapack_missing(who, b, sym[dt], "row interchanges");
     *fn = f[dt];
     return TESS_OK;
 }

@@ -3,8 +3,8 @@
  * libopenblas.so.0). tessera never calls a BLAS symbol by name: when the drop-in library
  * (libtessera_blas.so) is preloaded in front of a program, its exported dgemm_/cblas_dgemm
  * would otherwise be what tessera's own CPU kernels call, and calls would loop back.
- * The LAPACK routines tessera runs on a tile (potrf) come from the same library and are
- * optional: NULL when it has none (OpenBLAS's libopenblas.so.0 carries LAPACK). */
+ * The LAPACK routines tessera runs on a tile (potrf, getrf, laswp) come from the same library
+ * and are optional: NULL when it has none (OpenBLAS's libopenblas.so.0 carries LAPACK). */
 #ifndef TESS_HOSTBLAS_H
 #define TESS_HOSTBLAS_H
 
@@ -17,6 +17,14 @@
  * (gfortran's size_t; pass 1). a is float, double, float complex or double complex. */
 typedef void tess__potrf_fn(const char *uplo, const int *n, void *a, const int *lda, int *info,
                             size_t uplo_len);
+/* LAPACK's xGETRF (sgetrf_, ...): the m x n a = P L U in place, ipiv[0 .. min(m, n) - 1] its
+ * 1-based pivots; LP64 ints by reference, no CHARACTER argument. */
+typedef void tess__getrf_fn(const int *m, const int *n, void *a, const int *lda, int *ipiv,
+                            int *info);
+/* LAPACK's xLASWP (slaswp_, ...): rows k1 .. k2 (1-based) of the n columns of a interchanged
+ * with rows ipiv[k1 - 1 ..] in order (incx 1); LP64 ints by reference. */
+typedef void tess__laswp_fn(const int *n, void *a, const int *lda, const int *k1, const int *k2,
+                            const int *ipiv, const int *incx);
 
 struct tess__hostblas {
     __typeof__(cblas_sgemm) *sgemm;
@@ -53,6 +61,14 @@ struct tess__hostblas {
     tess__potrf_fn *dpotrf;
     tess__potrf_fn *cpotrf;
     tess__potrf_fn *zpotrf;
+    tess__getrf_fn *sgetrf; /* LAPACK, optional too */
+    tess__getrf_fn *dgetrf;
+    tess__getrf_fn *cgetrf;
+    tess__getrf_fn *zgetrf;
+    tess__laswp_fn *slaswp; /* LAPACK, optional too */
+    tess__laswp_fn *dlaswp;
+    tess__laswp_fn *claswp;
+    tess__laswp_fn *zlaswp;
     int (*get_num_threads)(void); /* openblas_get_num_threads, NULL if absent */
     void (*set_num_threads)(int); /* openblas_set_num_threads, NULL if absent */
     void *handle;                 /* the dlopen handle */
@@ -70,5 +86,8 @@ const struct tess__hostblas *tess__hostblas(void);
  * or TESS_ENOSYS with a message (who: first) naming the missing symbol, the library and
  * TESSERA_CPU_BLAS (no CPU BLAS loaded, or one without LAPACK); TESS_EINVAL for a bad dt. */
 int tess__hostblas_potrf(int dt, const char *who, tess__potrf_fn **fn);
+/* xGETRF and xLASWP of precision dt, answered as tess__hostblas_potrf. */
+int tess__hostblas_getrf(int dt, const char *who, tess__getrf_fn **fn);
+int tess__hostblas_laswp(int dt, const char *who, tess__laswp_fn **fn);
 
 #endif

@@ -1,11 +1,18 @@
 /* src/backend/cuda.c: the CUDA backend, one NVIDIA GPU per device instance: its streams
  * (non-blocking), one cuBLAS and one cuSOLVER handle per stream, its heap arena (one
  * cudaMalloc), 2D copies straight from host matrices (pageable ones through stage.c), peer
- * copies, the tile kernels (cuBLAS; POTRF: cuSOLVER's cusolverDnXpotrf, its INFO delivered
- * to the host int in stream order), pooled events, sticky failure and injected faults.
- * Semantics of every hook: backend.h.
+ * copies, the tile kernels (cuBLAS; POTRF and GETRF: cuSOLVER's cusolverDnXpotrf and
+ * cusolverDnXgetrf, their INFO and GETRF's pivots delivered to the host ints in stream
+ * order; LASWP: cusolverDn<t>laswp, the pivots copied at the call into a pinned slot and
+ * from there to the device in stream order), pooled events, sticky failure and injected
+ * faults. Semantics of every hook: backend.h.
  * Owns: the CUDA/cuBLAS/cuSOLVER objects of each opened GPU (handles, the device's cuSOLVER
- * params, each stream's POTRF workspaces and INFO ints) and the peer-access answers.
+ * params, each stream's cuSOLVER workspaces, INFO ints and pinned pivot staging, pinned
+ * buffers outgrown while work may still read them) and the peer-access answers.
+ * Pinned staging that queued work may still read is never written by the host (GETRF's is
+ * written by the stream only; a LASWP slot only once the event behind its copy completed)
+ * nor freed before close (outgrown buffers wait on the retired list: cudaFreeHost cannot
+ * be put in stream order, as a host function may make no CUDA call).
  * Threads: the worker's hooks make the device current and leave it so; the cold ones (open,
  * close, arena, can_peer, an event-pool miss) restore the caller's device; event_query and
  * event_sync run on any thread without changing it.
@@ -16,6 +23,7 @@
  * Lifetime: events outlive their device (the record is counted by the device and each
  * event). Lock order: the event-pool mutex is a leaf; so are stage.c's locks.
  */
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -43,7 +51,7 @@ struct cuda_dev;
 #define CUDA_STREAMS (TESS_MAX_STREAMS + TESS_AUX_STREAMS)
 
 /* What POTRF copies back per stream (pinned; cuda_potrf): INFO and the real part of the
- * tile's last diagonal entry. */
+ * tile's last diagonal entry; GETRF (cuda_getrf) copies its INFO into info too. */
 struct potrf_back {
     int info;
     union {
@@ -52,14 +60,42 @@ struct potrf_back {
     } diag;
 };
 
-/* POTRF's per-stream scratch (cuda_potrf), used by the device's worker thread only: the
- * device workspace cusolverDnXpotrf asks for (grown on demand, stream-ordered where the
- * GPU has memory pools), a host one if it asks for that too, and the INFO staging. */
-struct potrf_ws {
+/* A stream's cuSOLVER scratch (ws_reserve; POTRF, GETRF, LASWP), used by the device's
+ * worker thread only and by the stream's work in its order: the device workspace (grown on
+ * demand, stream-ordered where the GPU has memory pools; GETRF's int64 pivots lie past
+ * cuSOLVER's part, LASWP's ints at its start) and a host one if cuSOLVER asks for that too. */
+struct solver_ws {
     void *dev; /* device workspace, dev_bytes */
     size_t dev_bytes;
     void *host; /* host workspace (malloc), host_bytes */
     size_t host_bytes;
+};
+
+/* Pinned host memory (cudaMallocHost), grown by pinned_reserve. */
+struct pinned {
+    void *buf;
+    size_t bytes;
+};
+
+/* An outgrown pinned buffer that queued work may still read: freed at close (teardown). */
+struct pinned_old {
+    void *buf;
+    struct pinned_old *next;
+};
+
+/* LASWP's pivots on their way to the device, per stream (cuda_laswp): a ring of pinned
+ * slots. The caller's ints are copied into the next slot at the call, an H2D copy takes
+ * them to the stream's device workspace and the slot's event is recorded behind it; a slot
+ * is written again only once that event completed (waited for when the ring wraps onto a
+ * slot whose copy has not run yet). */
+#define LASWP_SLOTS 8
+struct piv_ring {
+    struct {
+        struct pinned p;
+        cudaEvent_t ev; /* created at the slot's first use */
+        bool busy;      /* ev recorded behind a copy from p, not yet seen complete */
+    } slot[LASWP_SLOTS];
+    int next;
 };
 
 /* One CUDA event of one device. `recorded` lets a pooled event answer "never recorded"
@@ -81,9 +117,12 @@ struct cuda_dev {
     cublasHandle_t blas[CUDA_STREAMS];       /* blas[i] is bound to stream[i] */
     cusolverDnHandle_t solver[CUDA_STREAMS]; /* solver[i] too */
     cusolverDnParams_t sparams;              /* the device's cusolverDnX* params */
-    struct potrf_ws pws[CUDA_STREAMS];       /* POTRF workspaces per stream */
-    int *dinfo;                              /* device ints [nstreams]: POTRF's devInfo */
+    struct solver_ws sws[CUDA_STREAMS];      /* cuSOLVER workspaces per stream */
+    int *dinfo;                              /* device ints [nstreams]: devInfo */
     struct potrf_back *pback;                /* pinned [nstreams]: INFO etc. copied back */
+    struct pinned pivback[CUDA_STREAMS];     /* GETRF: int64 pivots copied back */
+    struct piv_ring pivin[CUDA_STREAMS];     /* LASWP: pivots on their way in */
+    struct pinned_old *retired;              /* outgrown pinned buffers, freed at close */
     int mempools;                            /* cudaMallocAsync usable (memory pools) */
     void *arena;
     size_t arena_bytes;
@@ -288,9 +327,9 @@ static void teardown(struct cuda_dev *d) {
     for (int i = 0; i < d->nstreams; i++) {
         if (d->blas[i]) (void)cublasDestroy(d->blas[i]);
         if (d->solver[i]) (void)cusolverDnDestroy(d->solver[i]);
-        /* POTRF workspaces: the synchronized stream holds no work that reads them (a
+        /* cuSOLVER workspaces: the synchronized stream holds no work that reads them (a
          * pool allocation freed stream-ordered on its stream, before that is destroyed) */
-        struct potrf_ws *w = &d->pws[i];
+        struct solver_ws *w = &d->sws[i];
         cudaError_t fe = cudaSuccess;
         if (w->dev)
             fe = d->mempools && d->stream[i] ? cudaFreeAsync(w->dev, d->stream[i])
@@ -298,8 +337,25 @@ static void teardown(struct cuda_dev *d) {
         if (fe != cudaSuccess) (void)cudaGetLastError();
         free(w->host);
         memset(w, 0, sizeof *w);
+        /* pinned pivot staging: nothing queued reads it any more */
+        if (d->pivback[i].buf && cudaFreeHost(d->pivback[i].buf) != cudaSuccess)
+            (void)cudaGetLastError();
+        memset(&d->pivback[i], 0, sizeof d->pivback[i]);
+        for (int j = 0; j < LASWP_SLOTS; j++) {
+            struct pinned *sp = &d->pivin[i].slot[j].p;
+            if (sp->buf && cudaFreeHost(sp->buf) != cudaSuccess) (void)cudaGetLastError();
+            cudaEvent_t sev = d->pivin[i].slot[j].ev;
+            if (sev && cudaEventDestroy(sev) != cudaSuccess) (void)cudaGetLastError();
+        }
+        memset(&d->pivin[i], 0, sizeof d->pivin[i]);
         if (d->stream[i] && cudaStreamDestroy(d->stream[i]) != cudaSuccess)
             (void)cudaGetLastError();
+    }
+    while (d->retired) {
+        struct pinned_old *o = d->retired;
+        d->retired = o->next;
+        if (cudaFreeHost(o->buf) != cudaSuccess) (void)cudaGetLastError();
+        free(o);
     }
     if (d->sparams) (void)cusolverDnDestroyParams(d->sparams);
     d->sparams = NULL;
@@ -399,8 +455,8 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
         if (rc == TESS_OK) rc = TESS_CU(d, cusolverDnCreate(&d->solver[i]));
         if (rc == TESS_OK) rc = TESS_CU(d, cusolverDnSetStream(d->solver[i], d->stream[i]));
     }
-    /* POTRF: the params of the 64-bit API (default algorithm), an INFO int per stream on
-     * the device and one pinned on the host (cuda_potrf) */
+    /* POTRF, GETRF: the params of the 64-bit API (default algorithm), an INFO int per
+     * stream on the device and one pinned on the host (cuda_potrf, cuda_getrf) */
     if (rc == TESS_OK) rc = TESS_CU(d, cusolverDnCreateParams(&d->sparams));
     if (rc == TESS_OK)
         rc = TESS_CU(d, cudaMalloc((void **)&d->dinfo, sizeof(int) * (size_t)p->nstreams));
@@ -677,27 +733,99 @@ struct info_note {
 static void CUDART_CB deliver_info(void *arg) {
     struct info_note *n = arg;
     int info = n->src->info;
-    double last = n->dbl ? n->src->diag.d : (double)n->src->diag.f;
-    if (info == 0 && n->n > 0 && !(last > 0)) info = (int)n->n;
+    if (info == 0 && n->n > 0) { /* n = 0: no diagonal was copied */
+        double last = n->dbl ? n->src->diag.d : (double)n->src->diag.f;
+        if (!(last > 0)) info = (int)n->n;
+    }
     *n->dst = info;
     free(n);
 }
 
-/* Frees a host workspace that work queued before it may still use (cuda_potrf). */
+/* Frees a host workspace that work queued before it may still use (ws_reserve). */
 static void CUDART_CB free_host_ws(void *arg) { free(arg); }
+
+/* cuSOLVER's data (and compute) type of each precision. */
+static const cudaDataType solver_types[4] = {
+    [TESS_S] = CUDA_R_32F, [TESS_D] = CUDA_R_64F, [TESS_C] = CUDA_C_32F, [TESS_Z] = CUDA_C_64F};
+
+/* Make the stream's cuSOLVER workspaces hold at least dev_b device and host_b host bytes:
+ * a device workspace that is short is replaced stream-ordered (cudaFreeAsync +
+ * cudaMallocAsync on this stream where the GPU has memory pools, so nothing synchronizes
+ * the device; otherwise the stream is drained first), a host one that is short is
+ * replaced and the old one freed by a host function in stream order (work queued before
+ * may still use it). d is current. */
+static int ws_reserve(struct cuda_dev *d, int stream, size_t dev_b, size_t host_b) {
+    cudaStream_t s = d->stream[stream];
+    struct solver_ws *w = &d->sws[stream];
+    int rc = TESS_OK;
+    if (dev_b > w->dev_bytes) {
+        size_t want = (dev_b + ((size_t)1 << 18) - 1) & ~(((size_t)1 << 18) - 1); /* 256 KiB */
+        void *old = w->dev;
+        w->dev = NULL;
+        w->dev_bytes = 0;
+        if (d->mempools) {
+            if (old) rc = TESS_CU(d, cudaFreeAsync(old, s));
+            if (rc == TESS_OK) rc = TESS_CU(d, cudaMallocAsync(&w->dev, want, s));
+        } else {
+            if (old) rc = TESS_CU(d, cudaStreamSynchronize(s));
+            if (rc == TESS_OK && old) rc = TESS_CU(d, cudaFree(old));
+            if (rc == TESS_OK) rc = TESS_CU(d, cudaMalloc(&w->dev, want));
+        }
+        if (rc == TESS_OK) w->dev_bytes = want;
+    }
+    if (rc == TESS_OK && host_b > w->host_bytes) {
+        void *fresh = malloc(host_b);
+        if (!fresh) {
+            rc = tess__fail(TESS_ENOMEM, "cuda:%d: out of host memory", d->ord);
+        } else {
+            /* the old one may still serve work queued before: freed in stream order */
+            if (w->host) rc = TESS_CU(d, cudaLaunchHostFunc(s, free_host_ws, w->host));
+            if (rc == TESS_OK) {
+                w->host = fresh;
+                w->host_bytes = host_b;
+            } else {
+                free(fresh);
+            }
+        }
+    }
+    return rc;
+}
+
+/* Make the pinned buffer p hold at least `need` bytes: a short one is replaced by one of at
+ * least twice its size (whole 4 KiB), the old one retired to d->retired, freed at close,
+ * since queued work may still read it (the retired ones of a buffer add up to less than
+ * the buffer). d is current. */
+static int pinned_reserve(struct cuda_dev *d, struct pinned *p, size_t need) {
+    if (need <= p->bytes) return TESS_OK;
+    size_t want = TESS__MAX(need, 2 * p->bytes);
+    want = (want + 4095) & ~(size_t)4095;
+    struct pinned_old *old = NULL;
+    if (p->buf && !(old = malloc(sizeof *old)))
+        return tess__fail(TESS_ENOMEM, "cuda:%d: out of host memory", d->ord);
+    void *fresh = NULL;
+    int rc = TESS_CU(d, cudaMallocHost(&fresh, want));
+    if (rc != TESS_OK) {
+        free(old);
+        return rc;
+    }
+    if (old) {
+        old->buf = p->buf;
+        old->next = d->retired;
+        d->retired = old;
+    }
+    p->buf = fresh;
+    p->bytes = want;
+    return TESS_OK;
+}
 
 /* POTRF (backend.h): C = chol(C) in place, C n x n on the device, with the stream's
  * cuSOLVER handle and the 64-bit generic API: cusolverDnXpotrf_bufferSize for the
- * workspaces, the stream's grown if short (stream-ordered: cudaFreeAsync + cudaMallocAsync
- * on this stream where the GPU has memory pools, so nothing synchronizes the device;
- * otherwise the stream is drained first), then cusolverDnXpotrf with the device INFO
- * d->dinfo[stream]. INFO reaches k->info in stream order: cudaMemcpyAsync into the pinned
- * d->pback[stream] (with the last diagonal entry), then cudaLaunchHostFunc(deliver_info),
- * so an event recorded after this hook returns completes only once *k->info holds it. m, k,
- * A, B and the scalars unused. */
+ * workspaces, the stream's grown if short (ws_reserve), then cusolverDnXpotrf with the
+ * device INFO d->dinfo[stream]. INFO reaches k->info in stream order: cudaMemcpyAsync into
+ * the pinned d->pback[stream] (with the last diagonal entry), then
+ * cudaLaunchHostFunc(deliver_info), so an event recorded after this hook returns completes
+ * only once *k->info holds it. m, k, A, B and the scalars unused. */
 static int cuda_potrf(struct cuda_dev *d, int stream, const struct tess__kernel *k) {
-    static const cudaDataType types[4] = {
-        [TESS_S] = CUDA_R_32F, [TESS_D] = CUDA_R_64F, [TESS_C] = CUDA_C_32F, [TESS_Z] = CUDA_C_64F};
     if ((unsigned)k->dt > TESS_Z || (k->uplo != 'L' && k->uplo != 'U') || k->n < 0 ||
         (k->n > 0 && (!k->C || k->ldc < k->n)))
         return tess__fail(TESS_EINVAL,
@@ -710,10 +838,10 @@ static int cuda_potrf(struct cuda_dev *d, int stream, const struct tess__kernel 
     if (rc == TESS_OK) rc = use(d);
     cudaStream_t s = d->stream[stream];
     cusolverDnHandle_t h = d->solver[stream];
-    struct potrf_ws *w = &d->pws[stream];
+    struct solver_ws *w = &d->sws[stream];
     int *dinfo = d->dinfo + stream;
     cublasFillMode_t uplo = blas_fill(k->uplo);
-    cudaDataType t = types[k->dt];
+    cudaDataType t = solver_types[k->dt];
     int64_t n = k->n, ldc = TESS__MAX(1, k->ldc);
     if (n == 0) { /* nothing to factor: INFO 0, still in stream order */
         if (rc == TESS_OK) rc = TESS_CU(d, cudaMemsetAsync(dinfo, 0, sizeof *dinfo, s));
@@ -722,36 +850,7 @@ static int cuda_potrf(struct cuda_dev *d, int stream, const struct tess__kernel 
         if (rc == TESS_OK)
             rc = TESS_CU(d, cusolverDnXpotrf_bufferSize(h, d->sparams, uplo, n, t, k->C, ldc, t,
                                                         &dev_b, &host_b));
-        if (rc == TESS_OK && dev_b > w->dev_bytes) {
-            size_t want = (dev_b + ((size_t)1 << 18) - 1) & ~(((size_t)1 << 18) - 1); /* 256 KiB */
-            void *old = w->dev;
-            w->dev = NULL;
-            w->dev_bytes = 0;
-            if (d->mempools) {
-                if (old) rc = TESS_CU(d, cudaFreeAsync(old, s));
-                if (rc == TESS_OK) rc = TESS_CU(d, cudaMallocAsync(&w->dev, want, s));
-            } else {
-                if (old) rc = TESS_CU(d, cudaStreamSynchronize(s));
-                if (rc == TESS_OK && old) rc = TESS_CU(d, cudaFree(old));
-                if (rc == TESS_OK) rc = TESS_CU(d, cudaMalloc(&w->dev, want));
-            }
-            if (rc == TESS_OK) w->dev_bytes = want;
-        }
-        if (rc == TESS_OK && host_b > w->host_bytes) {
-            void *fresh = malloc(host_b);
-            if (!fresh) {
-                rc = tess__fail(TESS_ENOMEM, "cuda:%d: out of host memory", d->ord);
-            } else {
-                /* the old one may still serve work queued before: freed in stream order */
-                if (w->host) rc = TESS_CU(d, cudaLaunchHostFunc(s, free_host_ws, w->host));
-                if (rc == TESS_OK) {
-                    w->host = fresh;
-                    w->host_bytes = host_b;
-                } else {
-                    free(fresh);
-                }
-            }
-        }
+        if (rc == TESS_OK) rc = ws_reserve(d, stream, dev_b, host_b);
         if (rc == TESS_OK)
             rc = TESS_CU(d, cusolverDnXpotrf(h, d->sparams, uplo, n, t, k->C, ldc, t,
                                              dev_b ? w->dev : NULL, dev_b, host_b ? w->host : NULL,
@@ -764,9 +863,8 @@ static int cuda_potrf(struct cuda_dev *d, int stream, const struct tess__kernel 
         note->dst = k->info;
         note->n = n;
         note->dbl = re == sizeof(double);
-        if (n == 0)
-            back->diag.d = back->diag.f = 1.0f; /* nothing copied, nothing to say */
-        else
+        if (n > 0) /* n = 0: deliver_info reads no diagonal (nor may this write one: an
+                      earlier POTRF's host function may still read it) */
             rc = TESS_CU(
                 d, cudaMemcpyAsync(&back->diag,
                                    (const char *)k->C + (size_t)(n - 1) * (size_t)(ldc + 1) * es,
@@ -781,9 +879,152 @@ static int cuda_potrf(struct cuda_dev *d, int stream, const struct tess__kernel 
     return rc;
 }
 
+/* GETRF's pivots and INFO on their way to the caller's ints: converted from the stream's
+ * pinned int64 pivots and copied from its pinned INFO by a host function queued behind the
+ * copies into them (cuda_getrf); frees itself. */
+struct piv_note {
+    const int64_t *piv_src; /* d->pivback[stream].buf, r entries */
+    const int *info_src;    /* &d->pback[stream].info */
+    int *ipiv, *info;       /* the caller's (info may be NULL) */
+    int64_t r;              /* min(m, n) */
+};
+
+/* Runs on a CUDA thread in stream order: no CUDA calls here. A pivot is at most m, which
+ * cuda_getrf checked fits an int. */
+static void CUDART_CB deliver_pivots(void *arg) {
+    struct piv_note *n = arg;
+    for (int64_t i = 0; i < n->r; i++) n->ipiv[i] = (int)n->piv_src[i];
+    if (n->info) *n->info = *n->info_src;
+    free(n);
+}
+
+/* GETRF (backend.h): C = P L U in place, C m x n on the device, with the stream's cuSOLVER
+ * handle and the 64-bit generic API (64-bit sizes and ld, as POTRF): the workspace
+ * cusolverDnXgetrf_bufferSize asks for, then the r = min(m, n) int64 pivots, both in the
+ * stream's device workspace (ws_reserve), then cusolverDnXgetrf with the device INFO
+ * d->dinfo[stream]. The pivots reach k->ipiv and INFO k->info in stream order:
+ * cudaMemcpyAsync of the pivots into the stream's pinned d->pivback[stream] (grown on
+ * demand: pinned_reserve) and of INFO into d->pback[stream].info, then
+ * cudaLaunchHostFunc(deliver_pivots), which converts the pivots to ints; so an event
+ * recorded after this hook returns completes only once both hold them. m > INT_MAX is
+ * TESS_EINVAL (the pivots are ints); k, A, B and the scalars unused. */
+static int cuda_getrf(struct cuda_dev *d, int stream, const struct tess__kernel *k) {
+    int64_t m = k->m, n = k->n, r = TESS__MIN(m, n);
+    if ((unsigned)k->dt > TESS_Z || m < 0 || n < 0 || m > INT_MAX ||
+        (r > 0 && (!k->C || !k->ipiv || k->ldc < m)))
+        return tess__fail(TESS_EINVAL,
+                          "cuda:%d: getrf dt %d m %lld n %lld ldc %lld: bad arguments (or C or "
+                          "ipiv NULL)",
+                          d->ord, (int)k->dt, (long long)m, (long long)n, (long long)k->ldc);
+    struct piv_note *note = malloc(sizeof *note);
+    if (!note) return tess__fail(TESS_ENOMEM, "cuda:%d: out of host memory", d->ord);
+    int rc = count_op(d);
+    if (rc == TESS_OK) rc = use(d);
+    cudaStream_t s = d->stream[stream];
+    cusolverDnHandle_t h = d->solver[stream];
+    struct solver_ws *w = &d->sws[stream];
+    struct pinned *pb = &d->pivback[stream];
+    int *dinfo = d->dinfo + stream;
+    cudaDataType t = solver_types[k->dt];
+    int64_t ldc = TESS__MAX(1, k->ldc);
+    size_t pbytes = (size_t)r * sizeof(int64_t);
+    if (r == 0) { /* nothing to factor: INFO 0, still in stream order */
+        if (rc == TESS_OK) rc = TESS_CU(d, cudaMemsetAsync(dinfo, 0, sizeof *dinfo, s));
+    } else {
+        size_t dev_b = 0, host_b = 0;
+        if (rc == TESS_OK)
+            rc = TESS_CU(d, cusolverDnXgetrf_bufferSize(h, d->sparams, m, n, t, k->C, ldc, t,
+                                                        &dev_b, &host_b));
+        size_t off = (dev_b + 255) & ~(size_t)255; /* the pivots: past cuSOLVER's part */
+        if (rc == TESS_OK) rc = ws_reserve(d, stream, off + pbytes, host_b);
+        if (rc == TESS_OK) rc = pinned_reserve(d, pb, pbytes);
+        int64_t *dpiv = rc == TESS_OK ? (int64_t *)((char *)w->dev + off) : NULL;
+        if (rc == TESS_OK)
+            rc = TESS_CU(d, cusolverDnXgetrf(h, d->sparams, m, n, t, k->C, ldc, dpiv, t,
+                                             dev_b ? w->dev : NULL, dev_b, host_b ? w->host : NULL,
+                                             host_b, dinfo));
+        if (rc == TESS_OK)
+            rc = TESS_CU(d, cudaMemcpyAsync(pb->buf, dpiv, pbytes, cudaMemcpyDeviceToHost, s));
+    }
+    if (rc == TESS_OK)
+        rc = TESS_CU(d, cudaMemcpyAsync(&d->pback[stream].info, dinfo, sizeof(int),
+                                        cudaMemcpyDeviceToHost, s));
+    if (rc == TESS_OK) {
+        note->piv_src = pb->buf;
+        note->info_src = &d->pback[stream].info;
+        note->ipiv = k->ipiv;
+        note->info = k->info;
+        note->r = r;
+        rc = TESS_CU(d, cudaLaunchHostFunc(s, deliver_pivots, note));
+        if (rc == TESS_OK) note = NULL; /* deliver_pivots frees it */
+    }
+    free(note);
+    return rc;
+}
+
+/* LASWP (backend.h): for i = 0 .. k - 1 in order, rows i and ipiv[i] - 1 of the m x n C on
+ * the device interchanged, by cusolverDn<t>laswp (k1 = 1, k2 = k, incx = 1; 32-bit ints:
+ * ldc and k beyond INT_MAX are TESS_EINVAL, n is cut in pieces) on the stream's cuSOLVER
+ * handle. The pivots, checked to lie in 1..m, are copied at the call into the next pinned
+ * slot of the stream's ring (struct piv_ring), from there by an H2D copy to the stream's
+ * device workspace, which the laswp reads; the caller may reuse its array once this hook
+ * returned. A, B and the scalars unused. */
+static int cuda_laswp(struct cuda_dev *d, int stream, const struct tess__kernel *k) {
+    int64_t m = k->m, n = k->n, kk = k->k;
+    bool work = kk > 0 && n > 0;
+    if ((unsigned)k->dt > TESS_Z || m < 0 || n < 0 || kk < 0 || kk > m || kk > INT_MAX ||
+        (kk > 0 && !k->ipiv) || (work && (!k->C || k->ldc < m || k->ldc > INT_MAX)))
+        return tess__fail(TESS_EINVAL,
+                          "cuda:%d: laswp dt %d m %lld n %lld k %lld ldc %lld: bad arguments (or "
+                          "C or ipiv NULL)",
+                          d->ord, (int)k->dt, (long long)m, (long long)n, (long long)kk,
+                          (long long)k->ldc);
+    for (int64_t i = 0; i < kk; i++)
+        if (k->ipiv[i] < 1 || k->ipiv[i] > m)
+            return tess__fail(TESS_EINVAL, "cuda:%d: laswp ipiv[%lld] = %d not in 1..%lld", d->ord,
+                              (long long)i, k->ipiv[i], (long long)m);
+    int rc = count_op(d);
+    if (rc == TESS_OK) rc = use(d);
+    if (rc != TESS_OK || !work) return rc;
+    cudaStream_t s = d->stream[stream];
+    cusolverDnHandle_t h = d->solver[stream];
+    struct piv_ring *ring = &d->pivin[stream];
+    int si = ring->next;
+    ring->next = (si + 1) % LASWP_SLOTS;
+    size_t bytes = (size_t)kk * sizeof(int);
+    /* the slot's last copy has read it (the wait only when the ring wrapped onto it) */
+    if (ring->slot[si].busy) rc = TESS_CU(d, cudaEventSynchronize(ring->slot[si].ev));
+    if (rc == TESS_OK) ring->slot[si].busy = false;
+    if (rc == TESS_OK && !ring->slot[si].ev)
+        rc = TESS_CU(d, cudaEventCreateWithFlags(&ring->slot[si].ev,
+                                                 cudaEventDisableTiming | cudaEventBlockingSync));
+    if (rc == TESS_OK) rc = pinned_reserve(d, &ring->slot[si].p, bytes);
+    if (rc == TESS_OK) rc = ws_reserve(d, stream, bytes, 0);
+    if (rc != TESS_OK) return rc;
+    void *src = ring->slot[si].p.buf, *dpiv = d->sws[stream].dev;
+    memcpy(src, k->ipiv, bytes);
+    rc = TESS_CU(d, cudaMemcpyAsync(dpiv, src, bytes, cudaMemcpyHostToDevice, s));
+    if (rc == TESS_OK) rc = TESS_CU(d, cudaEventRecord(ring->slot[si].ev, s));
+    if (rc == TESS_OK) ring->slot[si].busy = true;
+    size_t es = tess__dtypes[k->dt].size;
+    int ld = (int)k->ldc, k2 = (int)kk;
+    const int *ip = dpiv;
+    for (int64_t j0 = 0; j0 < n && rc == TESS_OK; j0 += INT_MAX) {
+        int nc = (int)TESS__MIN((int64_t)INT_MAX, n - j0);
+        void *Cj = (char *)k->C + (size_t)j0 * (size_t)ld * es;
+        switch (k->dt) {
+        case TESS_S: rc = TESS_CU(d, cusolverDnSlaswp(h, nc, Cj, ld, 1, k2, ip, 1)); break;
+        case TESS_D: rc = TESS_CU(d, cusolverDnDlaswp(h, nc, Cj, ld, 1, k2, ip, 1)); break;
+        case TESS_C: rc = TESS_CU(d, cusolverDnClaswp(h, nc, Cj, ld, 1, k2, ip, 1)); break;
+        case TESS_Z: rc = TESS_CU(d, cusolverDnZlaswp(h, nc, Cj, ld, 1, k2, ip, 1)); break;
+        }
+    }
+    return rc;
+}
+
 /* Every tile kernel kind (backend.h) on the stream's cuBLAS handle; in place for TRMM and
- * TRSM (cuBLAS TRMM is out of place in form, B == C makes it in place); POTRF on its
- * cuSOLVER handle (cuda_potrf). */
+ * TRSM (cuBLAS TRMM is out of place in form, B == C makes it in place); POTRF, GETRF and
+ * LASWP on its cuSOLVER handle (cuda_potrf, cuda_getrf, cuda_laswp). */
 static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
     struct cuda_dev *d = bd;
     if (k->kind == TESS__K_GEMM)
@@ -793,6 +1034,8 @@ static int cuda_kernel(void *bd, int stream, const struct tess__kernel *k) {
     int rc = check_stream(d, stream);
     if (rc != TESS_OK) return rc;
     if (k->kind == TESS__K_POTRF) return cuda_potrf(d, stream, k);
+    if (k->kind == TESS__K_GETRF) return cuda_getrf(d, stream, k);
+    if (k->kind == TESS__K_LASWP) return cuda_laswp(d, stream, k);
     if ((unsigned)k->dt > TESS_Z || !k->alpha || !k->A || !k->C ||
         ((k->kind == TESS__K_HEMM || k->kind == TESS__K_HERK || k->kind == TESS__K_HER2K) &&
          !tess__dtypes[k->dt].complex_))

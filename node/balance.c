@@ -59,6 +59,8 @@ double tess__step_flops(const struct tess__step *st, tess_dtype_t dt) {
         pairs = st->side == 'L' ? 0.5 * m * (m + 1) * n : 0.5 * n * (n + 1) * m;
         break;
     case TESS__K_POTRF: pairs = n * n * n / 6.0; break;
+    case TESS__K_GETRF: pairs = 0.5 * (m * n * n - n * n * n / 3.0); break; /* m >= n */
+    case TESS__K_LASWP: pairs = 0; break;                                   /* a copy */
     default: pairs = m * n * k; break;
     }
     return tess__dtypes[dt].flop_mul * pairs;

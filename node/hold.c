@@ -35,6 +35,7 @@ struct tess__hold {
     uint64_t space;
     char *base;
     int64_t ld, rows, cols, T, mt, nt;
+    int64_t TR; /* tile rows: T, or rows for a hold of column strips (tess__hold_strips) */
     tess_dtype_t dt;
     size_t es;
     uint64_t *sum;      /* TESSERA_HOLD_CHECK: per tile, 0 = to be recorded */
@@ -59,16 +60,16 @@ bool tess__holds_any(void) { return atomic_load_explicit(&g_holds, memory_order_
 
 void tess__hview_tile(const struct tess__hview *v, int64_t r, int64_t c, struct tess__tile *out,
                       int64_t *ro, int64_t *co) {
-    int64_t R = v->r0 + r, C = v->c0 + c, ti = R / v->T, tj = C / v->T;
+    int64_t R = v->r0 + r, C = v->c0 + c, ti = R / v->TR, tj = C / v->T;
     memset(out, 0, sizeof *out);
     out->key.space = v->space;
-    out->key.addr = (uintptr_t)(v->base + (size_t)(ti * v->T + tj * v->T * v->ld) * v->es);
+    out->key.addr = (uintptr_t)(v->base + (size_t)(ti * v->TR + tj * v->T * v->ld) * v->es);
     out->key.ld = v->ld;
-    out->key.rows = (int32_t)TESS__MIN(v->T, v->rows - ti * v->T);
+    out->key.rows = (int32_t)TESS__MIN(v->TR, v->rows - ti * v->TR);
     out->key.cols = (int32_t)TESS__MIN(v->T, v->cols - tj * v->T);
     out->key.esize = v->es;
     out->home = TESS__HOME_HOST;
-    *ro = R - ti * v->T;
+    *ro = R - ti * v->TR;
     *co = C - tj * v->T;
 }
 
@@ -121,9 +122,9 @@ static bool has_memory(const struct tess__rt *rt) {
 /* ---- the contract checker (TESSERA_HOLD_CHECK) ----------------------------------------- */
 
 static uint64_t tile_sum(const struct tess__hold *h, int64_t ti, int64_t tj) {
-    int64_t r = TESS__MIN(h->T, h->rows - ti * h->T), c = TESS__MIN(h->T, h->cols - tj * h->T);
+    int64_t r = TESS__MIN(h->TR, h->rows - ti * h->TR), c = TESS__MIN(h->T, h->cols - tj * h->T);
     const unsigned char *p = (const unsigned char *)h->base +
-                             (size_t)(ti * h->T + tj * h->T * h->ld) * h->es;
+                             (size_t)(ti * h->TR + tj * h->T * h->ld) * h->es;
     uint64_t x = 1469598103934665603ULL;
     size_t w = (size_t)r * h->es;
     for (int64_t j = 0; j < c; j++, p += (size_t)h->ld * h->es) {
@@ -161,7 +162,7 @@ static int check(struct tess__rt *rt, struct tess__hold *h, const char *fn) {
                               "tess_invalidate (seen at use %lu since tess_hold)",
                               fn, (void *)h->base, (long long)h->rows, (long long)h->cols,
                               (long long)h->ld, (long long)(t % h->mt), (long long)(t / h->mt),
-                              (long long)(t % h->mt * h->T), (long long)(t / h->mt * h->T),
+                              (long long)(t % h->mt * h->TR), (long long)(t / h->mt * h->T),
                               h->uses);
     }
     (void)rt;
@@ -175,7 +176,7 @@ static void written_back(void *arg, const struct tess__tile_key *key) {
     for (struct tess__hold *h = rt->holds; h; h = h->next)
         if (h->space == key->space && h->sum) {
             size_t off = (size_t)((const char *)key->addr - h->base) / h->es;
-            int64_t ti = (int64_t)(off % (size_t)h->ld) / h->T,
+            int64_t ti = (int64_t)(off % (size_t)h->ld) / h->TR,
                     tj = (int64_t)(off / (size_t)h->ld) / h->T;
             h->sum[ti + tj * h->mt] = 0;
         }
@@ -323,7 +324,7 @@ static struct tess__hold *hold_of(struct tess__rt *rt, uint64_t space) {
 /* The record of held tile key (a tile of h's grid). */
 static struct tdep *rec_of(struct tess__hold *h, const struct tess__tile_key *key) {
     size_t off = (size_t)((const char *)key->addr - h->base) / h->es;
-    int64_t ti = (int64_t)(off % (size_t)h->ld) / h->T, tj = (int64_t)(off / (size_t)h->ld) / h->T;
+    int64_t ti = (int64_t)(off % (size_t)h->ld) / h->TR, tj = (int64_t)(off / (size_t)h->ld) / h->T;
     return &h->dep[ti + tj * h->mt];
 }
 
@@ -576,6 +577,19 @@ static void quiesce(struct tess__rt *rt, struct tess__hold *h) {
     if (h->sum) (void)sync_hold(rt, h, TESS__WB_WAIT, "check");
 }
 
+static void view_of(const struct tess__hold *h, int64_t r0, int64_t c0, struct tess__hview *v) {
+    *v = (struct tess__hview){.space = h->space,
+                              .base = h->base,
+                              .ld = h->ld,
+                              .rows = h->rows,
+                              .cols = h->cols,
+                              .T = h->T,
+                              .TR = h->TR,
+                              .es = (uint32_t)h->es,
+                              .r0 = r0,
+                              .c0 = c0};
+}
+
 int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
                     int64_t ld, size_t es, struct tess__hview *v) {
     if (!tess__holds_any() || rows <= 0 || cols <= 0) return 0;
@@ -601,9 +615,9 @@ int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t 
             has_memory(rt)) {
             off /= es;
             int64_t r0 = (int64_t)(off % (size_t)ld), c0 = (int64_t)(off / (size_t)ld);
-            if (r0 + rows <= h->rows && c0 + cols <= h->cols) {
-                *v = (struct tess__hview){h->space, h->base,      h->ld, h->rows, h->cols,
-                                          h->T,     (uint32_t)es, r0,    c0};
+            /* a hold of column strips serves only the call that made it */
+            if (r0 + rows <= h->rows && c0 + cols <= h->cols && h->TR == h->T) {
+                view_of(h, r0, c0, v);
                 r = 1;
             }
         }
@@ -662,6 +676,63 @@ void tess__holds_destroy(struct tess__rt *rt) {
 
 /* ---- the public API --------------------------------------------------------------------- */
 
+/* A new hold of rows x cols at A (arguments checked), tiles tile x tile, or column strips
+ * rows x tile (strips); *out: the hold, NULL on error. */
+static int hold_new(struct tess__rt *rt, tess_dtype_t dtype, void *A, int64_t ld, int64_t rows,
+                    int64_t cols, int64_t tile, bool strips, struct tess__hold **out) {
+    size_t es = tess__dtypes[dtype].size;
+    *out = NULL;
+    struct tess__hold *h = calloc(1, sizeof *h);
+    if (!h) return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
+    h->base = A, h->ld = ld, h->rows = rows, h->cols = cols, h->dt = dtype, h->es = es;
+    /* tile 0: one edge per precision for every hold of the runtime, so that the grids of
+     * the matrices one call uses line up (the edge of a large square GEMM; a matrix
+     * smaller than it is one clipped tile) */
+    h->T = tile ? tile : tess__rt_tile(rt, dtype, HOLD_EDGE_N, HOLD_EDGE_N, HOLD_EDGE_N, 1.0);
+    h->TR = strips ? rows : h->T;
+    h->mt = TESS__CEILDIV(rows, h->TR), h->nt = TESS__CEILDIV(cols, h->T);
+    h->space = atomic_fetch_add(&rt->next_space, 1);
+    h->dep = calloc((size_t)(h->mt * h->nt), sizeof *h->dep);
+    if (!h->dep) {
+        free(h);
+        return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
+    }
+    if (rt->cfg.hold_check) {
+        h->sum = calloc((size_t)(h->mt * h->nt), sizeof *h->sum);
+        if (!h->sum) {
+            hold_free(h);
+            return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
+        }
+        record_all(h);
+        tess__cache_lock(&rt->cache); /* the workers read the hook under the cache lock */
+        rt->cache.written_back = written_back;
+        rt->cache.written_back_arg = rt;
+        tess__cache_unlock(&rt->cache);
+    }
+    uintptr_t lo, hi;
+    span(A, rows, cols, ld, es, &lo, &hi);
+    pthread_mutex_lock(&rt->hold_mu);
+    for (struct tess__hold *o = rt->holds; o; o = o->next) {
+        uintptr_t olo, ohi;
+        span(o->base, o->rows, o->cols, o->ld, o->es, &olo, &ohi);
+        if (lo < ohi && olo < hi) {
+            pthread_mutex_unlock(&rt->hold_mu);
+            hold_free(h);
+            return tess__fail(TESS_EINVAL,
+                              "tess_hold: argument 2 (A = %p, %lld x %lld, ld %lld) overlaps the "
+                              "held range %p (%lld x %lld, ld %lld)",
+                              A, (long long)rows, (long long)cols, (long long)ld, (void *)o->base,
+                              (long long)o->rows, (long long)o->cols, (long long)o->ld);
+        }
+    }
+    h->next = rt->holds;
+    rt->holds = h;
+    atomic_fetch_add(&g_holds, 1);
+    pthread_mutex_unlock(&rt->hold_mu);
+    *out = h;
+    return TESS_OK;
+}
+
 int tess_hold(tess_dtype_t dtype, void *A, int64_t ld, int64_t rows, int64_t cols, int64_t tile) {
     tess__clear_error();
 #define BAD(...) tess__fail(TESS_EINVAL, "tess_hold: argument " __VA_ARGS__)
@@ -681,60 +752,18 @@ int tess_hold(tess_dtype_t dtype, void *A, int64_t ld, int64_t rows, int64_t col
     struct tess__rt *rt;
     int rc = tess__rt_get(&rt);
     if (rc) return rc;
-    struct tess__hold *h = calloc(1, sizeof *h);
-    if (!h) {
-        tess__rt_put(rt);
-        return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
-    }
-    h->base = A, h->ld = ld, h->rows = rows, h->cols = cols, h->dt = dtype, h->es = es;
-    /* tile 0: one edge per precision for every hold of the runtime, so that the grids of
-     * the matrices one call uses line up (the edge of a large square GEMM; a matrix
-     * smaller than it is one clipped tile) */
-    h->T = tile ? tile : tess__rt_tile(rt, dtype, HOLD_EDGE_N, HOLD_EDGE_N, HOLD_EDGE_N, 1.0);
-    h->mt = TESS__CEILDIV(rows, h->T), h->nt = TESS__CEILDIV(cols, h->T);
-    h->space = atomic_fetch_add(&rt->next_space, 1);
-    h->dep = calloc((size_t)(h->mt * h->nt), sizeof *h->dep);
-    if (!h->dep) {
-        free(h);
-        tess__rt_put(rt);
-        return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
-    }
-    if (rt->cfg.hold_check) {
-        h->sum = calloc((size_t)(h->mt * h->nt), sizeof *h->sum);
-        if (!h->sum) {
-            hold_free(h);
-            tess__rt_put(rt);
-            return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
-        }
-        record_all(h);
-        tess__cache_lock(&rt->cache); /* the workers read the hook under the cache lock */
-        rt->cache.written_back = written_back;
-        rt->cache.written_back_arg = rt;
-        tess__cache_unlock(&rt->cache);
-    }
-    uintptr_t lo, hi;
-    span(A, rows, cols, ld, es, &lo, &hi);
-    pthread_mutex_lock(&rt->hold_mu);
-    for (struct tess__hold *o = rt->holds; o; o = o->next) {
-        uintptr_t olo, ohi;
-        span(o->base, o->rows, o->cols, o->ld, o->es, &olo, &ohi);
-        if (lo < ohi && olo < hi) {
-            pthread_mutex_unlock(&rt->hold_mu);
-            hold_free(h);
-            tess__rt_put(rt);
-            return tess__fail(TESS_EINVAL,
-                              "tess_hold: argument 2 (A = %p, %lld x %lld, ld %lld) overlaps the "
-                              "held range %p (%lld x %lld, ld %lld)",
-                              A, (long long)rows, (long long)cols, (long long)ld, (void *)o->base,
-                              (long long)o->rows, (long long)o->cols, (long long)o->ld);
-        }
-    }
-    h->next = rt->holds;
-    rt->holds = h;
-    atomic_fetch_add(&g_holds, 1);
-    pthread_mutex_unlock(&rt->hold_mu);
+    struct tess__hold *h;
+    rc = hold_new(rt, dtype, A, ld, rows, cols, tile, false, &h);
     tess__rt_put(rt);
-    return TESS_OK;
+    return rc;
+}
+
+int tess__hold_strips(struct tess__rt *rt, tess_dtype_t dtype, void *A, int64_t ld, int64_t rows,
+                      int64_t cols, int64_t tile, struct tess__hview *v) {
+    struct tess__hold *h;
+    int rc = hold_new(rt, dtype, A, ld, rows, cols, tile, true, &h);
+    if (!rc) view_of(h, 0, 0, v);
+    return rc;
 }
 
 /* tess_sync (0), tess_invalidate (1), tess_release (2). */

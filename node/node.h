@@ -44,7 +44,12 @@ struct tess__step {
     const void *beta;  /* typically the job's beta on step 0, one after */
     /* the kernel's operand starts at (row, col) of the copy (a held tile: hold.c) */
     int64_t a_ro, a_co, b_ro, b_co;
-    int *info; /* POTRF (nops 0): where its kernel puts LAPACK's INFO (lives with the job) */
+    /* the kernel's C starts at (c_ro, c_co) of the task's output; b_in_c: its B lies in
+     * that output too, at (b_ro, b_co) (nops 1: a region of C this step does not write) */
+    int64_t c_ro, c_co;
+    bool b_in_c;
+    int *info; /* POTRF, GETRF: where its kernel puts LAPACK's INFO (lives with the job) */
+    int *ipiv; /* GETRF, LASWP: the pivots it writes or reads (backend.h; lives with the job) */
 };
 
 /* hold.c: where an operand of a job lies in a held matrix. Its tiles are the held grid's
@@ -53,6 +58,7 @@ struct tess__hview {
     uint64_t space;
     const char *base;
     int64_t ld, rows, cols, T;
+    int64_t TR; /* tile rows: T, except on a hold of column strips (tess__hold_strips) */
     uint32_t es;
     int64_t r0, c0; /* the operand's element (0, 0) in the held matrix */
 };
@@ -498,6 +504,11 @@ bool tess__holds_any(void);
  * names the call for the contract checker, which may fail it (TESS_EINVAL, < -1). */
 int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
                     int64_t ld, size_t es, struct tess__hview *v);
+/* Hold the rows x cols matrix A (ld; checked by the caller) for one call as column strips:
+ * tiles of every row by tile columns (src/lapack/getrf.c), *v its view; released with
+ * tess_release. tess__hold_view never answers 1 for such a hold. */
+int tess__hold_strips(struct tess__rt *rt, tess_dtype_t dtype, void *A, int64_t ld, int64_t rows,
+                      int64_t cols, int64_t tile, struct tess__hview *v);
 /* A call served as if nothing were held touches X: every held matrix X overlaps is written
  * back, and (written) its device copies dropped. Status of the sync (TESS_EDEVICE: tiles
  * lost). */

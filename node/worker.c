@@ -727,6 +727,8 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         cptr = sl->out.c->ptr;
         cld = sl->out.c->ld;
     }
+    char *cout = (char *)cptr; /* the task's output; the kernel's C and B regions in it */
+    cptr = cout + (size_t)(st.c_ro + st.c_co * cld) * es;
     struct tess__blk *a = NULL, *b = NULL;
     enum tess__fill fa = TESS__FILL_NONE, fb = TESS__FILL_NONE;
     if (st.nops > 0 &&
@@ -752,11 +754,16 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         .beta = st.beta,
         .A = a ? (char *)a->ptr + (size_t)(st.a_ro + st.a_co * a->ld) * es : NULL,
         .lda = a ? a->ld : 1,
-        .B = b ? (char *)b->ptr + (size_t)(st.b_ro + st.b_co * b->ld) * es : NULL,
-        .ldb = b ? b->ld : 1,
+        .B = st.b_in_c ? cout + (size_t)(st.b_ro + st.b_co * cld) * es
+             : b       ? (char *)b->ptr + (size_t)(st.b_ro + st.b_co * b->ld) * es
+                       : NULL,
+        .ldb = st.b_in_c ? cld
+               : b       ? b->ld
+                         : 1,
         .C = cptr,
         .ldc = cld,
         .info = st.info,
+        .ipiv = st.ipiv,
     };
     rc = ops->kernel(d->bd, sl->stream, &k);
     if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->ring.done[s % TESS__DEPTH]);

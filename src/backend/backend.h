@@ -45,6 +45,14 @@ typedef struct tess__event tess__event; /* backend-defined */
  *          C = L L^H, 'U' C = U^H U, the factor in that triangle; A, B, alpha, beta unused;
  *          *info gets LAPACK's INFO (0, or j > 0: the leading minor of order j is not
  *          positive definite), visible once an event recorded after the kernel completed
+ *   GETRF  C = P L U in place, C m x n (LAPACK's xGETRF: partial pivoting, L unit lower
+ *          trapezoidal, U upper); ipiv[0 .. min(m, n) - 1] gets its 1-based pivots (row i
+ *          of C was interchanged with row ipiv[i]) and *info its INFO (0, or j > 0: U(j, j)
+ *          is exactly zero, the factorization completed), host ints visible once an event
+ *          recorded after the kernel completed; A, B, alpha, beta unused
+ *   LASWP  LAPACK's xLASWP with k1 = 1, k2 = k, incx = 1 on C, m x n: for i = 0 .. k - 1 in
+ *          order, row i of C is interchanged with row ipiv[i] - 1 (every ipiv[i] <= m); ipiv
+ *          is host memory, final when the kernel is queued, and read before the call returns
  * Only the triangle `uplo` of C is referenced by SYRK/HERK/SYR2K/HER2K, only that of A by
  * SYMM/HEMM/TRMM/TRSM. beta = 0 never reads C. */
 enum tess__kernel_kind {
@@ -57,7 +65,9 @@ enum tess__kernel_kind {
     TESS__K_HER2K,
     TESS__K_TRMM,
     TESS__K_TRSM,
-    TESS__K_POTRF
+    TESS__K_POTRF,
+    TESS__K_GETRF,
+    TESS__K_LASWP
 };
 
 struct tess__kernel {
@@ -72,7 +82,8 @@ struct tess__kernel {
     int64_t ldb;
     void *C;
     int64_t ldc;
-    int *info; /* POTRF: host int for LAPACK's INFO (see above); NULL for the others */
+    int *info; /* POTRF, GETRF: host int for LAPACK's INFO (see above); NULL for the others */
+    int *ipiv; /* GETRF: host ints it writes; LASWP: host ints it reads (see above) */
 };
 
 /* What the runtime asks of one device when opening it. */

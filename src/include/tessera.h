@@ -295,6 +295,62 @@ TESS_API int tess_zpotrs(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int6
                          const void *A, int64_t lda, void *B, int64_t ldb, int64_t *info);
 TESS_API int tess_zposv(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64_t nrhs, void *A,
                         int64_t lda, void *B, int64_t ldb, int64_t *info);
+/* tess_?getrf: LAPACK's ?GETRF, the LU factorization A = P L U of the m x n matrix A with
+ * partial pivoting (row interchanges): L unit lower trapezoidal and U upper trapezoidal
+ * overwrite A, ipiv[0 .. min(m, n) - 1] gets LAPACK's 1-based pivots (row i was
+ * interchanged with row ipiv[i]). The factorization runs as tile tasks on every device, the
+ * matrix held as column strips (panel GETRF, LASWP, TRSM and GEMM kernels ordered by their
+ * strips); a small matrix, a held one (written back first), or a runtime without device
+ * memory goes to the CPU LAPACK. Row-major: A is m x n row-major (lda >= n) and the
+ * factorization is of that matrix, through a column-major copy (as LAPACKE).
+ * Returns TESS_OK once the call ran, with *info as LAPACK's INFO: 0, or i > 0 when U(i, i)
+ * is exactly zero (the factorization completed; U is singular). A bad argument: TESS_EINVAL
+ * and *info = -(its position in the typed entry: layout 1, m 2, n 3, A 4, lda 5, ipiv 6),
+ * nothing read or written (info NULL: TESS_EINVAL only). A device failure: TESS_EDEVICE,
+ * A and ipiv unspecified. */
+TESS_API int tess_getrf(tess_dtype_t dtype, tess_layout_t layout, int64_t m, int64_t n, void *A,
+                        int64_t lda, int64_t *ipiv, int64_t *info);
+TESS_API int tess_sgetrf(tess_layout_t layout, int64_t m, int64_t n, float *A, int64_t lda,
+                         int64_t *ipiv, int64_t *info);
+TESS_API int tess_dgetrf(tess_layout_t layout, int64_t m, int64_t n, double *A, int64_t lda,
+                         int64_t *ipiv, int64_t *info);
+TESS_API int tess_cgetrf(tess_layout_t layout, int64_t m, int64_t n, void *A, int64_t lda,
+                         int64_t *ipiv, int64_t *info);
+TESS_API int tess_zgetrf(tess_layout_t layout, int64_t m, int64_t n, void *A, int64_t lda,
+                         int64_t *ipiv, int64_t *info);
+/* tess_?getrs: LAPACK's ?GETRS, op(A) X = B (op: trans N, T or C) for the n x nrhs B
+ * (overwritten by X) with the factors and pivots tess_?getrf left: B's rows interchanged on
+ * the host, two triangular solves (tess_trsm). tess_?gesv: LAPACK's ?GESV, tess_?getrf then
+ * tess_?getrs; with *info > 0 (U singular) B is unchanged. Row-major: B is n x nrhs
+ * row-major (ldb >= nrhs), as LAPACKE. Bad arguments: TESS_EINVAL, *info = -(position in the
+ * typed entry: getrs layout 1, trans 2, n 3, nrhs 4, A 5, lda 6, ipiv 7 (also a pivot outside
+ * 1..n), B 8, ldb 9; gesv layout 1, n 2, nrhs 3, A 4, lda 5, ipiv 6, B 7, ldb 8), nothing
+ * written. */
+TESS_API int tess_getrs(tess_dtype_t dtype, tess_layout_t layout, tess_trans_t trans, int64_t n,
+                        int64_t nrhs, const void *A, int64_t lda, const int64_t *ipiv, void *B,
+                        int64_t ldb, int64_t *info);
+TESS_API int tess_gesv(tess_dtype_t dtype, tess_layout_t layout, int64_t n, int64_t nrhs, void *A,
+                       int64_t lda, int64_t *ipiv, void *B, int64_t ldb, int64_t *info);
+TESS_API int tess_sgetrs(tess_layout_t layout, tess_trans_t trans, int64_t n, int64_t nrhs,
+                         const float *A, int64_t lda, const int64_t *ipiv, float *B, int64_t ldb,
+                         int64_t *info);
+TESS_API int tess_dgetrs(tess_layout_t layout, tess_trans_t trans, int64_t n, int64_t nrhs,
+                         const double *A, int64_t lda, const int64_t *ipiv, double *B, int64_t ldb,
+                         int64_t *info);
+TESS_API int tess_cgetrs(tess_layout_t layout, tess_trans_t trans, int64_t n, int64_t nrhs,
+                         const void *A, int64_t lda, const int64_t *ipiv, void *B, int64_t ldb,
+                         int64_t *info);
+TESS_API int tess_zgetrs(tess_layout_t layout, tess_trans_t trans, int64_t n, int64_t nrhs,
+                         const void *A, int64_t lda, const int64_t *ipiv, void *B, int64_t ldb,
+                         int64_t *info);
+TESS_API int tess_sgesv(tess_layout_t layout, int64_t n, int64_t nrhs, float *A, int64_t lda,
+                        int64_t *ipiv, float *B, int64_t ldb, int64_t *info);
+TESS_API int tess_dgesv(tess_layout_t layout, int64_t n, int64_t nrhs, double *A, int64_t lda,
+                        int64_t *ipiv, double *B, int64_t ldb, int64_t *info);
+TESS_API int tess_cgesv(tess_layout_t layout, int64_t n, int64_t nrhs, void *A, int64_t lda,
+                        int64_t *ipiv, void *B, int64_t ldb, int64_t *info);
+TESS_API int tess_zgesv(tess_layout_t layout, int64_t n, int64_t nrhs, void *A, int64_t lda,
+                        int64_t *ipiv, void *B, int64_t ldb, int64_t *info);
 
 /* ---- held data (docs/held.md) -------------------------------------------------------
  * tess_hold declares the column-major rows x cols matrix A (leading dimension ld >= rows,

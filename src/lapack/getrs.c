@@ -30,6 +30,10 @@ static int check(const char *fn, int gen, tess_dtype_t dt, tess_layout_t layout,
         return BAD(5 + o, "(lda = %lld) must be >= max(1, n) = %lld", (long long)lda,
                    (long long)TESS__MAX(1, n));
     if (n > 0 && !ipiv) return BAD(6 + o, "(ipiv = %p) must not be NULL", (const void *)ipiv);
+    for (int64_t i = 0; check_piv && i < n; i++)
+        if (ipiv[i] < 1 || ipiv[i] > n)
+            return BAD(6 + o, "(ipiv[%lld] = %lld) must be in 1..n = %lld", (long long)i,
+                       (long long)ipiv[i], (long long)n);
     if (n > 0 && nrhs > 0 && !B) return BAD(7 + o, "(B = %p) must not be NULL", B);
     bool row = layout == TESS_ROW_MAJOR;
     int64_t brows = row ? nrhs : n, bcols = row ? n : nrhs;
@@ -47,10 +51,6 @@ static int check(const char *fn, int gen, tess_dtype_t dt, tess_layout_t layout,
                    "(B: %lld x %lld with leading dimension %lld) spans more than the address "
                    "space",
                    (long long)brows, (long long)bcols, (long long)ldb);
-    for (int64_t i = 0; check_piv && i < n; i++)
-        if (ipiv[i] < 1 || ipiv[i] > n)
-            return BAD(6 + o, "(ipiv[%lld] = %lld) must be in 1..n = %lld", (long long)i,
-                       (long long)ipiv[i], (long long)n);
 #undef BAD
     *info = 0;
     return TESS_OK;

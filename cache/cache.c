@@ -117,20 +117,32 @@ static bool evictable(struct tess__blk *b, void *arg) {
  * complete), to the tile's home: the entry is clean from now on and its home current once
  * b's ready event (re-recorded here) completed; until then b is not evictable and host
  * fills of the tile wait for that event (e->wb). */
+/* Queue on `stream` the copy of b's rows r0.. (the dirty ones: e->dirty_r0) to the home of
+ * tile k, counted. */
+static int copy_home(struct tess__cache *c, struct tess__blk *b, const struct tess__tile_key *k,
+                     int64_t r0, int stream) {
+    struct tess__cdev *cd = &c->dev[b->dev];
+    r0 = TESS__MIN(TESS__MAX(r0, 0), (int64_t)k->rows);
+    size_t es = k->esize, off = (size_t)r0 * es, w = (size_t)(k->rows - r0) * es;
+    if (w == 0) return TESS_OK;
+    int rc = cd->ops->copy2d(cd->bd, stream, TESS__D2H, (char *)k->addr + off, (size_t)k->ld * es,
+                             (char *)b->ptr + off, (size_t)b->ld * es, w, (size_t)k->cols, NULL);
+    if (rc) return rc;
+    TESS__COUNT(cd->ctr, bytes_d2h, w * (size_t)k->cols);
+    TESS__COUNT(cd->ctr, writebacks, 1);
+    return TESS_OK;
+}
+
 static int writeback_queue(struct tess__cache *c, struct tess__blk *b, int stream) {
     struct tess__cdev *cd = &c->dev[b->dev];
     struct tess__dentry *e = b->entry;
     const struct tess__tile_key *k = &e->key;
-    size_t es = k->esize, w = (size_t)k->rows * es;
-    int rc = cd->ops->copy2d(cd->bd, stream, TESS__D2H, (void *)k->addr, (size_t)k->ld * es, b->ptr,
-                             (size_t)b->ld * es, w, (size_t)k->cols, NULL);
+    int rc = copy_home(c, b, k, e->dirty_r0, stream);
     if (!rc) rc = cd->ops->event_record(cd->bd, stream, b->ready);
     if (rc) return rc;
     b->ready_done = 0;
     e->dirty = 0;
     e->wb = b;
-    TESS__COUNT(cd->ctr, bytes_d2h, w * (size_t)k->cols);
-    TESS__COUNT(cd->ctr, writebacks, 1);
     if (c->written_back) c->written_back(c->written_back_arg, k);
     return TESS_OK;
 }
@@ -812,7 +824,7 @@ int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct te
 /* Under the cache lock: b (a taken block whose work completed) becomes dev's cached copy
  * of key, dirty or clean. */
 static void put_locked(struct tess__cache *c, int dev, const struct tess__tile_key *key,
-                       struct tess__blk *b, bool dirty) {
+                       struct tess__blk *b, bool dirty, int64_t r0) {
     struct tess__cdev *cd = &c->dev[dev];
     b->ready_done = 1;
     if (drop_pin(c, b)) {
@@ -839,6 +851,10 @@ static void put_locked(struct tess__cache *c, int dev, const struct tess__tile_k
     b->space = key->space;
     b->t_put = tess__now();
     e->writer = -1;
+    if (dirty) {
+        r0 = TESS__MIN(TESS__MAX(r0, 0), (int64_t)key->rows);
+        e->dirty_r0 = (int32_t)(e->dirty ? TESS__MIN(e->dirty_r0, r0) : r0);
+    }
     e->dirty = dirty;
     tess__dir_fill(c->dir, e, dev, b);
     b->entry = e;
@@ -847,9 +863,9 @@ static void put_locked(struct tess__cache *c, int dev, const struct tess__tile_k
 }
 
 void tess__cache_put(struct tess__cache *c, int dev, const struct tess__tile_key *key,
-                     struct tess__blk *b, bool dirty) {
+                     struct tess__blk *b, bool dirty, int64_t r0) {
     tess__cache_lock(c);
-    put_locked(c, dev, key, b, dirty);
+    put_locked(c, dev, key, b, dirty, r0);
     tess__cache_unlock(c);
 }
 
@@ -857,7 +873,7 @@ void tess__cache_abandon(struct tess__cache *c, int dev, const struct tess__tile
                          struct tess__blk *b, bool was_dirty, bool intact) {
     tess__cache_lock(c);
     if (intact && !c->dev[dev].failed) {
-        put_locked(c, dev, key, b, was_dirty);
+        put_locked(c, dev, key, b, was_dirty, key->rows); /* the dirty rows as they were */
     } else {
         b->readers = 0;
         blk_free(c, b);
@@ -876,6 +892,7 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
     bool drop = mode == TESS__WB_DROP;
     struct tess__cdev *cd = &c->dev[dev];
     struct tess__blk **v = NULL;
+    int32_t *r0 = NULL; /* pass 0: the dirty rows' start of each copy written back */
     size_t n = 0, cap = 0, nmine = 0;
     int rc = TESS_OK;
     tess__cache_lock(c);
@@ -891,13 +908,17 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
             if (n == cap) {
                 size_t nc = cap ? 2 * cap : 64;
                 struct tess__blk **nv = realloc(v, nc * sizeof *nv);
-                if (!nv) {
+                if (nv) v = nv;
+                int32_t *nr = nv ? realloc(r0, nc * sizeof *nr) : NULL;
+                if (nr) r0 = nr;
+                if (!nv || !nr) {
                     rc = tess__fail(TESS_ENOMEM, "held data: out of host memory");
                     break;
                 }
-                v = nv, cap = nc;
+                cap = nc;
             }
             b->readers++;
+            r0[n] = e->dirty_r0;
             v[n++] = b;
             if (pass == 0) nmine++;
         }
@@ -908,13 +929,7 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
         if (!v[i]->ready_done && cd->ops->event_query(cd->bd, v[i]->ready) != TESS_OK)
             rc = cd->ops->stream_wait(cd->bd, stream, v[i]->ready);
         if (rc) break;
-        size_t es = k->esize, w = (size_t)k->rows * es;
-        rc = cd->ops->copy2d(cd->bd, stream, TESS__D2H, (void *)k->addr, (size_t)k->ld * es,
-                             v[i]->ptr, (size_t)v[i]->ld * es, w, (size_t)k->cols, NULL);
-        if (!rc) {
-            TESS__COUNT(cd->ctr, bytes_d2h, w * (size_t)k->cols);
-            TESS__COUNT(cd->ctr, writebacks, 1);
-        }
+        rc = copy_home(c, v[i], k, r0[i], stream);
     }
     if (!rc && nmine) rc = cd->ops->event_record(cd->bd, stream, ev);
     if (!rc && nmine) rc = cd->ops->event_sync(cd->bd, ev);
@@ -937,6 +952,7 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
     }
     tess__cache_unlock(c);
     free(v);
+    free(r0);
     return rc;
 }
 
@@ -999,16 +1015,12 @@ struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream,
     }
     if (b) {
         const struct tess__tile_key *k = &b->entry->key;
-        size_t es = k->esize, w = (size_t)k->rows * es;
-        if (cd->ops->copy2d(cd->bd, stream, TESS__D2H, (void *)k->addr, (size_t)k->ld * es, b->ptr,
-                            (size_t)b->ld * es, w, (size_t)k->cols, NULL) == TESS_OK &&
+        if (copy_home(c, b, k, b->entry->dirty_r0, stream) == TESS_OK &&
             cd->ops->event_record(cd->bd, stream, b->ready) == TESS_OK) {
             /* in flight like an eviction's write-back (takes wait for it), still dirty */
             b->ready_done = 0;
             b->entry->wb = b;
             b->readers++;
-            TESS__COUNT(cd->ctr, bytes_d2h, w * (size_t)k->cols);
-            TESS__COUNT(cd->ctr, writebacks, 1);
         } else {
             b = NULL;
         }

@@ -136,13 +136,15 @@ enum tess__mesix { TESS__MESIX_I = 0, TESS__MESIX_S, TESS__MESIX_E, TESS__MESIX_
  * space of node/hold.c) add: dirty, the home is stale (the holders' copies, or the writer's
  * working block, are the only current contents: the last holder is written back before it
  * leaves); wb, a holder's write-back to the home in flight (the home is current once its
- * ready event completed); lost, the only current contents were on a device that failed.
- * An entry that is dirty or lost stays while no device holds the tile. */
+ * ready event completed); lost, the only current contents were on a device that failed;
+ * dirty_r0, while dirty: the home's rows above it are current (a write-back copies rows
+ * dirty_r0.. only). An entry that is dirty or lost stays while no device holds the tile. */
 struct tess__dentry {
     struct tess__tile_key key;
     uint32_t holders;                         /* bit d: device d holds a valid copy */
     int writer;                               /* device holding it in M, or -1 */
     uint8_t dirty, lost;                      /* held tiles: see above */
+    int32_t dirty_r0;                         /* held tiles: see above */
     struct tess__blk *wb;                     /* held tiles: write-back in flight, or NULL */
     struct tess__blk *copy[TESS_MAX_DEVICES]; /* the copy on each device, NULL if none */
     struct tess__dentry *hnext;               /* hash chain */
@@ -296,10 +298,10 @@ void tess__cache_unacquire(struct tess__cache *c, struct tess__blk *b);
 int tess__cache_take(struct tess__cache *c, int dev, int stream, const struct tess__tile *t,
                      size_t bytes, const size_t *room, int nroom, int copies,
                      struct tess__blk **out, bool *was_dirty);
-/* The task's work on b completed: b becomes dev's cached copy of key, dirty (written) or
- * clean. */
+/* The task's work on b completed: b becomes dev's cached copy of key, dirty (written from
+ * row r0 on: the rows above are as the tile was taken) or clean. */
 void tess__cache_put(struct tess__cache *c, int dev, const struct tess__tile_key *key,
-                     struct tess__blk *b, bool dirty);
+                     struct tess__blk *b, bool dirty, int64_t r0);
 /* The task will not complete (its job failed, its device failed): intact (no kernel wrote b
  * and dev is alive) puts b back as it was; otherwise b is freed and a tile whose home was
  * stale is lost. */

@@ -48,7 +48,8 @@ struct tess__step {
      * that output too, at (b_ro, b_co) (nops 1: a region of C this step does not write) */
     int64_t c_ro, c_co;
     bool b_in_c;
-    int *info; /* POTRF, GETRF: where its kernel puts LAPACK's INFO (lives with the job) */
+    bool a_dep_only; /* a only orders the step after its writer (hold.c), never fetched */
+    int *info;       /* POTRF, GETRF: where its kernel puts LAPACK's INFO (lives with the job) */
     int *ipiv; /* GETRF, LASWP: the pivots it writes or reads (backend.h; lives with the job) */
 };
 
@@ -258,7 +259,9 @@ struct tess__slot_out {  /* worker.c: the output tile C_ij on the device */
     int held;            /* c is the held tile ckey itself (hold.c), taken at activation */
     bool was_dirty;      /* ... whose home was stale when taken */
     struct tess__tile_key ckey;
-    size_t c_off; /* bytes from c->ptr to the task's element (0, 0) */
+    size_t c_off;  /* bytes from c->ptr to the task's element (0, 0) */
+    int64_t c_row; /* held: the tile's row of the task's element (0, 0) */
+    int64_t w_r0;  /* held: the first row of the tile a queued step writes (tess__cache_put) */
 };
 struct tess__slot_recover { /* worker.c, TESSERA_RECOVER: C through a host buffer */
     int bounced;            /* the write-back went into bounce, ... */

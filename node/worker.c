@@ -315,7 +315,7 @@ static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     if (sl->out.held) {
         /* the held tile stays here, dirty; a cancelled task's is put back if untouched */
         if (!sl->out.cancelled) {
-            tess__cache_put(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, true);
+            tess__cache_put(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, true, sl->out.w_r0);
             if (t->final && !dead) note_final(d, &sl->out.ckey);
         } else
             tess__cache_abandon(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, sl->out.was_dirty,
@@ -537,6 +537,8 @@ static int alloc_c(struct tess__dev *d, struct tess__slot *sl, struct tess__task
         sl->out.was_dirty = dirty;
         sl->out.ckey = ct.key;
         sl->out.c_off = (size_t)(ro + co * sl->out.c->ld) * tess__dtypes[t->job->dt].size;
+        sl->out.c_row = ro;
+        sl->out.w_r0 = ct.key.rows;
         sl->out.c_loaded = 1;
         return TESS_OK;
     }
@@ -731,7 +733,7 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     cptr = cout + (size_t)(st.c_ro + st.c_co * cld) * es;
     struct tess__blk *a = NULL, *b = NULL;
     enum tess__fill fa = TESS__FILL_NONE, fb = TESS__FILL_NONE;
-    if (st.nops > 0 &&
+    if (st.nops > 0 && !st.a_dep_only &&
         (rc = tess__cache_acquire(c, d->id, sl->stream, &st.a, job->blk_bytes, &a, &fa)))
         return rc;
     if (st.nops > 1 &&
@@ -772,6 +774,7 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         if (b) tess__cache_unacquire(c, b);
         return rc;
     }
+    if (sl->out.held) sl->out.w_r0 = TESS__MIN(sl->out.w_r0, sl->out.c_row + st.c_ro);
     sl->ring.held[2 * (s % TESS__DEPTH)] = a;
     sl->ring.held[2 * (s % TESS__DEPTH) + 1] = b;
     tess__trace_slot_issue(sl, s, fa, fb);

@@ -425,7 +425,7 @@ static void chain(bool dirty, bool fail) {
         ASSERT(!was_dirty);
         ASSERT(tile_is(bw, orig, HOST_LD, 1));
         kernel_double(bw);
-        tess__cache_put(&cache, WRITER, &X.key, bw, true);
+        tess__cache_put(&cache, WRITER, &X.key, bw, true, 0);
         f = 2;
         struct tess__dentry *e = tess__dir_find(cache.dir, &X.key);
         ASSERT(e && e->dirty && e->holders == 1u << WRITER);
@@ -461,7 +461,7 @@ static void chain(bool dirty, bool fail) {
     ASSERT_EQ(ctr[TAKER].l2_hits, 1);
     ASSERT(fail ? all_garbage(bt) : tile_is(bt, orig, HOST_LD, f));
     kernel_double(bt);
-    tess__cache_put(&cache, TAKER, &X.key, bt, true);
+    tess__cache_put(&cache, TAKER, &X.key, bt, true, 0);
 
     struct tess__dentry *e = tess__dir_find(cache.dir, &X.key);
     if (!fail) ASSERT(e && e->dirty && !e->lost && e->holders == 1u << TAKER && e->copy[TAKER]);

@@ -7,12 +7,14 @@
  * once and ordered by the strips' dependency tables (node/hold.c):
  *   PANEL  GETRF on strip k's rows kT.. (its pivots, relative, in the call's piv[kT..])
  *   UPDATE per strip j > k: LASWP of its rows kT.. by panel k's pivots, TRSM of its rows
- *          kT..kT+d by the unit lower L_kk, GEMM of the rows below by L_k's rest
- * and once every panel is done, SWAP applies the later panels' interchanges to the strips
- * left of them (LAPACK's dlaswp on columns 1:j-1).
+ *          kT..kT+d by the unit lower L_kk, GEMM of the rows below by L_k's rest; per strip
+ *          j < k: LASWP of its rows kT.. (LAPACK's dlaswp on columns 1:k-1), after PANEL k
+ *          through a dependency-only operand
  * Invariants: every task writes one strip and lies inside it; a PANEL's INFO > 0 (an exact
  * zero pivot) fails nothing: the factorization completes, the first such pivot is INFO; a
- * task's last write of a strip is final (written back at once). */
+ * strip's PANEL, its last write and the swaps after which fewer than half the rows of its
+ * last write-back remain to change are final (written back at once, the changed rows
+ * only: put's row range), so the tail writes about T rows of each strip. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +22,13 @@
 #include "hostblas.h"
 #include "lapack.h"
 
-enum lj_kind { LJ_PANEL, LJ_UPDATE, LJ_SWAP };
+enum lj_kind { LJ_PANEL, LJ_UPDATE };
 
-/* One job: a panel's factorization or update, or the closing swaps. */
+/* One job: a panel's factorization or its update. */
 struct ljob {
     struct tess__job base; /* first: the step callback casts back */
     enum lj_kind kind;
-    int64_t k;  /* the panel (LJ_SWAP: none) */
+    int64_t k;  /* the panel */
     int64_t nk; /* panels: ceil(min(m, n) / T) */
     int64_t nt; /* strips: ceil(n / T) */
     int info;   /* LJ_PANEL: the tile kernel's INFO */
@@ -52,7 +54,7 @@ static void lj_step(const struct tess__job *job, const struct tess__task *t, int
                     struct tess__step *out) {
     const struct ljob *lj = (const struct ljob *)job;
     const void *one = tess__scalar_one(job->dt);
-    int64_t T = job->tile, p = lj->kind == LJ_SWAP ? t->j + 1 + s : lj->k, mk, wk, dk;
+    int64_t T = job->tile, p = lj->k, mk, wk, dk;
     panel_dims(job, p, &mk, &wk, &dk);
     memset(out, 0, sizeof *out);
     out->n = t->n;
@@ -66,12 +68,18 @@ static void lj_step(const struct tess__job *job, const struct tess__task *t, int
         out->ipiv = lj->piv + p * T;
         return;
     }
-    if (lj->kind == LJ_SWAP || s == 0) {
-        /* this strip's rows pT.. interchanged as panel p's were */
+    if (s == 0) {
+        /* this strip's rows pT.. interchanged as panel p's were; left of the panel, after
+         * it (the panel's strip orders the task, nothing reads it) */
         out->kind = TESS__K_LASWP;
         out->m = mk, out->k = dk;
         out->c_ro = p * T;
         out->ipiv = lj->piv + p * T;
+        if (t->j < p) {
+            out->nops = 1;
+            out->a_dep_only = true;
+            strip_operand(lj, p, p * T, out);
+        }
         return;
     }
     if (s == 1) {
@@ -96,9 +104,8 @@ static void lj_step(const struct tess__job *job, const struct tess__task *t, int
     strip_operand(lj, p, p * T + dk, out);
 }
 
-static const struct tess__job_ops getrf_ops[3] = {{.name = "getrf", .step = lj_step},
-                                                  {.name = "getrf-update", .step = lj_step},
-                                                  {.name = "getrf-swap", .step = lj_step}};
+static const struct tess__job_ops getrf_ops[2] = {{.name = "getrf", .step = lj_step},
+                                                  {.name = "getrf-update", .step = lj_step}};
 
 /* Append the task writing strip j with nsteps steps; urgent: on the critical path. Its
  * priority: the sooner the panel that consumes the strip (panel j), the higher; a panel
@@ -116,28 +123,41 @@ static void add_task(struct ljob *lj, int64_t j, int nsteps, bool urgent, bool f
     t->c = (char *)job->C + (size_t)(t->col * job->ldc) * es;
     t->load_c = 1;
     t->urgent = urgent;
-    int64_t pri = 3 * (lj->nt - j) + (lj->kind == LJ_PANEL ? 2 : urgent);
+    int64_t pri = j < lj->k ? 0 : 3 * (lj->nt - j) + (lj->kind == LJ_PANEL ? 2 : urgent);
     t->pri = (int16_t)TESS__MIN(pri, INT16_MAX);
     t->final = final;
     atomic_init(&t->ndeps, 0);
     atomic_init(&t->released, 0);
 }
 
-/* The tasks of lj in queue order: for an update, the next panel's strip first. */
+/* Whether panel k's swaps leave strip j < k final (written back): at its last panel, or
+ * when the rows later panels may still change (m - (k + 1) T) are at most half of those
+ * changed since its last write-back (its PANEL's, final; then rows from (j + 1) T), so the
+ * strip's write-backs shrink geometrically: about twice its rows below (j + 1) T in all,
+ * and about 2 T rows left for the end. */
+static bool swap_final(const struct ljob *lj, int64_t j) {
+    int64_t k = lj->k, T = lj->base.tile, m = lj->base.m, from = (j + 1) * T;
+    if (k == lj->nk - 1) return true;
+    for (int64_t p = j + 1; p < k; p++)
+        if (2 * (m - (p + 1) * T) <= m - from) from = (p + 1) * T; /* written back at p */
+    return 2 * (m - (k + 1) * T) <= m - from;
+}
+
+/* The tasks of lj in queue order: for an update, the next panel's strip first, the swaps
+ * left of the panel last. */
 static int fill(struct ljob *lj) {
     int64_t k = lj->k, nk = lj->nk, nt = lj->nt, mk, wk, dk;
-    int64_t cnt = lj->kind == LJ_PANEL ? 1 : lj->kind == LJ_UPDATE ? nt - k - 1 : nk - 1;
+    int64_t cnt = lj->kind == LJ_PANEL ? 1 : nt - 1;
     lj->base.tasks = calloc((size_t)TESS__MAX(cnt, 1), sizeof *lj->base.tasks);
     if (!lj->base.tasks) return TESS_ENOMEM;
     lj->base.ntasks = 0;
     if (lj->kind == LJ_PANEL) {
-        add_task(lj, k, 1, true, k == nk - 1);
-    } else if (lj->kind == LJ_UPDATE) {
+        add_task(lj, k, 1, true, true);
+    } else {
         panel_dims(&lj->base, k, &mk, &wk, &dk);
         for (int64_t j = k + 1; j < nt; j++)
             add_task(lj, j, mk > dk ? 3 : 2, j == k + 1, k == nk - 1);
-    } else {
-        for (int64_t j = 0; j < nk - 1; j++) add_task(lj, j, (int)(nk - 1 - j), false, true);
+        for (int64_t j = 0; j < k; j++) add_task(lj, j, 1, false, swap_final(lj, j));
     }
     return TESS_OK;
 }
@@ -223,13 +243,12 @@ static void reap(struct tess__rt *rt, struct ljob *lj, int *first) {
 }
 
 /* Factor the column-major m x n matrix A held as strips (view hv, strip width hv->T): every
- * panel's jobs submitted, waited for in order, then the swaps to the left. ipiv and *info as
- * LAPACK's. */
+ * panel's jobs submitted, then waited for in order. ipiv and *info as LAPACK's. */
 static int tile_getrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, int64_t m, int64_t n,
                       void *A, int64_t lda, const struct tess__hview *hv, int64_t *ipiv,
                       int64_t *info) {
     int64_t T = hv->T, nk = TESS__CEILDIV(TESS__MIN(m, n), T), nt = TESS__CEILDIV(n, T);
-    int64_t njobs = 2 * nk + 1;
+    int64_t njobs = 2 * nk;
     if (tess__l3_count_mul(nk, nt) > TESS__TASKS_MAX)
         return tess__fail(TESS_ENOMEM,
                           "%s: %lld strips of %lld columns: too many; raise "
@@ -245,18 +264,13 @@ static int tile_getrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, int6
     int rc = TESS_OK, first = TESS_OK;
     int64_t submitted = 0;
     atomic_fetch_add(&rt->crit_live, 1); /* the devices keep a stream for its panels */
-    for (int64_t x = 0; x < 2 * nk; x++) {
+    for (int64_t x = 0; x < njobs; x++) {
         job_init(&jobs[x], x % 2 ? LJ_UPDATE : LJ_PANEL, x / 2, dt, m, n, T, A, lda, hv, piv);
         if (!submit(rt, fn, &jobs[x], &rc)) break;
         submitted = x + 1;
     }
     /* later jobs depend on earlier ones, never the reverse */
     for (int64_t x = 0; x < submitted; x++) reap(rt, &jobs[x], &first);
-    if (!rc && !first) {
-        struct ljob *sw = &jobs[2 * nk];
-        job_init(sw, LJ_SWAP, 0, dt, m, n, T, A, lda, hv, piv);
-        if (submit(rt, fn, sw, &rc)) reap(rt, sw, &first);
-    }
     atomic_fetch_sub(&rt->crit_live, 1);
     *info = 0;
     if (!rc && !first) {

@@ -277,6 +277,7 @@ struct tess__slot_trace {         /* trace.c (TESSERA_TRACE): the stream's inter
     double t_act;                 /* when the task was put on the slot */
     double last_t;                /* when the stream's last traced operation ended */
     int8_t fill[2 * TESS__DEPTH]; /* enum tess__fill of each held copy */
+    int8_t kind[TESS__DEPTH];     /* enum tess__kernel_kind of each step in flight */
     tess__event *cl;              /* recorded after the C load */
     int cl_rec;                   /* cl was recorded for the running task */
 };
@@ -563,7 +564,7 @@ int tess__trace_slot_open(struct tess__dev *d, struct tess__slot *sl);
 void tess__trace_slot_close(struct tess__dev *d, struct tess__slot *sl);
 void tess__trace_slot_start(struct tess__slot *sl);
 void tess__trace_slot_load(struct tess__dev *d, struct tess__slot *sl);
-void tess__trace_slot_issue(struct tess__slot *sl, int s, int fill_a, int fill_b);
+void tess__trace_slot_issue(struct tess__slot *sl, int s, int kind, int fill_a, int fill_b);
 void tess__trace_slot_step(struct tess__dev *d, struct tess__slot *sl, int s);
 void tess__trace_slot_wb(struct tess__dev *d, struct tess__slot *sl);
 void tess__trace_slot_end(struct tess__dev *d, struct tess__slot *sl);

@@ -70,7 +70,8 @@ void tess__trace_slot_load(struct tess__dev *d, struct tess__slot *sl) {
     if (d->rt->trace.on && !d->ops->event_record(d->bd, sl->stream, sl->tr.cl)) sl->tr.cl_rec = 1;
 }
 
-void tess__trace_slot_issue(struct tess__slot *sl, int s, int fill_a, int fill_b) {
+void tess__trace_slot_issue(struct tess__slot *sl, int s, int kind, int fill_a, int fill_b) {
+    sl->tr.kind[s % TESS__DEPTH] = (int8_t)kind;
     sl->tr.fill[2 * (s % TESS__DEPTH)] = (int8_t)fill_a;
     sl->tr.fill[2 * (s % TESS__DEPTH) + 1] = (int8_t)fill_b;
 }
@@ -83,9 +84,10 @@ static double ev_time(struct tess__dev *d, tess__event *ev) {
 /* One interval ending when ev was reached, starting when the stream finished its previous
  * traced operation (or when this one was issued, if the stream was idle in between). */
 static void slot_op(struct tess__dev *d, struct tess__slot *sl, tess__event *ev, double issued,
-                    const char *what) {
+                    const char *what, const char *kernel) {
     double t1 = ev_time(d, ev), t0 = TESS__MAX(sl->tr.last_t, issued);
-    tess__trace_add(d->rt, d->id, sl->stream + 1, t0, t1, "%s C(%d,%d)", what, sl->t->i, sl->t->j);
+    tess__trace_add(d->rt, d->id, sl->stream + 1, t0, t1, "%s C(%d,%d)%s%s", what, sl->t->i,
+                    sl->t->j, kernel ? " " : "", kernel ? kernel : "");
     sl->tr.last_t = TESS__MAX(sl->tr.last_t, t1);
 }
 
@@ -96,19 +98,24 @@ void tess__trace_slot_step(struct tess__dev *d, struct tess__slot *sl, int s) {
     int r = s % TESS__DEPTH;
     double issued = sl->ring.t_issue[r];
     if (s == 0 && sl->tr.cl_rec) {
-        slot_op(d, sl, sl->tr.cl, issued, "H2D load");
+        slot_op(d, sl, sl->tr.cl, issued, "H2D load", NULL);
         sl->tr.cl_rec = 0;
     }
     for (int h = 0; h < 2; h++) {
         struct tess__blk *b = sl->ring.held[2 * r + h];
         int f = sl->tr.fill[2 * r + h];
-        if (b && f) slot_op(d, sl, b->ready, issued, fill_name[h][f]);
+        if (b && f) slot_op(d, sl, b->ready, issued, fill_name[h][f], NULL);
     }
-    slot_op(d, sl, sl->ring.done[r], issued, sl->t->job->ops->name);
+    static const char *kernel_name[] = {"gemm",  "symm", "hemm", "syrk",  "herk",  "syr2k",
+                                        "her2k", "trmm", "trsm", "potrf", "getrf", "laswp"};
+    int k = sl->tr.kind[r];
+    const char *kn = k >= 0 && k < (int)(sizeof kernel_name / sizeof *kernel_name) ? kernel_name[k]
+                                                                                   : "kernel";
+    slot_op(d, sl, sl->ring.done[r], issued, sl->t->job->ops->name, kn);
 }
 
 void tess__trace_slot_wb(struct tess__dev *d, struct tess__slot *sl) {
-    if (d->rt->trace.on) slot_op(d, sl, sl->out.wb, sl->tr.last_t, "D2H");
+    if (d->rt->trace.on) slot_op(d, sl, sl->out.wb, sl->tr.last_t, "D2H", NULL);
 }
 
 void tess__trace_slot_end(struct tess__dev *d, struct tess__slot *sl) {

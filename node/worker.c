@@ -777,7 +777,7 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
     if (sl->out.held) sl->out.w_r0 = TESS__MIN(sl->out.w_r0, sl->out.c_row + st.c_ro);
     sl->ring.held[2 * (s % TESS__DEPTH)] = a;
     sl->ring.held[2 * (s % TESS__DEPTH) + 1] = b;
-    tess__trace_slot_issue(sl, s, fa, fb);
+    tess__trace_slot_issue(sl, s, st.kind, fa, fb);
     sl->ring.t_issue[s % TESS__DEPTH] = tess__now();
     sl->ring.next++;
     sl->ring.inflight++;

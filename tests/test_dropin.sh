@@ -12,7 +12,8 @@
 #        model     the same with TESSERA_BLAS_EMULATED=1 and the model parameters of a
 #                  made-up machine whose devices are 1000 times the CPU and cost 1 ms a call:
 #                  small calls and the testers' tiny ones stay on the CPU BLAS, larger ones
-#                  go to tessera, by shape and precision; ?potrf_/?posv_ from n = 256
+#                  go to tessera, by shape and precision; ?potrf_/?posv_ and ?getrf_/?gesv_
+#                  from n = 256
 #        force     every call onto the emulated devices with 7 x 7 tiles (edge tiles
 #                  everywhere)
 #        cpu       no device, the CPU worker (tessera-crossover)
@@ -21,15 +22,17 @@
 #                  (the tester needs its RowMajorStrg; OpenBLAS's libblas has none)
 #        program X a test program X linked to LIB (no preload)
 #        lapack X NEXT  tests/test_dropin_lapack.c's program X linked to LIB (no preload):
-#                  LAPACK's Cholesky routines; NEXT = next: X links OpenBLAS after LIB, so
+#                  LAPACK's Cholesky and LU routines; NEXT = next: X links OpenBLAS after LIB, so
 #                  every call kept on the CPU must have run on it (the program's own LAPACK,
 #                  the summary's "on the program's own" count); alone: X links no LAPACK, none
 #                  may have (tessera's CPU LAPACK took them)
 #        wheel X EXT  tests/test_wheel.c's program X on the extension stand-in EXT (numpy's
-#                  pip wheel without numpy), under LD_PRELOAD
-#        numpy     tests/dropin_numpy.py: C = A B (d, z), A A^T (dsyrk) and
-#                  numpy.linalg.cholesky (d, z: dpotrf_, zpotrf_), LD_PRELOAD
-#        octave    tests/dropin_octave.m: A * B and A' * A (dsyrk), LD_PRELOAD
+#                  and scipy's pip wheels without numpy), under LD_PRELOAD
+#        numpy     tests/dropin_numpy.py: C = A B (d, z), A A^T (dsyrk),
+#                  numpy.linalg.cholesky (d, z: dpotrf_, zpotrf_), numpy.linalg.solve (d, z:
+#                  dgesv_, zgesv_) and slogdet (d: dgetrf_), LD_PRELOAD
+#        octave    tests/dropin_octave.m: A * B, A' * A (dsyrk) and A \ b of a general A
+#                  (dgetrf_, dgetrs_), LD_PRELOAD
 #        crossover X  tessera-crossover X on a tiny grid: it exits 0 and prints the fitted
 #                  model (export lines and the C snippet), and X --selftest passes; no
 #                  drop-in summary is read
@@ -66,7 +69,8 @@ case $mode in
 default) knobs=$emu2 ;;
 model) knobs="$emu2 TESSERA_BLAS_EMULATED=1 TESSERA_BLAS_CPU_GFLOPS=1,1,100,100
   TESSERA_BLAS_DEV_GFLOPS=1000 TESSERA_BLAS_DEV_HALF=1 TESSERA_BLAS_LINK_GBS=1000
-  TESSERA_BLAS_OVERHEAD_US=1000 TESSERA_BLAS_MARGIN=1.5 TESSERA_BLAS_POTRF_N=256" ;;
+  TESSERA_BLAS_OVERHEAD_US=1000 TESSERA_BLAS_MARGIN=1.5 TESSERA_BLAS_POTRF_N=256
+  TESSERA_BLAS_GETRF_N=256" ;;
 force) knobs="$emu2 TESSERA_BLAS_FORCE=1 TESSERA_TILE=7" ;;
 cpu) knobs="TESSERA_DEVICES=none TESSERA_EMULATE=0 TESSERA_CPU_WORKER=1" ;;
 *) fail "unknown MODE '$mode'" ;;
@@ -87,34 +91,51 @@ default:program) expect=dgemm:cpu,zgemm:cpu ;;
 model:program) export TESSERA_TILE=32; expect=dgemm:mixed,zgemm:cpu ;;
 force:program) export TESSERA_TILE=32; expect=dgemm:tessera,zgemm:tessera ;;
 # tests/test_dropin_lapack.c: by default every call on the CPU (the program's LAPACK, or
-# tessera's CPU LAPACK when it links none); the model: potrf/posv from n = 256 (the program
-# calls n = 100 and 300), potrs by its two TRSMs (5 right-hand sides stay, 300 go); forced,
-# every call that does work on the emulated devices
+# tessera's CPU LAPACK when it links none); the model: potrf/posv and getrf/gesv from n = 256
+# (the program calls n = 100 and 300; getrf by min(m, n)), potrs and getrs by their two TRSMs
+# (5 right-hand sides stay, 300 go in d; z's rate keeps zgetrs on the CPU); forced, every
+# call that does work on the emulated devices
 default:lapack)
   expect=spotrf:cpu,dpotrf:cpu,cpotrf:cpu,zpotrf:cpu,dpotrs:cpu,zpotrs:cpu,dposv:cpu,zposv:cpu
+  expect+=,sgetrf:cpu,dgetrf:cpu,cgetrf:cpu,zgetrf:cpu,sgetrs:cpu,dgetrs:cpu,cgetrs:cpu
+  expect+=,zgetrs:cpu,sgesv:cpu,dgesv:cpu,cgesv:cpu,zgesv:cpu
   own=$([ "$arg2" = next ] && echo all || echo none) ;;
 model:lapack)
   expect=spotrf:cpu,cpotrf:cpu,dpotrf:mixed,zpotrf:mixed,dposv:mixed,dpotrs:mixed,zposv:mixed
+  expect+=,sgetrf:cpu,cgetrf:cpu,dgetrf:mixed,zgetrf:mixed,sgesv:cpu,cgesv:cpu,dgesv:mixed
+  expect+=,zgesv:mixed,dgetrs:mixed,zgetrs:cpu
   own=$([ "$arg2" = next ] && echo all || echo none) ;;
 force:lapack)
   export TESSERA_TILE=32
   expect=spotrf:tessera,dpotrf:tessera,cpotrf:tessera,zpotrf:tessera,spotrs:tessera,dpotrs:tessera
-  expect+=,cpotrs:tessera,zpotrs:tessera,sposv:tessera,dposv:tessera,cposv:tessera,zposv:tessera ;;
+  expect+=,cpotrs:tessera,zpotrs:tessera,sposv:tessera,dposv:tessera,cposv:tessera,zposv:tessera
+  expect+=,sgetrf:tessera,dgetrf:tessera,cgetrf:tessera,zgetrf:tessera,sgetrs:tessera
+  expect+=,dgetrs:tessera,cgetrs:tessera,zgetrs:tessera,sgesv:tessera,dgesv:tessera
+  expect+=,cgesv:tessera,zgesv:tessera ;;
 # numpy and Octave: by default every call on the CPU BLAS; under the model the large
-# products, the SYRKs and numpy's Cholesky factorizations went to tessera
-default:numpy) expect=dgemm:cpu,zgemm:cpu,dsyrk:cpu,dpotrf:cpu,zpotrf:cpu ;;
-model:numpy) expect=dgemm:big,zgemm:big,dsyrk:big,dpotrf:big,zpotrf:big ;;
-default:octave) expect=dgemm:cpu,dsyrk:cpu ;;
-model:octave) expect=dgemm:big,dsyrk:big ;;
-# the wheel's calls (scipy_cblas_<p>gemm64_ / syrk64_): by default every one on the
-# stand-in BLAS (test_wheel checks, TEST_WHEEL_EXPECT), forced every one on tessera
+# products, the SYRKs, numpy's Cholesky factorizations, its solves (dgesv: n = 1024 on
+# tessera, n = 100 on the CPU) and its slogdet's LU went to tessera
+default:numpy)
+  expect=dgemm:cpu,zgemm:cpu,dsyrk:cpu,dpotrf:cpu,zpotrf:cpu,dgesv:cpu,zgesv:cpu,dgetrf:cpu ;;
+model:numpy)
+  expect=dgemm:big,zgemm:big,dsyrk:big,dpotrf:big,zpotrf:big,dgesv:mixed,zgesv:big,dgetrf:big ;;
+# (Octave's g \ r: dgetrf_ of n = 1024 on tessera under the model, the one-column dgetrs_
+# on the CPU)
+default:octave) expect=dgemm:cpu,dsyrk:cpu,dgetrf:cpu,dgetrs:cpu ;;
+model:octave) expect=dgemm:big,dsyrk:big,dgetrf:big,dgetrs:cpu ;;
+# the wheel's calls (scipy_cblas_<p>gemm64_ / syrk64_, scipy_<p>potrf_64_ / getrf_64_ /
+# gesv_64_, scipy's scipy_<p>getrf_): by default every one on the stand-in (test_wheel
+# checks, TEST_WHEEL_EXPECT), forced every one on tessera
 default:wheel)
   export TEST_WHEEL_EXPECT=wheel
-  expect=dgemm:cpu,zgemm:cpu,ssyrk:cpu,csyrk:cpu,spotrf:cpu,dpotrf:cpu,cpotrf:cpu,zpotrf:cpu ;;
+  expect=dgemm:cpu,zgemm:cpu,ssyrk:cpu,csyrk:cpu,spotrf:cpu,dpotrf:cpu,cpotrf:cpu,zpotrf:cpu
+  expect+=,sgetrf:cpu,dgetrf:cpu,cgetrf:cpu,zgetrf:cpu,sgesv:cpu,dgesv:cpu,cgesv:cpu,zgesv:cpu ;;
 force:wheel)
   export TESSERA_TILE=16 TEST_WHEEL_EXPECT=tessera
   expect=sgemm:tessera,dgemm:tessera,cgemm:tessera,zgemm:tessera,ssyrk:tessera,dsyrk:tessera,csyrk:tessera,zsyrk:tessera
-  expect+=,spotrf:tessera,dpotrf:tessera,cpotrf:tessera,zpotrf:tessera ;;
+  expect+=,spotrf:tessera,dpotrf:tessera,cpotrf:tessera,zpotrf:tessera,sgetrf:tessera
+  expect+=,dgetrf:tessera,cgetrf:tessera,zgetrf:tessera,sgesv:tessera,dgesv:tessera
+  expect+=,cgesv:tessera,zgesv:tessera ;;
 # these check their own verdicts (no summary tokens)
 default:errors | cpu:crossover) expect= ;;
 *) fail "no expectation for MODE $mode with WHAT $what" ;;
@@ -297,7 +318,7 @@ done
 # own: the LAPACK calls kept on the CPU that ran on the program's own LAPACK (the door's next
 # definition; level-3 calls that LAPACK makes back through the library go to the CPU BLAS)
 own_calls=$(echo "$total" | sed -nE "s/.*; ([0-9]+) on the program's own .*/\1/p")
-lapack_cpu=$(grep -E "^tessera-blas: [sdcz](potrf|potrs|posv) tessera " log |
+lapack_cpu=$(grep -E "^tessera-blas: [sdcz](potrf|potrs|posv|getrf|getrs|gesv) tessera " log |
   sed -E 's/.* cpu ([0-9]+) .*/\1/' | awk '{s += $1} END {print s + 0}')
 case $own in
 all) [ "${own_calls:-0}" -eq "$lapack_cpu" ] && [ "$lapack_cpu" -gt 0 ] ||

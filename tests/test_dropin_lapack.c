@@ -1,16 +1,19 @@
-/* tests/test_dropin_lapack.c: LAPACK's Cholesky routines through the drop-in library
- * (libtessera_blas.so linked first, so ?potrf_, ?potrs_ and ?posv_ are its symbols), as a
- * Fortran or C program calls them: results against OpenBLAS called directly (its ?potrf_
- * and cblas_?trsm taken from its own handle), both triangles, padded leading dimensions, the
- * other triangle and the padding untouched; INFO > 0 as OpenBLAS's for matrices that are not
- * positive definite (?posv_ then leaves B as it was); bad arguments: INFO = -pos and the
- * program's xerbla_ called once with reference LAPACK's name ('DPOTRF', 'ZPOSV ') and
- * position, nothing else written; quick returns. Where the calls went (tessera, the
- * program's LAPACK, tessera's CPU LAPACK) is read by tests/test_dropin.sh from the exit
- * summary. Built twice: test_dropin_lapack, linked to OpenBLAS after the drop-in (the
- * program's own LAPACK is the CPU path), and test_dropin_lapack_alone, linked to no LAPACK
- * (the CPU path is tessera's CPU LAPACK; OpenBLAS is opened for the references only after
- * the drop-in looked for a next definition, at main's first call).
+/* tests/test_dropin_lapack.c: LAPACK's Cholesky and LU routines through the drop-in library
+ * (libtessera_blas.so linked first, so ?potrf_, ?potrs_, ?posv_, ?getrf_, ?getrs_ and ?gesv_
+ * are its symbols), as a Fortran or C program calls them: results against OpenBLAS called
+ * directly (its ?potrf_, cblas_?trsm, ?getrf_, ?getrs_ and ?gesv_ taken from its own handle),
+ * both triangles, every TRANS, square and rectangular LU, padded leading dimensions, the other
+ * triangle, the padding and the IPIV entries past min(m, n) untouched; the pivots as
+ * OpenBLAS's; INFO > 0 as OpenBLAS's for matrices that are not positive definite and for
+ * exactly singular ones (the LU factorization completed; ?posv_ and ?gesv_ then leave B as it
+ * was); bad arguments: INFO = -pos and the program's xerbla_ called once with reference
+ * LAPACK's name ('DPOTRF', 'ZPOSV ', 'DGESV ') and position, nothing else written; quick
+ * returns. Where the calls went (tessera, the program's LAPACK, tessera's CPU LAPACK) is read
+ * by tests/test_dropin.sh from the exit summary. Built twice: test_dropin_lapack, linked to
+ * OpenBLAS after the drop-in (the program's own LAPACK is the CPU path), and
+ * test_dropin_lapack_alone, linked to no LAPACK (the CPU path is tessera's CPU LAPACK;
+ * OpenBLAS is opened for the references only after the drop-in looked for a next definition,
+ * at main's first call).
  */
 #include <complex.h>
 #include <dlfcn.h>
@@ -23,10 +26,19 @@ typedef void potrf_fn(const char *uplo, const int *n, void *A, const int *lda, i
 typedef void solve_fn(const char *uplo, const int *n, const int *nrhs, void *A, const int *lda,
                       void *B, const int *ldb, int *info, size_t);
 
+typedef void getrf_fn(const int *m, const int *n, void *A, const int *lda, int *ipiv, int *info);
+typedef void getrs_fn(const char *trans, const int *n, const int *nrhs, const void *A,
+                      const int *lda, const int *ipiv, void *B, const int *ldb, int *info, size_t);
+typedef void gesv_fn(const int *n, const int *nrhs, void *A, const int *lda, int *ipiv, void *B,
+                     const int *ldb, int *info);
+
 /* (?potrs_ reads A only; declared here with the type of the table below) */
-#define DECL(p)         \
-    potrf_fn p##potrf_; \
-    solve_fn p##potrs_, p##posv_;
+#define DECL(p)                   \
+    potrf_fn p##potrf_;           \
+    solve_fn p##potrs_, p##posv_; \
+    getrf_fn p##getrf_;           \
+    getrs_fn p##getrs_;           \
+    gesv_fn p##gesv_;
 DECL(s)
 DECL(d)
 DECL(c)
@@ -36,11 +48,18 @@ DECL(z)
 static potrf_fn *const tess_potrf_[4] = {spotrf_, dpotrf_, cpotrf_, zpotrf_};
 static solve_fn *const tess_potrs_[4] = {spotrs_, dpotrs_, cpotrs_, zpotrs_};
 static solve_fn *const tess_posv_[4] = {sposv_, dposv_, cposv_, zposv_};
+static getrf_fn *const tess_getrf_[4] = {sgetrf_, dgetrf_, cgetrf_, zgetrf_};
+static getrs_fn *const tess_getrs_[4] = {sgetrs_, dgetrs_, cgetrs_, zgetrs_};
+static gesv_fn *const tess_gesv_[4] = {sgesv_, dgesv_, cgesv_, zgesv_};
 
 /* OpenBLAS's, from its own handle: ?potrf_ (OpenBLAS's own code; its ?potrs_ and ?posv_ are
  * reference LAPACK's, which call ?trsm_ and ?potrf_ through the global scope, so the drop-in
  * in front of them), and cblas_?trsm for the solves (OpenBLAS's own). */
 static potrf_fn *ref_potrf[4];
+/* and its LU routines, OpenBLAS's own code (interface/lapack: getrf, getrs, gesv) */
+static getrf_fn *ref_getrf[4];
+static getrs_fn *ref_getrs[4];
+static gesv_fn *ref_gesv[4];
 typedef void trsm_fn(int order, int side, int uplo, int trans, int diag, int m, int n, ...);
 static void *ref_trsm[4];
 static const char pre[4] = {'s', 'd', 'c', 'z'};
@@ -65,6 +84,18 @@ static void load_reference(void) {
                     pre[d], pre[d]);
             exit(1);
         }
+        const char *lu[3] = {"getrf", "getrs", "gesv"};
+        void *g[3];
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "%c%s_", pre[d], lu[k]);
+            if (!(g[k] = dlsym(h, name))) {
+                fprintf(stderr, "test_dropin_lapack: libopenblas.so.0 has no %s\n", name);
+                exit(1);
+            }
+        }
+        memcpy(&ref_getrf[d], &g[0], sizeof g[0]);
+        memcpy(&ref_getrs[d], &g[1], sizeof g[1]);
+        memcpy(&ref_gesv[d], &g[2], sizeof g[2]);
     }
 }
 
@@ -381,6 +412,254 @@ TEST(quick_returns) {
     ref_potrf[1]("L", &four, R, &four, &rinfo, 1);
     ASSERT_EQ(info, 0);
     compare("dposv_ nrhs=0", 1, M, R, 4, 4, 4, 'L', 1e-12);
+    free(M), free(R);
+    ASSERT_EQ(xerbla_calls, 0);
+}
+
+/* ---- LU: ?getrf_, ?getrs_, ?gesv_ ---------------------------------------------------------- */
+
+/* IPIV of d pivots and two sentinels after them (never written) */
+static int *pivots(int d) {
+    int *p = malloc(sizeof *p * (size_t)(d + 2));
+    for (int i = 0; i < d + 2; i++) p[i] = -7;
+    return p;
+}
+static void compare_pivots(const char *what, const int *got, const int *want, int d) {
+    for (int i = 0; i < d; i++)
+        ASSERT_MSG(got[i] == want[i], "%s: IPIV(%d) = %d, OpenBLAS's %d", what, i + 1, got[i],
+                   want[i]);
+    ASSERT_MSG(got[d] == -7 && got[d + 1] == -7, "%s: IPIV written past min(m, n) = %d", what, d);
+}
+/* the m x n general matrix (lda >= m, padding 777) with column zero_col (>= 0) all zeros:
+ * U(zero_col, zero_col) comes out exactly zero whatever the order of the updates */
+static void *general(int dt, int m, int n, int lda, unsigned seed, int zero_col) {
+    void *A = rnd_mat(dt, m, n, lda, seed);
+    for (int i = 0; zero_col >= 0 && i < m; i++) put(dt, A, i + (size_t)zero_col * lda, 0);
+    return A;
+}
+
+/* ?getrf_, square orders below and above the model mode's TESSERA_BLAS_GETRF_N (256; d and z
+ * only above) and rectangular (m > n, m < n), lda padded: the factors and the pivots as
+ * OpenBLAS's, the padding and IPIV past min(m, n) untouched, INFO 0. */
+TEST(getrf_as_openblas) {
+    struct {
+        int dt, m, n;
+    } cases[] = {{0, 100, 100}, {1, 100, 100}, {2, 100, 100}, {3, 100, 100}, {1, 300, 300},
+                 {3, 300, 300}, {1, 300, 280}, {1, 120, 90},  {2, 90, 120},  {0, 70, 110}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int dt = cases[c].dt, m = cases[c].m, n = cases[c].n, lda = m + 3, d = m < n ? m : n;
+        int info = 99, rinfo = 99;
+        void *A = general(dt, m, n, lda, 91u + (unsigned)c, -1);
+        void *R = dup(dt, A, (size_t)lda * n);
+        int *ip = pivots(d), *rp = pivots(d);
+        tess_getrf_[dt](&m, &n, A, &lda, ip, &info);
+        ref_getrf[dt](&m, &n, R, &lda, rp, &rinfo);
+        char what[64];
+        snprintf(what, sizeof what, "%cgetrf_ m=%d n=%d", pre[dt], m, n);
+        ASSERT_EQ(rinfo, 0);
+        ASSERT_EQ(info, 0);
+        compare_pivots(what, ip, rp, d);
+        compare(what, dt, A, R, m, lda, n, 'A', tol_of(dt));
+        free(A), free(R), free(ip), free(rp);
+    }
+    ASSERT_EQ(xerbla_calls, 0);
+}
+
+/* ?gesv_ against OpenBLAS's ?gesv_ (factors, pivots, solution), then ?getrs_ with OpenBLAS's
+ * factors and pivots for TRANS N, T and C (the letters in either case) against OpenBLAS's
+ * ?getrs_; padded lda and ldb; in d and z also n = 300 (above the model mode's
+ * TESSERA_BLAS_GETRF_N), in d a solve with 300 right-hand sides (the model sends that one to
+ * the devices, the 5-column ones to the CPU). */
+TEST(gesv_getrs_as_openblas) {
+    struct {
+        int dt, n, nrhs;
+    } cases[] = {{0, 100, 5}, {1, 100, 5}, {2, 100, 5},  {3, 100, 5},
+                 {1, 300, 5}, {3, 300, 5}, {1, 300, 300}};
+    const char *trans[3] = {"N", "t", "C"};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int dt = cases[c].dt, n = cases[c].n, nrhs = cases[c].nrhs, lda = n + 1, ldb = n + 2;
+        int info = 99, rinfo = 99;
+        void *A = general(dt, n, n, lda, 101u + (unsigned)c, -1), *RA = dup(dt, A, (size_t)lda * n);
+        void *B = rnd_mat(dt, n, nrhs, ldb, 111u + (unsigned)c);
+        void *RB = dup(dt, B, (size_t)ldb * nrhs);
+        int *ip = pivots(n), *rp = pivots(n);
+        tess_gesv_[dt](&n, &nrhs, A, &lda, ip, B, &ldb, &info);
+        ref_gesv[dt](&n, &nrhs, RA, &lda, rp, RB, &ldb, &rinfo);
+        char what[80];
+        snprintf(what, sizeof what, "%cgesv_ n=%d nrhs=%d", pre[dt], n, nrhs);
+        ASSERT_EQ(rinfo, 0);
+        ASSERT_EQ(info, 0);
+        compare_pivots(what, ip, rp, n);
+        compare(what, dt, A, RA, n, lda, n, 'A', tol_of(dt));
+        compare(what, dt, B, RB, n, ldb, nrhs, 'A', tol_of(dt));
+        /* the solve alone, with OpenBLAS's factors and pivots on both sides */
+        for (int t = 0; t < 3; t++) {
+            void *B2 = rnd_mat(dt, n, nrhs, ldb, 121u + (unsigned)(c * 3 + t));
+            void *RB2 = dup(dt, B2, (size_t)ldb * nrhs);
+            info = rinfo = 99;
+            tess_getrs_[dt](trans[t], &n, &nrhs, RA, &lda, rp, B2, &ldb, &info, 1);
+            ref_getrs[dt](trans[t], &n, &nrhs, RA, &lda, rp, RB2, &ldb, &rinfo, 1);
+            snprintf(what, sizeof what, "%cgetrs_ trans=%s n=%d nrhs=%d", pre[dt], trans[t], n,
+                     nrhs);
+            ASSERT_EQ(rinfo, 0);
+            ASSERT_EQ(info, 0);
+            compare(what, dt, B2, RB2, n, ldb, nrhs, 'A', tol_of(dt));
+            free(B2), free(RB2);
+        }
+        free(A), free(RA), free(B), free(RB), free(ip), free(rp);
+    }
+    ASSERT_EQ(xerbla_calls, 0);
+}
+
+/* An exactly singular matrix (column k all zeros, so U(k, k) = 0): INFO = k + 1 from ?getrf_
+ * (OpenBLAS's too) with the factorization completed (factors and pivots as OpenBLAS's), and
+ * from ?gesv_, which leaves B as it was and A and IPIV factored; no XERBLA. */
+TEST(lu_singular) {
+    struct {
+        int dt, m, n, zero;
+    } cases[] = {{1, 100, 100, 57}, {3, 100, 100, 0}, {1, 300, 300, 201},
+                 {3, 300, 300, 99}, {0, 120, 90, 30}, {2, 90, 120, 89}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int dt = cases[c].dt, m = cases[c].m, n = cases[c].n, lda = m + 2, d = m < n ? m : n;
+        int info = 0, rinfo = 0;
+        void *A = general(dt, m, n, lda, 131u + (unsigned)c, cases[c].zero);
+        void *RA = dup(dt, A, (size_t)lda * n), *A2 = dup(dt, A, (size_t)lda * n);
+        int *ip = pivots(d), *rp = pivots(d);
+        tess_getrf_[dt](&m, &n, A, &lda, ip, &info);
+        ref_getrf[dt](&m, &n, RA, &lda, rp, &rinfo);
+        char what[64];
+        snprintf(what, sizeof what, "%cgetrf_ m=%d n=%d singular", pre[dt], m, n);
+        ASSERT_EQ(rinfo, cases[c].zero + 1);
+        ASSERT_EQ(info, cases[c].zero + 1);
+        compare_pivots(what, ip, rp, d);
+        compare(what, dt, A, RA, m, lda, n, 'A', tol_of(dt));
+        if (m == n) {
+            int nrhs = 3, ldb = n;
+            void *B = rnd_mat(dt, n, nrhs, ldb, 141u), *B0 = dup(dt, B, (size_t)ldb * nrhs);
+            int *ip2 = pivots(n);
+            info = 0;
+            tess_gesv_[dt](&n, &nrhs, A2, &lda, ip2, B, &ldb, &info);
+            snprintf(what, sizeof what, "%cgesv_ n=%d singular", pre[dt], n);
+            ASSERT_EQ(info, cases[c].zero + 1);
+            ASSERT_MSG(!memcmp(B, B0, esz[dt] * (size_t)ldb * nrhs),
+                       "%s: B written although A is singular", what);
+            compare_pivots(what, ip2, rp, n);
+            compare(what, dt, A2, RA, n, lda, n, 'A', tol_of(dt));
+            free(B), free(B0), free(ip2);
+        }
+        free(A), free(RA), free(A2), free(ip), free(rp);
+    }
+    ASSERT_EQ(xerbla_calls, 0);
+}
+
+/* Bad LU calls, reference LAPACK's checks in its order (GETRF: M 1, N 2, LDA 4; GETRS: TRANS
+ * 1, N 2, NRHS 3, LDA 5, LDB 8; GESV: N 1, NRHS 2, LDA 4, LDB 7): INFO = -pos, the program's
+ * xerbla_ once with 'DGETRF', 'DGETRS', 'DGESV ' (blank-padded to 6) and pos, A, B and IPIV
+ * untouched. Then arrays whose span cannot be addressed (A, IPIV, B), at their positions. */
+TEST(lu_bad_arguments_reach_xerbla) {
+    enum { GETRF, GETRS, GESV };
+    struct {
+        int kind, dt;
+        const char *trans;
+        int m, n, nrhs, lda, ldb;
+        const char *name;
+        int pos;
+    } cases[] = {
+        {GETRF, 1, "", -1, 4, 0, 4, 0, "DGETRF", 1},  {GETRF, 1, "", 4, -1, 0, 4, 0, "DGETRF", 2},
+        {GETRF, 1, "", -1, -1, 0, 0, 0, "DGETRF", 1}, {GETRF, 1, "", 4, 4, 0, 3, 0, "DGETRF", 4},
+        {GETRF, 3, "", 4, 2, 0, 3, 0, "ZGETRF", 4},   {GETRF, 0, "", 4, -2, 0, 4, 0, "SGETRF", 2},
+        {GETRS, 1, "X", 0, 4, 2, 4, 4, "DGETRS", 1},  {GETRS, 1, " ", 0, -1, 2, 4, 4, "DGETRS", 1},
+        {GETRS, 1, "N", 0, -2, 2, 4, 4, "DGETRS", 2}, {GETRS, 1, "t", 0, 4, -1, 4, 4, "DGETRS", 3},
+        {GETRS, 1, "c", 0, 4, 2, 3, 4, "DGETRS", 5},  {GETRS, 1, "T", 0, 4, 2, 4, 3, "DGETRS", 8},
+        {GETRS, 2, "C", 0, 4, 2, 4, 1, "CGETRS", 8},  {GESV, 1, "", 0, -1, 2, 4, 4, "DGESV ", 1},
+        {GESV, 1, "", 0, 4, -1, 4, 4, "DGESV ", 2},   {GESV, 1, "", 0, 4, 2, 3, 4, "DGESV ", 4},
+        {GESV, 1, "", 0, 4, 2, 4, 3, "DGESV ", 7},    {GESV, 3, "", 0, 4, -3, 1, 4, "ZGESV ", 2},
+        {GESV, 0, "", 0, 4, 2, 1, 1, "SGESV ", 4},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int dt = cases[c].dt, m = cases[c].m, n = cases[c].n, nrhs = cases[c].nrhs;
+        int lda = cases[c].lda, ldb = cases[c].ldb, info = 12345;
+        void *A = general(dt, 4, 4, 4, 151u, -1), *A0 = dup(dt, A, 16);
+        void *B = rnd_mat(dt, 4, 4, 4, 161u), *B0 = dup(dt, B, 16);
+        int ip[6] = {1, 2, 3, 4, -7, -7}, ip0[6];
+        memcpy(ip0, ip, sizeof ip);
+        xerbla_calls = 0;
+        if (cases[c].kind == GETRF)
+            tess_getrf_[dt](&m, &n, A, &lda, ip, &info);
+        else if (cases[c].kind == GETRS)
+            tess_getrs_[dt](cases[c].trans, &n, &nrhs, A, &lda, ip, B, &ldb, &info, 1);
+        else
+            tess_gesv_[dt](&n, &nrhs, A, &lda, ip, B, &ldb, &info);
+        ASSERT_MSG(xerbla_calls == 1 && last_len == 6 && !strcmp(last_srname, cases[c].name) &&
+                       last_info == cases[c].pos && info == -cases[c].pos,
+                   "LU case %zu: xerbla_ called %d times, last ('%s' length %d, %d), INFO %d; "
+                   "want ('%s', %d), INFO %d",
+                   c, xerbla_calls, last_srname, last_len, last_info, info, cases[c].name,
+                   cases[c].pos, -cases[c].pos);
+        ASSERT_MSG(!memcmp(A, A0, esz[dt] * 16) && !memcmp(B, B0, esz[dt] * 16) &&
+                       !memcmp(ip, ip0, sizeof ip),
+                   "LU case %zu: an operand was written", c);
+        free(A), free(A0), free(B), free(B0);
+    }
+    /* spans: A of 2^30 x 2^30 doubles (2^63 bytes); IPIV at the top of the address space;
+     * B of 2^31 - 1 columns of 2^30 */
+    double a[4] = {4, 1, 2, 3}, b[4] = {1, 2, 3, 4};
+    int big = 1 << 30, n1 = 1, n2 = 2, info = 0, wide = INT_MAX, ip[2] = {1, 2};
+    int *top = (int *)(UINTPTR_MAX - 7);
+    struct {
+        const char *name;
+        int pos;
+    } want[5] = {{"DGETRF", 3}, {"DGETRF", 5}, {"DGETRS", 6}, {"ZGESV ", 6}, {"DGETRS", 7}};
+    for (int w = 0; w < 5; w++) {
+        xerbla_calls = 0, info = 0;
+        switch (w) {
+        case 0: dgetrf_(&big, &big, a, &big, ip, &info); break;
+        case 1: dgetrf_(&n2, &n2, a, &n2, top, &info); break;
+        case 2: dgetrs_("N", &n2, &n1, a, &n2, top, b, &n2, &info, 1); break;
+        case 3: zgesv_(&n1, &wide, a, &n1, ip, b, &big, &info); break;
+        default: dgetrs_("T", &n1, &wide, a, &n1, ip, b, &big, &info, 1); break;
+        }
+        ASSERT_MSG(xerbla_calls == 1 && !strcmp(last_srname, want[w].name) &&
+                       last_info == want[w].pos && info == -want[w].pos,
+                   "span %d: xerbla_ %d times ('%s', %d), INFO %d; want ('%s', %d)", w,
+                   xerbla_calls, last_srname, last_info, info, want[w].name, want[w].pos);
+    }
+    ASSERT(a[0] == 4 && a[3] == 3 && b[0] == 1 && b[3] == 4 && ip[0] == 1 && ip[1] == 2);
+    xerbla_calls = 0;
+}
+
+/* LAPACK's LU quick returns: ?getrf_ with M = 0 or N = 0, ?getrs_ with N = 0 or NRHS = 0,
+ * ?gesv_ with N = 0 set INFO = 0 and touch nothing (IPIV included); ?gesv_ with NRHS = 0
+ * still factors A, as reference LAPACK does. */
+TEST(lu_quick_returns) {
+    int zero = 0, four = 4, info = 7;
+    double A[16], B[16];
+    int ip[4] = {-7, -7, -7, -7};
+    for (int i = 0; i < 16; i++) A[i] = B[i] = NAN;
+    dgetrf_(&zero, &four, A, &four, ip, &info);
+    ASSERT_EQ(info, 0);
+    info = 7;
+    zgetrf_(&four, &zero, A, &four, ip, &info);
+    ASSERT_EQ(info, 0);
+    info = 7;
+    dgetrs_("N", &four, &zero, A, &four, ip, B, &four, &info, 1);
+    ASSERT_EQ(info, 0);
+    info = 7;
+    cgetrs_("C", &zero, &four, A, &four, ip, B, &four, &info, 1);
+    ASSERT_EQ(info, 0);
+    info = 7;
+    zgesv_(&zero, &four, A, &four, ip, B, &four, &info);
+    ASSERT_EQ(info, 0);
+    ASSERT(isnan(A[0]) && isnan(A[15]) && isnan(B[0]) && isnan(B[15]));
+    ASSERT(ip[0] == -7 && ip[3] == -7);
+    void *M = general(1, 4, 4, 4, 171u, -1), *R = dup(1, M, 16);
+    int rinfo = 7, rp[4];
+    info = 7;
+    dgesv_(&four, &zero, M, &four, ip, B, &four, &info);
+    ref_getrf[1](&four, &four, R, &four, rp, &rinfo);
+    ASSERT_EQ(info, 0);
+    ASSERT(!memcmp(ip, rp, sizeof ip));
+    compare("dgesv_ nrhs=0", 1, M, R, 4, 4, 4, 'A', 1e-12);
     free(M), free(R);
     ASSERT_EQ(xerbla_calls, 0);
 }

@@ -1,16 +1,19 @@
-/* tests/wheel_blas.c: a stand-in for the OpenBLAS that numpy's pip wheels bundle
- * (numpy.libs/libscipy_openblas64_-*.so): the twelve names numpy calls that the drop-in
- * takes, scipy_cblas_<p>gemm64_ and scipy_cblas_<p>syrk64_ (<cblas.h>'s prototypes, 64-bit
- * integers) and scipy_<p>potrf_64_ (LAPACK's ?POTRF, 64-bit INTEGERs; INFO as LAPACK's,
- * -pos for a bad argument), computed naively in double complex, plus what the test reads:
- * how often each exported name was called (wheel_calls), how many calls it refused
- * (wheel_errors), and the same computation under names the drop-in does not export
- * (wheel_gemm, wheel_syrk, wheel_potrf), the test's reference. Built as
- * libtest_wheel_blas.so for test_wheel (tests/wheel_ext.c). */
+/* tests/wheel_blas.c: a stand-in for the OpenBLAS that numpy's and scipy's pip wheels bundle
+ * (numpy.libs/libscipy_openblas64_-*.so, scipy.libs/libscipy_openblas-*.so): the 28 names
+ * the wheels call that the drop-in takes, scipy_cblas_<p>gemm64_ and scipy_cblas_<p>syrk64_
+ * (<cblas.h>'s prototypes, 64-bit integers), scipy_<p>potrf_64_, scipy_<p>getrf_64_ and
+ * scipy_<p>gesv_64_ (LAPACK's ?POTRF, ?GETRF, ?GESV with 64-bit INTEGERs) and scipy's
+ * scipy_<p>getrf_ (?GETRF, 32-bit INTEGERs), INFO as LAPACK's (-pos for a bad argument),
+ * computed naively in double complex, plus what the test reads: how often each exported name
+ * was called (wheel_calls), how many calls it refused (wheel_errors), and the same
+ * computation under names the drop-in does not export (wheel_gemm, wheel_syrk, wheel_potrf,
+ * wheel_getrf, wheel_getrs), the test's reference. Built as libtest_wheel_blas.so for
+ * test_wheel (tests/wheel_ext.c). */
 #pragma GCC visibility push(default) /* the build hides symbols by default */
 #include <complex.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 typedef int64_t i64;
 enum { ROW = 101, COL = 102, NT = 111, TR = 112, CT = 113, UP = 121, LO = 122 };
@@ -146,3 +149,95 @@ POTRF64(s, 0)
 POTRF64(d, 1)
 POTRF64(c, 2)
 POTRF64(z, 3)
+
+/* LU with partial pivoting, column by column as LAPACK's ?GETF2: the pivot is the first entry
+ * of largest |x| (|re| + |im| for complex, as LAPACK's I?AMAX); an exactly zero pivot column
+ * is left as it is and the factorization goes on. 0, i > 0 for the first U(i, i) = 0, -pos
+ * for a bad argument (nothing written); ipiv[0 .. min(m, n) - 1] 1-based. */
+i64 wheel_getrf(int dt, i64 m, i64 n, void *A, i64 lda, i64 *ipiv) {
+    if (m < 0) return -1;
+    if (n < 0) return -2;
+    if (lda < max1(m)) return -4;
+    i64 info = 0, d = m < n ? m : n;
+    for (i64 j = 0; j < d; j++) {
+        i64 p = j;
+        double best = -1;
+        for (i64 i = j; i < m; i++) {
+            double complex v = get(dt, A, i + j * lda);
+            double a = dt >= 2 ? fabs(creal(v)) + fabs(cimag(v)) : fabs(creal(v));
+            if (a > best) best = a, p = i;
+        }
+        ipiv[j] = p + 1;
+        if (p != j)
+            for (i64 c = 0; c < n; c++) {
+                double complex t = get(dt, A, j + c * lda);
+                put(dt, A, j + c * lda, get(dt, A, p + c * lda));
+                put(dt, A, p + c * lda, t);
+            }
+        double complex piv = get(dt, A, j + j * lda);
+        if (piv == 0) {
+            if (!info) info = j + 1;
+            continue;
+        }
+        for (i64 i = j + 1; i < m; i++) put(dt, A, i + j * lda, get(dt, A, i + j * lda) / piv);
+        for (i64 c = j + 1; c < n; c++) {
+            double complex u = get(dt, A, j + c * lda);
+            for (i64 i = j + 1; i < m; i++)
+                put(dt, A, i + c * lda, get(dt, A, i + c * lda) - get(dt, A, i + j * lda) * u);
+        }
+    }
+    return info;
+}
+
+/* A X = B with wheel_getrf's factors and pivots (n x n, B n x nrhs): P^T B, L, then U. */
+void wheel_getrs(int dt, i64 n, i64 nrhs, const void *A, i64 lda, const i64 *ipiv, void *B,
+                 i64 ldb) {
+    for (i64 c = 0; c < nrhs; c++) {
+        for (i64 i = 0; i < n; i++) {
+            i64 p = ipiv[i] - 1;
+            double complex t = get(dt, B, i + c * ldb);
+            put(dt, B, i + c * ldb, get(dt, B, p + c * ldb));
+            put(dt, B, p + c * ldb, t);
+        }
+        for (i64 i = 0; i < n; i++) {
+            double complex s = get(dt, B, i + c * ldb);
+            for (i64 l = 0; l < i; l++) s -= get(dt, A, i + l * lda) * get(dt, B, l + c * ldb);
+            put(dt, B, i + c * ldb, s);
+        }
+        for (i64 i = n - 1; i >= 0; i--) {
+            double complex s = get(dt, B, i + c * ldb);
+            for (i64 l = i + 1; l < n; l++) s -= get(dt, A, i + l * lda) * get(dt, B, l + c * ldb);
+            put(dt, B, i + c * ldb, s / get(dt, A, i + i * lda));
+        }
+    }
+}
+
+/* scipy_<p>getrf_64_ and scipy_<p>gesv_64_ (numpy's), scipy_<p>getrf_ (scipy's, 32-bit) */
+#define LU64(p, DT)                                                                             \
+    void scipy_##p##getrf_64_(const i64 *m, const i64 *n, void *A, const i64 *lda, i64 *ipiv,   \
+                              i64 *info) {                                                      \
+        wheel_calls++;                                                                          \
+        *info = wheel_getrf(DT, *m, *n, A, *lda, ipiv);                                         \
+        wheel_errors += *info < 0;                                                              \
+    }                                                                                           \
+    void scipy_##p##gesv_64_(const i64 *n, const i64 *nrhs, void *A, const i64 *lda, i64 *ipiv, \
+                             void *B, const i64 *ldb, i64 *info) {                              \
+        wheel_calls++;                                                                          \
+        *info = *n < 0 ? -1 : *nrhs < 0 ? -2 : *lda < max1(*n) ? -4 : *ldb < max1(*n) ? -7 : 0; \
+        if (!*info) *info = wheel_getrf(DT, *n, *n, A, *lda, ipiv);                             \
+        if (!*info) wheel_getrs(DT, *n, *nrhs, A, *lda, ipiv, B, *ldb);                         \
+        wheel_errors += *info < 0;                                                              \
+    }                                                                                           \
+    void scipy_##p##getrf_(const int *m, const int *n, void *A, const int *lda, int *ipiv,      \
+                           int *info) {                                                         \
+        wheel_calls++;                                                                          \
+        i64 d = *m < *n ? *m : *n, *piv = malloc(sizeof *piv * (size_t)(d > 0 ? d : 1));        \
+        *info = (int)wheel_getrf(DT, *m, *n, A, *lda, piv);                                     \
+        for (i64 i = 0; *info >= 0 && i < d; i++) ipiv[i] = (int)piv[i];                        \
+        free(piv);                                                                              \
+        wheel_errors += *info < 0;                                                              \
+    }
+LU64(s, 0)
+LU64(d, 1)
+LU64(c, 2)
+LU64(z, 3)

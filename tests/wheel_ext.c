@@ -1,16 +1,19 @@
-/* tests/wheel_ext.c: plays numpy's extension module for test_wheel. Built as
+/* tests/wheel_ext.c: plays numpy's (and scipy's) extension modules for test_wheel. Built as
  * libtest_wheel_ext.so, linked to the wheel stand-in (tests/wheel_blas.c) and dlopen'ed
  * RTLD_LOCAL by test_wheel, as python loads numpy: the wheel's library is then outside the
  * global scope, and the drop-in preloaded in front must still find it for its CPU path.
  * wheel_ext_run calls the eight scipy_cblas_*64_ names (s, d, c, z; GEMM in both layouts and
  * all transposes, SYRK both triangles and transposes; sizes no tile divides, padded leading
- * dimensions, beta = 0 over NaN) and scipy_<p>potrf_64_ (numpy.linalg.cholesky's; both
- * triangles, INFO > 0 for a matrix that is not positive definite), compares each result with
- * the stand-in's own computation (never with itself) and checks that the other triangle and
- * the padding are untouched, and that bad calls reached the stand-in, which refused them.
- * `expect_wheel`: 1 when every call should have run on the stand-in (the drop-in kept it on
- * the CPU), 0 when none should have (the drop-in sent it to tessera). Returns the number of
- * failures. */
+ * dimensions, beta = 0 over NaN), scipy_<p>potrf_64_ (numpy.linalg.cholesky's; both
+ * triangles, INFO > 0 for a matrix that is not positive definite), scipy_<p>getrf_64_ and
+ * scipy_<p>gesv_64_ (numpy.linalg.det/slogdet's and solve/inv's; 64-bit IPIV, INFO > 0 for
+ * an exactly singular matrix, gesv's B then untouched) and scipy_<p>getrf_ (scipy's
+ * lu_factor, 32-bit IPIV; rectangular), compares each result (and the pivots) with the
+ * stand-in's own computation (never with itself) and checks that the other triangle, the
+ * padding and IPIV past min(m, n) are untouched, and that bad calls reached the stand-in,
+ * which refused them. `expect_wheel`: 1 when every call should have run on the stand-in (the
+ * drop-in kept it on the CPU), 0 when none should have (the drop-in sent it to tessera).
+ * Returns the number of failures. */
 #pragma GCC visibility push(default) /* the build hides symbols by default */
 #include <complex.h>
 #include <float.h>
@@ -47,6 +50,22 @@ typedef void potrf64_fn(const char *uplo, const i64 *n, void *A, const i64 *lda,
 potrf64_fn scipy_spotrf_64_, scipy_dpotrf_64_, scipy_cpotrf_64_, scipy_zpotrf_64_;
 static potrf64_fn *const potrf64[4] = {scipy_spotrf_64_, scipy_dpotrf_64_, scipy_cpotrf_64_,
                                        scipy_zpotrf_64_};
+
+i64 wheel_getrf(int dt, i64 m, i64 n, void *A, i64 lda, i64 *ipiv);
+void wheel_getrs(int dt, i64 n, i64 nrhs, const void *A, i64 lda, const i64 *ipiv, void *B,
+                 i64 ldb);
+typedef void getrf64_fn(const i64 *m, const i64 *n, void *A, const i64 *lda, i64 *ipiv, i64 *info);
+typedef void gesv64_fn(const i64 *n, const i64 *nrhs, void *A, const i64 *lda, i64 *ipiv, void *B,
+                       const i64 *ldb, i64 *info);
+typedef void getrf32_fn(const int *m, const int *n, void *A, const int *lda, int *ipiv, int *info);
+getrf64_fn scipy_sgetrf_64_, scipy_dgetrf_64_, scipy_cgetrf_64_, scipy_zgetrf_64_;
+gesv64_fn scipy_sgesv_64_, scipy_dgesv_64_, scipy_cgesv_64_, scipy_zgesv_64_;
+getrf32_fn scipy_sgetrf_, scipy_dgetrf_, scipy_cgetrf_, scipy_zgetrf_;
+static getrf64_fn *const getrf64[4] = {scipy_sgetrf_64_, scipy_dgetrf_64_, scipy_cgetrf_64_,
+                                       scipy_zgetrf_64_};
+static gesv64_fn *const gesv64[4] = {scipy_sgesv_64_, scipy_dgesv_64_, scipy_cgesv_64_,
+                                     scipy_zgesv_64_};
+static getrf32_fn *const getrf32[4] = {scipy_sgetrf_, scipy_dgetrf_, scipy_cgetrf_, scipy_zgetrf_};
 
 static const size_t esz[4] = {4, 8, 8, 16};
 static int failures;
@@ -240,6 +259,72 @@ int wheel_ext_run(int expect_wheel) {
                 }
                 free(A), free(W);
             }
+    /* numpy's LU names: the n x n A (a zero column 20 when singular: INFO = 21), its factors
+     * and pivots (scipy_<p>getrf_64_), then A X = B (scipy_<p>gesv_64_; B untouched when
+     * singular); scipy's 32-bit scipy_<p>getrf_ on a tall and a wide matrix */
+    for (int dt = 0; dt < 4; dt++)
+        for (int sing = 0; sing < 2; sing++) {
+            double tol = (dt == 0 || dt == 2 ? FLT_EPSILON : DBL_EPSILON) * 200;
+            i64 n = 37, lda = n + 3, ldb = n + 1, nrhs = 3, cn = lda * n, bn = ldb * nrhs;
+            void *A0 = rnd(dt, cn, &seed), *B0 = rnd(dt, bn, &seed);
+            for (i64 i = 0; sing && i < n; i++) store(dt, A0, i + 20 * lda, 0);
+            for (int g = 0; g < 2; g++) { /* getrf, then gesv */
+                void *A = malloc(esz[dt] * (size_t)cn), *W = malloc(esz[dt] * (size_t)cn);
+                void *B = malloc(esz[dt] * (size_t)bn), *WB = malloc(esz[dt] * (size_t)bn);
+                memcpy(A, A0, esz[dt] * (size_t)cn), memcpy(W, A0, esz[dt] * (size_t)cn);
+                memcpy(B, B0, esz[dt] * (size_t)bn), memcpy(WB, B0, esz[dt] * (size_t)bn);
+                i64 ip[38], wp[37], info = -99, want;
+                ip[n] = -7;
+                if (!g)
+                    getrf64[dt](&n, &n, A, &lda, ip, &info);
+                else
+                    gesv64[dt](&n, &nrhs, A, &lda, ip, B, &ldb, &info);
+                calls++;
+                want = wheel_getrf(dt, n, n, W, lda, wp);
+                if (g && !want) wheel_getrs(dt, n, nrhs, W, lda, wp, WB, ldb);
+                char what[64];
+                snprintf(what, sizeof what, "%c%s%s", pn[dt], g ? "gesv" : "getrf",
+                         sing ? " singular" : "");
+                i64 shape[5] = {COL, n, n, lda, 0}, bshape[5] = {COL, n, nrhs, ldb, 0};
+                if (info != want || memcmp(ip, wp, sizeof wp) || ip[n] != -7) {
+                    printf("FAIL %s: INFO %lld (the stand-in's %lld) or the pivots differ\n", what,
+                           (long long)info, (long long)want);
+                    failures++;
+                } else {
+                    compare(what, dt, A, W, cn, in_mat, shape, tol * (double)n);
+                    if (g) compare(what, dt, B, WB, bn, in_mat, bshape, tol * (double)n);
+                    if (g && sing && memcmp(B, B0, esz[dt] * (size_t)bn)) {
+                        printf("FAIL %s: B written\n", what);
+                        failures++;
+                    }
+                }
+                free(A), free(W), free(B), free(WB);
+            }
+            free(A0), free(B0);
+            /* scipy.linalg.lu_factor: m x n, 32-bit IPIV */
+            int m = sing ? 29 : 41, n32 = sing ? 41 : 29, lda32 = m + 2, info32 = -99;
+            i64 cn32 = (i64)lda32 * n32, wp[29];
+            int ip32[30];
+            ip32[29] = -7;
+            void *A = rnd(dt, cn32, &seed), *W = malloc(esz[dt] * (size_t)cn32);
+            memcpy(W, A, esz[dt] * (size_t)cn32);
+            getrf32[dt](&m, &n32, A, &lda32, ip32, &info32);
+            calls++;
+            i64 want = wheel_getrf(dt, m, n32, W, lda32, wp);
+            char what[64];
+            snprintf(what, sizeof what, "scipy's %cgetrf m=%d n=%d", pn[dt], m, n32);
+            int same = ip32[29] == -7;
+            for (int i = 0; i < 29; i++) same &= ip32[i] == wp[i];
+            if (info32 != want || !same) {
+                printf("FAIL %s: INFO %d (the stand-in's %lld) or the pivots differ\n", what,
+                       info32, (long long)want);
+                failures++;
+            } else {
+                i64 shape[5] = {COL, m, n32, lda32, 0};
+                compare(what, dt, A, W, cn32, in_mat, shape, tol * (double)m);
+            }
+            free(A), free(W);
+        }
     /* a bad call (ldc < m): passed to the stand-in, which refuses it; C untouched */
     double a1 = 1, b1 = 0, A[4] = {1, 2, 3, 4}, C[4] = {5, 6, 7, 8};
     long errs = wheel_errors, seen = wheel_calls;
@@ -259,6 +344,22 @@ int wheel_ext_run(int expect_wheel) {
                "INFO %lld\n",
                wheel_calls - seen - 1, wheel_errors - errs, (long long)info);
         failures++;
+    }
+    /* bad LU calls, each passed to the stand-in, which refuses it: numpy's getrf with
+     * lda < m (INFO = -4), gesv with ldb < n (-7); scipy's getrf with m < 0 (-1) */
+    i64 n2 = 2, ld1 = 1, ip2[2] = {0, 0}, want_info[3] = {-4, -7, -1};
+    int mneg = -1, n32 = 2, lda2 = 2, ip32[2] = {0, 0}, info32 = 0;
+    for (int b = 0; b < 3; b++) {
+        errs = wheel_errors, info = 0, info32 = 0;
+        if (b == 0) scipy_dgetrf_64_(&n2, &n2, A, &ld1, ip2, &info);
+        if (b == 1) scipy_zgesv_64_(&n2, &n2, A, &n2, ip2, C, &ld1, &info);
+        if (b == 2) scipy_sgetrf_(&mneg, &n32, A, &lda2, ip32, &info32), info = info32;
+        if (wheel_errors != errs + 1 || wheel_calls != seen + 3 + b || info != want_info[b] ||
+            A[0] != 1 || C[0] != 5 || ip2[0] || ip32[0]) {
+            printf("FAIL bad LU call %d: the stand-in saw %ld refusals (want 1), INFO %lld\n", b,
+                   wheel_errors - errs, (long long)info);
+            failures++;
+        }
     }
     long on_wheel = seen - before;
     if (on_wheel != (expect_wheel ? calls : 0)) {

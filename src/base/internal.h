@@ -150,6 +150,7 @@ struct tess__config {
     double blas_margin;       /* TESSERA_BLAS_MARGIN: the devices must win by this factor */
     int blas_emulated;        /* TESSERA_BLAS_EMULATED: emulated devices count as GPUs */
     int64_t blas_potrf_n;     /* TESSERA_BLAS_POTRF_N: ?potrf_/?posv_ to the GPUs from this n */
+    int64_t blas_getrf_n;     /* TESSERA_BLAS_GETRF_N: ?getrf_/?gesv_ to the GPUs from this n */
     int blas_verbose;         /* TESSERA_BLAS_VERBOSE: 1 = one summary line at exit */
     /* the distributed GEMM (comm/pgemm.c) */
     int64_t pgemm_mem;      /* TESSERA_PGEMM_MEM: panel bytes per rank, 0 = automatic */

@@ -144,6 +144,8 @@ static const struct knob knobs[] = {
         "drop-in: 1 = emulated devices count as GPUs for the model (testing the routing)"),
     INT("TESSERA_BLAS_POTRF_N", blas_potrf_n, "2048", 0, INT64_C(1) << 40,
         "drop-in: ?potrf_ and ?posv_ of order n >= this go to the GPUs (smaller ones to the program's LAPACK)"),
+    INT("TESSERA_BLAS_GETRF_N", blas_getrf_n, "2048", 0, INT64_C(1) << 40,
+        "drop-in: ?getrf_ (min(m, n)) and ?gesv_ of order n >= this go to the GPUs (smaller ones to the program's LAPACK); provisional"),
     INT("TESSERA_BLAS_VERBOSE", blas_verbose, "0", 0, 2,
         "drop-in: 1 = one summary line on stderr at exit (calls, flops: runtime vs CPU), 2 = and the model and per routine"),
     BYTES(

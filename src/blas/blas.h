@@ -6,9 +6,10 @@
  * every door calls tess__blas_submit (check.c): netlib's checks and the spans of the arrays
  * it touches; a bad argument goes to tess__blas_report (the program's handlers, found with
  * dlsym, never defined here), a good call to tess__blas_run (route.c: quick returns, then
- * the devices or the CPU BLAS). A LAPACK call (?potrf, ?potrs, ?posv) takes the same steps
- * as a struct tess__lapack_call: tess__lapack_submit, tess__lapack_report (XERBLA),
- * tess__lapack_run (the devices, or the program's own LAPACK: its next definition).
+ * the devices or the CPU BLAS). A LAPACK call (?potrf, ?potrs, ?posv; ?getrf, ?getrs,
+ * ?gesv) takes the same steps as a struct tess__lapack_call: tess__lapack_submit,
+ * tess__lapack_report (XERBLA), tess__lapack_run (the devices, or the program's own LAPACK:
+ * its next definition).
  */
 #ifndef TESS_BLAS_H
 #define TESS_BLAS_H
@@ -166,30 +167,42 @@ extern const char *const tess__blas_kind_name[TESS__BLAS_NKINDS];
  * RTLD_NEXT's reach). route.c; callers cache the answer. */
 void *tess__blas_next(const char *name);
 
-/* ---- LAPACK: the Cholesky routines (docs/dropin.md) ------------------------------------ */
+/* ---- LAPACK: the Cholesky and LU routines (docs/dropin.md) ------------------------------ */
 
 enum tess__lapack_kind {
     TESS__LAPACK_POTRF, /* ?POTRF(UPLO, N, A, LDA, INFO) */
     TESS__LAPACK_POTRS, /* ?POTRS(UPLO, N, NRHS, A, LDA, B, LDB, INFO): A read, B in/out */
     TESS__LAPACK_POSV,  /* ?POSV(UPLO, N, NRHS, A, LDA, B, LDB, INFO): A, B in/out */
+    TESS__LAPACK_GETRF, /* ?GETRF(M, N, A, LDA, IPIV, INFO): A in/out, IPIV written */
+    TESS__LAPACK_GETRS, /* ?GETRS(TRANS, N, NRHS, A, LDA, IPIV, B, LDB, INFO): A, IPIV read */
+    TESS__LAPACK_GESV,  /* ?GESV(N, NRHS, A, LDA, IPIV, B, LDB, INFO): A, B in/out, IPIV out */
     TESS__LAPACK_NKINDS
 };
-/* "potrf", "potrs", "posv" (route.c) */
+/* "potrf", "potrs", "posv", "getrf", "getrs", "gesv" (route.c) */
 extern const char *const tess__lapack_kind_name[TESS__LAPACK_NKINDS];
 
-/* One LAPACK call, column-major, as every door builds it (tess__lapack_operands). */
+/* The LU routines (GETRF, GETRS, GESV): IPIV, no UPLO. */
+static inline int tess__lapack_lu(enum tess__lapack_kind k) {
+    return k == TESS__LAPACK_GETRF || k == TESS__LAPACK_GETRS || k == TESS__LAPACK_GESV;
+}
+
+/* One LAPACK call, column-major, as every door builds it (tess__lapack_operands,
+ * tess__lapack_lu_operands). */
 struct tess__lapack_call {
     enum tess__lapack_kind kind;
     tess_dtype_t dt;
-    char uplo; /* upper case (LSAME) */
+    char uplo;  /* upper case (LSAME); the Cholesky routines */
+    char trans; /* upper case (LSAME); GETRS ('N' for GETRF and GESV) */
+    int64_t m;  /* GETRF's rows (n for every other routine) */
     int64_t n, nrhs;
-    void *A, *B; /* B: NULL for POTRF */
+    void *A, *B; /* B: NULL for POTRF and GETRF */
     int64_t lda, ldb;
+    void *ipiv; /* the LU routines' IPIV, 1-based, in the door's INTEGER width (info64) */
     void *info; /* INFO: an int (LP64 door) or an int64_t (ILP64: info64) */
-    int info64;
+    int info64; /* the door's INTEGER is 64-bit: INFO and IPIV are int64_t */
     /* The CPU path of a door whose symbol has a next definition: fwd runs the call on next
      * (the door knows its prototype) and returns INFO. fwd NULL: tessera's CPU LAPACK
-     * (?potrf_ of the CPU BLAS library, the solves as two CPU BLAS TRSMs). */
+     * (?potrf_, ?getrf_ and ?laswp_ of the CPU BLAS library, the solves as CPU BLAS TRSMs). */
     int64_t (*fwd)(const struct tess__lapack_call *c);
     void *next;
 };
@@ -200,7 +213,20 @@ static inline struct tess__lapack_call tess__lapack_operands(enum tess__lapack_k
                                                              int64_t lda, void *B, int64_t ldb,
                                                              void *info, int info64) {
     struct tess__lapack_call c = {.kind = kind, .dt = dt, .uplo = tess__blas_upper(*uplo)};
-    c.n = n, c.nrhs = nrhs, c.A = A, c.lda = lda, c.B = B, c.ldb = ldb;
+    c.trans = 'N', c.m = n, c.n = n, c.nrhs = nrhs, c.A = A, c.lda = lda, c.B = B, c.ldb = ldb;
+    c.info = info, c.info64 = info64;
+    return c;
+}
+
+/* An LU call: trans NULL for GETRF and GESV (no TRANS argument); m = n but for GETRF; B NULL
+ * and nrhs 0 for GETRF. */
+static inline struct tess__lapack_call
+tess__lapack_lu_operands(enum tess__lapack_kind kind, tess_dtype_t dt, const char *trans, int64_t m,
+                         int64_t n, int64_t nrhs, void *A, int64_t lda, void *ipiv, void *B,
+                         int64_t ldb, void *info, int info64) {
+    struct tess__lapack_call c = {.kind = kind, .dt = dt};
+    c.trans = trans ? tess__blas_upper(*trans) : 'N';
+    c.m = m, c.n = n, c.nrhs = nrhs, c.A = A, c.lda = lda, c.ipiv = ipiv, c.B = B, c.ldb = ldb;
     c.info = info, c.info64 = info64;
     return c;
 }
@@ -219,7 +245,7 @@ int tess__lapack_check_netlib(const struct tess__lapack_call *c);
 /* Those, then that each array the call touches can be addressed (as tess__blas_check). */
 int tess__lapack_check(const struct tess__lapack_call *c);
 /* The one checked path of every LAPACK door: INFO = -pos and the program's XERBLA (as
- * reference LAPACK: INFO first, then XERBLA('DPOTRF', pos)), or tess__lapack_run. */
+ * reference LAPACK: INFO first, then XERBLA('DPOTRF', pos); 'DGESV '), or tess__lapack_run. */
 void tess__lapack_submit(const struct tess__lapack_call *c);
 /* XERBLA(SRNAME, pos) of the program (then of the CPU BLAS; else netlib's message). */
 void tess__lapack_report(const struct tess__lapack_call *c, int pos);

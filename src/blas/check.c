@@ -2,8 +2,9 @@
  * program's error handlers. Every door (fortran.c, cblas.c, scipy64.c; 32- and 64-bit
  * integers) hands its column-major call to tess__blas_submit (LAPACK: tess__lapack_submit),
  * which checks it, reports a bad argument or runs it (route.c): nothing reaches the CPU
- * BLAS, the program's LAPACK or the devices unchecked. LAPACK: reference LAPACK's checks and
- * positions; INFO = -pos is set before its XERBLA is called, and nothing else is written.
+ * BLAS, the program's LAPACK or the devices unchecked. LAPACK (Cholesky and LU): reference
+ * LAPACK's checks and positions; INFO = -pos is set before its XERBLA is called, and nothing
+ * else is written.
  * Checks: netlib's, in netlib's order and positions (tess__blas_check below, one case per
  * routine family), then the spans of every array the call touches (at most PTRDIFF_MAX
  * bytes without wrapping: tess__span_ok), reported at the array's position.
@@ -287,6 +288,30 @@ void tess__blas_cblas_xerbla(int row_major, int pos, const char *rout, const cha
 /* ---- LAPACK ------------------------------------------------------------------------------ */
 
 int tess__lapack_check_netlib(const struct tess__lapack_call *c) {
+    switch (c->kind) {
+    case TESS__LAPACK_GETRF:
+        /* ?GETRF: M 1, N 2, LDA 4 */
+        if (c->m < 0) return 1;
+        if (c->n < 0) return 2;
+        if (c->lda < TESS__MAX(1, c->m)) return 4;
+        return 0;
+    case TESS__LAPACK_GETRS:
+        /* ?GETRS: TRANS 1, N 2, NRHS 3, LDA 5, LDB 8 */
+        if (!one_of(c->trans, "NTC")) return 1;
+        if (c->n < 0) return 2;
+        if (c->nrhs < 0) return 3;
+        if (c->lda < TESS__MAX(1, c->n)) return 5;
+        if (c->ldb < TESS__MAX(1, c->n)) return 8;
+        return 0;
+    case TESS__LAPACK_GESV:
+        /* ?GESV: N 1, NRHS 2, LDA 4, LDB 7 */
+        if (c->n < 0) return 1;
+        if (c->nrhs < 0) return 2;
+        if (c->lda < TESS__MAX(1, c->n)) return 4;
+        if (c->ldb < TESS__MAX(1, c->n)) return 7;
+        return 0;
+    default: break;
+    }
     /* ?POTRF: UPLO 1, N 2, LDA 4; ?POTRS and ?POSV: UPLO 1, N 2, NRHS 3, LDA 5, LDB 7 */
     int solve = c->kind != TESS__LAPACK_POTRF;
     if (!one_of(c->uplo, "UL")) return 1;
@@ -297,9 +322,26 @@ int tess__lapack_check_netlib(const struct tess__lapack_call *c) {
     return 0;
 }
 
+/* The LU routines' spans: A (GETRF m x n), IPIV (min(m, n) INTEGERs), B (n x nrhs) when the
+ * call reads or writes them (GESV factors A even without a right-hand side), at the
+ * positions of reference LAPACK's argument lists. */
+static int lu_span(const struct tess__lapack_call *c) {
+    size_t es = tess__dtypes[c->dt].size, is = c->info64 ? sizeof(int64_t) : sizeof(int);
+    int getrf = c->kind == TESS__LAPACK_GETRF, getrs = c->kind == TESS__LAPACK_GETRS;
+    int o = getrs; /* GETRS's positions after TRANS are one higher */
+    int64_t d = TESS__MIN(c->m, c->n);
+    if (d == 0 || (getrs && c->nrhs == 0)) return 0;
+    if (!tess__span_ok(c->A, c->m, c->n, c->lda, es, NULL)) return 3 + o;
+    if (!tess__span_ok(c->ipiv, d, 1, d, is, NULL)) return 5 + o;
+    if (!getrf && c->nrhs > 0 && !tess__span_ok(c->B, c->n, c->nrhs, c->ldb, es, NULL))
+        return 6 + o;
+    return 0;
+}
+
 int tess__lapack_check(const struct tess__lapack_call *c) {
     int info = tess__lapack_check_netlib(c);
     if (info) return info;
+    if (tess__lapack_lu(c->kind)) return lu_span(c);
     /* A (position 3 of POTRF, 4 of the solves) when n > 0 (POSV factors A even without a
      * right-hand side); B (6) when there is one */
     int solve = c->kind != TESS__LAPACK_POTRF;

@@ -1,8 +1,9 @@
 /* src/blas/fortran.c: the netlib Fortran level-3 symbols of the drop-in library, sgemm_ to
- * ztrsm_ (30 routines), and LAPACK's Cholesky routines ?potrf_, ?potrs_, ?posv_ (12), in the
- * LP64 gfortran convention: every argument by reference, 32-bit INTEGERs, one hidden length
- * per CHARACTER argument at the end (accepted, never read: only the first character counts,
- * case-insensitive, as netlib's LSAME does).
+ * ztrsm_ (30 routines), LAPACK's Cholesky routines ?potrf_, ?potrs_, ?posv_ (12) and its LU
+ * routines ?getrf_, ?getrs_, ?gesv_ (12), in the LP64 gfortran convention: every argument by
+ * reference, 32-bit INTEGERs (IPIV too), one hidden length per CHARACTER argument at the end
+ * (accepted, never read: only the first character counts, case-insensitive, as netlib's
+ * LSAME does).
  *
  * Owns only the translation of arguments into a struct tess__blas_call (LAPACK: struct
  * tess__lapack_call, with the next definition of its symbol, the program's own LAPACK, as its
@@ -123,7 +124,7 @@ TRMM(ztrsm_, TESS__BLAS_TRSM, void, TESS_Z)
 
 /* ---- LAPACK ------------------------------------------------------------------------------ */
 
-/* The next definitions of the twelve LAPACK names (the program's LAPACK), looked up once. */
+/* The next definitions of the 24 LAPACK names (the program's LAPACK), looked up once. */
 static void *lapack_next[TESS__LAPACK_NKINDS][4];
 static pthread_once_t lapack_once = PTHREAD_ONCE_INIT;
 
@@ -141,16 +142,40 @@ typedef void potrf_fn(const char *uplo, const f_int *n, void *A, const f_int *ld
                       f_len lu);
 typedef void solve_fn(const char *uplo, const f_int *n, const f_int *nrhs, void *A,
                       const f_int *lda, void *B, const f_int *ldb, f_int *info, f_len lu);
+typedef void getrf_fn(const f_int *m, const f_int *n, void *A, const f_int *lda, f_int *ipiv,
+                      f_int *info);
+typedef void getrs_fn(const char *trans, const f_int *n, const f_int *nrhs, const void *A,
+                      const f_int *lda, const f_int *ipiv, void *B, const f_int *ldb, f_int *info,
+                      f_len lt);
+typedef void gesv_fn(const f_int *n, const f_int *nrhs, void *A, const f_int *lda, f_int *ipiv,
+                     void *B, const f_int *ldb, f_int *info);
 
 /* The CPU path: the call on the program's own LAPACK. */
 static int64_t lapack_fwd(const struct tess__lapack_call *c) {
-    f_int n = (f_int)c->n, nrhs = (f_int)c->nrhs, lda = (f_int)c->lda, ldb = (f_int)c->ldb;
-    f_int info = 0;
-    char uplo = c->uplo;
-    if (c->kind == TESS__LAPACK_POTRF)
-        ((potrf_fn *)c->next)(&uplo, &n, c->A, &lda, &info, 1);
-    else
+    f_int m = (f_int)c->m, n = (f_int)c->n, nrhs = (f_int)c->nrhs, lda = (f_int)c->lda;
+    f_int ldb = (f_int)c->ldb, info = 0;
+    char uplo = c->uplo, trans = c->trans;
+    switch (c->kind) {
+    case TESS__LAPACK_POTRF: ((potrf_fn *)c->next)(&uplo, &n, c->A, &lda, &info, 1); break;
+    case TESS__LAPACK_POTRS:
+    case TESS__LAPACK_POSV:
         ((solve_fn *)c->next)(&uplo, &n, &nrhs, c->A, &lda, c->B, &ldb, &info, 1);
+        break;
+    case TESS__LAPACK_GETRF: ((getrf_fn *)c->next)(&m, &n, c->A, &lda, c->ipiv, &info); break;
+    case TESS__LAPACK_GETRS:
+        ((getrs_fn *)c->next)(&trans, &n, &nrhs, c->A, &lda, c->ipiv, c->B, &ldb, &info, 1);
+        break;
+    case TESS__LAPACK_GESV:
+        /* without a right-hand side reference LAPACK's ?GESV still factors A; OpenBLAS's
+         * returns at once: the program's ?getrf_ does what reference LAPACK does */
+        if (nrhs == 0 && lapack_next[TESS__LAPACK_GETRF][c->dt])
+            ((getrf_fn *)lapack_next[TESS__LAPACK_GETRF][c->dt])(&n, &n, c->A, &lda, c->ipiv,
+                                                                 &info);
+        else
+            ((gesv_fn *)c->next)(&n, &nrhs, c->A, &lda, c->ipiv, c->B, &ldb, &info);
+        break;
+    case TESS__LAPACK_NKINDS: break;
+    }
     return info;
 }
 
@@ -193,3 +218,32 @@ SOLVE(sposv_, TESS__LAPACK_POSV, TESS_S, )
 SOLVE(dposv_, TESS__LAPACK_POSV, TESS_D, )
 SOLVE(cposv_, TESS__LAPACK_POSV, TESS_C, )
 SOLVE(zposv_, TESS__LAPACK_POSV, TESS_Z, )
+
+/* ?GETRF(M, N, A, LDA, IPIV, INFO); ?GETRS(TRANS, N, NRHS, A, LDA, IPIV, B, LDB, INFO), A
+ * and IPIV read; ?GESV(N, NRHS, A, LDA, IPIV, B, LDB, INFO) */
+#define LU(p, DT)                                                                                 \
+    TESS__BLAS_EXPORT void p##getrf_(const f_int *m, const f_int *n, void *A, const f_int *lda,   \
+                                     f_int *ipiv, f_int *info) {                                  \
+        struct tess__lapack_call c = tess__lapack_lu_operands(                                    \
+            TESS__LAPACK_GETRF, DT, NULL, *m, *n, 0, A, *lda, ipiv, NULL, 0, info, 0);            \
+        lapack_submit(&c);                                                                        \
+    }                                                                                             \
+    TESS__BLAS_EXPORT void p##getrs_(const char *trans, const f_int *n, const f_int *nrhs,        \
+                                     const void *A, const f_int *lda, const f_int *ipiv, void *B, \
+                                     const f_int *ldb, f_int *info, f_len lt) {                   \
+        struct tess__lapack_call c = tess__lapack_lu_operands(TESS__LAPACK_GETRS, DT, trans, *n,  \
+                                                              *n, *nrhs, (void *)A, *lda,         \
+                                                              (void *)ipiv, B, *ldb, info, 0);    \
+        lapack_submit(&c);                                                                        \
+    }                                                                                             \
+    TESS__BLAS_EXPORT void p##gesv_(const f_int *n, const f_int *nrhs, void *A, const f_int *lda, \
+                                    f_int *ipiv, void *B, const f_int *ldb, f_int *info) {        \
+        struct tess__lapack_call c = tess__lapack_lu_operands(                                    \
+            TESS__LAPACK_GESV, DT, NULL, *n, *n, *nrhs, A, *lda, ipiv, B, *ldb, info, 0);         \
+        lapack_submit(&c);                                                                        \
+    }
+
+LU(s, TESS_S)
+LU(d, TESS_D)
+LU(c, TESS_C)
+LU(z, TESS_Z)

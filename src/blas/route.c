@@ -11,10 +11,13 @@
  * has a GPU (TESSERA_BLAS_EMULATED=1: or an emulated device); everything else the CPU BLAS.
  * A failed tessera call with beta = 0 runs again on the CPU BLAS; otherwise its input is
  * lost and the process stops with a message rather than return a wrong result.
- * LAPACK (?potrf, ?posv, ?potrs): the same policy with ?potrf and ?posv by their order
- * (n >= TESSERA_BLAS_POTRF_N) and ?potrs by the model of its two TRSMs; to tess_potrf,
- * tess_posv, tess_potrs, else the program's own LAPACK (the door's next definition) or,
- * without one, tessera's CPU LAPACK. A failed tessera call has overwritten its input: stop.
+ * LAPACK (?potrf, ?posv, ?potrs; ?getrf, ?gesv, ?getrs): the same policy with the
+ * factorizations by their order (?potrf, ?posv: n >= TESSERA_BLAS_POTRF_N; ?getrf: min(m, n),
+ * ?gesv: n >= TESSERA_BLAS_GETRF_N) and the solves (?potrs, ?getrs) by the model of their two
+ * TRSMs; to tess_potrf ... tess_gesv (IPIV widened to int64_t and back for an LP64 door;
+ * ?getrs with a pivot outside 1..n stays on the CPU), else the program's own LAPACK (the
+ * door's next definition) or, without one, tessera's CPU LAPACK. A failed tessera call has
+ * overwritten its input: stop.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -38,7 +41,8 @@ const char *const tess__blas_kind_name[TESS__BLAS_NKINDS] = {
 };
 
 const char *const tess__lapack_kind_name[TESS__LAPACK_NKINDS] = {
-    [TESS__LAPACK_POTRF] = "potrf", [TESS__LAPACK_POTRS] = "potrs", [TESS__LAPACK_POSV] = "posv"};
+    [TESS__LAPACK_POTRF] = "potrf", [TESS__LAPACK_POTRS] = "potrs", [TESS__LAPACK_POSV] = "posv",
+    [TESS__LAPACK_GETRF] = "getrf", [TESS__LAPACK_GETRS] = "getrs", [TESS__LAPACK_GESV] = "gesv"};
 
 /* ---- the routing table ----------------------------------------------------------------
  * Each row names the generic tessera entry point of its routine (precision as the first
@@ -237,11 +241,12 @@ static void summary(void) {
     if (cfg_ok)
         fprintf(stderr,
                 "%s: model cpu %g,%g,%g,%g GFLOP/s; devices %g,%g,%g,%g GFLOP/s, half "
-                "at %g, link %g GB/s, overhead %g us, margin %g; potrf from n = %lld%s\n",
+                "at %g, link %g GB/s, overhead %g us, margin %g; potrf from n = %lld; getrf "
+                "from n = %lld%s\n",
                 who, model.cpu_gflops[0], model.cpu_gflops[1], model.cpu_gflops[2],
                 model.cpu_gflops[3], model.dev_gflops[0], model.dev_gflops[1], model.dev_gflops[2],
                 model.dev_gflops[3], model.dev_half, model.link_gbs, model.overhead_us,
-                model.margin, (long long)cfg.blas_potrf_n,
+                model.margin, (long long)cfg.blas_potrf_n, (long long)cfg.blas_getrf_n,
                 cfg.blas_force ? " (TESSERA_BLAS_FORCE=1)" : "");
     for (int k = 0; k < TESS__BLAS_NKINDS + TESS__LAPACK_NKINDS; k++)
         for (int d = 0; d < 4; d++) {
@@ -414,7 +419,36 @@ void *tess__blas_next(const char *name) {
 
 static tess_uplo_t tess_uplo(char u) { return u == 'U' ? TESS_UPPER : TESS_LOWER; }
 
-static int lapack_dev(const struct tess__lapack_call *c, int64_t *info) {
+/* GETRS's TRANS: a real routine takes 'C' as 'T', as LAPACK's ?GETRS does */
+static tess_trans_t lu_trans(const struct tess__lapack_call *c) {
+    if (c->trans == 'C' && !tess__dtypes[c->dt].complex_) return TESS_TRANS;
+    return tess_trans(c->trans);
+}
+
+/* IPIV(i), 0-based i, in the door's width */
+static int64_t piv_get(const struct tess__lapack_call *c, int64_t i) {
+    return c->info64 ? ((const int64_t *)c->ipiv)[i] : ((const int *)c->ipiv)[i];
+}
+
+/* The pivots as tessera takes them (int64_t, min(m, n) of them): an ILP64 door's own IPIV,
+ * else a new array (*own = 1), holding the door's pivots for GETRS. NULL: the call stays on
+ * the CPU (no memory; GETRS with a pivot outside 1..n, which tess_getrs refuses and
+ * LAPACK's ?GETRS does not check). */
+static int64_t *lu_pivots(const struct tess__lapack_call *c, int *own) {
+    int64_t d = TESS__MIN(c->m, c->n);
+    int getrs = c->kind == TESS__LAPACK_GETRS;
+    *own = 0;
+    for (int64_t i = 0; getrs && i < d; i++)
+        if (piv_get(c, i) < 1 || piv_get(c, i) > c->n) return NULL;
+    if (c->info64) return c->ipiv;
+    int64_t *p = malloc((size_t)d * sizeof *p);
+    if (!p) return NULL;
+    for (int64_t i = 0; getrs && i < d; i++) p[i] = piv_get(c, i);
+    *own = 1;
+    return p;
+}
+
+static int lapack_dev(const struct tess__lapack_call *c, int64_t *piv, int64_t *info) {
     const tess_layout_t col = TESS_COL_MAJOR;
     switch (c->kind) {
     case TESS__LAPACK_POTRF:
@@ -425,28 +459,90 @@ static int lapack_dev(const struct tess__lapack_call *c, int64_t *info) {
     case TESS__LAPACK_POSV:
         return tess_posv(c->dt, col, tess_uplo(c->uplo), c->n, c->nrhs, c->A, c->lda, c->B, c->ldb,
                          info);
+    case TESS__LAPACK_GETRF: return tess_getrf(c->dt, col, c->m, c->n, c->A, c->lda, piv, info);
+    case TESS__LAPACK_GETRS:
+        return tess_getrs(c->dt, col, lu_trans(c), c->n, c->nrhs, c->A, c->lda, piv, c->B, c->ldb,
+                          info);
+    case TESS__LAPACK_GESV:
+        return tess_gesv(c->dt, col, c->n, c->nrhs, c->A, c->lda, piv, c->B, c->ldb, info);
     case TESS__LAPACK_NKINDS: break;
     }
     return TESS_EINTERNAL;
 }
 
+/* A call tessera's CPU LAPACK cannot take: say why and stop (nothing written yet). */
+static _Noreturn void lapack_cpu_fail(const struct tess__lapack_call *c, const char *why) {
+    fprintf(stderr, "tessera-blas: %c%s: %s\n", tess__blas_prefix(c->dt),
+            tess__lapack_kind_name[c->kind], why);
+    abort();
+}
+
+/* tessera's CPU LAPACK for the LU routines: ?getrf_ of the CPU BLAS library, the solve as
+ * reference LAPACK's ?GETRS does it, ?laswp_ of that library and two TRSMs on the CPU BLAS
+ * (N: P^T B, L Y = B, U X = Y; T/C: U^T Y = B, L^T Z = Y, X = P Z). An ILP64 door's pivots
+ * go through a 32-bit copy. Returns INFO. */
+static int64_t lu_cpu(const struct tess__lapack_call *c) {
+    if (c->m > INT_MAX || c->n > INT_MAX || c->nrhs > INT_MAX || c->lda > INT_MAX ||
+        c->ldb > INT_MAX)
+        lapack_cpu_fail(c, "past the CPU LAPACK's 32-bit integers and no device takes it");
+    int64_t d = TESS__MIN(c->m, c->n);
+    int *p = c->ipiv;
+    if (c->info64) {
+        if (!(p = malloc((size_t)d * sizeof *p))) lapack_cpu_fail(c, "out of host memory");
+        for (int64_t i = 0; c->kind == TESS__LAPACK_GETRS && i < d; i++) p[i] = (int)piv_get(c, i);
+    }
+    int64_t info = 0;
+    if (c->kind != TESS__LAPACK_GETRS) {
+        tess__getrf_fn *f;
+        if (tess__hostblas_getrf((int)c->dt, "tessera-blas", &f))
+            lapack_cpu_fail(c, tess_last_error());
+        int m = (int)c->m, n = (int)c->n, lda = (int)c->lda, inf = 0;
+        f(&m, &n, c->A, &lda, p, &inf);
+        info = inf;
+        for (int64_t i = 0; c->info64 && i < d; i++) ((int64_t *)c->ipiv)[i] = p[i];
+    }
+    if (c->kind != TESS__LAPACK_GETRF && info == 0 && c->nrhs > 0) {
+        tess__laswp_fn *sw;
+        if (tess__hostblas_laswp((int)c->dt, "tessera-blas", &sw))
+            lapack_cpu_fail(c, tess_last_error());
+        int nrhs = (int)c->nrhs, ldb = (int)c->ldb, k1 = 1, k2 = (int)c->n, up = 1, down = -1;
+        /* B in and out, also named C (blas.h); cpu_call takes a real routine's 'C' as 'T' */
+        struct tess__blas_call t = tess__blas_operands(TESS__BLAS_TRSM, c->dt, c->n, c->nrhs, 0,
+                                                       tess__scalar_one(c->dt), c->A, c->lda, c->B,
+                                                       c->ldb, NULL, c->B, c->ldb);
+        t.side = 'L', t.ta = c->trans;
+        if (c->trans == 'N') {
+            sw(&nrhs, c->B, &ldb, &k1, &k2, p, &up);
+            t.uplo = 'L', t.diag = 'U';
+            cpu_call(&t);
+            t.uplo = 'U', t.diag = 'N';
+            cpu_call(&t);
+        } else {
+            t.uplo = 'U', t.diag = 'N';
+            cpu_call(&t);
+            t.uplo = 'L', t.diag = 'U';
+            cpu_call(&t);
+            sw(&nrhs, c->B, &ldb, &k1, &k2, p, &down);
+        }
+    }
+    if (c->info64) free(p);
+    return info;
+}
+
 /* tessera's CPU LAPACK: ?potrf_ of the CPU BLAS library (hostblas.h), and the solves as
  * LAPACK's ?POTRS does them, two TRSMs on the CPU BLAS (L: L Y = B, L^H X = Y; U: U^H Y = B,
- * U X = Y). Returns INFO. */
+ * U X = Y); the LU routines by lu_cpu. Returns INFO. */
 static int64_t lapack_cpu(const struct tess__lapack_call *c) {
     (void)cpu_blas(); /* loaded, or stop with the reason */
+    if (tess__lapack_lu(c->kind)) return lu_cpu(c);
     int64_t info = 0;
     if (c->kind != TESS__LAPACK_POTRS) {
         tess__potrf_fn *f;
         if (tess__hostblas_potrf((int)c->dt, "tessera-blas", &f) || c->n > INT_MAX ||
-            c->lda > INT_MAX) {
-            fprintf(stderr, "tessera-blas: %c%s: %s\n", tess__blas_prefix(c->dt),
-                    tess__lapack_kind_name[c->kind],
-                    c->n > INT_MAX || c->lda > INT_MAX
-                        ? "past the CPU LAPACK's 32-bit integers and no device takes it"
-                        : tess_last_error());
-            abort();
-        }
+            c->lda > INT_MAX)
+            lapack_cpu_fail(c, c->n > INT_MAX || c->lda > INT_MAX
+                                   ? "past the CPU LAPACK's 32-bit integers and no device takes it"
+                                   : tess_last_error());
         int n = (int)c->n, lda = (int)c->lda, inf = 0;
         char uplo = c->uplo;
         f(&uplo, &n, c->A, &lda, &inf, 1);
@@ -470,23 +566,31 @@ static int64_t lapack_cpu(const struct tess__lapack_call *c) {
 void tess__lapack_run(const struct tess__lapack_call *c) {
     pthread_once(&init_once, init);
     struct counter *ctr = &lcounts[c->kind][c->dt];
-    int64_t n = c->n;
-    int solve = c->kind != TESS__LAPACK_POTRF, factor = c->kind != TESS__LAPACK_POTRS;
-    /* LAPACK's quick returns: N = 0 (POTRS: or NRHS = 0); nothing read or written */
-    if (n == 0 || (c->kind == TESS__LAPACK_POTRS && c->nrhs == 0)) {
+    enum tess__lapack_kind k = c->kind;
+    int lu = tess__lapack_lu(k);
+    int factor = k != TESS__LAPACK_POTRS && k != TESS__LAPACK_GETRS;
+    int solve = k != TESS__LAPACK_POTRF && k != TESS__LAPACK_GETRF;
+    int64_t n = c->n, d = TESS__MIN(c->m, c->n);
+    /* LAPACK's quick returns: M = 0 or N = 0 (the solves: or NRHS = 0; POSV and GESV still
+     * factor A without a right-hand side); nothing read or written */
+    if (d == 0 || (!factor && c->nrhs == 0)) {
         tess__lapack_set_info(c, 0);
         TESS__COUNT(ctr, quick, 1);
         return;
     }
-    /* multiply-adds: the factorization n^3 / 6, the two solves n^2 nrhs */
-    double nn = (double)n;
-    double madds = (factor ? nn * nn * nn / 6.0 : 0) + (solve ? nn * nn * (double)c->nrhs : 0);
+    /* multiply-adds: Cholesky n^3 / 6; LU max(m, n) d^2 / 2 - d^3 / 6 (n^3 / 3 square); the
+     * two solves n^2 nrhs */
+    double nn = (double)n, dd = (double)d, big = (double)TESS__MAX(c->m, c->n);
+    double madds = !factor ? 0
+                   : lu    ? (big * dd * dd - dd * dd * dd / 3.0) / 2.0
+                           : nn * nn * nn / 6.0;
+    if (solve) madds += nn * nn * (double)c->nrhs;
     uint64_t flops = (uint64_t)(madds * tess__dtypes[c->dt].flop_mul);
 
     int dev = cfg_ok && !tess__autostart_forked();
     if (dev && !cfg.blas_force) {
         if (factor) {
-            dev = n >= cfg.blas_potrf_n;
+            dev = d >= (lu ? cfg.blas_getrf_n : cfg.blas_potrf_n);
         } else {
             /* two TRSMs with the factor (the same cost each): the level-3 model of one */
             struct tess__blas_cost cost = tess__blas_cost(TESS__BLAS_TRSM, c->dt, nn,
@@ -494,25 +598,33 @@ void tess__lapack_run(const struct tess__lapack_call *c) {
             dev = tess__blas_model_to_dev(&model, c->dt, &cost);
         }
     }
+    int64_t *piv = NULL;
+    int own = 0;
+    if (dev && lu && !(piv = lu_pivots(c, &own))) dev = 0;
     if (dev && devices_ready()) {
         int64_t info = 0;
         tess__autostart_enter();
-        int rc = lapack_dev(c, &info);
+        int rc = lapack_dev(c, piv, &info);
         tess__autostart_leave();
         if (rc != TESS_OK) {
             /* the factor or the solution is written in place: the input is lost */
             fprintf(stderr,
                     "tessera-blas: %c%s failed in tessera (%s: %s) after writing part of its "
                     "operands; its input is lost, stopping\n",
-                    tess__blas_prefix(c->dt), tess__lapack_kind_name[c->kind], tess_strerror(rc),
+                    tess__blas_prefix(c->dt), tess__lapack_kind_name[k], tess_strerror(rc),
                     tess_last_error());
             abort();
         }
+        /* the pivots back into an LP64 door's IPIV (GETRS only read them) */
+        for (int64_t i = 0; own && k != TESS__LAPACK_GETRS && i < d; i++)
+            ((int *)c->ipiv)[i] = (int)piv[i];
+        if (own) free(piv);
         tess__lapack_set_info(c, info);
         TESS__COUNT(ctr, dev_calls, 1);
         TESS__COUNT(ctr, dev_flops, flops);
         return;
     }
+    if (own) free(piv);
     int64_t info;
     if (c->fwd) {
         /* the program's own LAPACK; it may call level-3 routines back through this library,

@@ -2,9 +2,9 @@
  * header and the CUDA checks; bench_gemm.c the GEMM comparison (no --routine); bench_level3.c
  * the level-3 comparison (--routine) with its calls in bench_l3calls.c; bench_seq.c the
  * sequences of GEMMs (--sequence: in-core cuBLAS, tessera stateless and on held data);
- * bench_potrf.c the Cholesky factorization (--routine potrf: in-core cuSOLVER, tessera, the CPU
- * LAPACK). The rows, the clock and the CPU BLAS come from bench_lib.h, the checks from oracle.h
- * / oracle_l3.h. Nothing here reaches inside the library. */
+ * bench_factor.c the factorizations (--routine potrf,getrf: in-core cuSOLVER, tessera, the CPU
+ * LAPACK; bench_factor.h), their hooks in bench_potrf.c and bench_getrf.c. The rows, the clock
+ * and the CPU BLAS come from bench_lib.h, the checks from oracle.h / oracle_l3.h. Nothing here reaches inside the library. */
 #ifndef TESS_BENCH_H
 #define TESS_BENCH_H
 
@@ -44,8 +44,8 @@ struct opts {
     int threads;
     /* level 3 (--routine); routines == 0: the GEMM comparison */
     unsigned routines;            /* 1u << enum routine */
-    int potrf;                    /* --routine potrf (not level 3: bench_potrf.c) */
-    int cpu_lapack;               /* --cpu-lapack: potrf's CPU LAPACK row at every n */
+    unsigned factors;             /* --routine potrf, getrf: 1u << enum factor_routine */
+    int cpu_lapack;               /* --cpu-lapack: the factorizations' CPU LAPACK row at every n */
     char side, uplo, trans, diag; /* 'L'/'R', 'U'/'L', 'N'/'T'/'C', 'N'/'U' */
     /* --sequence (0: none); -n given (the sequences' own default size otherwise) */
     int sequence, sizes_given;
@@ -54,6 +54,9 @@ struct opts {
     int64_t calls;     /* --calls: small's calls per sequence */
 };
 enum { SEQ_UPDATE = 1, SEQ_SMALL = 2 };
+/* the factorizations (not level 3: bench_factor.c), in the order they run */
+enum factor_routine { FR_POTRF, FR_GETRF, FR_N };
+extern const char *const factor_names[FR_N]; /* --routine's names: "potrf", "getrf" */
 extern struct opts o;
 
 int cu_check(cudaError_t e, const char *what, const char *file, int line);
@@ -83,7 +86,7 @@ static inline struct timing bench_timing(void) {
 int bench_gemm(void);   /* every precision and size of o */
 int bench_level3(void); /* every routine in o.routines */
 int bench_seq(void);    /* o.sequence, every precision (and size, if -n) of o */
-int bench_potrf(void);  /* --routine potrf, every precision and size (its status: every row's) */
+int bench_factor(void); /* o.factors, every precision and size (its status: every row's) */
 
 /* bench_l3calls.c: one call of a level-3 problem by each library (column-major, ldc = n) */
 cublasStatus_t l3_incore_call(cublasHandle_t h, const struct prob *p, const void *dA,

@@ -2,9 +2,9 @@
  * the same random operands, in-core cuBLAS (the ceiling), cuBLAS-XT and tessera, every run
  * timed and verified (the GEMM table: bench_gemm.c; --routine, every level-3 routine:
  * bench_level3.c; --sequence, sequences of GEMMs on held data: bench_seq.c; --routine potrf,
- * the Cholesky factorization against in-core cuSOLVER: bench_potrf.c). This file owns the
- * options, the header (machine, versions, devices, knobs) and the CUDA error checks; nothing
- * here reaches inside the library.
+ * getrf, the Cholesky and LU factorizations against in-core cuSOLVER: bench_factor.c). This
+ * file owns the options, the header (machine, versions, devices, knobs) and the CUDA error
+ * checks; nothing here reaches inside the library.
  * Exit status: 0 every run verified, 1 a verification failed, 2 usage, 3 a row failed with an
  * error (CUDA, cuBLAS, tessera: the call is printed and the row skipped), 77 no GPU. */
 #include <cublas_v2.h>
@@ -23,6 +23,7 @@
 
 const char *const kind_names[K_NKINDS] = {
     "incore", "xt", "xt-pageable", "tess", "tess-pageable", "incore-copies", "cpu-blas"};
+const char *const factor_names[FR_N] = {"potrf", "getrf"};
 
 struct opts o;
 
@@ -112,20 +113,30 @@ static void usage(FILE *f) {
         "  --reps        the same as -r\n"
         "  Without a GPU it exits 77; TESSERA_BENCH_NO_GPU=1 runs the tessera rows anyway\n"
         "  (on the CPU worker or TESSERA_EMULATE devices: a test of the bench and oracle).\n"
-        "  potrf (not level 3, not in all; may join level-3 routines in the list): the\n"
-        "  Cholesky factorization of a random Hermitian positive definite matrix (entries in\n"
-        "  [-0.5, 0.5], n added to the real diagonal), --uplo L (default) or U, per\n"
-        "  precision and size; rows: in-core (cusolverDnXpotrf on the first GPU, the matrix\n"
-        "  copied there before each run, the call timed), tessera (tess_?potrf on a pinned\n"
-        "  host copy reset before each run, the whole call timed) and, for n <= 8192 or with\n"
-        "  --cpu-lapack, the CPU LAPACK ?potrf_ of TESSERA_CPU_BLAS; one warm-up and reps\n"
-        "  runs, the median, TFLOP/s from n^3/3 (complex x4) and tessera / in-core. Each run\n"
-        "  is checked (--verify) on the first GPU (the host without one): info 0, a positive\n"
-        "  diagonal and ||A0 - L L^H||_F / (||A0||_F n u) <= 10 on the triangle (by column\n"
-        "  blocks in the memory left free); tessera must also leave the other triangle as it\n"
-        "  was (a failed run prints FAIL, exit 1). --skip incore,tess,cpu-blas leaves rows\n"
-        "  out; with level-3 routines too, --csv FILE puts potrf's rows in FILE.potrf.csv.\n"
-        "  --cpu-lapack  potrf: the CPU LAPACK row at every n (slow at large n)\n"
+        "  potrf, getrf (factorizations: not level 3, not in all; may join level-3 routines\n"
+        "  in the list; both: potrf, then getrf): per precision and size, on a random\n"
+        "  pinned host matrix (seeded; the same in every row and run), rows in-core\n"
+        "  (cuSOLVER's 64-bit API on the first GPU, the matrix copied there before each run,\n"
+        "  the call timed), tessera (on a pinned host copy reset before each run, the whole\n"
+        "  call timed) and, for n <= 8192 or with --cpu-lapack, the CPU LAPACK of\n"
+        "  TESSERA_CPU_BLAS; one warm-up and reps runs, the median and tessera / in-core.\n"
+        "  Each run is checked (--verify) on the first GPU by column blocks in the memory\n"
+        "  left free (on the host without a GPU): info 0 and a residual <= 10 (a failed run\n"
+        "  prints FAIL, exit 1).\n"
+        "  potrf: Cholesky of a Hermitian positive definite matrix (entries in [-0.5, 0.5],\n"
+        "  n added to the real diagonal), --uplo L (default) or U; cusolverDnXpotrf,\n"
+        "  tess_?potrf, ?potrf_; TFLOP/s from n^3/3 (complex x4); the check\n"
+        "  ||A0 - L L^H||_F / (||A0||_F n u) on the triangle and a positive diagonal, and\n"
+        "  tessera must leave the other triangle as it was.\n"
+        "  getrf: LU with partial pivoting of a general matrix (entries in [-0.5, 0.5]);\n"
+        "  cusolverDnXgetrf (int64 pivots on the GPU), tess_getrf, ?getrf_; TFLOP/s from\n"
+        "  2 n^3/3 (complex x4); the check: pivots LAPACK's (i <= ipiv(i) <= n) and\n"
+        "  ||P^T A0 - L U||_F / (||A0||_F n u) (the interchanges applied to A0 by\n"
+        "  cusolverDn<t>laswp); each row's pivots are compared with in-core's (the CPU's\n"
+        "  without a GPU) and the entries that differ reported (informational).\n"
+        "  --skip incore,tess,cpu-blas leaves rows out; --csv FILE gets the rows of both\n"
+        "  (the routine column), with level-3 routines too FILE.potrf.csv, FILE.getrf.csv.\n"
+        "  --cpu-lapack  potrf, getrf: the CPU LAPACK row at every n (slow at large n)\n"
         "\n"
         "       tessera-bench --sequence update|small [-n N[,N...]] [-p s,d,c,z] [--reps reps]\n"
         "                     [--nb NB] [--calls K] [--hold-tile T] [--skip incore,tess]\n"
@@ -273,8 +284,10 @@ static int parse_args(int argc, char **argv) {
                     o.routines = (1u << R_N) - 1;
                     continue;
                 }
-                if (!strcmp(t, "potrf")) { /* not level 3: bench_potrf.c */
-                    o.potrf = 1;
+                int f = 0; /* the factorizations: not level 3, bench_factor.c */
+                while (f < FR_N && strcmp(t, factor_names[f])) f++;
+                if (f < FR_N) {
+                    o.factors |= 1u << f;
                     continue;
                 }
                 while (r < R_N && strcmp(t, routine_names[r])) r++;
@@ -284,7 +297,7 @@ static int parse_args(int argc, char **argv) {
                 }
                 o.routines |= 1u << r;
             }
-            if (!o.routines && !o.potrf) goto bad;
+            if (!o.routines && !o.factors) goto bad;
             break;
         }
         case O_SIDE:
@@ -340,7 +353,7 @@ static int parse_args(int argc, char **argv) {
         }
     }
     if (optind != argc) goto bad;
-    if (o.sequence && (o.routines || o.potrf || other)) {
+    if (o.sequence && (o.routines || o.factors || other)) {
         fprintf(stderr, "tessera-bench: --sequence takes neither --routine, --time-limit, --csv, "
                         "--xt-blocks, --cpu-lapack nor --side/--uplo/--trans/--diag\n");
         goto bad;
@@ -375,10 +388,11 @@ bad:
     exit(2);
 }
 
-/* --routine: the level-3 routines asked, then potrf (whose status counts every row of both). */
+/* --routine: the level-3 routines asked, then the factorizations (whose status counts every row
+ * of both). */
 static int bench_routines(void) {
     int rc = o.routines ? bench_level3() : 0;
-    return o.potrf && rc != 2 ? bench_potrf() : rc;
+    return o.factors && rc != 2 ? bench_factor() : rc;
 }
 
 /* The GPUs tessera uses, as TESSERA_DEVICES selects them: all visible, or an ordinal list. */
@@ -478,7 +492,7 @@ int main(int argc, char **argv) {
         o.ndev = 0;
         print_header(argc, argv, 0);
         if (o.sequence) return bench_seq();
-        if (o.routines || o.potrf) return bench_routines();
+        if (o.routines || o.factors) return bench_routines();
         o.skip[K_INCORE] = o.skip[K_INCORE_COPY] = o.skip[K_XT] = o.skip[K_XT_PAGE] = 1;
         no_gpu = 1;
     }
@@ -501,8 +515,8 @@ int main(int argc, char **argv) {
         o.ndev = ndev_opt ? ndev_opt : ngpus;
         memcpy(o.dev, gpus, sizeof gpus);
         print_header(argc, argv, visible);
-        if (o.sequence) return bench_seq();                 /* --sequence: sequences of GEMMs */
-        if (o.routines || o.potrf) return bench_routines(); /* --routine: level 3, potrf */
+        if (o.sequence) return bench_seq();                   /* --sequence: sequences of GEMMs */
+        if (o.routines || o.factors) return bench_routines(); /* --routine: level 3, factors */
     }
 
     return bench_gemm();

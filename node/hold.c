@@ -712,7 +712,10 @@ static int hold_new(struct tess__rt *rt, tess_dtype_t dtype, void *A, int64_t ld
     uintptr_t lo, hi;
     span(A, rows, cols, ld, es, &lo, &hi);
     pthread_mutex_lock(&rt->hold_mu);
-    for (struct tess__hold *o = rt->holds; o; o = o->next) {
+    /* a hold of strips may lie over a held matrix its call wrote back and dropped first
+     * (tess__hold_unheld): it comes first in the list, so views find it, and no view is
+     * ever served from it */
+    for (struct tess__hold *o = rt->holds; o && !strips; o = o->next) {
         uintptr_t olo, ohi;
         span(o->base, o->rows, o->cols, o->ld, o->es, &olo, &ohi);
         if (lo < ohi && olo < hi) {

@@ -510,7 +510,8 @@ int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t 
                     int64_t ld, size_t es, struct tess__hview *v);
 /* Hold the rows x cols matrix A (ld; checked by the caller) for one call as column strips:
  * tiles of every row by tile columns (src/lapack/getrf.c), *v its view; released with
- * tess_release. tess__hold_view never answers 1 for such a hold. */
+ * tess_release. tess__hold_view never answers 1 for such a hold. It may overlap held
+ * matrices, which the caller wrote back and dropped first (tess__hold_unheld). */
 int tess__hold_strips(struct tess__rt *rt, tess_dtype_t dtype, void *A, int64_t ld, int64_t rows,
                       int64_t cols, int64_t tile, struct tess__hview *v);
 /* A call served as if nothing were held touches X: every held matrix X overlaps is written

@@ -1254,6 +1254,107 @@ TEST(counters) {
     lu_free(&x);
 }
 
+/* ---- held data ---------------------------------------------------------------------------- */
+
+/* Hold the column-major rows x cols C (ld) with its contents only in dirty device tiles:
+ * the host range gets garbage, then tess_gemm writes C := 1 C0 I + 0 C into the held tiles
+ * (as a sequence of calls would leave them). A call that read the host range would see the
+ * garbage. */
+static void hold_dirty(tess_dtype_t dt, char *c, int64_t rows, int64_t cols, int64_t ld,
+                       size_t es) {
+    char *c0 = ref_malloc((size_t)(ld * cols) * es), *eye = ref_malloc((size_t)(cols * cols) * es);
+    memcpy(c0, c, (size_t)(ld * cols) * es);
+    memset(eye, 0, (size_t)(cols * cols) * es);
+    for (int64_t i = 0; i < cols; i++) ref_set(dt, eye, (size_t)(i + i * cols), 1, 0);
+    for (int64_t j = 0; j < cols; j++)
+        for (int64_t i = 0; i < rows; i++)
+            ref_set(dt, c, (size_t)(i + j * ld), 1e6 + (double)i, -3);
+    ASSERT_OK(tess_hold(dt, c, ld, rows, cols, 32));
+    unsigned char one[16], zero[16];
+    ref_scalar(dt, one, 1, 0);
+    ref_scalar(dt, zero, 0, 0);
+    ASSERT_OK(tess_gemm(dt, TESS_COL_MAJOR, TESS_NO_TRANS, TESS_NO_TRANS, rows, cols, cols, one, c0,
+                        ld, eye, cols, zero, c, ld));
+    free(c0), free(eye);
+}
+
+/* tess_?getrf on a held matrix whose contents are only in dirty device tiles (hold_dirty;
+ * d column-major n = 150, z row-major n = 100; tile 32, 3 devices): the factorization runs on
+ * the devices (steps counted), its result is LAPACK's after tess_sync, and the matrix stays
+ * held (tess_release succeeds). Then tess_getrs with a held B likewise (nrhs 7): X is
+ * LAPACK's ?getrs_ on the same factors, read after tess_sync(B). */
+TEST(held) {
+    start(3, "32", "16M");
+    ASSERT_OK(tess_init());
+    static const struct {
+        tess_dtype_t dt;
+        tess_layout_t layout;
+        int64_t n;
+    } cs[2] = {{TESS_D, TESS_COL_MAJOR, 150}, {TESS_Z, TESS_ROW_MAJOR, 100}};
+    for (int c = 0; c < 2; c++) {
+        struct lu x;
+        const int64_t n = cs[c].n, nrhs = 7;
+        lu_make(&x, cs[c].dt, cs[c].layout, n, n, n + 3, 7000 + (uint64_t)c);
+        lu_finish(&x);
+        hold_dirty(x.dt, x.a, n, n, x.lda, x.es);
+        tess_reset_stats();
+        int64_t info = -77;
+        int rc = call_getrf(&x, 1, &info);
+        uint64_t steps = 0;
+        for (int d = 0; d < 3; d++) {
+            tess_dev_stats_t st;
+            ASSERT_OK(tess_device_stats(d, &st));
+            steps += st.steps;
+        }
+        ASSERT_MSG(rc == TESS_OK, "held %s: returned %d (%s)", x.desc, rc, tess_last_error());
+        ASSERT_OK(tess_sync(x.a));
+        check_lu(&x, "held", rc, info, NULL);
+        ASSERT_MSG(steps > 0, "held %s: no device kernel ran the factorization", x.desc);
+        /* B held (column-major n x nrhs, ld n + 2), dirty, solved with the factors */
+        const int64_t ldb = n + 2;
+        char *b = ref_malloc((size_t)(ldb * nrhs) * x.es),
+             *rb = ref_malloc((size_t)(ldb * nrhs) * x.es);
+        uint64_t rng = 99 + (uint64_t)c;
+        for (size_t i = 0; i < (size_t)(ldb * nrhs); i++)
+            ref_set(x.dt, b, i, ref_rand_unit(&rng), ref_rand_unit(&rng));
+        memcpy(rb, b, (size_t)(ldb * nrhs) * x.es);
+        hold_dirty(x.dt, b, n, nrhs, ldb, x.es);
+        rc = tess_getrs(x.dt, TESS_COL_MAJOR, TESS_NO_TRANS, n, nrhs,
+                        x.layout == TESS_COL_MAJOR ? x.a : x.f,
+                        x.layout == TESS_COL_MAJOR ? x.lda : x.fld, x.ipiv, b, ldb, &info);
+        ASSERT_MSG(rc == TESS_OK && info == 0, "held %s: getrs returned %d (%s), info %lld", x.desc,
+                   rc, tess_last_error(), (long long)info);
+        ASSERT_OK(tess_sync(b));
+        /* LAPACK's solve on the factors tessera's getrs used (col-major: tessera's; row-major:
+         * LAPACK's own, which the check above found equal to tessera's pivots) */
+        int *piv = ref_malloc((size_t)n * sizeof *piv);
+        for (int64_t i = 0; i < n; i++) piv[i] = (int)x.ipiv[i];
+        ASSERT_EQ(lapack_getrs(x.dt, TESS_NO_TRANS, n, nrhs, x.layout == TESS_COL_MAJOR ? x.a : x.f,
+                               x.layout == TESS_COL_MAJOR ? x.lda : x.fld, piv, rb, ldb),
+                  0);
+        double md = 0, mx = 0;
+        for (int64_t r = 0; r < nrhs; r++)
+            for (int64_t i = 0; i < n; i++) {
+                long double xr, xi, yr, yi;
+                ref_get(x.dt, b, (size_t)(i + r * ldb), &xr, &xi);
+                ref_get(x.dt, rb, (size_t)(i + r * ldb), &yr, &yi);
+                md = fmax(md, (double)(fabsl(xr - yr) + fabsl(xi - yi)));
+                mx = fmax(mx, (double)(fabsl(yr) + fabsl(yi)));
+            }
+        ASSERT_MSG(md <= 1e-9 * mx, "held %s: getrs on a held B: |X - X_lapack| = %.3g (max %.3g)",
+                   x.desc, md, mx);
+        ASSERT_OK(tess_release(b));
+        ASSERT_OK(tess_release(x.a));
+        fprintf(stderr,
+                "  held: %s: factored on the devices (%llu kernels), LAPACK's result after "
+                "tess_sync, still held; getrs on a held B: |X - X_lapack| %.2g of %.2g\n",
+                x.desc, (unsigned long long)steps, md, mx);
+        free(b), free(rb), free(piv);
+        lu_free(&x);
+    }
+    ASSERT_OK(tess_finalize());
+}
+
 /* ---- faults ------------------------------------------------------------------------------- */
 
 /* Device 1 of 3 fails at its k-th copy or kernel (TESSERA_FAULT=1:k), k = 1, 2, ... until it

@@ -300,8 +300,9 @@ TESS_API int tess_zposv(tess_layout_t layout, tess_uplo_t uplo, int64_t n, int64
  * overwrite A, ipiv[0 .. min(m, n) - 1] gets LAPACK's 1-based pivots (row i was
  * interchanged with row ipiv[i]). The factorization runs as tile tasks on every device, the
  * matrix held as column strips (panel GETRF, LASWP, TRSM and GEMM kernels ordered by their
- * strips); a small matrix, a held one (written back first), or a runtime without device
- * memory goes to the CPU LAPACK. Row-major: A is m x n row-major (lda >= n) and the
+ * strips); a small matrix or a runtime without device memory goes to the CPU LAPACK. A held
+ * matrix A overlaps is written back and its device copies dropped first (it stays held).
+ * Row-major: A is m x n row-major (lda >= n) and the
  * factorization is of that matrix, through a column-major copy (as LAPACKE).
  * Returns TESS_OK once the call ran, with *info as LAPACK's INFO: 0, or i > 0 when U(i, i)
  * is exactly zero (the factorization completed; U is singular). A bad argument: TESS_EINVAL

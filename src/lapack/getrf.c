@@ -1,10 +1,11 @@
 /* src/lapack/getrf.c: tess_?getrf, LAPACK's LU factorization with partial pivoting on the
  * tile runtime (docs/lapack.md). Checks the arguments (LAPACKE order), factors a row-major
- * matrix through a column-major copy (as LAPACKE does), sends a small matrix, a held one or
- * a runtime without device memory to the CPU LAPACK, and otherwise factors the matrix held
- * as column strips (every row, tile columns; tess__hold_strips), so that a panel and its
- * row interchanges stay inside one tile. Panel k is two jobs, submitted for every panel at
- * once and ordered by the strips' dependency tables (node/hold.c):
+ * matrix through a column-major copy (as LAPACKE does), sends a small matrix or a runtime
+ * without device memory to the CPU LAPACK, and otherwise factors the matrix held as column
+ * strips (every row, tile columns; tess__hold_strips; a held matrix it overlaps is written
+ * back and dropped first), so that a panel and its row interchanges stay inside one tile.
+ * Panel k is two jobs, submitted for every panel at once and ordered by the strips'
+ * dependency tables (node/hold.c):
  *   PANEL  GETRF on strip k's rows kT.. (its pivots, relative, in the call's piv[kT..])
  *   UPDATE per strip j > k: LASWP of its rows kT.. by panel k's pivots, TRSM of its rows
  *          kT..kT+d by the unit lower L_kk, GEMM of the rows below by L_k's rest; per strip
@@ -339,12 +340,13 @@ static int getrf_col(struct tess__rt *rt, const char *fn, tess_dtype_t dt, int64
     struct tess__hview hv;
     int v = tess__hold_view(rt, fn, A, m, n, lda, es, &hv);
     if (v < -1) return TESS_EINVAL; /* the contract checker's message */
-    if (v != 0 || ds.live == 0 || (ds.gpus > 0 && TESS__MIN(m, n) < GETRF_GPU_MIN_N)) {
-        /* the CPU LAPACK, after any held matrix it overlaps is written back and dropped */
-        int rc = v != 0 ? tess__hold_unheld(rt, fn, A, m, n, lda, es, true) : TESS_OK;
-        return rc ? rc : host_getrf(fn, dt, m, n, A, lda, ipiv, info);
-    }
-    int rc = tess__hold_strips(rt, dt, A, lda, m, n, getrf_tile(rt, dt, m, n), &hv);
+    /* any held matrix A overlaps is written back and dropped first: its tiles are square,
+     * the factorization's are strips (it stays held; its next use fetches the result) */
+    int rc = v != 0 ? tess__hold_unheld(rt, fn, A, m, n, lda, es, true) : TESS_OK;
+    if (rc) return rc;
+    if (ds.live == 0 || (ds.gpus > 0 && TESS__MIN(m, n) < GETRF_GPU_MIN_N))
+        return host_getrf(fn, dt, m, n, A, lda, ipiv, info);
+    rc = tess__hold_strips(rt, dt, A, lda, m, n, getrf_tile(rt, dt, m, n), &hv);
     if (rc) return rc;
     rc = tile_getrf(rt, fn, dt, m, n, A, lda, &hv, ipiv, info);
     int64_t keep = *info;
@@ -394,11 +396,17 @@ static int getrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t la
     if (!row) {
         rc = getrf_col(rt, fn, dt, m, n, A, lda, ipiv, info);
     } else {
-        /* LAPACKE's way: factor a column-major copy, then copy the factors back */
+        /* LAPACKE's way: factor a column-major copy, then copy the factors back (a held A
+         * written back and dropped first: the host reads and writes it) */
         char *tmp = malloc((size_t)m * (size_t)n * es);
         if (!tmp) {
             tess__rt_put(rt);
             return tess__fail(TESS_ENOMEM, "%s: no host memory for a column-major copy of A", fn);
+        }
+        if ((rc = tess__hold_unheld(rt, fn, A, n, m, lda, es, true))) {
+            free(tmp);
+            tess__rt_put(rt);
+            return rc;
         }
         transpose(tmp, m, A, lda, n, m, es);
         rc = getrf_col(rt, fn, dt, m, n, tmp, m, ipiv, info);

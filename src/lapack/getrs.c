@@ -1,7 +1,8 @@
 /* src/lapack/getrs.c: tess_?getrs and tess_?gesv, LAPACK's solves with an LU factorization.
  * Checks the arguments (LAPACKE order and numbering, and every pivot in 1..n), applies the
- * row interchanges to B on the host (O(n nrhs) moves) and runs the two triangular solves as
- * tess_trsm calls in the caller's layout; gesv runs tess_?getrf first. Owns no tile
+ * row interchanges to B on the host (O(n nrhs) moves; a held B written back and dropped
+ * first) and runs the two triangular solves as tess_trsm calls in the caller's layout; gesv
+ * runs tess_?getrf first. Owns no tile
  * algorithm: the solves are level-3 jobs.
  * Invariants: nothing is read or written before every argument passed; gesv leaves B as it
  * was when the factorization finds an exact zero pivot (INFO > 0). */
@@ -101,6 +102,12 @@ static int solve(const char *fn, tess_dtype_t dt, tess_layout_t layout, tess_tra
     bool row = layout == TESS_ROW_MAJOR;
     size_t es = tess__dtypes[dt].size;
     int rc;
+    /* the host interchanges B's rows: a held B is written back and dropped first */
+    struct tess__rt *rt;
+    if ((rc = tess__rt_get(&rt))) return rc;
+    rc = tess__hold_unheld(rt, fn, B, row ? nrhs : n, row ? n : nrhs, ldb, es, true);
+    tess__rt_put(rt);
+    if (rc) return rc;
     if (trans == TESS_NO_TRANS) {
         permute(B, ldb, row, n, nrhs, es, ipiv, true);
         rc = tess_trsm(dt, layout, TESS_LEFT, TESS_LOWER, TESS_NO_TRANS, TESS_UNIT, n, nrhs, one, A,

@@ -349,16 +349,7 @@ static int getrf_col(struct tess__rt *rt, const char *fn, tess_dtype_t dt, int64
     rc = tess__hold_strips(rt, dt, A, lda, m, n, getrf_tile(rt, dt, m, n), &hv);
     if (rc) return rc;
     rc = tile_getrf(rt, fn, dt, m, n, A, lda, &hv, ipiv, info);
-    int64_t keep = *info;
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", tess_last_error());
-    int rr = tess_release(A); /* written back: the host range is the result */
-    if (rc)
-        tess__fail(rc, "%s", msg);
-    else if (rr)
-        rc = rr;
-    *info = rc ? 0 : keep;
-    return rc;
+    return tess__la_release_own(A, rc, info);
 }
 
 /* gen: 1 for the generic entry (its messages count dtype as argument 1), 0 typed; *info

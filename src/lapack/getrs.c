@@ -123,12 +123,7 @@ static int solve(const char *fn, tess_dtype_t dt, tess_layout_t layout, tess_tra
                            lda, B, ldb);
         if (!rc) permute(B, ldb, row, n, nrhs, es, ipiv, false);
     }
-    if (rc) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tess_last_error());
-        return tess__fail(rc, "%s: %s", fn, msg);
-    }
-    return TESS_OK;
+    return rc ? tess__la_fail_in(fn, rc) : TESS_OK;
 }
 
 static int getrs_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t layout,
@@ -147,10 +142,8 @@ static int gesv_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t lay
                    info);
     if (rc || n == 0) return rc;
     if ((rc = tess_getrf(dt, layout, n, n, A, lda, ipiv, info))) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tess_last_error());
         *info = 0;
-        return tess__fail(rc, "%s: %s", fn, msg);
+        return tess__la_fail_in(fn, rc);
     }
     if (*info > 0) return TESS_OK; /* singular: no solution, B untouched */
     return solve(fn, dt, layout, TESS_NO_TRANS, n, nrhs, A, lda, ipiv, B, ldb);

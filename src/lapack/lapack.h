@@ -1,5 +1,6 @@
-/* src/lapack/lapack.h: what the factorization routines share (potrf.c, potrs.c): argument
- * errors numbered as LAPACKE numbers them. A routine's generic entry (dtype first) reports
+/* src/lapack/lapack.h: what the factorization routines share (potrf.c, potrs.c, getrf.c,
+ * getrs.c): argument errors numbered as LAPACKE numbers them, errors of the calls they make,
+ * the end of a call that held its matrix itself. A routine's generic entry (dtype first) reports
  * positions one higher in its messages (gen = 1) while *info keeps the typed numbering. */
 #ifndef TESS_LAPACK_H
 #define TESS_LAPACK_H
@@ -16,5 +17,13 @@
  * is there). */
 int tess__la_check_head(const char *fn, int gen, int info_pos, tess_layout_t layout,
                         tess_uplo_t uplo, int64_t *info);
+
+/* rc from a call fn made (its message the last error): rc, the message now "fn: <it>". */
+int tess__la_fail_in(const char *fn, int rc);
+
+/* The end of a call that held A itself for its length (rc its status so far): A released,
+ * which writes it back; the call's own error stands, else the release's. *info is kept on
+ * success and 0 on failure. */
+int tess__la_release_own(const void *A, int rc, int64_t *info);
 
 #endif

@@ -376,17 +376,7 @@ static int potrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t la
         }
     }
     rc = tile_potrf(rt, fn, dt, ul, n, A, lda, &hv, info);
-    if (own) {
-        int64_t keep = *info;
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tess_last_error());
-        int rr = tess_release(A); /* written back: the host range is the result */
-        if (rc)
-            tess__fail(rc, "%s", msg);
-        else if (rr)
-            rc = rr;
-        *info = rc ? 0 : keep;
-    }
+    if (own) rc = tess__la_release_own(A, rc, info);
     if (!rc && *info > 0) rc = finish_leading(fn, dt, ul, n, A, lda, hv.T, *info);
     tess__rt_put(rt);
     return rc;

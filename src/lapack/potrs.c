@@ -54,12 +54,7 @@ static int solve(const char *fn, tess_dtype_t dt, tess_layout_t layout, tess_upl
     if (!rc)
         rc = tess_trsm(dt, layout, TESS_LEFT, uplo, second, TESS_NON_UNIT, n, nrhs, one, A, lda, B,
                        ldb);
-    if (rc) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tess_last_error());
-        return tess__fail(rc, "%s: %s", fn, msg);
-    }
-    return TESS_OK;
+    return rc ? tess__la_fail_in(fn, rc) : TESS_OK;
 }
 
 static int potrs_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t layout,
@@ -77,10 +72,8 @@ static int posv_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t lay
     int rc = check(fn, gen, dt, layout, uplo, n, nrhs, A, lda, B, ldb, info);
     if (rc || n == 0) return rc;
     if ((rc = tess_potrf(dt, layout, uplo, n, A, lda, info))) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tess_last_error());
         *info = 0;
-        return tess__fail(rc, "%s: %s", fn, msg);
+        return tess__la_fail_in(fn, rc);
     }
     if (*info > 0) return TESS_OK; /* not positive definite: no solution, B untouched */
     return solve(fn, dt, layout, uplo, n, nrhs, A, lda, B, ldb);

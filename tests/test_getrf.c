@@ -1254,6 +1254,67 @@ TEST(counters) {
     lu_free(&x);
 }
 
+/* ---- NaN and Inf ------------------------------------------------------------------------- */
+
+/* One NaN (or Inf) in a random matrix (100 x 100 and 120 x 80, tile 32, 3 devices; at
+ * (0, 0), (45, 45), (50, 20), (99, 10)), every precision and layout: TESS_OK with LAPACK's
+ * info, pivots in range, and never an all-finite factorization; nothing outside the
+ * matrix (nor ipiv past min(m, n)) written. */
+TEST(nan) {
+    static const int64_t at[4][2] = {{0, 0}, {45, 45}, {50, 20}, {99, 10}};
+    static const int64_t sh[2][2] = {{100, 100}, {120, 80}};
+    start(3, "32", "16M");
+    ASSERT_OK(tess_init());
+    int cases = 0, idx = 0, same_info = 0;
+    for (int d = 0; d < 4; d++)
+        for (int l = 0; l < 2; l++)
+            for (int p = 0; p < 4; p++, idx++) {
+                struct lu x;
+                const int64_t m = sh[idx & 1][0], n = sh[idx & 1][1];
+                lu_make(&x, dts[d], lays[l], m, n, (lays[l] == TESS_COL_MAJOR ? m : n) + 1,
+                        8000 + (uint64_t)idx);
+                const double bad = (idx & 2) ? INFINITY : NAN;
+                lu_set(&x, at[p][0], at[p][1], bad, 0);
+                lu_finish(&x);
+                int64_t info = -77;
+                int rc = call_getrf(&x, idx & 1, &info);
+                ASSERT_MSG(rc == TESS_OK && info >= 0,
+                           "nan %s, %g at (%lld, %lld): returned %d (%s), info %lld", x.desc, bad,
+                           (long long)at[p][0], (long long)at[p][1], rc, tess_last_error(),
+                           (long long)info);
+                size_t nonfinite = 0;
+                for (int64_t j = 0; j < n; j++)
+                    for (int64_t i = 0; i < m; i++) {
+                        long double re, im;
+                        ref_get(x.dt, x.a, aix(&x, i, j), &re, &im);
+                        nonfinite += !isfinite(re) || !isfinite(im);
+                    }
+                ASSERT_MSG(nonfinite > 0, "nan %s, %g at (%lld, %lld): an all-finite factorization",
+                           x.desc, bad, (long long)at[p][0], (long long)at[p][1]);
+                for (int64_t i = 0; i < x.d; i++)
+                    ASSERT_MSG(x.ipiv[i] >= i + 1 && x.ipiv[i] <= m,
+                               "nan %s: ipiv[%lld] = %lld out of range", x.desc, (long long)i,
+                               (long long)x.ipiv[i]);
+                for (int64_t i = x.d; i < x.d + GUARD; i++)
+                    ASSERT_MSG(x.ipiv[i] == PIV_MARK, "nan %s: ipiv[%lld] written", x.desc,
+                               (long long)i);
+                size_t wrote = outside_changed(&x);
+                ASSERT_MSG(!wrote, "nan %s: storage element %zu outside the matrix written", x.desc,
+                           wrote - 1);
+                ASSERT_MSG(info == x.ref_info, "nan %s, %g at (%lld, %lld): info %lld, LAPACK's %d",
+                           x.desc, bad, (long long)at[p][0], (long long)at[p][1], (long long)info,
+                           x.ref_info);
+                same_info += info == x.ref_info;
+                cases++;
+                lu_free(&x);
+            }
+    ASSERT_OK(tess_finalize());
+    fprintf(stderr,
+            "  nan: %d cases (s d c z, col row, NaN and Inf at 4 places, 100 x 100 and 120 x 80): "
+            "TESS_OK, a non-finite factorization, pivots in range; info as LAPACK's in %d\n",
+            cases, same_info);
+}
+
 /* ---- held data ---------------------------------------------------------------------------- */
 
 /* Hold the column-major rows x cols C (ld) with its contents only in dirty device tiles:

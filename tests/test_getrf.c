@@ -1315,6 +1315,50 @@ TEST(nan) {
             cases, same_info);
 }
 
+/* ---- out of core ---------------------------------------------------------------------------- */
+
+/* Devices too small for the matrix: d 300 x 300 and z 260 x 200 column-major (strips of 32
+ * columns: 75 KB and 130 KB in d and z), 2 devices of 400 KB heaps each, write-behind off:
+ * LAPACK's result, dirty strips evicted and written back (evictions and writebacks counted),
+ * and the host bytes in both directions beyond the matrix's: strips crossed the link again. */
+TEST(out_of_core) {
+    static const struct {
+        tess_dtype_t dt;
+        int64_t m, n;
+    } cs[2] = {{TESS_D, 300, 300}, {TESS_Z, 260, 200}};
+    for (int c = 0; c < 2; c++) {
+        start(2, "32", "400K");
+        setenv("TESSERA_WRITE_BEHIND", "0", 1);
+        ASSERT_OK(tess_init());
+        struct lu x;
+        lu_make(&x, cs[c].dt, TESS_COL_MAJOR, cs[c].m, cs[c].n, cs[c].m + 2, 9000 + (uint64_t)c);
+        lu_finish(&x);
+        tess_reset_stats();
+        int64_t info = -77;
+        int rc = call_getrf(&x, 0, &info);
+        check_lu(&x, "out_of_core", rc, info, NULL);
+        uint64_t ev = 0, wb = 0, h2d = 0, d2h = 0;
+        for (int d = 0; d < 2; d++) {
+            tess_dev_stats_t st;
+            ASSERT_OK(tess_device_stats(d, &st));
+            ev += st.evictions, wb += st.writebacks, h2d += st.bytes_h2d, d2h += st.bytes_d2h;
+        }
+        ASSERT_OK(tess_finalize());
+        const uint64_t bytes = (uint64_t)(x.m * x.n) * x.es;
+        fprintf(stderr,
+                "  out_of_core: %s, 2 devices x 400 KB: evictions %llu, write-backs %llu, h2d "
+                "%.2f and d2h %.2f times the matrix\n",
+                x.desc, (unsigned long long)ev, (unsigned long long)wb, (double)h2d / bytes,
+                (double)d2h / bytes);
+        ASSERT_MSG(ev > 0 && wb > 0, "%s: evictions %llu, write-backs %llu: not out of core",
+                   x.desc, (unsigned long long)ev, (unsigned long long)wb);
+        ASSERT_MSG(h2d > bytes && d2h > bytes,
+                   "%s: h2d %llu, d2h %llu bytes, the matrix %llu: nothing crossed twice", x.desc,
+                   (unsigned long long)h2d, (unsigned long long)d2h, (unsigned long long)bytes);
+        lu_free(&x);
+    }
+}
+
 /* ---- held data ---------------------------------------------------------------------------- */
 
 /* Hold the column-major rows x cols C (ld) with its contents only in dirty device tiles:

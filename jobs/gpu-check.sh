@@ -12,7 +12,8 @@
 #                     pageable run (for a call that only times or fits something; default 1)
 #   GPU_CHECK_FAULT   1 adds the injected-fault run (issue 8; below)
 #   GPU_CHECK_TRACE   n: a traced DGEMM of that size (below the tessera-bench block)
-# Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_DROPIN
+# Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_FACTOR
+# (Cholesky and LU against cuSOLVER), GPU_CHECK_DROPIN
 # (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
 # (distributed GEMM against in-core), GPU_CHECK_BALANCE (the end game on several GPUs),
 # GPU_CHECK_SCALE (issue 9: every GPU against one, cuBLAS-XT, host-link bytes),
@@ -299,6 +300,18 @@ if [ -x build-gpu/tessera-bench ]; then
   fi
 fi
 # ---- end level 3
+# ---- factorizations, issue 24 (GPU_CHECK_FACTOR="sizes", e.g. "16384 32768") ---------------
+# tess_?potrf and tess_?getrf against in-core cuSOLVER (tessera-bench --routine potrf,getrf:
+# every run checked on the GPU, pivots compared with cuSOLVER's), d and z, median of
+# GPU_CHECK_FACTOR_REPS (default 3).
+if [ -n "${GPU_CHECK_FACTOR:-}" ] && [ -x build-gpu/tessera-bench ]; then
+  for n in $GPU_CHECK_FACTOR; do
+    run "potrf, getrf d,z n=$n" "factor_$n.log" ./build-gpu/tessera-bench --routine potrf,getrf \
+        -p d,z -n "$n" --reps "${GPU_CHECK_FACTOR_REPS:-3}" --csv "$OUT/factor_$n.csv"
+    grep -E "^\| [dz](potrf|getrf)" "$OUT/factor_$n.log" | sed 's/^/    /'
+  done
+fi
+# ---- end factorizations
 # ---- drop-in BLAS, issue 5 (GPU_CHECK_DROPIN=1) --------------------------------------------
 # tessera-crossover (about 3 minutes: GPU_CHECK_CROSSOVER_S, default 170 s of measuring) times
 # the CPU BLAS against tessera per shape and precision and fits the drop-in's routing model:

@@ -29,6 +29,14 @@
 #include "ref.h"
 #include "tessera.h"
 
+#if defined(__SANITIZE_THREAD__) /* gcc */
+#define UNDER_TSAN 1
+#elif defined(__has_feature) /* clang */
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 /* OpenBLAS's LAPACK (LP64 ints, column-major) */
 void sgetrf_(const int *m, const int *n, void *a, const int *lda, int *ipiv, int *info);
 void dgetrf_(const int *m, const int *n, void *a, const int *lda, int *ipiv, int *info);
@@ -1104,6 +1112,7 @@ static void solve_case(tess_dtype_t dt, tess_layout_t layout, int64_t n, int64_t
     memcpy(p0, p, (size_t)(n + GUARD) * sizeof *p);
     for (int t = 0; t < 3; t++) {
         tess_trans_t tr = (tess_trans_t)(TESS_NO_TRANS + t);
+        if (tr == TESS_CONJ_TRANS && !ref_is_complex(dt)) continue; /* the same solve as T */
         gen = !gen;
         rhs_make(&b, &x, tr, nrhs, ldb, 8500 + (uint64_t)(3 * idx + t));
         fn_name("getrs", gen, dt, fn, sizeof fn);
@@ -1136,8 +1145,10 @@ static void solve_case(tess_dtype_t dt, tess_layout_t layout, int64_t n, int64_t
     lu_free(&x);
 }
 
-/* s, d, c, z x column-, row-major x n = 1, 33, 100 x nrhs = 1, 5, 40, tile 32 on 3 emulated
- * devices, lda and ldb above their minimum: solve_case (gesv; getrs with trans N, T, C). Then
+/* s, d, c, z x column-, row-major x n = 1, 33, 100 x nrhs = 1, 5, 40 (under ThreadSanitizer,
+ * whose runs look for races, not numbers: d, z x n 33, 100 x nrhs 5, 40, and the singular
+ * columns 0, 32, 99), tile 32 on 3 emulated devices, lda and ldb above their minimum:
+ * solve_case (gesv; getrs with trans N, T, and C for complex). Then
  * gesv on a singular matrix (n = 100, column j zero: j = 0, 31, 32, 45, 99; nrhs 3): TESS_OK,
  * *info = j + 1 (LAPACK's), B every byte (padding and guard too) as it was, A and ipiv as
  * tess_?getrf leaves them (the checks of lapack). */
@@ -1150,8 +1161,13 @@ TEST(solve) {
     for (int d = 0; d < 4; d++)
         for (int l = 0; l < 2; l++)
             for (int s = 0; s < 3; s++)
-                for (int r = 0; r < 3; r++, idx++)
+                for (int r = 0; r < 3; r++, idx++) {
+#ifdef UNDER_TSAN
+                    /* its races, not the numbers: d and z, n 33 and 100 with nrhs 5 and 40 */
+                    if (s == 0 || r == 0 || d % 2 == 0) continue;
+#endif
                     solve_case(dts[d], lays[l], sizes[s], nrhss[r], idx, &mx);
+                }
     fprintf(stderr,
             "  solve: %d gesv, %d getrs (s d c z, col row, n 1 33 100, nrhs 1 5 40, trans N T C, "
             "tile 32, 3 devices): worst gesv |X - X_true| %.3g, residual %.3g; getrs |X - "
@@ -1166,6 +1182,9 @@ TEST(solve) {
     for (int d = 0; d < 4; d++)
         for (int l = 0; l < 2; l++)
             for (int t = 0; t < 5; t++, idx++) {
+#ifdef UNDER_TSAN
+                if (d % 2 == 0 || t % 2 == 1) continue; /* d and z, columns 0, 32, 99 */
+#endif
                 struct lu x;
                 struct rhs b;
                 char fn[32];

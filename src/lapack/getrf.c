@@ -110,7 +110,7 @@ static const struct tess__job_ops getrf_ops[2] = {{.name = "getrf", .step = lj_s
 
 /* Append the task writing strip j with nsteps steps; urgent: on the critical path. Its
  * priority: the sooner the panel that consumes the strip (panel j), the higher; a panel
- * first. final: the strip's last write. */
+ * first. final: written back at once (the PANEL, swap_final, the last panel). */
 static void add_task(struct ljob *lj, int64_t j, int nsteps, bool urgent, bool final) {
     struct tess__job *job = &lj->base;
     int64_t T = job->tile;

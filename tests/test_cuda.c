@@ -2,8 +2,8 @@
  * table only: device selection, open/desc, the heap arena, strided 2D copies straight from
  * host matrices, s/d/c/z gemm against OpenBLAS, events (query, sync, reuse), waits across
  * streams and across GPUs, P2P copies (two GPUs), injected faults and argument errors,
- * and the staging of pageable copies (stage.c): round trips, a one-page pool, faults, and
- * GEMMs through the runtime on malloc'd operands. Skips (exit 77) when no GPU is usable.
+ * LASWP against the swaps done in order, and the staging of pageable copies (stage.c):
+ * round trips, a one-page pool, faults, and GEMMs through the runtime on malloc'd operands. Skips (exit 77) when no GPU is usable.
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -169,7 +169,8 @@ TEST(cuda_open_desc) {
     ASSERT_EQ(ops->open(&bad, &bd, &desc), TESS_ENODEV);
     struct tess__dev_params nostream = {.ordinal = 0, .nstreams = 0};
     ASSERT_EQ(ops->open(&nostream, &bd, &desc), TESS_EINVAL);
-    struct tess__dev_params many = {.ordinal = 0, .nstreams = TESS_MAX_STREAMS + 1};
+    struct tess__dev_params many = {.ordinal = 0,
+                                    .nstreams = TESS_MAX_STREAMS + TESS_AUX_STREAMS + 1};
     ASSERT_EQ(ops->open(&many, &bd, &desc), TESS_EINVAL);
 }
 
@@ -289,6 +290,98 @@ static void check_gemm(struct gpu *g, tess_dtype_t dt, char ta, char tb, int64_t
     free(C0);
     free(Cref);
     free(Cout);
+}
+
+/* LASWP of k pivots (LU's if lu, else anywhere) on an m x n device matrix (ldd >= m)
+ * against the swaps done one by one on the host, every element compared bit for bit (the
+ * padding rows too: untouched). */
+static void check_laswp(struct gpu *g, tess_dtype_t dt, int64_t m, int64_t n, int64_t ldd,
+                        int64_t k, bool lu, int stream) {
+    size_t es = tess__dtypes[dt].size;
+    void *A = host_mat(dt, ldd, n, true, 0), *want = malloc((size_t)(ldd * n) * es + 1),
+         *got = malloc((size_t)(ldd * n) * es + 1);
+    int *ipiv = malloc((size_t)(k + 1) * sizeof *ipiv);
+    ASSERT(want && got && ipiv);
+    for (int64_t i = 0; i < k; i++)
+        ipiv[i] = lu ? (int)(i + 1 + (int64_t)((rnd() + 1) / 2 * (double)(m - i)))
+                     : (int)(1 + (int64_t)((rnd() + 1) / 2 * (double)m));
+    for (int64_t i = 0; i < k; i++) ipiv[i] = ipiv[i] > m ? (int)m : ipiv[i];
+    memcpy(want, A, (size_t)(ldd * n) * es);
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < k; i++) {
+            char *x = (char *)want + (size_t)(j * ldd + i) * es,
+                 *y = (char *)want + (size_t)(j * ldd + ipiv[i] - 1) * es, t[16];
+            memcpy(t, x, es), memcpy(x, y, es), memcpy(y, t, es);
+        }
+    g->used = 0;
+    void *dA = gpu_alloc(g, (size_t)(ldd * n) * es + 1);
+    tess__event *e = ev_new(g->bd);
+    ASSERT_OK(ops->copy2d(g->bd, stream, TESS__H2D, dA, (size_t)ldd * es, A, (size_t)ldd * es,
+                          (size_t)ldd * es, (size_t)n, NULL));
+    struct tess__kernel kn = {
+        .kind = TESS__K_LASWP, .dt = dt, .m = m, .n = n, .k = k, .C = dA, .ldc = ldd, .ipiv = ipiv};
+    int rc = ops->kernel(g->bd, stream, &kn);
+    ASSERT_MSG(rc == TESS_OK, "laswp: %d %s", rc, tess_last_error());
+    for (int64_t i = 0; i < k; i++) ipiv[i] = -7; /* the caller's array is free at return */
+    ASSERT_OK(ops->copy2d(g->bd, stream, TESS__D2H, got, (size_t)ldd * es, dA, (size_t)ldd * es,
+                          (size_t)ldd * es, (size_t)n, NULL));
+    ASSERT_OK(ops->event_record(g->bd, stream, e));
+    ev_sync(g->bd, e);
+    ASSERT_MSG(!memcmp(got, want, (size_t)(ldd * n) * es),
+               "%slaswp m %lld n %lld ld %lld k %lld lu %d: rows differ", tess__dtypes[dt].name,
+               (long long)m, (long long)n, (long long)ldd, (long long)k, lu);
+    ops->event_destroy(g->bd, e);
+    free(A);
+    free(want);
+    free(got);
+    free(ipiv);
+}
+
+/* LASWP (the composed permutation on cuda_rows.cu's kernel, cuSOLVER's laswp without it)
+ * matches the swaps in order: every precision, LU's pivots and pivots anywhere, one pivot,
+ * the identity, a leading dimension past m; and z with some 20000 rows changed, more
+ * than a block's shared memory holds, which takes cuSOLVER's path. */
+TEST(cuda_laswp_vs_swaps) {
+    need_gpu();
+    struct gpu g;
+    gpu_open(&g, 0, 4, 0, (size_t)96 << 20);
+    for (int dt = TESS_S; dt <= TESS_Z; dt++) {
+        check_laswp(&g, (tess_dtype_t)dt, 3000, 70, 3000, 500, true, dt % 4);
+        check_laswp(&g, (tess_dtype_t)dt, 777, 33, 800, 300, false, 1);
+        check_laswp(&g, (tess_dtype_t)dt, 5, 3, 5, 1, true, 2);
+        check_laswp(&g, (tess_dtype_t)dt, 1, 9, 1, 1, true, 3);
+    }
+    /* the identity: every pivot its own row */
+    {
+        int64_t m = 64, n = 8;
+        double *A = host_mat(TESS_D, m, n, true, 0), *got = malloc((size_t)(m * n) * 8);
+        int ipiv[64];
+        for (int i = 0; i < 64; i++) ipiv[i] = i + 1;
+        g.used = 0;
+        void *dA = gpu_alloc(&g, (size_t)(m * n) * 8);
+        tess__event *e = ev_new(g.bd);
+        ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, dA, (size_t)m * 8, A, (size_t)m * 8,
+                              (size_t)m * 8, (size_t)n, NULL));
+        struct tess__kernel kn = {.kind = TESS__K_LASWP,
+                                  .dt = TESS_D,
+                                  .m = m,
+                                  .n = n,
+                                  .k = 64,
+                                  .C = dA,
+                                  .ldc = m,
+                                  .ipiv = ipiv};
+        ASSERT_OK(ops->kernel(g.bd, 0, &kn));
+        ASSERT_OK(ops->copy2d(g.bd, 0, TESS__D2H, got, (size_t)m * 8, dA, (size_t)m * 8,
+                              (size_t)m * 8, (size_t)n, NULL));
+        ASSERT_OK(ops->event_record(g.bd, 0, e));
+        ev_sync(g.bd, e);
+        ASSERT(!memcmp(A, got, (size_t)(m * n) * 8));
+        ops->event_destroy(g.bd, e);
+        free(A);
+        free(got);
+    }
+    check_laswp(&g, TESS_Z, 40000, 5, 40000, 12000, false, 1);
+    ops->close(g.bd);
 }
 
 /* Every precision and op combination agrees with OpenBLAS, beta = 0 ignores a NaN C, and

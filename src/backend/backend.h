@@ -86,6 +86,13 @@ struct tess__kernel {
     int *ipiv; /* GETRF: host ints it writes; LASWP: host ints it reads (see above) */
 };
 
+/* Streams kept for a factorization's critical path (task.urgent) on a device of nstreams:
+ * the first ones, two where eight or so leave room for the updates, one of two, none of
+ * one. The CUDA backend creates them at the greatest stream priority. */
+static inline int tess__crit_streams(int nstreams) {
+    return nstreams > 2 ? 2 : nstreams > 1 ? 1 : 0;
+}
+
 /* What the runtime asks of one device when opening it. */
 struct tess__dev_params {
     int ordinal;       /* backend-local index: CUDA device number, or emulated device index */

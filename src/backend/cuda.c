@@ -3,9 +3,11 @@
  * cudaMalloc), 2D copies straight from host matrices (pageable ones through stage.c), peer
  * copies, the tile kernels (cuBLAS; POTRF and GETRF: cuSOLVER's cusolverDnXpotrf and
  * cusolverDnXgetrf, their INFO and GETRF's pivots delivered to the host ints in stream
- * order; LASWP: cusolverDn<t>laswp, the pivots copied at the call into a pinned slot and
- * from there to the device in stream order), pooled events, sticky failure and injected
- * faults. Semantics of every hook: backend.h.
+ * order; LASWP: the pivots composed on the host into one row permutation, run by
+ * cuda_rows.cu's kernel, or cusolverDn<t>laswp where that kernel is not built; either's
+ * ints copied at the call into a pinned slot and from there to the device in stream
+ * order), pooled events, sticky failure and injected faults. Semantics of every hook:
+ * backend.h.
  * Owns: the CUDA/cuBLAS/cuSOLVER objects of each opened GPU (handles, the device's cuSOLVER
  * params, each stream's cuSOLVER workspaces, INFO ints and pinned pivot staging, pinned
  * buffers outgrown while work may still read them) and the peer-access answers.
@@ -37,7 +39,11 @@
 
 #include "backend.h"
 #include "cuda_check.h"
+#include "rowperm.h"
 #include "stage.h"
+#ifdef TESS_HAVE_CUDA_KERNELS
+#include "cuda_rows.h"
+#endif
 
 /* cuBLAS 12 added the _64 entry points (64-bit m, n, k, ld); before, 32-bit only. */
 #if defined(CUBLAS_VER_MAJOR) && CUBLAS_VER_MAJOR >= 12
@@ -114,16 +120,18 @@ struct cuda_dev {
     int ord; /* CUDA device number */
     int nstreams;
     cudaStream_t stream[CUDA_STREAMS];
-    cublasHandle_t blas[CUDA_STREAMS];       /* blas[i] is bound to stream[i] */
-    cusolverDnHandle_t solver[CUDA_STREAMS]; /* solver[i] too */
-    cusolverDnParams_t sparams;              /* the device's cusolverDnX* params */
-    struct solver_ws sws[CUDA_STREAMS];      /* cuSOLVER workspaces per stream */
-    int *dinfo;                              /* device ints [nstreams]: devInfo */
-    struct potrf_back *pback;                /* pinned [nstreams]: INFO etc. copied back */
-    struct pinned pivback[CUDA_STREAMS];     /* GETRF: int64 pivots copied back */
-    struct piv_ring pivin[CUDA_STREAMS];     /* LASWP: pivots on their way in */
-    struct pinned_old *retired;              /* outgrown pinned buffers, freed at close */
-    int mempools;                            /* cudaMallocAsync usable (memory pools) */
+    cublasHandle_t blas[CUDA_STREAMS];        /* blas[i] is bound to stream[i] */
+    cusolverDnHandle_t solver[CUDA_STREAMS];  /* solver[i] too */
+    cusolverDnParams_t sparams;               /* the device's cusolverDnX* params */
+    struct solver_ws sws[CUDA_STREAMS];       /* cuSOLVER workspaces per stream */
+    int *dinfo;                               /* device ints [nstreams]: devInfo */
+    struct potrf_back *pback;                 /* pinned [nstreams]: INFO etc. copied back */
+    struct pinned pivback[CUDA_STREAMS];      /* GETRF: int64 pivots copied back */
+    struct piv_ring pivin[CUDA_STREAMS];      /* LASWP: pivots on their way in */
+    struct tess__rowperm rperm[CUDA_STREAMS]; /* LASWP: pivots composed (rowperm.h) */
+    size_t smem_optin;                        /* cudaDeviceProp.sharedMemPerBlockOptin */
+    struct pinned_old *retired;               /* outgrown pinned buffers, freed at close */
+    int mempools;                             /* cudaMallocAsync usable (memory pools) */
     void *arena;
     size_t arena_bytes;
     size_t max_pitch;     /* cudaDeviceProp.memPitch; larger: row by row */
@@ -348,6 +356,7 @@ static void teardown(struct cuda_dev *d) {
             if (sev && cudaEventDestroy(sev) != cudaSuccess) (void)cudaGetLastError();
         }
         memset(&d->pivin[i], 0, sizeof d->pivin[i]);
+        tess__rowperm_free(&d->rperm[i]);
         if (d->stream[i] && cudaStreamDestroy(d->stream[i]) != cudaSuccess)
             (void)cudaGetLastError();
     }
@@ -436,8 +445,9 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
     int prev, rc = enter(d, &prev);
     struct cudaDeviceProp prop;
     if (rc == TESS_OK) rc = TESS_CU(d, cudaGetDeviceProperties(&prop, d->ord));
-    /* stream 0 at the greatest priority: the worker keeps its slot for a factorization's
-     * critical path (node/worker.c), whose blocks then run ahead of the updates' */
+    /* the first streams (tess__crit_streams) at the greatest priority: the worker keeps
+     * their slots for a factorization's critical path (node/worker.c), whose blocks then
+     * run ahead of the updates' */
     int lowest = 0, greatest = 0;
     if (rc == TESS_OK && cudaDeviceGetStreamPriorityRange(&lowest, &greatest) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -445,7 +455,8 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
     }
     for (int i = 0; rc == TESS_OK && i < p->nstreams; i++) {
         rc = TESS_CU(d, cudaStreamCreateWithPriority(&d->stream[i], cudaStreamNonBlocking,
-                                                     i == 0 ? greatest : lowest));
+                                                     i < tess__crit_streams(p->nstreams) ? greatest
+                                                                                         : lowest));
         d->nstreams = i + 1; /* teardown cleans up what exists */
         if (rc == TESS_OK) rc = TESS_CU(d, cublasCreate(&d->blas[i]));
         if (rc == TESS_OK) rc = TESS_CU(d, cublasSetStream(d->blas[i], d->stream[i]));
@@ -478,6 +489,7 @@ static int cuda_open(const struct tess__dev_params *p, void **bd, struct tess__d
         return rc;
     }
     d->max_pitch = prop.memPitch;
+    d->smem_optin = prop.sharedMemPerBlockOptin;
     d->uva = prop.unifiedAddressing;
     if (d->timing) {
         /* the trace's clock: a reference event whose host time is taken right after it */
@@ -963,12 +975,15 @@ static int cuda_getrf(struct cuda_dev *d, int stream, const struct tess__kernel 
 }
 
 /* LASWP (backend.h): for i = 0 .. k - 1 in order, rows i and ipiv[i] - 1 of the m x n C on
- * the device interchanged, by cusolverDn<t>laswp (k1 = 1, k2 = k, incx = 1; 32-bit ints:
- * ldc and k beyond INT_MAX are TESS_EINVAL, n is cut in pieces) on the stream's cuSOLVER
- * handle. The pivots, checked to lie in 1..m, are copied at the call into the next pinned
- * slot of the stream's ring (struct piv_ring), from there by an H2D copy to the stream's
- * device workspace, which the laswp reads; the caller may reuse its array once this hook
- * returned. A, B and the scalars unused. */
+ * the device interchanged (32-bit ints: ldc and k beyond INT_MAX are TESS_EINVAL). With
+ * cuda_rows.cu built, the swaps are composed on the host into the np rows they change
+ * (rowperm.c) and cuda_rows.cu's kernel moves those rows, one pass over them, when a
+ * column of them fits a block's shared memory; otherwise cusolverDn<t>laswp applies them
+ * one after another (k1 = 1, k2 = k, incx = 1; n cut in pieces), on the stream's cuSOLVER
+ * handle. The ints either reads (the np sources then the np destinations, or the pivots),
+ * are copied at the call into the next pinned slot of the stream's ring (struct piv_ring),
+ * from there by an H2D copy to the stream's device workspace; the caller may reuse its
+ * array once this hook returned. A, B and the scalars unused. */
 static int cuda_laswp(struct cuda_dev *d, int stream, const struct tess__kernel *k) {
     int64_t m = k->m, n = k->n, kk = k->k;
     bool work = kk > 0 && n > 0;
@@ -986,12 +1001,21 @@ static int cuda_laswp(struct cuda_dev *d, int stream, const struct tess__kernel 
     int rc = count_op(d);
     if (rc == TESS_OK) rc = use(d);
     if (rc != TESS_OK || !work) return rc;
+    size_t es = tess__dtypes[k->dt].size;
+    bool perm = false;
+    int np = 0;
+#ifdef TESS_HAVE_CUDA_KERNELS
+    struct tess__rowperm *rp = &d->rperm[stream];
+    if ((rc = tess__rowperm_compose(rp, m, kk, k->ipiv, &np))) return rc;
+    if (np == 0) return TESS_OK; /* the swaps undo each other */
+    perm = (size_t)np * es <= d->smem_optin;
+#endif
     cudaStream_t s = d->stream[stream];
     cusolverDnHandle_t h = d->solver[stream];
     struct piv_ring *ring = &d->pivin[stream];
     int si = ring->next;
     ring->next = (si + 1) % LASWP_SLOTS;
-    size_t bytes = (size_t)kk * sizeof(int);
+    size_t bytes = (size_t)(perm ? 2 * (int64_t)np : kk) * sizeof(int);
     /* the slot's last copy has read it (the wait only when the ring wrapped onto it) */
     if (ring->slot[si].busy) rc = TESS_CU(d, cudaEventSynchronize(ring->slot[si].ev));
     if (rc == TESS_OK) ring->slot[si].busy = false;
@@ -1001,22 +1025,34 @@ static int cuda_laswp(struct cuda_dev *d, int stream, const struct tess__kernel 
     if (rc == TESS_OK) rc = pinned_reserve(d, &ring->slot[si].p, bytes);
     if (rc == TESS_OK) rc = ws_reserve(d, stream, bytes, 0);
     if (rc != TESS_OK) return rc;
-    void *src = ring->slot[si].p.buf, *dpiv = d->sws[stream].dev;
-    memcpy(src, k->ipiv, bytes);
+    int *src = ring->slot[si].p.buf, *dpiv = d->sws[stream].dev;
+#ifdef TESS_HAVE_CUDA_KERNELS
+    if (perm) {
+        memcpy(src, rp->from, (size_t)np * sizeof(int));
+        memcpy(src + np, rp->rows, (size_t)np * sizeof(int));
+    }
+#endif
+    if (!perm) memcpy(src, k->ipiv, bytes);
     rc = TESS_CU(d, cudaMemcpyAsync(dpiv, src, bytes, cudaMemcpyHostToDevice, s));
     if (rc == TESS_OK) rc = TESS_CU(d, cudaEventRecord(ring->slot[si].ev, s));
     if (rc == TESS_OK) ring->slot[si].busy = true;
-    size_t es = tess__dtypes[k->dt].size;
+#ifdef TESS_HAVE_CUDA_KERNELS
+    if (perm) {
+        if (rc == TESS_OK)
+            rc = TESS_CU(d,
+                         tess__cuda_permute_rows(s, (int)es, k->C, k->ldc, n, dpiv, dpiv + np, np));
+        return rc;
+    }
+#endif
     int ld = (int)k->ldc, k2 = (int)kk;
-    const int *ip = dpiv;
     for (int64_t j0 = 0; j0 < n && rc == TESS_OK; j0 += INT_MAX) {
         int nc = (int)TESS__MIN((int64_t)INT_MAX, n - j0);
         void *Cj = (char *)k->C + (size_t)j0 * (size_t)ld * es;
         switch (k->dt) {
-        case TESS_S: rc = TESS_CU(d, cusolverDnSlaswp(h, nc, Cj, ld, 1, k2, ip, 1)); break;
-        case TESS_D: rc = TESS_CU(d, cusolverDnDlaswp(h, nc, Cj, ld, 1, k2, ip, 1)); break;
-        case TESS_C: rc = TESS_CU(d, cusolverDnClaswp(h, nc, Cj, ld, 1, k2, ip, 1)); break;
-        case TESS_Z: rc = TESS_CU(d, cusolverDnZlaswp(h, nc, Cj, ld, 1, k2, ip, 1)); break;
+        case TESS_S: rc = TESS_CU(d, cusolverDnSlaswp(h, nc, Cj, ld, 1, k2, dpiv, 1)); break;
+        case TESS_D: rc = TESS_CU(d, cusolverDnDlaswp(h, nc, Cj, ld, 1, k2, dpiv, 1)); break;
+        case TESS_C: rc = TESS_CU(d, cusolverDnClaswp(h, nc, Cj, ld, 1, k2, dpiv, 1)); break;
+        case TESS_Z: rc = TESS_CU(d, cusolverDnZlaswp(h, nc, Cj, ld, 1, k2, dpiv, 1)); break;
         }
     }
     return rc;

@@ -481,11 +481,20 @@ static int free_slots(const struct tess__dev *d) {
 static int refill(struct tess__dev *d) {
     struct tess__rt *rt = d->rt;
     int progress = 0;
+    /* while a call with urgent tasks runs, as many places as the slots kept for them stay
+     * free for them: a station full of updates waiting for a busy slot would otherwise hold
+     * the next panel's task in the pool while its slot is idle */
+    int keep = atomic_load(&rt->crit_live) ? tess__crit_streams(d->nstreams) : 0;
+    keep = TESS__MIN(keep, d->rs.cap - 1); /* at least one place for the rest */
     while (tess__rs_count(&d->rs) < d->rs.cap) {
         struct tess__task *t = tess__rt_next_task(rt);
         if (!t) break;
         if (!(t->job->dev_mask & (1u << d->id))) {
             /* this device cannot hold the job's tiles: leave the task to the others */
+            tess__rt_requeue(rt, t);
+            break;
+        }
+        if (!t->urgent && tess__rs_count(&d->rs) + keep >= d->rs.cap) {
             tess__rt_requeue(rt, t);
             break;
         }
@@ -614,8 +623,8 @@ static int activate(struct tess__dev *d, int *deferred) {
             i--;
             continue;
         }
-        if (i == 0 && !t->urgent && d->nstreams > 1 && atomic_load(&d->rt->crit_live)) {
-            /* slot 0 (the highest stream priority) is kept for the critical path */
+        if (i < tess__crit_streams(d->nstreams) && !t->urgent && atomic_load(&d->rt->crit_live)) {
+            /* the first slots (the highest stream priority) are kept for the critical path */
             tess__worker_station_put(d, t);
             continue;
         }
@@ -935,14 +944,38 @@ static int write_behind(struct tess__dev *d) {
     return 0;
 }
 
-/* Nothing moved: block on the oldest pending event, or nap until work arrives. */
+/* A GPU worker with steps in flight and nothing else to do: poll the events evs[0..n)
+ * (each slot's oldest step or pending write-back) until one completes, TESSERA_SPIN_US
+ * back to back, then with a nap between rounds. Never a blocking wait on one of them: a
+ * long update's step would hide a short critical-path task finishing on another stream
+ * (a factorization's panel waits for that), for as long as the update runs. A failed
+ * query leaves the blocking wait to report it. */
+static void poll_events(struct tess__dev *d, tess__event *const *evs, int n) {
+    enum { NAP_US = 30 };
+    double until = tess__now() + d->rt->cfg.spin_us * 1e-6;
+    for (bool spin = true;; spin = spin && tess__now() < until) {
+        for (int i = 0; i < n; i++) {
+            int rc = d->ops->event_query(d->bd, evs[i]);
+            if (rc == TESS_OK) return;
+            if (rc != TESS_EAGAIN) {
+                if (d->ops->event_sync(d->bd, evs[i]))
+                    tess__worker_fail(d, TESS_EDEVICE, "a tile step");
+                return;
+            }
+        }
+        if (!spin) usleep(NAP_US);
+    }
+}
+
+/* Nothing moved: wait for a pending event (GPUs: poll_events), or nap until work arrives. */
 static void wait_for_something(struct tess__dev *d, int stalled, int waiting, int deferred) {
-    /* Block on the event queued first among each slot's oldest step and pending write-back:
-     * the device drains its copies and kernels roughly in the order they were queued, so
-     * that one is reached first, and reap() then collects every other slot's progress.
-     * (Blocking on the lowest slot's event instead could leave the streams that finished
-     * before it idle.) */
-    tess__event *ev = NULL;
+    /* Emulated devices block on the event queued first among each slot's oldest step and
+     * pending write-back: the device drains its copies and kernels roughly in the order
+     * they were queued, so that one is reached first, and reap() then collects every other
+     * slot's progress. (Blocking on the lowest slot's event instead could leave the
+     * streams that finished before it idle.) */
+    tess__event *ev = NULL, *evs[TESS_MAX_STREAMS];
+    int nev = 0;
     double first = 0;
     for (int i = 0; i < d->nstreams; i++) {
         struct tess__slot *sl = &d->slot[i];
@@ -958,17 +991,14 @@ static void wait_for_something(struct tess__dev *d, int stalled, int waiting, in
             e = sl->out.wb,
             t = sl->ring.t_issue[(sl->ring.next - 1) % TESS__DEPTH]; /* queued with the last step */
         }
+        if (e && nev < TESS_MAX_STREAMS) evs[nev++] = e;
         if (e && (!ev || t < first)) ev = e, first = t;
     }
     if (ev) {
         d->stall_since = 0;
-        /* GPUs: poll a while first (TESSERA_SPIN_US) -- a blocking wait wakes tens of
-         * microseconds after the event, a host round trip each short dependent task pays */
-        double until = d->desc.kind == TESS_DEV_CUDA ? tess__now() + d->rt->cfg.spin_us * 1e-6 : 0;
-        while (tess__now() < until) {
-            int rc = d->ops->event_query(d->bd, ev);
-            if (rc == TESS_OK) return;
-            if (rc != TESS_EAGAIN) break; /* the blocking wait below reports it */
+        if (d->desc.kind == TESS_DEV_CUDA) {
+            poll_events(d, evs, nev);
+            return;
         }
         if (d->ops->event_sync(d->bd, ev)) tess__worker_fail(d, TESS_EDEVICE, "a tile step");
         return;

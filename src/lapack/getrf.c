@@ -6,11 +6,13 @@
  * back and dropped first), so that a panel and its row interchanges stay inside one tile.
  * Panel k is two jobs, submitted for every panel at once and ordered by the strips'
  * dependency tables (node/hold.c):
- *   PANEL  GETRF on strip k's rows kT.. (its pivots, relative, in the call's piv[kT..])
- *   UPDATE per strip j > k: LASWP of its rows kT.. by panel k's pivots, TRSM of its rows
- *          kT..kT+d by the unit lower L_kk, GEMM of the rows below by L_k's rest; per strip
- *          j < k: LASWP of its rows kT.. (LAPACK's dlaswp on columns 1:k-1), after PANEL k
- *          through a dependency-only operand
+ *   PANEL  strip k's update by panel k - 1 (below), then GETRF on its rows kT.. (its
+ *          pivots, relative, in the call's piv[kT..]): one task, so that the critical
+ *          path's kernels queue back to back on one stream
+ *   UPDATE per strip j > k + 1 (j > k for the last panel): LASWP of its rows kT.. by panel
+ *          k's pivots, TRSM of its rows kT..kT+d by the unit lower L_kk, GEMM of the rows
+ *          below by L_k's rest; per strip j < k: LASWP of its rows kT.. (LAPACK's dlaswp
+ *          on columns 1:k-1), after PANEL k through a dependency-only operand
  * Invariants: every task writes one strip and lies inside it; a PANEL's INFO > 0 (an exact
  * zero pivot) fails nothing: the factorization completes, the first such pivot is INFO; a
  * strip's PANEL, its last write and the swaps after which fewer than half the rows of its
@@ -51,17 +53,32 @@ static void strip_operand(const struct ljob *lj, int64_t p, int64_t row, struct 
     tess__hview_tile(lj->hv, row, p * lj->base.tile, &out->a, &out->a_ro, &out->a_co);
 }
 
+/* Steps of a strip's update by panel p (right of it): LASWP, TRSM and, with rows below the
+ * pivots, GEMM. */
+static int update_steps(const struct tess__job *job, int64_t p) {
+    int64_t mk, wk, dk;
+    panel_dims(job, p, &mk, &wk, &dk);
+    return mk > dk ? 3 : 2;
+}
+
+/* Steps before PANEL k's GETRF: strip k's update by panel k - 1. */
+static int panel_pre(const struct ljob *lj) {
+    return lj->k > 0 ? update_steps(&lj->base, lj->k - 1) : 0;
+}
+
 static void lj_step(const struct tess__job *job, const struct tess__task *t, int s,
                     struct tess__step *out) {
     const struct ljob *lj = (const struct ljob *)job;
     const void *one = tess__scalar_one(job->dt);
     int64_t T = job->tile, p = lj->k, mk, wk, dk;
+    bool panel = lj->kind == LJ_PANEL && s == panel_pre(lj);
+    if (lj->kind == LJ_PANEL && !panel) p = lj->k - 1; /* the update before the GETRF */
     panel_dims(job, p, &mk, &wk, &dk);
     memset(out, 0, sizeof *out);
     out->n = t->n;
     out->alpha = one;
     out->beta = one;
-    if (lj->kind == LJ_PANEL) {
+    if (panel) {
         out->kind = TESS__K_GETRF;
         out->m = mk, out->n = wk, out->k = wk;
         out->c_ro = p * T;
@@ -144,20 +161,25 @@ static bool swap_final(const struct ljob *lj, int64_t j) {
     return 2 * (m - (k + 1) * T) <= m - from;
 }
 
+/* Strips right of panel k whose update by it is urgent: the next panel's (PANEL k + 1's
+ * first steps), and the one after, which PANEL k + 2's update of it waits for (on a
+ * low-priority stream behind the bulk it would hold up panel k + 2). */
+#define LOOKAHEAD 2
+
 /* The tasks of lj in queue order: for an update, the next panel's strip first, the swaps
  * left of the panel last. */
 static int fill(struct ljob *lj) {
-    int64_t k = lj->k, nk = lj->nk, nt = lj->nt, mk, wk, dk;
+    int64_t k = lj->k, nk = lj->nk, nt = lj->nt;
     int64_t cnt = lj->kind == LJ_PANEL ? 1 : nt - 1;
     lj->base.tasks = calloc((size_t)TESS__MAX(cnt, 1), sizeof *lj->base.tasks);
     if (!lj->base.tasks) return TESS_ENOMEM;
     lj->base.ntasks = 0;
     if (lj->kind == LJ_PANEL) {
-        add_task(lj, k, 1, true, true);
+        add_task(lj, k, panel_pre(lj) + 1, true, true);
     } else {
-        panel_dims(&lj->base, k, &mk, &wk, &dk);
-        for (int64_t j = k + 1; j < nt; j++)
-            add_task(lj, j, mk > dk ? 3 : 2, j == k + 1, k == nk - 1);
+        /* strip k + 1's update is PANEL k + 1's first steps, when there is one */
+        for (int64_t j = k + 1 + (k + 1 < nk); j < nt; j++)
+            add_task(lj, j, update_steps(&lj->base, k), j <= k + LOOKAHEAD, k == nk - 1);
         for (int64_t j = 0; j < k; j++) add_task(lj, j, 1, false, swap_final(lj, j));
     }
     return TESS_OK;
@@ -166,13 +188,14 @@ static int fill(struct ljob *lj) {
 /* ---- the tile factorization --------------------------------------------------------------- */
 
 /* The strip width of an m x n factorization: TESSERA_TILE, else about eight strips per
- * device (four on emulated devices), never narrow on GPUs, and six strips within the
- * smallest heap. */
+ * device (four on emulated devices), never narrow on GPUs (768 columns at most: measured
+ * best at n = 32768 on an H100, docs/benchmarks.md), and six strips within the smallest
+ * heap. */
 static int64_t getrf_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n) {
     if (rt->cfg.tile > 0) return rt->cfg.tile;
     struct tess__rt_devsum ds;
     tess__rt_devsum(rt, &ds);
-    int64_t ndev = TESS__MAX(1, ds.live), t = ds.gpus ? 1024 : 256;
+    int64_t ndev = TESS__MAX(1, ds.live), t = ds.gpus ? 768 : 256;
     while (t > (ds.gpus ? 256 : 16) && TESS__CEILDIV(TESS__MIN(m, n), t) < (ds.gpus ? 8 : 4) * ndev)
         t /= 2;
     size_t es = tess__dtypes[dt].size;
@@ -211,7 +234,7 @@ static void job_init(struct ljob *lj, enum lj_kind kind, int64_t k, tess_dtype_t
     job->device_only = true; /* the CPU worker computes in place: it would miss dirty tiles */
     job->held_deps = true;
     job->hv_c = hv;
-    job->hv_a = kind == LJ_UPDATE ? hv : NULL;
+    job->hv_a = kind == LJ_UPDATE || k > 0 ? hv : NULL;
 }
 
 /* Submit lj (filled); false if it failed (rc set). */

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu_start.h"
 #include "harness.h"
 #include "ref.h"
 #include "tessera.h"
@@ -64,24 +65,9 @@ enum { GUARD = 5 };
  * pivot are rarely within rounding of each other) */
 #define SAME_PIVOTS 0.9
 
-/* Knobs for a fresh runtime of ndev emulated devices (0: the CPU worker alone), set before
- * tess_init; the caller may add more. Finalizes first whatever a failed test left running. */
+/* emu_start with two streams a device and write-behind on */
 static void start(int ndev, const char *tile, const char *mem) {
-    for (int i = 0; i < 8; i++) tess_finalize();
-    char n[8];
-    snprintf(n, sizeof n, "%d", ndev);
-    setenv("TESSERA_DEVICES", "none", 1);
-    setenv("TESSERA_CPU_WORKER", ndev ? "0" : "1", 1);
-    setenv("TESSERA_EMULATE", n, 1);
-    setenv("TESSERA_EMULATE_MEM", mem, 1);
-    setenv("TESSERA_EMULATE_GFLOPS", "0", 1);
-    setenv("TESSERA_EMULATE_JITTER", "0", 1);
-    setenv("TESSERA_EMULATE_STREAMS", "2", 1);
-    setenv("TESSERA_TILE", tile, 1);
-    setenv("TESSERA_RECOVER", "0", 1);
-    setenv("TESSERA_HOLD_CHECK", "0", 1);
-    setenv("TESSERA_WRITE_BEHIND", "1", 1);
-    unsetenv("TESSERA_FAULT");
+    emu_start(ndev, tile, mem, "2", "1");
 }
 
 static const tess_dtype_t dts[4] = {TESS_S, TESS_D, TESS_C, TESS_Z};
@@ -1481,6 +1467,36 @@ TEST(held) {
 
 /* ---- faults ------------------------------------------------------------------------------- */
 
+/* fault_sweep's point and what its checks gather */
+struct fault_ctx {
+    struct lu *x;
+    struct tally t;
+};
+
+/* fault_sweep's point: the matrix and pivots restored, tess_dgetrf or tess_zgetrf */
+static int fault_run(void *ctx, int64_t *info) {
+    struct fault_ctx *f = ctx;
+    lu_reset(f->x);
+    return call_getrf(f->x, 0, info);
+}
+
+/* TESS_OK: a right factorization; TESS_EDEVICE: nothing outside the matrix (nor ipiv past
+ * min(m, n)) written */
+static void fault_check(void *ctx, const char *tag, int rc, int64_t info) {
+    struct fault_ctx *f = ctx;
+    const struct lu *x = f->x;
+    if (rc == TESS_OK) {
+        check_lu(x, tag, rc, info, &f->t);
+        return;
+    }
+    size_t bad = outside_changed(x);
+    ASSERT_MSG(!bad, "%s %s: TESS_EDEVICE, and storage element %zu outside the matrix written", tag,
+               x->desc, bad - 1);
+    for (int64_t i = x->d; i < x->d + GUARD; i++)
+        ASSERT_MSG(x->ipiv[i] == PIV_MARK, "%s %s: TESS_EDEVICE, and ipiv[%lld] written", tag,
+                   x->desc, (long long)i);
+}
+
 /* Device 1 of 3 fails at its k-th copy or kernel (TESSERA_FAULT=1:k), k = 1, 2, ... until it
  * no longer reaches k six times in a row: the call returns TESS_OK with a right factorization
  * (the checks of lapack: info, pivots in range, backward error, LAPACK's factors where the
@@ -1492,52 +1508,21 @@ static void fault_sweep(tess_dtype_t dt, tess_layout_t layout, const char *recov
     const int64_t n = 100;
     lu_make(&x, dt, layout, n, n, n + 3, 5000 + (uint64_t)dt);
     lu_finish(&x);
-    int right = 0, edev = 0, hit = 0, miss_run = 0, k;
-    struct tally t = {0, 0, 0, 0};
-    const int k0 = (int)ref_env_long("TESS_GETRF_FAULT", 1);
-    const int k1 = getenv("TESS_GETRF_FAULT") ? k0 : 400;
-    for (k = k0; k <= k1 && miss_run < 6; k++) {
-        char spec[32], tag[96];
-        snprintf(spec, sizeof spec, "1:%d", k);
-        lu_reset(&x);
-        start(3, "32", "4M");
-        setenv("TESSERA_FAULT", spec, 1);
-        setenv("TESSERA_RECOVER", recover, 1);
-        ASSERT_OK(tess_init());
-        int64_t info = -77;
-        int rc = call_getrf(&x, 0, &info);
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tess_last_error());
-        tess_dev_stats_t s1;
-        ASSERT_OK(tess_device_stats(1, &s1));
-        ASSERT_OK(tess_finalize());
-        hit += s1.failed;
-        miss_run = s1.failed ? 0 : miss_run + 1;
-        snprintf(tag, sizeof tag, "fault 1:%d (device 1 %s), TESSERA_RECOVER=%s:", k,
-                 s1.failed ? "failed" : "did not fail", recover);
-        ASSERT_MSG(rc == TESS_OK || rc == TESS_EDEVICE, "%s %s: returned %d (%s)", tag, x.desc, rc,
-                   msg);
-        if (rc == TESS_EDEVICE) {
-            ASSERT_MSG(msg[0], "%s %s: TESS_EDEVICE without a message", tag, x.desc);
-            size_t bad = outside_changed(&x);
-            ASSERT_MSG(!bad,
-                       "%s %s: TESS_EDEVICE, and storage element %zu outside the matrix "
-                       "written",
-                       tag, x.desc, bad - 1);
-            for (int64_t i = x.d; i < x.d + GUARD; i++)
-                ASSERT_MSG(x.ipiv[i] == PIV_MARK, "%s %s: TESS_EDEVICE, and ipiv[%lld] written",
-                           tag, x.desc, (long long)i);
-            edev++;
-            continue;
-        }
-        check_lu(&x, tag, rc, info, &t);
-        right++;
-    }
+    struct fault_ctx f = {&x, {0, 0, 0, 0}};
+    struct emu_sweep s = {.env = "TESS_GETRF_FAULT",
+                          .recover = recover,
+                          .desc = x.desc,
+                          .kmax = 400,
+                          .start = start,
+                          .run = fault_run,
+                          .check = fault_check,
+                          .ctx = &f};
+    emu_fault_sweep(&s);
     fprintf(stderr,
             "  faults: %s, TESSERA_RECOVER=%s: device 1 fails at op k = %d..%d (%d reached): %d "
             "TESS_OK with a right factorization (LAPACK's pivots in %d), %d TESS_EDEVICE\n",
-            x.desc, recover, k0, k - 1, hit, right, t.same, edev);
-    ASSERT_MSG(hit > 0 || k1 == k0, "%s: device 1 never reached its fault point", x.desc);
+            x.desc, recover, s.k0, s.k - 1, s.hit, s.right, f.t.same, s.edev);
+    ASSERT_MSG(s.hit > 0 || s.k1 == s.k0, "%s: device 1 never reached its fault point", x.desc);
     lu_free(&x);
 }
 

@@ -23,27 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu_start.h"
 #include "harness.h"
 #include "ref.h"
 #include "tessera.h"
 
-/* Knobs for a fresh runtime of ndev emulated devices (set before tess_init; the caller may
- * add more). Finalizes first whatever a failed test left running. */
+/* emu_start (ndev at least 1 here) with write-behind on; the streams as the environment says */
 static void start(int ndev, const char *tile, const char *mem) {
-    for (int i = 0; i < 8; i++) tess_finalize();
-    char n[8];
-    snprintf(n, sizeof n, "%d", ndev);
-    setenv("TESSERA_DEVICES", "none", 1);
-    setenv("TESSERA_CPU_WORKER", "0", 1);
-    setenv("TESSERA_EMULATE", n, 1);
-    setenv("TESSERA_EMULATE_MEM", mem, 1);
-    setenv("TESSERA_EMULATE_GFLOPS", "0", 1);
-    setenv("TESSERA_EMULATE_JITTER", "0", 1);
-    setenv("TESSERA_TILE", tile, 1);
-    setenv("TESSERA_RECOVER", "0", 1);
-    setenv("TESSERA_HOLD_CHECK", "0", 1);
-    setenv("TESSERA_WRITE_BEHIND", "1", 1);
-    unsetenv("TESSERA_FAULT");
+    emu_start(ndev, tile, mem, NULL, "1");
 }
 
 /* ---- matrices and their mirrors -------------------------------------------------------- */
@@ -969,18 +956,13 @@ static void fault_sweep(const char *recover, int hold_ab) {
     char tag[64];
     snprintf(tag, sizeof tag, "TESSERA_RECOVER=%s, A and B %s", recover,
              hold_ab ? "held (asynchronous calls)" : "not held");
-    int right = 0, call_fail = 0, sync_fail = 0, hit = 0, miss_run = 0, k;
+    int right = 0, call_fail = 0, sync_fail = 0, hit = 0, miss_run = 0, k, k0, k1;
     /* TESS_HOLD_FAULT=k runs fault point k alone (reproducers) */
-    const int k0 = (int)ref_env_long("TESS_HOLD_FAULT", 1);
-    const int k1 = getenv("TESS_HOLD_FAULT") ? k0 : 400;
+    emu_fault_range("TESS_HOLD_FAULT", 400, &k0, &k1);
     for (k = k0; k <= k1 && miss_run < 6; k++) {
-        char spec[32], p[32];
-        snprintf(spec, sizeof spec, "1:%d", k);
+        char p[32];
         memcpy(f.C.x, c0, cbytes);
-        start(3, "32", "4M");
-        setenv("TESSERA_FAULT", spec, 1);
-        setenv("TESSERA_RECOVER", recover, 1);
-        ASSERT_OK(tess_init());
+        emu_fault_init(start, k, recover);
         snprintf(p, sizeof p, "%p", (void *)f.C.x);
         ASSERT_OK(tess_hold(TESS_D, f.C.x, f.C.ld, f.C.rows, f.C.cols, 32));
         if (hold_ab) {
@@ -1018,11 +1000,9 @@ static void fault_sweep(const char *recover, int hold_ab) {
                        "%s, fault 1:%d: tess_release(%c) returned %d: %s", tag, k, i ? 'B' : 'A',
                        arc, tess_last_error());
         }
-        tess_dev_stats_t s1;
-        ASSERT_OK(tess_device_stats(1, &s1));
-        ASSERT_OK(tess_finalize());
-        hit += s1.failed;
-        miss_run = s1.failed ? 0 : miss_run + 1;
+        int failed = emu_fault_end();
+        hit += failed;
+        miss_run = failed ? 0 : miss_run + 1;
         ASSERT_MSG(mat_err(&f.A) == 0 && mat_err(&f.B) == 0, "%s, fault 1:%d: A or B changed", tag,
                    k);
         if (rc) { /* a call failed: C is unspecified, but nothing hung */

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu_start.h"
 #include "harness.h"
 #include "ref.h"
 #include "tessera.h"
@@ -52,23 +53,9 @@ enum { GUARD = 5, TILE = 32 };
 #define FWD_BOUND 20.0
 #define BWD_BOUND 20.0
 
-/* Knobs for a fresh runtime of ndev emulated devices (0: the CPU worker alone), set before
- * tess_init; the caller may add more. Finalizes first whatever a failed test left running. */
+/* emu_start with two streams a device; TESSERA_WRITE_BEHIND as an earlier test left it */
 static void start(int ndev, const char *tile, const char *mem) {
-    for (int i = 0; i < 8; i++) tess_finalize();
-    char n[8];
-    snprintf(n, sizeof n, "%d", ndev);
-    setenv("TESSERA_DEVICES", "none", 1);
-    setenv("TESSERA_CPU_WORKER", ndev ? "0" : "1", 1);
-    setenv("TESSERA_EMULATE", n, 1);
-    setenv("TESSERA_EMULATE_MEM", mem, 1);
-    setenv("TESSERA_EMULATE_GFLOPS", "0", 1);
-    setenv("TESSERA_EMULATE_JITTER", "0", 1);
-    setenv("TESSERA_EMULATE_STREAMS", "2", 1);
-    setenv("TESSERA_TILE", tile, 1);
-    setenv("TESSERA_RECOVER", "0", 1);
-    setenv("TESSERA_HOLD_CHECK", "0", 1);
-    unsetenv("TESSERA_FAULT");
+    emu_start(ndev, tile, mem, "2", NULL);
 }
 
 /* ---- matrices ------------------------------------------------------------------------------
@@ -704,6 +691,25 @@ TEST(held) {
 
 /* ---- faults ------------------------------------------------------------------------------- */
 
+/* fault_sweep's point: the matrix restored, tess_dpotrf or tess_zpotrf */
+static int fault_run(void *ctx, int64_t *info) {
+    struct mat *m = ctx;
+    memcpy(m->a, m->a0, m->nel * m->es);
+    return call(m, 0, info);
+}
+
+/* TESS_OK: a right factor; TESS_EDEVICE: nothing outside the triangle written */
+static void fault_check(void *ctx, const char *tag, int rc, int64_t info) {
+    struct mat *m = ctx;
+    if (rc == TESS_OK) {
+        check_factor(m, tag, rc, info, NULL);
+        return;
+    }
+    size_t bad = outside_changed(m);
+    ASSERT_MSG(!bad, "%s %s: TESS_EDEVICE, and element %zu outside the triangle written", tag,
+               m->desc, bad - 1);
+}
+
 /* Device 1 of 3 fails at its k-th copy or kernel (TESSERA_FAULT=1:k), k = 1, 2, ... until
  * it no longer reaches k six times in a row: the call returns TESS_OK with info 0 and a
  * right factor (against LAPACK and the backward error), or TESS_EDEVICE with a message;
@@ -713,49 +719,22 @@ TEST(held) {
  * Reproducer: TESS_POTRF_FAULT=k runs fault point k alone. */
 static void fault_sweep(tess_dtype_t dt, tess_layout_t layout, const char *recover) {
     struct mat m;
-    const int64_t n = 100;
-    mat_make(&m, dt, layout, TESS_LOWER, n, 103, 5000 + (uint64_t)dt);
+    mat_make(&m, dt, layout, TESS_LOWER, 100, 103, 5000 + (uint64_t)dt);
     mat_finish(&m);
-    int right = 0, edev = 0, hit = 0, miss_run = 0, k;
-    const int k0 = (int)ref_env_long("TESS_POTRF_FAULT", 1);
-    const int k1 = getenv("TESS_POTRF_FAULT") ? k0 : 300;
-    for (k = k0; k <= k1 && miss_run < 6; k++) {
-        char spec[32], tag[96];
-        snprintf(spec, sizeof spec, "1:%d", k);
-        memcpy(m.a, m.a0, m.nel * m.es);
-        start(3, "32", "4M");
-        setenv("TESSERA_FAULT", spec, 1);
-        setenv("TESSERA_RECOVER", recover, 1);
-        ASSERT_OK(tess_init());
-        int64_t info = -77;
-        int rc = call(&m, 0, &info);
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tess_last_error());
-        tess_dev_stats_t s1;
-        ASSERT_OK(tess_device_stats(1, &s1));
-        ASSERT_OK(tess_finalize());
-        hit += s1.failed;
-        miss_run = s1.failed ? 0 : miss_run + 1;
-        snprintf(tag, sizeof tag, "fault 1:%d (device 1 %s), TESSERA_RECOVER=%s:", k,
-                 s1.failed ? "failed" : "did not fail", recover);
-        ASSERT_MSG(rc == TESS_OK || rc == TESS_EDEVICE, "%s %s: returned %d (%s)", tag, m.desc, rc,
-                   msg);
-        if (rc == TESS_EDEVICE) {
-            ASSERT_MSG(msg[0], "%s %s: TESS_EDEVICE without a message", tag, m.desc);
-            size_t bad = outside_changed(&m);
-            ASSERT_MSG(!bad, "%s %s: TESS_EDEVICE, and element %zu outside the triangle written",
-                       tag, m.desc, bad - 1);
-            edev++;
-            continue;
-        }
-        check_factor(&m, tag, rc, info, NULL);
-        right++;
-    }
+    struct emu_sweep s = {.env = "TESS_POTRF_FAULT",
+                          .recover = recover,
+                          .desc = m.desc,
+                          .kmax = 300,
+                          .start = start,
+                          .run = fault_run,
+                          .check = fault_check,
+                          .ctx = &m};
+    emu_fault_sweep(&s);
     fprintf(stderr,
             "  faults: %s, TESSERA_RECOVER=%s: device 1 fails at op k = %d..%d (%d reached): %d "
             "TESS_OK with a right factor, %d TESS_EDEVICE\n",
-            m.desc, recover, k0, k - 1, hit, right, edev);
-    ASSERT_MSG(hit > 0 || k1 == k0, "%s: device 1 never reached its fault point", m.desc);
+            m.desc, recover, s.k0, s.k - 1, s.hit, s.right, s.edev);
+    ASSERT_MSG(s.hit > 0 || s.k1 == s.k0, "%s: device 1 never reached its fault point", m.desc);
     mat_free(&m);
 }
 

@@ -14,7 +14,7 @@
 #   GPU_CHECK_TRACE   n: a traced DGEMM of that size (below the tessera-bench block)
 # Blocks further down: GPU_CHECK_L3CHECK, GPU_CHECK_L3BENCH (level 3), GPU_CHECK_FACTOR
 # (Cholesky and LU against cuSOLVER), GPU_CHECK_DROPIN
-# (crossover fit and numpy), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
+# (crossover fit and numpy), GPU_CHECK_SOLVE (numpy.linalg.solve), GPU_CHECK_GLUE (ScaLAPACK LU through the glue), GPU_CHECK_PGEMM
 # (distributed GEMM against in-core), GPU_CHECK_BALANCE (the end game on several GPUs),
 # GPU_CHECK_SCALE (issue 9: every GPU against one, cuBLAS-XT, host-link bytes),
 # GPU_CHECK_SKINNY (the variant by shape), GPU_CHECK_MIXED
@@ -330,6 +330,17 @@ if [ "${GPU_CHECK_DROPIN:-0}" = 1 ]; then
   run "numpy-bench (fitted model)"   numpy_bench.log "${sysblas[@]}" env "${fitted[@]}" \
       BUILD=build-gpu bash jobs/numpy-bench.sh
   cat "$OUT/numpy_bench.log"
+fi
+# ---- numpy.linalg.solve through the drop-in, issue 24 (GPU_CHECK_SOLVE=1) -----------------
+# numpy-bench.sh with NB_OP=solve: numpy.linalg.solve n = 16384 (the time to the first
+# result, the runtime's start included, then 3 calls) and small solves, drop-in against
+# numpy on OpenBLAS, each residual checked, on the system's OpenBLAS as above.
+if [ "${GPU_CHECK_SOLVE:-0}" = 1 ]; then
+  sysblas=()
+  ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0 ' && sysblas=(env -u LD_LIBRARY_PATH)
+  run "numpy-bench solve"            numpy_solve.log "${sysblas[@]}" env NB_OP=solve \
+      BUILD=build-gpu bash jobs/numpy-bench.sh
+  cat "$OUT/numpy_solve.log"
 fi
 # ---- distributed GEMM, issue 6 (GPU_CHECK_PGEMM="n", e.g. "65536" on 2 x H200) ------------
 # The baseline: in-core cuBLAS DGEMM on one GPU at n/2 (tessera-bench, its in-core row);

@@ -10,6 +10,11 @@
 #   - small products n in NB_SMALL ("64 128 256 512"): time per call, median of 5 batches of
 #     about 0.2 s each after a warm-up (issue 5: drop-in <= 1.05 x OpenBLAS there; a
 #     benchmark, not a test: reported, never failed on).
+# NB_OP=solve times numpy.linalg.solve(a, b) instead (b one column; LAPACK's ?gesv, issue
+# 24: >= 10x OpenBLAS at n = 16384 with the time to the first result, <= 1.05x for n <=
+# 512), each result checked by its residual ||a x - b|| / (||a|| ||x||) and the two x
+# compared. NB_ORDER=F makes a Fortran-ordered (numpy then copies it without a transpose:
+# a C-ordered a costs numpy itself seconds at n = 16384 before LAPACK is called).
 # Prints a short table and the drop-in's own summary line (where the calls went).
 #
 # Environment: BUILD (build-gpu if it exists, else build), LIB (default
@@ -28,6 +33,7 @@ BUILD=${BUILD:-build-gpu}
 lib=$(readlink -f "${LIB:-$BUILD/libtessera_blas.so}")
 py=${PYTHON:-python3}
 export NB_N=${NB_N:-16384} NB_REPS=${NB_REPS:-3} NB_SMALL=${NB_SMALL:-"64 128 256 512"}
+export NB_OP=${NB_OP:-matmul} NB_ORDER=${NB_ORDER:-C}
 say() { echo "numpy-bench: $*"; }
 
 # the default python3 first, then the system's (a pyenv or venv python3 may lack numpy)
@@ -61,32 +67,41 @@ def info():
     print(json.dumps({"numpy": np.__version__, "python": sys.version.split()[0],
                       "libs": blas_libs()}))
 
+SOLVE = os.environ["NB_OP"] == "solve"
+op = (lambda a, b: np.linalg.solve(a, b)) if SOLVE else (lambda a, b: a @ b)
+
 def run(out):
     n, reps = int(os.environ["NB_N"]), int(os.environ["NB_REPS"])
     rng = np.random.default_rng(20261122)
     a = rng.standard_normal((n, n))
-    b = rng.standard_normal((n, n))
-    t = time.perf_counter(); c = a @ b; first = time.perf_counter() - t
+    if os.environ["NB_ORDER"] == "F": a = np.asfortranarray(a)
+    b = rng.standard_normal(n) if SOLVE else rng.standard_normal((n, n))
+    t = time.perf_counter(); c = op(a, b); first = time.perf_counter() - t
     times = []
     for _ in range(reps):
-        t = time.perf_counter(); c = a @ b; times.append(time.perf_counter() - t)
-    x = rng.standard_normal(n)
-    ref = a @ (b @ x)              # level 2: the program's BLAS, never the drop-in
-    check = float(np.abs(c @ x - ref).max() / np.abs(ref).max())
-    np.save(out, c[::97, ::89])
+        t = time.perf_counter(); c = op(a, b); times.append(time.perf_counter() - t)
+    if SOLVE:  # the residual, by level 2 (the program's BLAS, never the drop-in)
+        check = float(np.abs(a @ c - b).max() / (np.abs(a).sum(axis=1).max() * np.abs(c).max()))
+        np.save(out, c)
+    else:
+        x = rng.standard_normal(n)
+        ref = a @ (b @ x)          # level 2: the program's BLAS, never the drop-in
+        check = float(np.abs(c @ x - ref).max() / np.abs(ref).max())
+        np.save(out, c[::97, ::89])
     del a, b, c
     small = {}
     for s in map(int, os.environ["NB_SMALL"].split()):
-        x = rng.standard_normal((s, s)); y = rng.standard_normal((s, s))
-        for _ in range(20): x @ y
+        x = rng.standard_normal((s, s))
+        y = rng.standard_normal(s) if SOLVE else rng.standard_normal((s, s))
+        for _ in range(20): op(x, y)
         t = time.perf_counter(); cnt = 0
-        while time.perf_counter() - t < 0.05: x @ y; cnt += 1
+        while time.perf_counter() - t < 0.05: op(x, y); cnt += 1
         per = (time.perf_counter() - t) / cnt
         calls = max(1, int(0.2 / per))
         v = []
         for _ in range(5):
             t = time.perf_counter()
-            for _ in range(calls): x @ y
+            for _ in range(calls): op(x, y)
             v.append((time.perf_counter() - t) / calls)
         small[s] = statistics.median(v)
     print(json.dumps({"first": first, "median": statistics.median(times), "times": times,
@@ -134,7 +149,9 @@ BASE=$base TESS=$tess CMP=$cmp "$py" - <<'EOF'
 import json, os
 b, t, c = (json.loads(os.environ[k]) for k in ("BASE", "TESS", "CMP"))
 n = os.environ["NB_N"]
-rows = [("a @ b, n = %s, float64: median (s)" % n, b["median"], t["median"]),
+what = "solve(a, b)" if os.environ["NB_OP"] == "solve" else "a @ b"
+what += ", a in Fortran order" if os.environ["NB_ORDER"] == "F" else ""
+rows = [("%s, n = %s, float64: median (s)" % (what, n), b["median"], t["median"]),
         ("  time to first result, incl. start (s)", b["first"], t["first"])]
 for s in b["small"]:
     rows.append(("  n = %s: per call (us)" % s, b["small"][s] * 1e6, t["small"][s] * 1e6))
@@ -144,14 +161,16 @@ for name, x, y in rows:
     note = ""
     if "per call" in name:
         note = "  ok (<= 1.05)" if r <= 1.05 else "  OVER 1.05"
-    elif "median" in name:
+    elif "median" in name or "first" in name:
         note = "  (speedup %.2fx)" % (x / y)
     print("%-42s %12.4g %12.4g %14.3f%s" % (name, x, y, r, note))
 print("timed calls (s): OpenBLAS %s; drop-in %s" % (
     " ".join("%.3f" % v for v in b["times"]), " ".join("%.3f" % v for v in t["times"])))
-print("checks: C x vs A (B x): OpenBLAS %.2g, drop-in %.2g; the two C (sample) differ by %.2g"
-      % (b["check"], t["check"], c["diff"]))
-ok = b["check"] < 1e-8 and t["check"] < 1e-8 and c["diff"] < 1e-9
+solve = os.environ["NB_OP"] == "solve"
+print("checks: %s: OpenBLAS %.2g, drop-in %.2g; the two %s differ by %.2g"
+      % ("residual |a x - b| / (|a| |x|)" if solve else "C x vs A (B x)", b["check"],
+         t["check"], "x" if solve else "C (sample)", c["diff"]))
+ok = b["check"] < 1e-8 and t["check"] < 1e-8 and c["diff"] < (1e-6 if solve else 1e-9)
 print("results:", "agree" if ok else "DIFFER")
 raise SystemExit(0 if ok else 1)
 EOF

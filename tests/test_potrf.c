@@ -55,7 +55,7 @@ enum { GUARD = 5, TILE = 32 };
 
 /* emu_start with two streams a device; TESSERA_WRITE_BEHIND as an earlier test left it */
 static void start(int ndev, const char *tile, const char *mem) {
-    emu_start(ndev, tile, mem, "2", NULL);
+    emu_start(ndev, tile, mem, "2", "1");
 }
 
 /* ---- matrices ------------------------------------------------------------------------------

@@ -441,19 +441,12 @@ int tess_getrf(tess_dtype_t dtype, tess_layout_t layout, int64_t m, int64_t n, v
     return getrf_impl("tess_getrf", 1, dtype, layout, m, n, A, lda, ipiv, info);
 }
 
-int tess_sgetrf(tess_layout_t layout, int64_t m, int64_t n, float *A, int64_t lda, int64_t *ipiv,
-                int64_t *info) {
-    return getrf_impl("tess_sgetrf", 0, TESS_S, layout, m, n, A, lda, ipiv, info);
-}
-int tess_dgetrf(tess_layout_t layout, int64_t m, int64_t n, double *A, int64_t lda, int64_t *ipiv,
-                int64_t *info) {
-    return getrf_impl("tess_dgetrf", 0, TESS_D, layout, m, n, A, lda, ipiv, info);
-}
-int tess_cgetrf(tess_layout_t layout, int64_t m, int64_t n, void *A, int64_t lda, int64_t *ipiv,
-                int64_t *info) {
-    return getrf_impl("tess_cgetrf", 0, TESS_C, layout, m, n, A, lda, ipiv, info);
-}
-int tess_zgetrf(tess_layout_t layout, int64_t m, int64_t n, void *A, int64_t lda, int64_t *ipiv,
-                int64_t *info) {
-    return getrf_impl("tess_zgetrf", 0, TESS_Z, layout, m, n, A, lda, ipiv, info);
-}
+#define GETRF_TYPED(X, DT, E)                                                           \
+    int tess_##X##getrf(tess_layout_t layout, int64_t m, int64_t n, E *A, int64_t lda,  \
+                        int64_t *ipiv, int64_t *info) {                                 \
+        return getrf_impl("tess_" #X "getrf", 0, DT, layout, m, n, A, lda, ipiv, info); \
+    }
+GETRF_TYPED(s, TESS_S, float)
+GETRF_TYPED(d, TESS_D, double)
+GETRF_TYPED(c, TESS_C, void)
+GETRF_TYPED(z, TESS_Z, void)

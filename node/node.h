@@ -112,8 +112,8 @@ struct tess__task {
     /* Set before submit. pri: how soon it should run (0: no hurry, the FIFO queue; > 0:
      * the priority queue, highest first, taken before the FIFO one, and ranked above any
      * cache-hit score in a station). urgent: on the critical path (a factorization's
-     * panel): may use the stream kept for such tasks (slot 0: the GPU's highest stream
-     * priority) while rt->crit_live. final: its held output tile is final once it is
+     * panel): may use the streams kept for such tasks (the first tess__crit_streams slots:
+     * the GPU's highest stream priority) while rt->crit_live. final: its held output tile is final once it is
      * done, written behind at once (TESSERA_WRITE_BEHIND), not after the idle age. */
     int16_t pri;
     bool urgent, final;
@@ -400,7 +400,8 @@ struct tess__rt {
     int noverflow, overflow_cap;
     /* Ready tasks with a priority (task.pri > 0): a binary max-heap on (pri, oldest first),
      * taken before the queue (overflow_mu; npq is read without it to skip the lock when it
-     * is empty). crit_live: running calls with urgent tasks (slot 0 is kept for those). */
+     * is empty). crit_live: running calls with urgent tasks (the first slots are kept for
+     * those). */
     struct tess__pq_ent *pq;
     int pq_cap;
     _Atomic int npq;

@@ -17,7 +17,7 @@
 
 #define MIB ((size_t)1 << 20)
 
-static const struct tess__dev_ops *emu = &tess__emu_ops;
+static const struct tess__dev_ops *emu = &tess__emu_ops, *cpu = &tess__cpu_ops;
 
 static struct tess__dev_params prm(int ordinal, int nstreams) {
     struct tess__dev_params p;
@@ -697,7 +697,6 @@ TEST(close_drains) {
 /* The CPU worker is one unified device without an arena, whose in-place gemm equals
  * tess__host_gemm and whose copy2d is a plain strided memcpy. */
 TEST(cpu_gemm_in_place) {
-    const struct tess__dev_ops *cpu = &tess__cpu_ops;
     struct tess__config cfg;
     memset(&cfg, 0, sizeof cfg);
     ASSERT_EQ(cpu->count(&cfg), 1);
@@ -744,6 +743,87 @@ TEST(cpu_gemm_in_place) {
 }
 
 /* ---- POTRF ------------------------------------------------------------------------- */
+
+/* What the POTRF, GETRF and LASWP tests share: the CPU worker, a tile kernel run on either
+ * worker, the refusals of a bad ldc and of a C outside the arena, the throttle, the fault
+ * (and, below, tile_diff: a result tile against LAPACK's). */
+
+/* The CPU worker, opened with one stream. */
+static void *cpu_open(void) {
+    struct tess__dev_params p = prm(0, 1);
+    struct tess__dev_desc desc;
+    void *bd;
+    ASSERT_OK(cpu->open(&p, &bd, &desc));
+    return bd;
+}
+
+/* The tile kernel k on stream 1 of the emulated device a: the tile `in` (bytes) copied to
+ * a->base + 8192, k run there, the result copied out to got (zeroed first), an event waited
+ * for. k's C and info are set here: C the device tile, info `info`, -12345 until written. */
+static void emu_tile_run(const struct edev *a, struct tess__kernel *k, const void *in, size_t bytes,
+                         void *got, int *info) {
+    unsigned char *dC = a->base + 8192;
+    memset(got, 0, bytes);
+    *info = -12345;
+    k->C = dC;
+    k->info = info;
+    ASSERT_OK(emu->copy2d(a->bd, 1, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
+    ASSERT_OK(emu->kernel(a->bd, 1, k));
+    ASSERT_OK(emu->copy2d(a->bd, 1, TESS__D2H, got, 0, dC, 0, bytes, 1, NULL));
+    ASSERT_OK(drain(emu, a->bd, 1));
+}
+
+/* The same on the CPU worker cbd: in place on host memory, got a copy of `in` beforehand. */
+static void cpu_tile_run(void *cbd, struct tess__kernel *k, const void *in, size_t bytes, void *got,
+                         int *info) {
+    memcpy(got, in, bytes);
+    *info = -12345;
+    k->C = got;
+    k->info = info;
+    ASSERT_OK(cpu->kernel(cbd, 0, k));
+    ASSERT_OK(drain(cpu, cbd, 0));
+}
+
+/* k, valid on stream 0 of the emulated device a as an order-n tile with ldc = n = k.m, is
+ * TESS_EINVAL at the call with ldc = n - 1, and with C outside the arena (a 2 x 2 tile in
+ * host memory), the error naming the device. k itself is left as it was. */
+static void refuses_ldc_and_host_c(const struct edev *a, struct tess__kernel k) {
+    double host[4] = {4, 0, 0, 4};
+    k.ldc = k.m - 1;
+    ASSERT_EQ(emu->kernel(a->bd, 0, &k), TESS_EINVAL);
+    k.ldc = 2;
+    k.n = k.m = 2;
+    k.C = host;
+    ASSERT_EQ(emu->kernel(a->bd, 0, &k), TESS_EINVAL);
+    ASSERT(strstr(tess_last_error(), "emulated:0") != NULL);
+}
+
+/* Seconds the kernel k takes on stream 0 of the emulated device a, once the tile `in` (bytes)
+ * is copied to k->C. */
+static double timed_run(const struct edev *a, const struct tess__kernel *k, const void *in,
+                        size_t bytes) {
+    ASSERT_OK(emu->copy2d(a->bd, 0, TESS__H2D, k->C, 0, in, 0, bytes, 1, NULL));
+    ASSERT_OK(drain(emu, a->bd, 0));
+    double t0 = tess__now();
+    ASSERT_OK(emu->kernel(a->bd, 0, k));
+    ASSERT_OK(drain(emu, a->bd, 0));
+    return tess__now() - t0;
+}
+
+/* The kernel k as the faulting op of a fresh emulated device a (fault_at = 2; op 1 the copy
+ * of the tile `in`, bytes, to a->base + 4096, k->C set to it): the device fails, the error
+ * naming the kernel, and the tile on the device is still `in`. Leaves a open. */
+static void faults_as_op_2(struct edev *a, struct tess__kernel *k, const void *in, size_t bytes) {
+    struct tess__dev_params p = prm(0, 1);
+    p.fault_at = 2;
+    edev_open(a, p);
+    k->C = a->base + 4096;
+    ASSERT_OK(emu->copy2d(a->bd, 0, TESS__H2D, k->C, 0, in, 0, bytes, 1, NULL));
+    ASSERT_OK(emu->kernel(a->bd, 0, k));
+    ASSERT_EQ(drain(emu, a->bd, 0), TESS_EDEVICE);
+    ASSERT(strstr(tess_last_error(), "injected fault at op 2 (kernel") != NULL);
+    ASSERT(memcmp(k->C, in, bytes) == 0);
+}
 
 /* Element idx of a tile of precision dt, as (re, im) doubles (im 0 for s, d). */
 static void el_put(tess_dtype_t dt, void *t, size_t idx, double re, double im) {
@@ -800,13 +880,14 @@ static void potrf_tile(tess_dtype_t dt, char uplo, int n, int ld, int bad, unsig
     free(gi);
 }
 
-/* got (a POTRF result) against ref (LAPACK's potrf on a copy of the input `in`): the
- * triangle uplo within a relative tol of ref, everything else exactly in's; when info is 0,
- * also the factor F of got reproduces the matrix (F F^H or F^H F against in's triangle).
- * Returns a message for the first mismatch or NULL. */
-static const char *potrf_compare(tess_dtype_t dt, char uplo, int n, int ld, const void *in,
-                                 const void *ref, const void *got, int info, double tol, char *msg,
-                                 size_t len) {
+/* got (a kernel's result on the m x n tile `in`, leading dimension ld) against ref (LAPACK's
+ * on a copy of in): what the kernel writes, rows 0..m-1 (uplo 'L' or 'U': only that triangle;
+ * 0: all), within a relative tol of ref; everything else, rows m..ld-1 included, exactly in's.
+ * Returns a message for the first mismatch, naming the parts as `outside` and `inside` say,
+ * or NULL. */
+static const char *tile_diff(tess_dtype_t dt, char uplo, int m, int n, int ld, const void *in,
+                             const void *ref, const void *got, double tol, const char *outside,
+                             const char *inside, char *msg, size_t len) {
     double scale = 1e-300, worst = 0;
     for (int j = 0; j < n; j++)
         for (int i = 0; i < ld; i++) {
@@ -815,10 +896,10 @@ static const char *potrf_compare(tess_dtype_t dt, char uplo, int n, int ld, cons
             el_get(dt, got, idx, &gre, &gim);
             el_get(dt, ref, idx, &rre, &rim);
             el_get(dt, in, idx, &ire, &iim);
-            if (i >= n || !in_tri(uplo, i, j)) {
+            if (i >= m || (uplo && !in_tri(uplo, i, j))) {
                 if (gre != ire || gim != iim) {
-                    snprintf(msg, len, "(%d,%d) outside the triangle changed: %g%+gi, was %g%+gi",
-                             i, j, gre, gim, ire, iim);
+                    snprintf(msg, len, "(%d,%d) %s changed: %g%+gi, was %g%+gi", i, j, outside, gre,
+                             gim, ire, iim);
                     return msg;
                 }
                 continue;
@@ -828,11 +909,23 @@ static const char *potrf_compare(tess_dtype_t dt, char uplo, int n, int ld, cons
             if (!(d <= worst)) worst = d; /* NaN: a failure */
         }
     if (!(worst <= tol * scale)) {
-        snprintf(msg, len, "triangle differs from LAPACK's by %g (relative %g > %g)", worst,
+        snprintf(msg, len, "%s from LAPACK's by %g (relative %g > %g)", inside, worst,
                  worst / scale, tol);
         return msg;
     }
-    if (info != 0) return NULL;
+    return NULL;
+}
+
+/* got (a POTRF result) against ref (LAPACK's potrf on a copy of the input `in`): the
+ * triangle uplo within a relative tol of ref, everything else exactly in's; when info is 0,
+ * also the factor F of got reproduces the matrix (F F^H or F^H F against in's triangle).
+ * Returns a message for the first mismatch or NULL. */
+static const char *potrf_compare(tess_dtype_t dt, char uplo, int n, int ld, const void *in,
+                                 const void *ref, const void *got, int info, double tol, char *msg,
+                                 size_t len) {
+    const char *why = tile_diff(dt, uplo, n, n, ld, in, ref, got, tol, "outside the triangle",
+                                "triangle differs", msg, len);
+    if (why || info != 0) return why;
     /* the factor reproduces the input: A(i,j) = sum_l F'(i,l) conj(F'(j,l)) with F' = L,
      * or U^H (F'(i,l) = conj(U(l,i))) */
     double aw = 0, ascale = 1e-300;
@@ -882,11 +975,7 @@ TEST(potrf_matches_lapack) {
     p.jitter_us = 200;
     struct edev a;
     edev_open(&a, p);
-    const struct tess__dev_ops *cpu = &tess__cpu_ops;
-    void *cbd;
-    struct tess__dev_desc cdesc;
-    struct tess__dev_params cp = prm(0, 1);
-    ASSERT_OK(cpu->open(&cp, &cbd, &cdesc));
+    void *cbd = cpu_open();
     enum { N = 37, LD = 42, BAD = 22 };
     char msg[256];
     int ncase = 0;
@@ -900,8 +989,6 @@ TEST(potrf_matches_lapack) {
                 potrf_tile((tess_dtype_t)dt, uplo, N, LD, bad ? BAD : -1, 17u + (unsigned)ncase++,
                            in);
                 memcpy(ref, in, bytes);
-                memcpy(cgot, in, bytes);
-                memset(got, 0, bytes);
                 int rinfo = -7, n = N, ld = LD;
                 fn[dt](&uplo, &n, ref, &ld, &rinfo, 1);
                 ASSERT_EQ(rinfo, bad ? BAD + 1 : 0); /* the tile is what it should be */
@@ -913,26 +1000,15 @@ TEST(potrf_matches_lapack) {
                 k.uplo = uplo;
                 k.m = k.n = N;
                 k.ldc = LD;
-                /* emulated: in, POTRF, out on stream 1 */
-                unsigned char *dC = a.base + 8192;
-                int info = -12345;
-                k.C = dC;
-                k.info = &info;
-                ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
-                ASSERT_OK(emu->kernel(a.bd, 1, &k));
-                ASSERT_OK(emu->copy2d(a.bd, 1, TESS__D2H, got, 0, dC, 0, bytes, 1, NULL));
-                ASSERT_OK(drain(emu, a.bd, 1));
+                int info;
+                emu_tile_run(&a, &k, in, bytes, got, &info);
                 ASSERT_MSG(info == rinfo, "emulated %s uplo %c: info %d, LAPACK's %d",
                            tess__dtypes[dt].name, uplo, info, rinfo);
                 const char *why = potrf_compare((tess_dtype_t)dt, uplo, N, LD, in, ref, got, rinfo,
                                                 tol, msg, sizeof msg);
                 ASSERT_MSG(!why, "emulated %s uplo %c info %d: %s", tess__dtypes[dt].name, uplo,
                            rinfo, why);
-                /* the CPU worker: in place on host memory */
-                info = -12345;
-                k.C = cgot;
-                ASSERT_OK(cpu->kernel(cbd, 0, &k));
-                ASSERT_OK(drain(cpu, cbd, 0));
+                cpu_tile_run(cbd, &k, in, bytes, cgot, &info);
                 ASSERT_MSG(info == rinfo, "cpu %s uplo %c: info %d, LAPACK's %d",
                            tess__dtypes[dt].name, uplo, info, rinfo);
                 why = potrf_compare((tess_dtype_t)dt, uplo, N, LD, in, ref, cgot, rinfo, tol, msg,
@@ -958,7 +1034,7 @@ TEST(potrf_checks_throttle_fault) {
         SKIP("the CPU BLAS has no LAPACK: %s", tess_last_error());
     enum { N = 64 };
     size_t bytes = sizeof(double) * N * N;
-    double *in = malloc(bytes), *got = malloc(bytes), host[4] = {4, 0, 0, 4};
+    double *in = malloc(bytes), *got = malloc(bytes);
     potrf_tile(TESS_D, 'L', N, N, -1, 5, in);
     struct tess__dev_params p = prm(0, 1);
     p.gflops = 0.002; /* 2 * 64^3 / 3 flops = 174763: 87 ms */
@@ -975,21 +1051,8 @@ TEST(potrf_checks_throttle_fault) {
     k.ldc = N;
     ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
     k.uplo = 'L';
-    k.ldc = N - 1;
-    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
-    k.ldc = 2;
-    k.n = k.m = 2;
-    k.C = host;
-    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
-    ASSERT(strstr(tess_last_error(), "emulated:0") != NULL);
-    k.C = dC;
-    k.ldc = k.n = k.m = N;
-    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
-    ASSERT_OK(drain(emu, a.bd, 0));
-    double t0 = tess__now();
-    ASSERT_OK(emu->kernel(a.bd, 0, &k)); /* info NULL: not written */
-    ASSERT_OK(drain(emu, a.bd, 0));
-    double dt = tess__now() - t0;
+    refuses_ldc_and_host_c(&a, k);
+    double dt = timed_run(&a, &k, in, bytes); /* info NULL: not written */
     ASSERT_MSG(dt >= 0.087, "potrf took %.4f s, want >= 0.087", dt);
     ASSERT_OK(emu->copy2d(a.bd, 0, TESS__D2H, got, 0, dC, 0, bytes, 1, NULL));
     ASSERT_OK(drain(emu, a.bd, 0));
@@ -1003,19 +1066,10 @@ TEST(potrf_checks_throttle_fault) {
     emu->close(a.bd);
 
     /* fault_at = 2: the copy is op 1, the POTRF op 2 */
-    p = prm(0, 1);
-    p.fault_at = 2;
-    edev_open(&a, p);
-    dC = (double *)(a.base + 4096);
-    k.C = dC;
     info = -12345;
     k.info = &info;
-    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
-    ASSERT_OK(emu->kernel(a.bd, 0, &k));
-    ASSERT_EQ(drain(emu, a.bd, 0), TESS_EDEVICE);
-    ASSERT(strstr(tess_last_error(), "injected fault at op 2 (kernel") != NULL);
+    faults_as_op_2(&a, &k, in, bytes);
     ASSERT_EQ(info, -12345);
-    ASSERT(memcmp(dC, in, bytes) == 0);
     ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EDEVICE);
     emu->close(a.bd);
     free(in);
@@ -1069,31 +1123,9 @@ static const char *getrf_compare(tess_dtype_t dt, int m, int n, int ld, const vo
             snprintf(msg, len, "ipiv[%d] = %d, LAPACK's %d", i, gpiv[i], rpiv[i]);
             return msg;
         }
-    double scale = 1e-300, worst = 0;
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < ld; i++) {
-            size_t idx = (size_t)i + (size_t)j * ld;
-            double gre, gim, rre, rim, ire, iim;
-            el_get(dt, got, idx, &gre, &gim);
-            el_get(dt, ref, idx, &rre, &rim);
-            el_get(dt, in, idx, &ire, &iim);
-            if (i >= m) {
-                if (gre != ire || gim != iim) {
-                    snprintf(msg, len, "(%d,%d) below the tile changed: %g%+gi, was %g%+gi", i, j,
-                             gre, gim, ire, iim);
-                    return msg;
-                }
-                continue;
-            }
-            scale = fmax(scale, hypot(rre, rim));
-            double d = hypot(gre - rre, gim - rim);
-            if (!(d <= worst)) worst = d; /* NaN: a failure */
-        }
-    if (!(worst <= tol * scale)) {
-        snprintf(msg, len, "factors differ from LAPACK's by %g (relative %g > %g)", worst,
-                 worst / scale, tol);
-        return msg;
-    }
+    const char *why = tile_diff(dt, 0, m, n, ld, in, ref, got, tol, "below the tile",
+                                "factors differ", msg, len);
+    if (why) return why;
     /* P L U = in, i.e. L U = in with rows interchanged as gpiv says */
     double *pa = malloc(sizeof(double) * 2 * (size_t)m * n);
     for (int j = 0; j < n; j++)
@@ -1156,11 +1188,7 @@ TEST(getrf_matches_lapack) {
     p.jitter_us = 200;
     struct edev a;
     edev_open(&a, p);
-    const struct tess__dev_ops *cpu = &tess__cpu_ops;
-    void *cbd;
-    struct tess__dev_desc cdesc;
-    struct tess__dev_params cp = prm(0, 1);
-    ASSERT_OK(cpu->open(&cp, &cbd, &cdesc));
+    void *cbd = cpu_open();
     static const int shape[3][2] = {{37, 23}, {23, 37}, {31, 31}};
     enum { PAD = 5, ZERO = 13 };
     char msg[256];
@@ -1175,8 +1203,6 @@ TEST(getrf_matches_lapack) {
                 int rpiv[40], gpiv[42], cpiv[42];
                 lu_tile((tess_dtype_t)dt, m, n, ld, bad ? ZERO : -1, 31u + (unsigned)ncase++, in);
                 memcpy(ref, in, bytes);
-                memcpy(cgot, in, bytes);
-                memset(got, 0, bytes);
                 for (int i = 0; i < 42; i++) gpiv[i] = cpiv[i] = -5;
                 int rinfo = -7, mm = m, nn = n, ldd = ld;
                 fn[dt](&mm, &nn, ref, &ldd, rpiv, &rinfo);
@@ -1190,15 +1216,8 @@ TEST(getrf_matches_lapack) {
                 k.n = n;
                 k.ldc = ld;
                 k.ipiv = gpiv;
-                /* emulated: in, GETRF, out on stream 1 */
-                unsigned char *dC = a.base + 8192;
-                int info = -12345;
-                k.C = dC;
-                k.info = &info;
-                ASSERT_OK(emu->copy2d(a.bd, 1, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
-                ASSERT_OK(emu->kernel(a.bd, 1, &k));
-                ASSERT_OK(emu->copy2d(a.bd, 1, TESS__D2H, got, 0, dC, 0, bytes, 1, NULL));
-                ASSERT_OK(drain(emu, a.bd, 1));
+                int info;
+                emu_tile_run(&a, &k, in, bytes, got, &info);
                 const char *what = tess__dtypes[dt].name;
                 ASSERT_MSG(info == rinfo, "emulated %s %dx%d: info %d, LAPACK's %d", what, m, n,
                            info, rinfo);
@@ -1207,12 +1226,8 @@ TEST(getrf_matches_lapack) {
                 const char *why = getrf_compare((tess_dtype_t)dt, m, n, ld, in, ref, rpiv, got,
                                                 gpiv, tol, msg, sizeof msg);
                 ASSERT_MSG(!why, "emulated %s %dx%d info %d: %s", what, m, n, rinfo, why);
-                /* the CPU worker: in place on host memory */
-                info = -12345;
-                k.C = cgot;
                 k.ipiv = cpiv;
-                ASSERT_OK(cpu->kernel(cbd, 0, &k));
-                ASSERT_OK(drain(cpu, cbd, 0));
+                cpu_tile_run(cbd, &k, in, bytes, cgot, &info);
                 ASSERT_MSG(info == rinfo, "cpu %s %dx%d: info %d, LAPACK's %d", what, m, n, info,
                            rinfo);
                 ASSERT_MSG(cpiv[r] == -5, "cpu %s %dx%d: ipiv written past min(m, n)", what, m, n);
@@ -1255,7 +1270,7 @@ TEST(getrf_order_checks_throttle_fault) {
         SKIP("the CPU BLAS has no LAPACK: %s", tess_last_error());
     enum { N = 64 };
     size_t bytes = sizeof(double) * N * N;
-    double *in = malloc(bytes), *got = malloc(bytes), *ref = malloc(bytes), host[4] = {4, 0, 0, 4};
+    double *in = malloc(bytes), *got = malloc(bytes), *ref = malloc(bytes);
     lu_tile(TESS_D, N, N, N, -1, 9, in);
     memcpy(ref, in, bytes);
     int rpiv[N], rinfo = -1, n = N;
@@ -1278,16 +1293,8 @@ TEST(getrf_order_checks_throttle_fault) {
     /* arguments */
     ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL); /* ipiv NULL */
     k.ipiv = ipiv;
-    k.ldc = N - 1;
-    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
-    k.ldc = 2;
-    k.n = k.m = 2;
-    k.C = host;
-    ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EINVAL);
-    ASSERT(strstr(tess_last_error(), "emulated:0") != NULL);
+    refuses_ldc_and_host_c(&a, k);
     /* empty: INFO 0, no pivot written, ipiv may be NULL */
-    k.C = dC;
-    k.ldc = N;
     k.m = 0;
     k.ipiv = NULL;
     info = -3;
@@ -1338,34 +1345,19 @@ TEST(getrf_order_checks_throttle_fault) {
     p = prm(0, 1);
     p.gflops = 0.002;
     edev_open(&a, p);
-    dC = (double *)(a.base + 4096);
-    k.C = dC;
+    k.C = a.base + 4096;
     k.info = NULL;
-    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
-    ASSERT_OK(drain(emu, a.bd, 0));
-    double t0 = tess__now();
-    ASSERT_OK(emu->kernel(a.bd, 0, &k));
-    ASSERT_OK(drain(emu, a.bd, 0));
-    double el = tess__now() - t0;
+    double el = timed_run(&a, &k, in, bytes);
     ASSERT_MSG(el >= 0.087, "getrf took %.4f s, want >= 0.087", el);
     emu->close(a.bd);
 
     /* fault_at = 2: the copy is op 1, the GETRF op 2 */
-    p = prm(0, 1);
-    p.fault_at = 2;
-    edev_open(&a, p);
-    dC = (double *)(a.base + 4096);
-    k.C = dC;
     info = -12345;
     k.info = &info;
     for (int i = 0; i <= N; i++) ipiv[i] = -9;
-    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dC, 0, in, 0, bytes, 1, NULL));
-    ASSERT_OK(emu->kernel(a.bd, 0, &k));
-    ASSERT_EQ(drain(emu, a.bd, 0), TESS_EDEVICE);
-    ASSERT(strstr(tess_last_error(), "injected fault at op 2 (kernel") != NULL);
+    faults_as_op_2(&a, &k, in, bytes);
     ASSERT_EQ(info, -12345);
     for (int i = 0; i <= N; i++) ASSERT_EQ(ipiv[i], -9);
-    ASSERT(memcmp(dC, in, bytes) == 0);
     ASSERT_EQ(emu->kernel(a.bd, 0, &k), TESS_EDEVICE);
     emu->close(a.bd);
     free(in);
@@ -1388,11 +1380,7 @@ TEST(laswp_matches_lapack) {
     p.link_gbs = 0.01; /* the slow copy, 1 MB: 100 ms (the tiles: about 1 ms) */
     struct edev a;
     edev_open(&a, p);
-    const struct tess__dev_ops *cpu = &tess__cpu_ops;
-    void *cbd;
-    struct tess__dev_desc cdesc;
-    struct tess__dev_params cp = prm(0, 1);
-    ASSERT_OK(cpu->open(&cp, &cbd, &cdesc));
+    void *cbd = cpu_open();
     enum { M = 41, N = 19, LD = 45, K = 29 };
     int piv[K], later[K];
     for (int i = 0; i < K; i++) { /* down, up, and its own row */
@@ -1493,18 +1481,9 @@ TEST(laswp_matches_lapack) {
     cpu->close(cbd);
 
     /* fault_at = 2: the copy is op 1, the LASWP op 2: the rows stay */
-    p = prm(0, 1);
-    p.fault_at = 2;
-    edev_open(&a, p);
-    dx = (double *)(a.base + 4096);
-    k.C = dx;
     bad[0] = 2;
     bad[1] = 2; /* rows 0 and 1 swap */
-    ASSERT_OK(emu->copy2d(a.bd, 0, TESS__H2D, dx, 0, x, 0, sizeof x, 1, NULL));
-    ASSERT_OK(emu->kernel(a.bd, 0, &k));
-    ASSERT_EQ(drain(emu, a.bd, 0), TESS_EDEVICE);
-    ASSERT(strstr(tess_last_error(), "injected fault at op 2 (kernel") != NULL);
-    ASSERT(memcmp(dx, x, sizeof x) == 0);
+    faults_as_op_2(&a, &k, x, sizeof x);
     emu->close(a.bd);
 }
 

@@ -292,11 +292,14 @@ static void check_gemm(struct gpu *g, tess_dtype_t dt, char ta, char tb, int64_t
     free(Cout);
 }
 
-/* LASWP of k pivots (LU's if lu, else anywhere) on an m x n device matrix (ldd >= m)
- * against the swaps done one by one on the host, every element compared bit for bit (the
- * padding rows too: untouched). */
+/* LASWP of k pivots on an m x n device matrix (ldd >= m), the pivots LU's (ipiv[i] - 1 >=
+ * i), anywhere in 1..m, or the identity (each row its own pivot), against the swaps done
+ * one by one on the host, every element compared bit for bit (the padding rows too:
+ * untouched). */
+enum piv_kind { PIV_LU, PIV_ANY, PIV_IDENTITY };
 static void check_laswp(struct gpu *g, tess_dtype_t dt, int64_t m, int64_t n, int64_t ldd,
-                        int64_t k, bool lu, int stream) {
+                        int64_t k, enum piv_kind pk, int stream) {
+    bool lu = pk == PIV_LU;
     size_t es = tess__dtypes[dt].size;
     void *A = host_mat(dt, ldd, n, true, 0), *want = malloc((size_t)(ldd * n) * es + 1),
          *got = malloc((size_t)(ldd * n) * es + 1);
@@ -305,7 +308,8 @@ static void check_laswp(struct gpu *g, tess_dtype_t dt, int64_t m, int64_t n, in
     for (int64_t i = 0; i < k; i++)
         ipiv[i] = lu ? (int)(i + 1 + (int64_t)((rnd() + 1) / 2 * (double)(m - i)))
                      : (int)(1 + (int64_t)((rnd() + 1) / 2 * (double)m));
-    for (int64_t i = 0; i < k; i++) ipiv[i] = ipiv[i] > m ? (int)m : ipiv[i];
+    for (int64_t i = 0; i < k; i++)
+        ipiv[i] = pk == PIV_IDENTITY ? (int)(i + 1) : ipiv[i] > m ? (int)m : ipiv[i];
     memcpy(want, A, (size_t)(ldd * n) * es);
     for (int64_t j = 0; j < n; j++)
         for (int64_t i = 0; i < k; i++) {
@@ -328,8 +332,8 @@ static void check_laswp(struct gpu *g, tess_dtype_t dt, int64_t m, int64_t n, in
     ASSERT_OK(ops->event_record(g->bd, stream, e));
     ev_sync(g->bd, e);
     ASSERT_MSG(!memcmp(got, want, (size_t)(ldd * n) * es),
-               "%slaswp m %lld n %lld ld %lld k %lld lu %d: rows differ", tess__dtypes[dt].name,
-               (long long)m, (long long)n, (long long)ldd, (long long)k, lu);
+               "%slaswp m %lld n %lld ld %lld k %lld pivots %d: rows differ", tess__dtypes[dt].name,
+               (long long)m, (long long)n, (long long)ldd, (long long)k, (int)pk);
     ops->event_destroy(g->bd, e);
     free(A);
     free(want);
@@ -346,41 +350,13 @@ TEST(cuda_laswp_vs_swaps) {
     struct gpu g;
     gpu_open(&g, 0, 4, 0, (size_t)96 << 20);
     for (int dt = TESS_S; dt <= TESS_Z; dt++) {
-        check_laswp(&g, (tess_dtype_t)dt, 3000, 70, 3000, 500, true, dt % 4);
-        check_laswp(&g, (tess_dtype_t)dt, 777, 33, 800, 300, false, 1);
-        check_laswp(&g, (tess_dtype_t)dt, 5, 3, 5, 1, true, 2);
-        check_laswp(&g, (tess_dtype_t)dt, 1, 9, 1, 1, true, 3);
+        check_laswp(&g, (tess_dtype_t)dt, 3000, 70, 3000, 500, PIV_LU, dt % 4);
+        check_laswp(&g, (tess_dtype_t)dt, 777, 33, 800, 300, PIV_ANY, 1);
+        check_laswp(&g, (tess_dtype_t)dt, 5, 3, 5, 1, PIV_LU, 2);
+        check_laswp(&g, (tess_dtype_t)dt, 1, 9, 1, 1, PIV_LU, 3);
     }
-    /* the identity: every pivot its own row */
-    {
-        int64_t m = 64, n = 8;
-        double *A = host_mat(TESS_D, m, n, true, 0), *got = malloc((size_t)(m * n) * 8);
-        int ipiv[64];
-        for (int i = 0; i < 64; i++) ipiv[i] = i + 1;
-        g.used = 0;
-        void *dA = gpu_alloc(&g, (size_t)(m * n) * 8);
-        tess__event *e = ev_new(g.bd);
-        ASSERT_OK(ops->copy2d(g.bd, 0, TESS__H2D, dA, (size_t)m * 8, A, (size_t)m * 8,
-                              (size_t)m * 8, (size_t)n, NULL));
-        struct tess__kernel kn = {.kind = TESS__K_LASWP,
-                                  .dt = TESS_D,
-                                  .m = m,
-                                  .n = n,
-                                  .k = 64,
-                                  .C = dA,
-                                  .ldc = m,
-                                  .ipiv = ipiv};
-        ASSERT_OK(ops->kernel(g.bd, 0, &kn));
-        ASSERT_OK(ops->copy2d(g.bd, 0, TESS__D2H, got, (size_t)m * 8, dA, (size_t)m * 8,
-                              (size_t)m * 8, (size_t)n, NULL));
-        ASSERT_OK(ops->event_record(g.bd, 0, e));
-        ev_sync(g.bd, e);
-        ASSERT(!memcmp(A, got, (size_t)(m * n) * 8));
-        ops->event_destroy(g.bd, e);
-        free(A);
-        free(got);
-    }
-    check_laswp(&g, TESS_Z, 40000, 5, 40000, 12000, false, 1);
+    check_laswp(&g, TESS_D, 64, 8, 64, 64, PIV_IDENTITY, 0); /* every pivot its own row */
+    check_laswp(&g, TESS_Z, 40000, 5, 40000, 12000, PIV_ANY, 1);
     ops->close(g.bd);
 }
 

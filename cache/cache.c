@@ -141,6 +141,7 @@ static int writeback_queue(struct tess__cache *c, struct tess__blk *b, int strea
     if (!rc) rc = cd->ops->event_record(cd->bd, stream, b->ready);
     if (rc) return rc;
     b->ready_done = 0;
+    b->wb_recorded = 1;
     e->dirty = 0;
     e->wb = b;
     if (c->written_back) c->written_back(c->written_back_arg, k);
@@ -443,8 +444,10 @@ void tess__cache_release(struct tess__cache *c, struct tess__blk *b) {
     } else {
         /* The kernel that read b completed, so its fill did: the peer source is free. If
          * the fill had to wait for the source's own fill and the source device failed,
-         * the wait may have been skipped: the copy is suspect. */
-        b->ready_done = 1;
+         * the wait may have been skipped: the copy is suspect. A write-back of b queued
+         * meanwhile re-recorded its event: that one says when the write-back lands, and
+         * takes of the tile wait for it (two write-backs of a tile never overlap). */
+        if (!b->wb_recorded) b->ready_done = 1;
         if (drop_pin(c, b)) drop_suspect(c, b);
         unread(c, b);
     }
@@ -1019,6 +1022,7 @@ struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream,
             cd->ops->event_record(cd->bd, stream, b->ready) == TESS_OK) {
             /* in flight like an eviction's write-back (takes wait for it), still dirty */
             b->ready_done = 0;
+            b->wb_recorded = 1;
             b->entry->wb = b;
             b->readers++;
         } else {

@@ -102,6 +102,7 @@ struct tess__blk {
     int readers;                   /* users not yet released (tasks, peers copying from it) */
     tess__event *ready;            /* recorded after the fill; valid while !ready_done */
     int ready_done;                /* the fill is known complete */
+    int wb_recorded;               /* a write-back re-recorded ready: only the event says */
     int stale;                     /* dropped from the directory, freed at readers == 0 */
     struct tess__blk *pinned_src;  /* peer copy this block was filled from (its reader) */
     int peer_waited;               /* the fill waited for the peer copy's own fill */

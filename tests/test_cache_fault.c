@@ -1,10 +1,11 @@
 /* tests/test_cache_fault.c: cache/cache.c's handling of copies filled, directly or down a
  * chain, from a copy whose device failed before that copy's fill completed: the poison hook,
- * the directory, tess__cache_lost and the write-back of a taken tile (commit 6422700). The
- * cache runs on a scripted fake backend: each device a FIFO of queued copies, event records
- * and waits, run at once (memcpy at enqueue) or held back until the test completes or fails
- * the device by hand; a wait on a failed device's event is skipped, as the emulated devices
- * do, so a copy behind it copies garbage. Heaps are carved from malloc'd arenas.
+ * the directory, tess__cache_lost and the write-back of a taken tile; and a write-behind
+ * that a reader's release must not report landed. The cache runs on a scripted fake
+ * backend: each device a FIFO of queued copies, event records and waits, run at once
+ * (memcpy at enqueue) or held back until the test completes or fails the device by hand; a
+ * wait on a failed device's event is skipped, as the emulated devices do, so a copy behind
+ * it copies garbage. Heaps are carved from malloc'd arenas.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -530,5 +531,45 @@ TEST(cache_fault_chain_clean_control) { chain(false, false); }
 
 /* Control, X dirty: the same with 4 * X (WRITER's and TAKER's doublings). */
 TEST(cache_fault_chain_dirty_control) { chain(true, false); }
+
+/* A reader's release never speaks for a write-back. TAKER holds X written (dirty) and
+ * reads it as an operand too; its write-behind is queued, held back, and then the read
+ * completes (release). The write-back is still in flight: MIDDLE's take must wait
+ * (TESS_EAGAIN) and no second write-behind may start, or a later write-back of X could land
+ * first. Once it lands the home holds 2 * orig, and MIDDLE takes X clean. */
+TEST(cache_behind_reader) {
+    setup();
+    bool was_dirty = true;
+    struct tess__blk *b = take(TAKER, &was_dirty);
+    ASSERT(!was_dirty);
+    kernel_double(b);
+    tess__cache_put(&cache, TAKER, &X.key, b, true, 0);
+    struct tess__blk *r = acquire(TAKER, TESS__FILL_NONE);
+    ASSERT(r == b);
+
+    fdev[TAKER].hold = 1;
+    struct tess__blk *w = tess__cache_behind(&cache, TAKER, 0, &X.key);
+    ASSERT(w == b);
+    ASSERT_EQ(ev_state(w->ready), EV_PENDING);
+    tess__cache_release(&cache, r);
+    size_t room[1] = {TILE_BYTES};
+    struct tess__blk *m = NULL;
+    ASSERT_EQ(tess__cache_take(&cache, MIDDLE, 0, &X, TILE_BYTES, room, 1, 2, &m, &was_dirty),
+              TESS_EAGAIN);
+    ASSERT(m == NULL);
+    ASSERT(tess__cache_behind(&cache, TAKER, 0, &X.key) == NULL);
+    ASSERT(memcmp(host, orig, sizeof host) == 0); /* nothing landed yet */
+
+    fake_complete(TAKER);
+    tess__cache_behind_done(&cache, w, true);
+    for (int j = 0; j < TILE; j++)
+        for (int i = 0; i < HOST_LD; i++)
+            ASSERT_EQ(host[i + j * HOST_LD], (i < TILE ? 2 : 1) * orig[i + j * HOST_LD]);
+    m = take(MIDDLE, &was_dirty);
+    ASSERT(!was_dirty);
+    ASSERT(tile_is(m, host, HOST_LD, 1));
+    tess__cache_put(&cache, MIDDLE, &X.key, m, false, TILE);
+    teardown();
+}
 
 TEST_MAIN()

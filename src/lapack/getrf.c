@@ -188,14 +188,16 @@ static int fill(struct ljob *lj) {
 /* ---- the tile factorization --------------------------------------------------------------- */
 
 /* The strip width of an m x n factorization: TESSERA_TILE, else about eight strips per
- * device (four on emulated devices), never narrow on GPUs (768 columns at most: measured
- * best at n = 32768 on an H100, docs/benchmarks.md), and six strips within the smallest
- * heap. */
+ * device (four on emulated devices), never narrow on GPUs, and six strips within the
+ * smallest heap. On GPUs 768 columns at most, 1024 where the matrix has 65536 rows or more
+ * and each GPU's share of its columns is 32768 or more (measured best, docs/benchmarks.md:
+ * 768 on one GPU at n = 32768 and on four at 65536, 1024 on two at 65536). */
 static int64_t getrf_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m, int64_t n) {
     if (rt->cfg.tile > 0) return rt->cfg.tile;
     struct tess__rt_devsum ds;
     tess__rt_devsum(rt, &ds);
-    int64_t ndev = TESS__MAX(1, ds.live), t = ds.gpus ? 768 : 256;
+    int64_t ndev = TESS__MAX(1, ds.live), t = 256;
+    if (ds.gpus) t = m >= 65536 && TESS__MIN(m, n) / TESS__MAX(1, ds.gpus) >= 32768 ? 1024 : 768;
     while (t > (ds.gpus ? 256 : 16) && TESS__CEILDIV(TESS__MIN(m, n), t) < (ds.gpus ? 8 : 4) * ndev)
         t /= 2;
     size_t es = tess__dtypes[dt].size;

@@ -100,6 +100,8 @@ static uint32_t bit(int dev) { return (uint32_t)1 << dev; }
  * and the next one wait for that write-back to land (1000 dependent DGEMMs of n = 1024 on
  * an H100: 0.67 of cuBLAS without the wait, 0.39 with it). */
 #define BEHIND_AGE_S 0.05
+/* The most tiles one scan of write-behind asks rewrite_pending about. */
+#define BEHIND_ASKS 32
 
 /* b is the last device copy of a dirty held tile: it is written back before it leaves. */
 static bool sole_dirty(const struct tess__blk *b) {
@@ -1013,8 +1015,18 @@ struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream,
         b = e ? e->copy[dev] : NULL;
         if (b && !behind_ok(c, b, dev, true)) b = NULL;
     } else {
-        for (b = cd->alru.tail; b; b = b->prev)
-            if (b->t_put < old && behind_ok(c, b, dev, false)) break;
+        /* the least recently used idle dirty tile no unfinished task will write again; a
+         * bounded number of asks per scan */
+        int asks = BEHIND_ASKS;
+        for (b = cd->alru.tail; b; b = b->prev) {
+            if (b->t_put >= old || !behind_ok(c, b, dev, false)) continue;
+            if (!c->rewrite_pending) break;
+            if (asks-- == 0) {
+                b = NULL;
+                break;
+            }
+            if (!c->rewrite_pending(c->rewrite_pending_arg, &b->entry->key)) break;
+        }
     }
     if (b) {
         const struct tess__tile_key *k = &b->entry->key;

@@ -210,6 +210,12 @@ struct tess__cache {
      * home: the contract checker records its host contents anew (node/hold.c). */
     void (*written_back)(void *arg, const struct tess__tile_key *key);
     void *written_back_arg;
+    /* Called (with the cache lock held, if set) by write-behind's scan for an idle dirty
+     * held tile: whether a task that has not finished will write it again (node/hold.c),
+     * so that writing it back now would be wasted. Final tiles (tess__cache_behind with a
+     * key) do not ask. */
+    bool (*rewrite_pending)(void *arg, const struct tess__tile_key *key);
+    void *rewrite_pending_arg;
     pthread_mutex_t lock;
     struct tess__dir *dir;
     int ndev;

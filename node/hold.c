@@ -328,6 +328,22 @@ static struct tdep *rec_of(struct tess__hold *h, const struct tess__tile_key *ke
     return &h->dep[ti + tj * h->mt];
 }
 
+/* Cache hook (under the cache lock; write-behind's scan): whether a task that has not
+ * finished will write held tile key again. The hold cannot go meanwhile: its release
+ * forgets its tiles under the cache lock before freeing it. */
+static bool rewrite_pending(void *arg, const struct tess__tile_key *key) {
+    struct tess__rt *rt = arg;
+    pthread_mutex_lock(&rt->hold_mu);
+    struct tess__hold *h = hold_of(rt, key->space);
+    pthread_mutex_unlock(&rt->hold_mu);
+    if (!h) return false;
+    pthread_mutex_lock(&rt->dep_mu);
+    const struct tess__task *w = rec_of(h, key)->writer;
+    bool pending = w && !w->dep_done;
+    pthread_mutex_unlock(&rt->dep_mu);
+    return pending;
+}
+
 static bool grow(void **p, int *cap, int n, size_t es) {
     if (n < *cap) return true;
     int nc = *cap ? 2 * *cap : 4;
@@ -709,6 +725,10 @@ static int hold_new(struct tess__rt *rt, tess_dtype_t dtype, void *A, int64_t ld
         rt->cache.written_back_arg = rt;
         tess__cache_unlock(&rt->cache);
     }
+    tess__cache_lock(&rt->cache); /* the workers read the hook under the cache lock */
+    rt->cache.rewrite_pending = rewrite_pending;
+    rt->cache.rewrite_pending_arg = rt;
+    tess__cache_unlock(&rt->cache);
     uintptr_t lo, hi;
     span(A, rows, cols, ld, es, &lo, &hi);
     pthread_mutex_lock(&rt->hold_mu);

@@ -595,12 +595,13 @@ static uint64_t triangle_tile_bytes(int64_t n, int64_t t, size_t es) {
  * devices depends on the machine's load, so it is printed, not asserted); and
  * the tiles stayed on the devices across the tile tasks: summed over the devices bytes_h2d
  * and bytes_d2h are each at most the bytes of the triangle's tiles (each tile into the
- * devices once, the peers serving the others, and out once). With TESSERA_WRITE_BEHIND=0:
- * write-behind may write a tile back while the factorization is to change it again (under
- * load a tile idles 50 ms), and then that tile crosses twice. */
+ * devices once, the peers serving the others, and out once). Write-behind is on and the
+ * devices slowed (TESSERA_EMULATE_GFLOPS) so that tiles idle past its 50 ms between their
+ * updates: it must leave a tile a later task of the call writes again. */
 TEST(counters) {
     start(3, "32", "16M");
-    setenv("TESSERA_WRITE_BEHIND", "0", 1);
+    setenv("TESSERA_WRITE_BEHIND", "1", 1);
+    setenv("TESSERA_EMULATE_GFLOPS", "0.005", 1);
     ASSERT_OK(tess_init());
     ASSERT_EQ(tess_device_count(), 3);
     for (int v = 0; v < 2; v++) {

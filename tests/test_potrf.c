@@ -1068,6 +1068,47 @@ TEST(solve) {
             mx.cases, mx.posv, mx.potrs_lapack, mx.potrs_x);
 }
 
+/* tess_dposv column-major (n = 200, lda 203, tile 32, nrhs 3, ldb 201) on 3 emulated
+ * devices: the solves read the factor where tess_potrf left it, held on the devices:
+ * summed over the devices, bytes_h2d is at most the triangle's tiles once plus B twice (each
+ * solve reads it), where solving from the host would read the triangle three times. And X is
+ * right. */
+TEST(solve_held) {
+    start(3, "32", "16M");
+    ASSERT_OK(tess_init());
+    struct mat m;
+    struct rhs b;
+    const int64_t n = 200, nrhs = 3;
+    mat_make(&m, TESS_D, TESS_COL_MAJOR, TESS_LOWER, n, n + 3, 3100);
+    rhs_make(&b, &m, nrhs, n + 1, 3200);
+    mat_finish(&m);
+    tess_reset_stats();
+    int64_t info = -77;
+    int rc = tess_dposv(TESS_COL_MAJOR, TESS_LOWER, n, nrhs, (double *)m.a, m.lda, (double *)b.b,
+                        b.ldb, &info);
+    ASSERT_MSG(rc == TESS_OK && info == 0, "tess_dposv %s: returned %d (%s), info %lld", b.desc, rc,
+               tess_last_error(), (long long)info);
+    double e = sol_err(&m, &b, b.x);
+    ASSERT_MSG(e <= SOL_BOUND, "tess_dposv %s: |X - X_true|_F / |X_true|_F = %.3g n eps", b.desc,
+               e);
+    uint64_t h2d = 0;
+    for (int d = 0; d < 3; d++) {
+        tess_dev_stats_t st;
+        ASSERT_OK(tess_device_stats(d, &st));
+        h2d += st.bytes_h2d;
+    }
+    uint64_t tri = triangle_tile_bytes(n, TILE, m.es), bb = (uint64_t)(n * nrhs) * m.es;
+    fprintf(stderr, "  solve_held: h2d %llu (bound: the triangle's tiles %llu + 2 x B %llu)\n",
+            (unsigned long long)h2d, (unsigned long long)tri, (unsigned long long)bb);
+    ASSERT_MSG(h2d <= tri + 2 * bb,
+               "tess_dposv: %llu bytes host to device, more than the triangle's tiles once and B "
+               "twice (%llu): the solves read the factor from the host",
+               (unsigned long long)h2d, (unsigned long long)(tri + 2 * bb));
+    rhs_free(&b);
+    mat_free(&m);
+    ASSERT_OK(tess_finalize());
+}
+
 /* Diagonal entry j of an SPD matrix (n = 100, tile 32, 3 devices) set to -1000 n, j = 0, 31,
  * 32, 45, 99, every precision, uplo and layout, nrhs 3, ldb above its minimum: tess_?posv
  * (typed and generic in turns) returns TESS_OK with *info = j + 1 (LAPACK's), B every byte

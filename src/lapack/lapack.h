@@ -25,5 +25,10 @@ int tess__la_fail_in(const char *fn, int rc);
  * which writes it back; the call's own error stands, else the release's. *info is kept on
  * success and 0 on failure. */
 int tess__la_release_own(const void *A, int rc, int64_t *info);
+/* tess_potrf (arguments checked, dt valid) that keeps the hold it takes for the call when
+ * the factorization succeeds with INFO 0: *kept says so, and the caller then solves on
+ * the held factor and releases A (tess__la_release_own). */
+int tess__potrf_kept(tess_dtype_t dt, tess_layout_t layout, tess_uplo_t uplo, int64_t n, void *A,
+                     int64_t lda, int64_t *info, bool *kept);
 
 #endif

@@ -1,7 +1,8 @@
 /* src/lapack/potrs.c: tess_?potrs and tess_?posv, LAPACK's solves with a Cholesky factor.
  * Checks the arguments (LAPACKE order and numbering), then runs the two triangular solves
  * as tess_trsm calls in the caller's layout (CBLAS row-major semantics match LAPACKE's), and
- * for posv tess_?potrf first. Owns no tile algorithm: the solves are level-3 jobs.
+ * for posv tess_?potrf first, whose hold of A lasts through the solves (they read the
+ * factor on the devices). Owns no tile algorithm: the solves are level-3 jobs.
  * Invariants: nothing is read or written before every argument passed; posv leaves B as it
  * was when the factorization stops with INFO > 0. */
 #include "lapack.h"
@@ -71,12 +72,15 @@ static int posv_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t lay
     tess__clear_error();
     int rc = check(fn, gen, dt, layout, uplo, n, nrhs, A, lda, B, ldb, info);
     if (rc || n == 0) return rc;
-    if ((rc = tess_potrf(dt, layout, uplo, n, A, lda, info))) {
+    bool kept = false;
+    if ((rc = tess__potrf_kept(dt, layout, uplo, n, A, lda, info, &kept))) {
         *info = 0;
         return tess__la_fail_in(fn, rc);
     }
     if (*info > 0) return TESS_OK; /* not positive definite: no solution, B untouched */
-    return solve(fn, dt, layout, uplo, n, nrhs, A, lda, B, ldb);
+    /* the factor still held (when the call held A): the solves read it on the devices */
+    rc = solve(fn, dt, layout, uplo, n, nrhs, A, lda, B, ldb);
+    return kept ? tess__la_release_own(A, rc, info) : rc;
 }
 
 static int bad_dtype(const char *fn, tess_dtype_t dt) {

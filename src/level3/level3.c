@@ -135,6 +135,7 @@ void tess__l3_chain(struct tess__task *before, struct tess__task *after) {
 
 int tess__l3_run(struct tess__rt *rt, struct tess__job *job) {
     int rc = tess__rt_run(rt, job);
+    if (job->held_deps) tess__hold_deps_clear(rt, job);
     tess__rt_put(rt);
     free(job->tasks);
     job->tasks = NULL;

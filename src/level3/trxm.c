@@ -3,8 +3,10 @@
  * column-major (swap side and uplo, swap m and n, keep transa), takes the quick returns on
  * the host (alpha = 0: B = 0), and turns the rest into a job of one task per B tile,
  * chained along each column (side L) or row (side R) of tiles; trxm_step below gives the
- * steps (docs/level3.md, "TRMM, TRSM"). Owns these two tile algorithms only; the runtime
- * (node/) runs them and orders the chains.
+ * steps (docs/level3.md, "TRMM, TRSM"). An A held at a corner of the hold's square tiles,
+ * side L after folding, is read in place (held_a); B, and any other held A, are served as
+ * if nothing were held. Owns these two tile algorithms only; the runtime (node/) runs them
+ * and orders the chains.
  * Invariants: a TRSM task (its terms, farthest first, then the diagonal solve) runs after
  * the tasks that solve the tiles it reads (by default it starts once its chain predecessor
  * is done; with TESSERA_DATAFLOW=1 once it has started, each GEMM step then waiting for the
@@ -29,16 +31,28 @@ static int64_t nterms(const struct trxm_job *xj, int64_t a, int64_t at) {
     return xj->high ? at - 1 - a : a;
 }
 
+/* The stored block of A at (r0, c0), rows x cols: A's own tile, or, A held (job->hv_a),
+ * the held tile at that corner (the job's tile is the hold's, so the block starts it). */
+static void a_tile(const struct tess__job *job, struct tess__tile *out, int64_t r0, int64_t c0,
+                   int64_t rows, int64_t cols) {
+    if (!job->hv_a) {
+        tess__l3_tile(job, out, job->A, job->lda, r0, c0, rows, cols);
+        return;
+    }
+    int64_t ro, co;
+    tess__hview_tile(job->hv_a, r0, c0, out, &ro, &co);
+}
+
 /* The tile op(A)_rc (rows x cols of op(A)) as a GEMM operand: stored block and op. */
 static char opa_tile(const struct trxm_job *xj, struct tess__tile *out, int64_t r, int64_t c,
                      int64_t rows, int64_t cols) {
     const struct tess__job *job = &xj->base;
     int64_t T = job->tile;
     if (xj->ta == 'N') {
-        tess__l3_tile(job, out, job->A, job->lda, r * T, c * T, rows, cols);
+        a_tile(job, out, r * T, c * T, rows, cols);
         return 'N';
     }
-    tess__l3_tile(job, out, job->A, job->lda, c * T, r * T, cols, rows);
+    a_tile(job, out, c * T, r * T, cols, rows);
     return xj->ta;
 }
 
@@ -68,7 +82,7 @@ static void trxm_step(const struct tess__job *job, const struct tess__task *t, i
         out->diag = xj->diag;
         out->alpha = xj->solve && nk > 0 ? one : (const void *)&job->alpha;
         out->beta = one;
-        tess__l3_tile(job, &out->a, job->A, job->lda, a * T, a * T, d, d);
+        a_tile(job, &out->a, a * T, a * T, d, d);
         return;
     }
     /* the g-th GEMM term, farthest from the task first */
@@ -117,6 +131,29 @@ static const struct tess__job_ops trsm_ops = {.name = "trsm", .publish = 1, .ste
 static const struct tess__job_ops trsm_flow_ops = {
     .name = "trsm", .publish = 1, .step = trxm_step, .awaits = trsm_awaits};
 
+/* A (ka x ka stored) inside a held matrix, at a corner of its square tiles, with every
+ * step reading it as its a operand (side L after folding): the job reads the held tiles
+ * (*hv; the job's tile becomes the hold's) on devices with their own memory, ordered by
+ * tile after earlier calls on them. Otherwise a held matrix A touches is written back
+ * first and A is read from the host. */
+static int held_a(struct tess__rt *rt, const char *fn, struct trxm_job *xj, struct tess__hview *hv,
+                  int64_t ka) {
+    struct tess__job *job = &xj->base;
+    if (!tess__holds_any()) return TESS_OK;
+    size_t es = tess__dtypes[job->dt].size;
+    int v = tess__hold_view(rt, fn, job->A, ka, ka, job->lda, es, hv);
+    if (v < -1) return TESS_EINVAL; /* the contract checker's message */
+    if (v == 1 && (xj->side != 'L' || hv->TR != hv->T || hv->r0 % hv->T || hv->c0 % hv->T)) v = -1;
+    if (v == -1) return tess__hold_unheld(rt, fn, job->A, ka, ka, job->lda, es, false);
+    if (v == 0) return TESS_OK;
+    job->tile = hv->T;
+    job->blk_bytes = tess__blk_bytes(hv->T, es);
+    job->hv_a = hv;
+    job->device_only = true; /* the CPU worker reads the host: it would miss dirty tiles */
+    job->held_deps = true;
+    return TESS_OK;
+}
+
 /* pos: 1-based position of `layout` in the caller's signature (typed: 1, generic: 2). */
 static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_layout_t layout,
                      tess_side_t side, tess_uplo_t uplo, tess_trans_t transa, tess_diag_t diag,
@@ -153,10 +190,8 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
     int64_t bc = row ? m : n;
     if (!alpha0 && (rc = tess__l3_check_span(fn, pos + 8, "A", A, ka, ka, lda, dt))) return rc;
     if ((rc = tess__l3_check_span(fn, pos + 10, "B", B, br, bc, ldb, dt))) return rc;
-    /* held matrices it touches: served as if nothing were held (node/hold.c) */
-    if ((!alpha0 && (rc = tess__l3_unhold(fn, A, ka, ka, lda, dt, false))) ||
-        (rc = tess__l3_unhold(fn, B, br, bc, ldb, dt, true)))
-        return rc;
+    /* a held matrix B touches: served as if nothing were held (node/hold.c); A's below */
+    if ((rc = tess__l3_unhold(fn, B, br, bc, ldb, dt, true))) return rc;
 
     /* Row-major: B^T := alpha B^T op(A)^T (or op(A)^T B^T), A^T in the other triangle. */
     char sd = side == TESS_LEFT ? 'L' : 'R', ul = uplo == TESS_UPPER ? 'U' : 'L';
@@ -189,6 +224,11 @@ static int trxm_impl(const char *fn, int pos, tess_dtype_t dt, bool solve, tess_
     bool eff_upper = (ul == 'U') == (ta == 'N');
     xj.high = (sd == 'L') == eff_upper;
     xj.minus_one = tess__l3_minus_one(dt);
+    struct tess__hview hv;
+    if ((rc = held_a(rt, fn, &xj, &hv, ka_))) {
+        tess__rt_put(rt);
+        return rc;
+    }
 
     int64_t T = job->tile;
     int64_t mt = TESS__CEILDIV(m, T), nt = TESS__CEILDIV(n, T), at = TESS__CEILDIV(ka_, T);

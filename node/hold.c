@@ -606,8 +606,8 @@ static void view_of(const struct tess__hold *h, int64_t r0, int64_t c0, struct t
                               .c0 = c0};
 }
 
-int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
-                    int64_t ld, size_t es, struct tess__hview *v) {
+static int view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
+                int64_t ld, size_t es, struct tess__hview *v, bool strips) {
     if (!tess__holds_any() || rows <= 0 || cols <= 0) return 0;
     uintptr_t lo, hi;
     span(X, rows, cols, ld, es, &lo, &hi);
@@ -631,8 +631,8 @@ int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t 
             has_memory(rt)) {
             off /= es;
             int64_t r0 = (int64_t)(off % (size_t)ld), c0 = (int64_t)(off / (size_t)ld);
-            /* a hold of column strips serves only the call that made it */
-            if (r0 + rows <= h->rows && c0 + cols <= h->cols && h->TR == h->T) {
+            /* a hold of column strips serves only the call that made it (its reads) */
+            if (r0 + rows <= h->rows && c0 + cols <= h->cols && (strips || h->TR == h->T)) {
                 view_of(h, r0, c0, v);
                 r = 1;
             }
@@ -642,6 +642,16 @@ int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t 
     }
     pthread_mutex_unlock(&rt->hold_mu);
     return r;
+}
+
+int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
+                    int64_t ld, size_t es, struct tess__hview *v) {
+    return view(rt, fn, X, rows, cols, ld, es, v, false);
+}
+
+int tess__hold_view_read(struct tess__rt *rt, const char *fn, const void *X, int64_t rows,
+                         int64_t cols, int64_t ld, size_t es, struct tess__hview *v) {
+    return view(rt, fn, X, rows, cols, ld, es, v, true);
 }
 
 int tess__hold_unheld(struct tess__rt *rt, const char *fn, const void *X, int64_t rows,

@@ -509,6 +509,10 @@ bool tess__holds_any(void);
  * names the call for the contract checker, which may fail it (TESS_EINVAL, < -1). */
 int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
                     int64_t ld, size_t es, struct tess__hview *v);
+/* tess__hold_view for an operand the call only reads: a hold of column strips answers 1
+ * too (v->TR is then its rows; a factorization's solves read its factor there). */
+int tess__hold_view_read(struct tess__rt *rt, const char *fn, const void *X, int64_t rows,
+                         int64_t cols, int64_t ld, size_t es, struct tess__hview *v);
 /* Hold the rows x cols matrix A (ld; checked by the caller) for one call as column strips:
  * tiles of every row by tile columns (src/lapack/getrf.c), *v its view; released with
  * tess_release. tess__hold_view never answers 1 for such a hold. It may overlap held

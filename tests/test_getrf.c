@@ -1204,6 +1204,47 @@ TEST(solve) {
             cases);
 }
 
+/* tess_dgesv column-major (n = 200, lda 203, tile 32, nrhs 3, ldb 201) on 3 emulated
+ * devices: the solves read the factor where tess_dgetrf left it, in strips held on the
+ * devices: summed over the devices, bytes_h2d is at most the matrix once plus B twice (each
+ * triangular solve reads it), where solving from the host would read the factor's
+ * triangles again. And X is right. */
+TEST(solve_held) {
+    const int64_t n = 200, nrhs = 3;
+    start(3, "32", "16M");
+    ASSERT_OK(tess_init());
+    struct lu x;
+    struct rhs b;
+    lu_make(&x, TESS_D, TESS_COL_MAJOR, n, n, n + 3, 9700);
+    lu_finish(&x);
+    rhs_make(&b, &x, TESS_NO_TRANS, nrhs, n + 1, 9800);
+    tess_reset_stats();
+    int64_t info = -77;
+    int rc = tess_dgesv(TESS_COL_MAJOR, n, nrhs, (double *)x.a, x.lda, x.ipiv, (double *)b.b, b.ldb,
+                        &info);
+    ASSERT_MSG(rc == TESS_OK && info == 0, "tess_dgesv %s: returned %d (%s), info %lld", b.desc, rc,
+               tess_last_error(), (long long)info);
+    double e = sol_err(&x, &b, b.x);
+    ASSERT_MSG(e <= SOL_BOUND, "tess_dgesv %s: |X - X_true|_F / |X_true|_F = %.3g n eps", b.desc,
+               e);
+    uint64_t h2d = 0;
+    for (int d = 0; d < 3; d++) {
+        tess_dev_stats_t st;
+        ASSERT_OK(tess_device_stats(d, &st));
+        h2d += st.bytes_h2d;
+    }
+    uint64_t mat = (uint64_t)(n * n) * x.es, bb = (uint64_t)(n * nrhs) * x.es;
+    fprintf(stderr, "  solve_held: h2d %llu (bound: the matrix %llu + 2 x B %llu)\n",
+            (unsigned long long)h2d, (unsigned long long)mat, (unsigned long long)bb);
+    ASSERT_MSG(h2d <= mat + 2 * bb,
+               "tess_dgesv: %llu bytes host to device, more than the matrix once and B twice "
+               "(%llu): the solves read the factor from the host",
+               (unsigned long long)h2d, (unsigned long long)(mat + 2 * bb));
+    rhs_free(&b);
+    lu_free(&x);
+    ASSERT_OK(tess_finalize());
+}
+
 /* ---- counters ------------------------------------------------------------------------------ */
 
 /* tess_dgetrf column-major, m = n = 200 (lda 203), tile 32 (7 strips of 200 x 32, the last

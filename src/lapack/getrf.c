@@ -356,9 +356,11 @@ static void transpose(char *dst, int64_t ldd, const char *src, int64_t lds, int6
  * faster than the trip over the link). */
 #define GETRF_GPU_MIN_N 512
 
-/* The column-major m x n matrix A (lda): on the devices or the CPU LAPACK. */
+/* The column-major m x n matrix A (lda): on the devices or the CPU LAPACK. kept (not NULL):
+ * the strips stay held after a factorization with INFO 0 (*kept set; the caller releases
+ * A: gesv solves on the held factor first). */
 static int getrf_col(struct tess__rt *rt, const char *fn, tess_dtype_t dt, int64_t m, int64_t n,
-                     void *A, int64_t lda, int64_t *ipiv, int64_t *info) {
+                     void *A, int64_t lda, int64_t *ipiv, int64_t *info, bool *kept) {
     size_t es = tess__dtypes[dt].size;
     struct tess__rt_devsum ds;
     tess__rt_devsum(rt, &ds);
@@ -374,6 +376,7 @@ static int getrf_col(struct tess__rt *rt, const char *fn, tess_dtype_t dt, int64
     rc = tess__hold_strips(rt, dt, A, lda, m, n, getrf_tile(rt, dt, m, n), &hv);
     if (rc) return rc;
     rc = tile_getrf(rt, fn, dt, m, n, A, lda, &hv, ipiv, info);
+    if (kept && !rc && *info == 0) return *kept = true, TESS_OK;
     return tess__la_release_own(A, rc, info);
 }
 
@@ -381,8 +384,9 @@ static int getrf_col(struct tess__rt *rt, const char *fn, tess_dtype_t dt, int64
  * numbers a bad argument as the typed entry does (LAPACKE: layout 1, m 2, n 3, A 4, lda 5,
  * ipiv 6). */
 static int getrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t layout, int64_t m,
-                      int64_t n, void *A, int64_t lda, int64_t *ipiv, int64_t *info) {
+                      int64_t n, void *A, int64_t lda, int64_t *ipiv, int64_t *info, bool *kept) {
     tess__clear_error();
+    if (kept) *kept = false;
     if (!info)
         return tess__fail(TESS_EINVAL, "%s: argument %d (info) must not be NULL", fn, 7 + gen);
 #define BAD TESS__LA_BAD
@@ -410,7 +414,7 @@ static int getrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t la
     int rc = tess__rt_get(&rt);
     if (rc) return rc;
     if (!row) {
-        rc = getrf_col(rt, fn, dt, m, n, A, lda, ipiv, info);
+        rc = getrf_col(rt, fn, dt, m, n, A, lda, ipiv, info, kept);
     } else {
         /* LAPACKE's way: factor a column-major copy, then copy the factors back (a held A
          * written back and dropped first: the host reads and writes it) */
@@ -425,7 +429,7 @@ static int getrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t la
             return rc;
         }
         transpose(tmp, m, A, lda, n, m, es);
-        rc = getrf_col(rt, fn, dt, m, n, tmp, m, ipiv, info);
+        rc = getrf_col(rt, fn, dt, m, n, tmp, m, ipiv, info, NULL);
         if (!rc) transpose(A, lda, tmp, m, m, n, es);
         free(tmp);
     }
@@ -440,13 +444,18 @@ int tess_getrf(tess_dtype_t dtype, tess_layout_t layout, int64_t m, int64_t n, v
         return tess__fail(TESS_EINVAL, "tess_getrf: argument 1 (dtype = %d) must be a tess_dtype_t",
                           (int)dtype);
     }
-    return getrf_impl("tess_getrf", 1, dtype, layout, m, n, A, lda, ipiv, info);
+    return getrf_impl("tess_getrf", 1, dtype, layout, m, n, A, lda, ipiv, info, NULL);
 }
 
-#define GETRF_TYPED(X, DT, E)                                                           \
-    int tess_##X##getrf(tess_layout_t layout, int64_t m, int64_t n, E *A, int64_t lda,  \
-                        int64_t *ipiv, int64_t *info) {                                 \
-        return getrf_impl("tess_" #X "getrf", 0, DT, layout, m, n, A, lda, ipiv, info); \
+int tess__getrf_kept(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n, void *A,
+                     int64_t lda, int64_t *ipiv, int64_t *info, bool *kept) {
+    return getrf_impl("tess_getrf", 1, dt, layout, m, n, A, lda, ipiv, info, kept);
+}
+
+#define GETRF_TYPED(X, DT, E)                                                                 \
+    int tess_##X##getrf(tess_layout_t layout, int64_t m, int64_t n, E *A, int64_t lda,        \
+                        int64_t *ipiv, int64_t *info) {                                       \
+        return getrf_impl("tess_" #X "getrf", 0, DT, layout, m, n, A, lda, ipiv, info, NULL); \
     }
 GETRF_TYPED(s, TESS_S, float)
 GETRF_TYPED(d, TESS_D, double)

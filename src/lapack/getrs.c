@@ -2,8 +2,8 @@
  * Checks the arguments (LAPACKE order and numbering, and every pivot in 1..n), applies the
  * row interchanges to B on the host (O(n nrhs) moves; a held B written back and dropped
  * first) and runs the two triangular solves as tess_trsm calls in the caller's layout; gesv
- * runs tess_?getrf first. Owns no tile
- * algorithm: the solves are level-3 jobs.
+ * runs tess_?getrf first, whose strips stay held through the solves (column-major: they
+ * read the factor on the devices). Owns no tile algorithm: the solves are level-3 jobs.
  * Invariants: nothing is read or written before every argument passed; gesv leaves B as it
  * was when the factorization finds an exact zero pivot (INFO > 0). */
 #include <string.h>
@@ -141,12 +141,15 @@ static int gesv_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t lay
     int rc = check(fn, gen, dt, layout, false, TESS_NO_TRANS, n, nrhs, A, lda, ipiv, false, B, ldb,
                    info);
     if (rc || n == 0) return rc;
-    if ((rc = tess_getrf(dt, layout, n, n, A, lda, ipiv, info))) {
+    bool kept = false;
+    if ((rc = tess__getrf_kept(dt, layout, n, n, A, lda, ipiv, info, &kept))) {
         *info = 0;
         return tess__la_fail_in(fn, rc);
     }
     if (*info > 0) return TESS_OK; /* singular: no solution, B untouched */
-    return solve(fn, dt, layout, TESS_NO_TRANS, n, nrhs, A, lda, ipiv, B, ldb);
+    /* the factor still held (column-major): the solves read it on the devices */
+    rc = solve(fn, dt, layout, TESS_NO_TRANS, n, nrhs, A, lda, ipiv, B, ldb);
+    return kept ? tess__la_release_own(A, rc, info) : rc;
 }
 
 static int bad_dtype(const char *fn, tess_dtype_t dt) {

@@ -30,5 +30,9 @@ int tess__la_release_own(const void *A, int rc, int64_t *info);
  * the held factor and releases A (tess__la_release_own). */
 int tess__potrf_kept(tess_dtype_t dt, tess_layout_t layout, tess_uplo_t uplo, int64_t n, void *A,
                      int64_t lda, int64_t *info, bool *kept);
+/* tess_getrf alike (column-major only: a row-major A is factored through a copy): its
+ * strips stay held when it succeeds with INFO 0; gesv solves on them, then releases A. */
+int tess__getrf_kept(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n, void *A,
+                     int64_t lda, int64_t *ipiv, int64_t *info, bool *kept);
 
 #endif

@@ -3,10 +3,10 @@
  * column-major (swap side and uplo, swap m and n, keep transa), takes the quick returns on
  * the host (alpha = 0: B = 0), and turns the rest into a job of one task per B tile,
  * chained along each column (side L) or row (side R) of tiles; trxm_step below gives the
- * steps (docs/level3.md, "TRMM, TRSM"). An A held at a corner of the hold's square tiles,
- * side L after folding, is read in place (held_a); B, and any other held A, are served as
- * if nothing were held. Owns these two tile algorithms only; the runtime (node/) runs them
- * and orders the chains.
+ * steps (docs/level3.md, "TRMM, TRSM"). An A held at a corner of the hold's square tiles
+ * or in a factorization's column strips, side L after folding, is read in place (held_a);
+ * B, and any other held A, are served as if nothing were held. Owns these two tile
+ * algorithms only; the runtime (node/) runs them and orders the chains.
  * Invariants: a TRSM task (its terms, farthest first, then the diagonal solve) runs after
  * the tasks that solve the tiles it reads (by default it starts once its chain predecessor
  * is done; with TESSERA_DATAFLOW=1 once it has started, each GEMM step then waiting for the
@@ -31,28 +31,30 @@ static int64_t nterms(const struct trxm_job *xj, int64_t a, int64_t at) {
     return xj->high ? at - 1 - a : a;
 }
 
-/* The stored block of A at (r0, c0), rows x cols: A's own tile, or, A held (job->hv_a),
- * the held tile at that corner (the job's tile is the hold's, so the block starts it). */
-static void a_tile(const struct tess__job *job, struct tess__tile *out, int64_t r0, int64_t c0,
-                   int64_t rows, int64_t cols) {
+/* The stored block of A at (r0, c0), rows x cols, as the step's a operand: A's own tile,
+ * or, A held (job->hv_a), the held tile holding it, the block at (*ro, *co) inside it (0, 0
+ * in square tiles, whose edge is the job's; a row offset in a column strip). */
+static void a_tile(const struct tess__job *job, struct tess__tile *out, int64_t *ro, int64_t *co,
+                   int64_t r0, int64_t c0, int64_t rows, int64_t cols) {
+    *ro = *co = 0;
     if (!job->hv_a) {
         tess__l3_tile(job, out, job->A, job->lda, r0, c0, rows, cols);
         return;
     }
-    int64_t ro, co;
-    tess__hview_tile(job->hv_a, r0, c0, out, &ro, &co);
+    tess__hview_tile(job->hv_a, r0, c0, out, ro, co);
 }
 
-/* The tile op(A)_rc (rows x cols of op(A)) as a GEMM operand: stored block and op. */
-static char opa_tile(const struct trxm_job *xj, struct tess__tile *out, int64_t r, int64_t c,
-                     int64_t rows, int64_t cols) {
+/* The tile op(A)_rc (rows x cols of op(A)) as a GEMM operand: stored block (at *ro, *co
+ * of the tile named, as a_tile) and op. */
+static char opa_tile(const struct trxm_job *xj, struct tess__tile *out, int64_t *ro, int64_t *co,
+                     int64_t r, int64_t c, int64_t rows, int64_t cols) {
     const struct tess__job *job = &xj->base;
     int64_t T = job->tile;
     if (xj->ta == 'N') {
-        a_tile(job, out, r * T, c * T, rows, cols);
+        a_tile(job, out, ro, co, r * T, c * T, rows, cols);
         return 'N';
     }
-    a_tile(job, out, c * T, r * T, cols, rows);
+    a_tile(job, out, ro, co, c * T, r * T, cols, rows);
     return xj->ta;
 }
 
@@ -82,7 +84,7 @@ static void trxm_step(const struct tess__job *job, const struct tess__task *t, i
         out->diag = xj->diag;
         out->alpha = xj->solve && nk > 0 ? one : (const void *)&job->alpha;
         out->beta = one;
-        a_tile(job, &out->a, a * T, a * T, d, d);
+        a_tile(job, &out->a, &out->a_ro, &out->a_co, a * T, a * T, d, d);
         return;
     }
     /* the g-th GEMM term, farthest from the task first */
@@ -100,7 +102,7 @@ static void trxm_step(const struct tess__job *job, const struct tess__task *t, i
     if (left) {
         int64_t kk = TESS__MIN(T, job->m - k * T);
         out->k = kk;
-        out->ta = opa_tile(xj, &out->a, t->i, k, t->m, kk);
+        out->ta = opa_tile(xj, &out->a, &out->a_ro, &out->a_co, t->i, k, t->m, kk);
         out->tb = 'N';
         tess__l3_tile(job, &out->b, job->C, job->ldc, k * T, t->j * T, kk, t->n);
     } else {
@@ -108,7 +110,7 @@ static void trxm_step(const struct tess__job *job, const struct tess__task *t, i
         out->k = kk;
         out->ta = 'N';
         tess__l3_tile(job, &out->a, job->C, job->ldc, t->i * T, k * T, t->m, kk);
-        out->tb = opa_tile(xj, &out->b, k, t->j, kk, t->n);
+        out->tb = opa_tile(xj, &out->b, &out->b_ro, &out->b_co, k, t->j, kk, t->n);
     }
 }
 
@@ -131,23 +133,26 @@ static const struct tess__job_ops trsm_ops = {.name = "trsm", .publish = 1, .ste
 static const struct tess__job_ops trsm_flow_ops = {
     .name = "trsm", .publish = 1, .step = trxm_step, .awaits = trsm_awaits};
 
-/* A (ka x ka stored) inside a held matrix, at a corner of its square tiles, with every
- * step reading it as its a operand (side L after folding): the job reads the held tiles
- * (*hv; the job's tile becomes the hold's) on devices with their own memory, ordered by
- * tile after earlier calls on them. Otherwise a held matrix A touches is written back
- * first and A is read from the host. */
+/* A (ka x ka stored) inside a held matrix, at a corner of its square tiles or at a column
+ * strip's first column (a factorization's, tess__hold_view_read), with every step reading
+ * it as its a operand (side L after folding): the job reads the held tiles (*hv; the job's
+ * tile becomes the hold's edge, its copies the held tile's size) on devices with their own
+ * memory, ordered by tile after earlier calls on them. Otherwise a held matrix A touches is
+ * written back first and A is read from the host. */
 static int held_a(struct tess__rt *rt, const char *fn, struct trxm_job *xj, struct tess__hview *hv,
                   int64_t ka) {
     struct tess__job *job = &xj->base;
     if (!tess__holds_any()) return TESS_OK;
     size_t es = tess__dtypes[job->dt].size;
-    int v = tess__hold_view(rt, fn, job->A, ka, ka, job->lda, es, hv);
+    int v = tess__hold_view_read(rt, fn, job->A, ka, ka, job->lda, es, hv);
     if (v < -1) return TESS_EINVAL; /* the contract checker's message */
-    if (v == 1 && (xj->side != 'L' || hv->TR != hv->T || hv->r0 % hv->T || hv->c0 % hv->T)) v = -1;
+    if (v == 1 && (xj->side != 'L' || (hv->TR == hv->T && hv->r0 % hv->T) || hv->c0 % hv->T))
+        v = -1;
     if (v == -1) return tess__hold_unheld(rt, fn, job->A, ka, ka, job->lda, es, false);
     if (v == 0) return TESS_OK;
     job->tile = hv->T;
-    job->blk_bytes = tess__blk_bytes(hv->T, es);
+    size_t tb = (size_t)hv->TR * (size_t)hv->T * es; /* a held tile: checked at the hold */
+    job->blk_bytes = (tb + 255) & ~(size_t)255;
     job->hv_a = hv;
     job->device_only = true; /* the CPU worker reads the host: it would miss dirty tiles */
     job->held_deps = true;

@@ -1,6 +1,7 @@
 /* tests/emu_start.h: a fresh runtime of emulated devices for the tests that start one many
- * times (test_potrf, test_getrf, test_hold): the knobs set before tess_init, and the fault
- * sweep that fails device 1 of 3 at each of its operations in turn around a test's call.
+ * times (test_potrf, test_getrf, test_hold): the knobs set before tess_init, the host link
+ * bytes the devices counted, and the fault sweep that fails device 1 of 3 at each of its
+ * operations in turn around a test's call.
  */
 #ifndef TESS_TEST_EMU_START_H
 #define TESS_TEST_EMU_START_H
@@ -34,6 +35,31 @@ static inline void emu_start(int ndev, const char *tile, const char *mem, const 
     setenv("TESSERA_HOLD_CHECK", "0", 1);
     if (write_behind) setenv("TESSERA_WRITE_BEHIND", write_behind, 1);
     unsetenv("TESSERA_FAULT");
+}
+
+/* Bytes devices 0 .. ndev - 1 copied host to device since the last tess_reset_stats. */
+static inline uint64_t emu_bytes_h2d(int ndev) {
+    uint64_t s = 0;
+    for (int d = 0; d < ndev; d++) {
+        tess_dev_stats_t st;
+        ASSERT_OK(tess_device_stats(d, &st));
+        s += st.bytes_h2d;
+    }
+    return s;
+}
+
+/* A solve on a held factor (posv, gesv): since tess_reset_stats, devices 0 .. ndev - 1
+ * copied at most the factor's bytes once (fbytes: the factorization) and B's twice (bbytes:
+ * one read per triangular solve) host to device; solves reading the factor from the host
+ * would copy it again. */
+static inline void emu_check_solve_h2d(const char *fn, int ndev, uint64_t fbytes, uint64_t bbytes) {
+    uint64_t h2d = emu_bytes_h2d(ndev), bound = fbytes + 2 * bbytes;
+    fprintf(stderr, "  %s: h2d %llu (bound: the factor's %llu + 2 x B %llu)\n", fn,
+            (unsigned long long)h2d, (unsigned long long)fbytes, (unsigned long long)bbytes);
+    ASSERT_MSG(h2d <= bound,
+               "%s: %llu bytes host to device, more than the factor once and B twice (%llu): "
+               "the solves read the factor from the host",
+               fn, (unsigned long long)h2d, (unsigned long long)bound);
 }
 
 /* ---- fault sweeps --------------------------------------------------------------------------

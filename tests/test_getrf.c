@@ -1227,19 +1227,7 @@ TEST(solve_held) {
     double e = sol_err(&x, &b, b.x);
     ASSERT_MSG(e <= SOL_BOUND, "tess_dgesv %s: |X - X_true|_F / |X_true|_F = %.3g n eps", b.desc,
                e);
-    uint64_t h2d = 0;
-    for (int d = 0; d < 3; d++) {
-        tess_dev_stats_t st;
-        ASSERT_OK(tess_device_stats(d, &st));
-        h2d += st.bytes_h2d;
-    }
-    uint64_t mat = (uint64_t)(n * n) * x.es, bb = (uint64_t)(n * nrhs) * x.es;
-    fprintf(stderr, "  solve_held: h2d %llu (bound: the matrix %llu + 2 x B %llu)\n",
-            (unsigned long long)h2d, (unsigned long long)mat, (unsigned long long)bb);
-    ASSERT_MSG(h2d <= mat + 2 * bb,
-               "tess_dgesv: %llu bytes host to device, more than the matrix once and B twice "
-               "(%llu): the solves read the factor from the host",
-               (unsigned long long)h2d, (unsigned long long)(mat + 2 * bb));
+    emu_check_solve_h2d("tess_dgesv", 3, (uint64_t)(n * n) * x.es, (uint64_t)(n * nrhs) * x.es);
     rhs_free(&b);
     lu_free(&x);
     ASSERT_OK(tess_finalize());

@@ -1091,19 +1091,8 @@ TEST(solve_held) {
     double e = sol_err(&m, &b, b.x);
     ASSERT_MSG(e <= SOL_BOUND, "tess_dposv %s: |X - X_true|_F / |X_true|_F = %.3g n eps", b.desc,
                e);
-    uint64_t h2d = 0;
-    for (int d = 0; d < 3; d++) {
-        tess_dev_stats_t st;
-        ASSERT_OK(tess_device_stats(d, &st));
-        h2d += st.bytes_h2d;
-    }
-    uint64_t tri = triangle_tile_bytes(n, TILE, m.es), bb = (uint64_t)(n * nrhs) * m.es;
-    fprintf(stderr, "  solve_held: h2d %llu (bound: the triangle's tiles %llu + 2 x B %llu)\n",
-            (unsigned long long)h2d, (unsigned long long)tri, (unsigned long long)bb);
-    ASSERT_MSG(h2d <= tri + 2 * bb,
-               "tess_dposv: %llu bytes host to device, more than the triangle's tiles once and B "
-               "twice (%llu): the solves read the factor from the host",
-               (unsigned long long)h2d, (unsigned long long)(tri + 2 * bb));
+    emu_check_solve_h2d("tess_dposv", 3, triangle_tile_bytes(n, TILE, m.es),
+                        (uint64_t)(n * nrhs) * m.es);
     rhs_free(&b);
     mat_free(&m);
     ASSERT_OK(tess_finalize());

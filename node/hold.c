@@ -379,7 +379,8 @@ static bool dep_on(struct tess__task *p, struct tess__task *t) {
 }
 
 /* The held tiles task t uses: its output tile (if C is held) and each step's held operand
- * tiles, with their holds; fn(rec, writes, t, arg) for each. false if fn said so. */
+ * tiles, with their holds; fn(rec, writes, t, arg) for each. false if fn said so. A step's
+ * operand counts where its tile is the hold's (a TRSM reads its held A as a or b). */
 static bool each_tile(struct tess__hold *const hs[3], struct tess__task *t,
                       bool (*fn)(struct tdep *r, bool writes, struct tess__task *t)) {
     const struct tess__job *job = t->job;
@@ -393,8 +394,10 @@ static bool each_tile(struct tess__hold *const hs[3], struct tess__task *t,
     for (int s = 0; s < t->nsteps && (job->hv_a || job->hv_b); s++) {
         struct tess__step st;
         job->ops->step(job, t, s, &st);
-        if (job->hv_a && hs[0] && st.nops > 0) ok = fn(rec_of(hs[0], &st.a.key), false, t) && ok;
-        if (job->hv_b && hs[1] && st.nops > 1) ok = fn(rec_of(hs[1], &st.b.key), false, t) && ok;
+        if (job->hv_a && hs[0] && st.nops > 0 && st.a.key.space == hs[0]->space)
+            ok = fn(rec_of(hs[0], &st.a.key), false, t) && ok;
+        if (job->hv_b && hs[1] && st.nops > 1 && st.b.key.space == hs[1]->space)
+            ok = fn(rec_of(hs[1], &st.b.key), false, t) && ok;
     }
     return ok;
 }

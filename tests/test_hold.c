@@ -13,6 +13,8 @@
  * - faults: device 1 of 3 fails at each of its operations in turn: every call and sync ends
  *   right or in TESS_EDEVICE, and then each tile holds a value it had after some call
  *   (never a stale or torn tile reported TESS_OK);
+ * - trxm_held_a: DTRSM and DTRMM read a held A where it is held, every side, layout, uplo
+ *   and transpose;
  * - bad_input and finalize: argument checks; tess_finalize writes held results back.
  * Sizes are never multiples of the tile. TESS_HOLD_SEED=n replaces the sequences' seed.
  */
@@ -1062,6 +1064,86 @@ TEST(faults) {
 }
 
 /* ---- arguments ------------------------------------------------------------------------ */
+
+/* DTRSM and DTRMM whose A is the leading 70 x 70 block of a held 80 x 80 matrix (ld 83, tile
+ * 32: A at a tile corner, read where it is held), every side, layout, uplo and transpose, B a
+ * plain 70 x 50 or 50 x 70 array (ld one above its minimum), one emulated device: B as cblas
+ * makes it (within 1e-12 relative to its largest entry); each call made twice with A held
+ * (the first may load A's tiles) and once with a plain copy of A, and the second held call
+ * copies at least three whole tiles fewer host to device than the plain one (B's tiles
+ * travel alike); at the end the held matrix's host range is bit for bit as it was. */
+TEST(trxm_held_a) {
+    start(1, "32", "16M");
+    ASSERT_OK(tess_init());
+    const int64_t N = 80, ld = 83, ka = 70, nb = 50;
+    uint64_t rng = 777;
+    double *T = malloc(sizeof(double) * (size_t)(ld * N)),
+           *T0 = malloc(sizeof(double) * (size_t)(ld * N));
+    ASSERT(T && T0);
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t i = 0; i < ld; i++)
+            T[i + j * ld] = i == j ? 2 + ref_rand_unit(&rng)
+                                   : 0.5 * ref_rand_unit(&rng) / (double)N;
+    memcpy(T0, T, sizeof(double) * (size_t)(ld * N));
+    ASSERT_OK(tess_hold(TESS_D, T, ld, N, N, 32));
+    int cases = 0;
+    for (int solve = 0; solve < 2; solve++)
+        for (int l = 0; l < 2; l++)
+            for (int sd = 0; sd < 2; sd++)
+                for (int u = 0; u < 2; u++)
+                    for (int t = 0; t < 2; t++, cases++) {
+                        tess_layout_t L = l ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
+                        tess_side_t side = sd ? TESS_RIGHT : TESS_LEFT;
+                        tess_uplo_t ul = u ? TESS_UPPER : TESS_LOWER;
+                        tess_trans_t ta = t ? TESS_TRANS : TESS_NO_TRANS;
+                        int64_t m = sd ? nb : ka, n = sd ? ka : nb;
+                        int64_t ldb = (l ? n : m) + 1, bn = ldb * (l ? m : n);
+                        double *B = malloc(sizeof(double) * (size_t)bn),
+                               *R = malloc(sizeof(double) * (size_t)bn);
+                        ASSERT(B && R);
+                        uint64_t h2d[3];
+                        for (int rep = 0; rep < 3; rep++) {
+                            const double *A = rep < 2 ? T : T0; /* held, then plain */
+                            for (int64_t i = 0; i < bn; i++) B[i] = R[i] = ref_rand_unit(&rng);
+                            tess_reset_stats();
+                            int rc = solve ? tess_dtrsm(L, side, ul, ta, TESS_NON_UNIT, m, n, 0.5,
+                                                        A, ld, B, ldb)
+                                           : tess_dtrmm(L, side, ul, ta, TESS_NON_UNIT, m, n, 0.5,
+                                                        A, ld, B, ldb);
+                            ASSERT_MSG(rc == TESS_OK, "case %d: returned %d (%s)", cases, rc,
+                                       tess_last_error());
+                            h2d[rep] = emu_bytes_h2d(1);
+                            (solve ? cblas_dtrsm : cblas_dtrmm)(
+                                (enum CBLAS_ORDER)L, (enum CBLAS_SIDE)side, (enum CBLAS_UPLO)ul,
+                                (enum CBLAS_TRANSPOSE)ta, CblasNonUnit, (int)m, (int)n, 0.5, T0,
+                                (int)ld, R, (int)ldb);
+                            double mx = 0, err = 0;
+                            for (int64_t i = 0; i < bn; i++)
+                                mx = fmax(mx, fabs(R[i])), err = fmax(err, fabs(B[i] - R[i]));
+                            ASSERT_MSG(err <= 1e-12 * fmax(mx, 1),
+                                       "d%s %s side %c uplo %c trans %c: |B - cblas| %.3g (max "
+                                       "|B| %.3g)",
+                                       solve ? "trsm" : "trmm", ref_layout_name(L), sd ? 'R' : 'L',
+                                       u ? 'U' : 'L', t ? 'T' : 'N', err, mx);
+                        }
+                        /* the triangle's held tiles include three whole 32 x 32 ones */
+                        uint64_t abytes = 3 * 32 * 32 * sizeof(double);
+                        ASSERT_MSG(h2d[1] + abytes <= h2d[2],
+                                   "d%s %s side %c uplo %c trans %c: %llu bytes host to device "
+                                   "with A held, %llu with a plain copy of A: the held A was "
+                                   "read from the host",
+                                   solve ? "trsm" : "trmm", ref_layout_name(L), sd ? 'R' : 'L',
+                                   u ? 'U' : 'L', t ? 'T' : 'N', (unsigned long long)h2d[1],
+                                   (unsigned long long)h2d[2]);
+                        free(B), free(R);
+                    }
+    ASSERT_OK(tess_sync(T));
+    ASSERT_MSG(!memcmp(T, T0, sizeof(double) * (size_t)(ld * N)),
+               "the held matrix's host range changed: nothing writes it");
+    ASSERT_OK(tess_release(T));
+    free(T), free(T0);
+    ASSERT_OK(tess_finalize());
+}
 
 /* tess_hold rejects NULL, ld < rows, rows < 0, cols < 0, tile < 0, a bad dtype and a range
  * overlapping one held already (the same start, a block inside, one starting before);

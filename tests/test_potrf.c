@@ -1068,33 +1068,37 @@ TEST(solve) {
             mx.cases, mx.posv, mx.potrs_lapack, mx.potrs_x);
 }
 
-/* tess_dposv column-major (n = 200, lda 203, tile 32, nrhs 3, ldb 201) on 3 emulated
- * devices: the solves read the factor where tess_potrf left it, held on the devices:
- * summed over the devices, bytes_h2d is at most the triangle's tiles once plus B twice (each
- * solve reads it), where solving from the host would read the triangle three times. And X is
- * right. */
+/* tess_posv d column-major L and z row-major U (n = 200, lda 203, tile 32, nrhs 3, ldb its
+ * minimum + 1) on 3 emulated devices: the solves read the factor where tess_potrf left it,
+ * held on the devices (row-major: the TRSMs' side R): summed over the devices, bytes_h2d is
+ * at most the triangle's tiles once plus B twice (each solve reads it), where solving from
+ * the host would read the triangle three times. And X is right. */
 TEST(solve_held) {
     start(3, "32", "16M");
     ASSERT_OK(tess_init());
-    struct mat m;
-    struct rhs b;
-    const int64_t n = 200, nrhs = 3;
-    mat_make(&m, TESS_D, TESS_COL_MAJOR, TESS_LOWER, n, n + 3, 3100);
-    rhs_make(&b, &m, nrhs, n + 1, 3200);
-    mat_finish(&m);
-    tess_reset_stats();
-    int64_t info = -77;
-    int rc = tess_dposv(TESS_COL_MAJOR, TESS_LOWER, n, nrhs, (double *)m.a, m.lda, (double *)b.b,
-                        b.ldb, &info);
-    ASSERT_MSG(rc == TESS_OK && info == 0, "tess_dposv %s: returned %d (%s), info %lld", b.desc, rc,
-               tess_last_error(), (long long)info);
-    double e = sol_err(&m, &b, b.x);
-    ASSERT_MSG(e <= SOL_BOUND, "tess_dposv %s: |X - X_true|_F / |X_true|_F = %.3g n eps", b.desc,
-               e);
-    emu_check_solve_h2d("tess_dposv", 3, triangle_tile_bytes(n, TILE, m.es),
-                        (uint64_t)(n * nrhs) * m.es);
-    rhs_free(&b);
-    mat_free(&m);
+    for (int v = 0; v < 2; v++) {
+        struct mat m;
+        struct rhs b;
+        const int64_t n = 200, nrhs = 3;
+        tess_layout_t lay = v ? TESS_ROW_MAJOR : TESS_COL_MAJOR;
+        mat_make(&m, v ? TESS_Z : TESS_D, lay, v ? TESS_UPPER : TESS_LOWER, n, n + 3,
+                 3100 + (uint64_t)v);
+        rhs_make(&b, &m, nrhs, (v ? nrhs : n) + 1, 3200 + (uint64_t)v);
+        mat_finish(&m);
+        tess_reset_stats();
+        int64_t info = -77;
+        int rc = tess_posv(m.dt, lay, v ? TESS_UPPER : TESS_LOWER, n, nrhs, m.a, m.lda, b.b, b.ldb,
+                           &info);
+        ASSERT_MSG(rc == TESS_OK && info == 0, "tess_posv %s: returned %d (%s), info %lld", b.desc,
+                   rc, tess_last_error(), (long long)info);
+        double e = sol_err(&m, &b, b.x);
+        ASSERT_MSG(e <= SOL_BOUND, "tess_posv %s: |X - X_true|_F / |X_true|_F = %.3g n eps", b.desc,
+                   e);
+        emu_check_solve_h2d(b.desc, 3, triangle_tile_bytes(n, TILE, m.es),
+                            (uint64_t)(n * nrhs) * m.es);
+        rhs_free(&b);
+        mat_free(&m);
+    }
     ASSERT_OK(tess_finalize());
 }
 

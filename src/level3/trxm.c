@@ -4,8 +4,8 @@
  * the host (alpha = 0: B = 0), and turns the rest into a job of one task per B tile,
  * chained along each column (side L) or row (side R) of tiles; trxm_step below gives the
  * steps (docs/level3.md, "TRMM, TRSM"). An A held at a corner of the hold's square tiles
- * or in a factorization's column strips, side L after folding, is read in place (held_a);
- * B, and any other held A, are served as if nothing were held. Owns these two tile
+ * or in a factorization's column strips is read in place (held_a); B, and any other held
+ * A, are served as if nothing were held. Owns these two tile
  * algorithms only; the runtime (node/) runs them and orders the chains.
  * Invariants: a TRSM task (its terms, farthest first, then the diagonal solve) runs after
  * the tasks that solve the tiles it reads (by default it starts once its chain predecessor
@@ -134,11 +134,11 @@ static const struct tess__job_ops trsm_flow_ops = {
     .name = "trsm", .publish = 1, .step = trxm_step, .awaits = trsm_awaits};
 
 /* A (ka x ka stored) inside a held matrix, at a corner of its square tiles or at a column
- * strip's first column (a factorization's, tess__hold_view_read), with every step reading
- * it as its a operand (side L after folding): the job reads the held tiles (*hv; the job's
- * tile becomes the hold's edge, its copies the held tile's size) on devices with their own
- * memory, ordered by tile after earlier calls on them. Otherwise a held matrix A touches is
- * written back first and A is read from the host. */
+ * strip's first column (a factorization's, tess__hold_view_read): the job reads the held
+ * tiles (*hv; the job's tile becomes the hold's edge, its copies the held tile's size) on
+ * devices with their own memory, ordered by tile after earlier calls on them (A is every
+ * step's a operand on side L; on side R the solve's a and the terms' b: hv_a and hv_b).
+ * Otherwise a held matrix A touches is written back first and A is read from the host. */
 static int held_a(struct tess__rt *rt, const char *fn, struct trxm_job *xj, struct tess__hview *hv,
                   int64_t ka) {
     struct tess__job *job = &xj->base;
@@ -146,14 +146,14 @@ static int held_a(struct tess__rt *rt, const char *fn, struct trxm_job *xj, stru
     size_t es = tess__dtypes[job->dt].size;
     int v = tess__hold_view_read(rt, fn, job->A, ka, ka, job->lda, es, hv);
     if (v < -1) return TESS_EINVAL; /* the contract checker's message */
-    if (v == 1 && (xj->side != 'L' || (hv->TR == hv->T && hv->r0 % hv->T) || hv->c0 % hv->T))
-        v = -1;
+    if (v == 1 && ((hv->TR == hv->T && hv->r0 % hv->T) || hv->c0 % hv->T)) v = -1;
     if (v == -1) return tess__hold_unheld(rt, fn, job->A, ka, ka, job->lda, es, false);
     if (v == 0) return TESS_OK;
     job->tile = hv->T;
     size_t tb = (size_t)hv->TR * (size_t)hv->T * es; /* a held tile: checked at the hold */
     job->blk_bytes = (tb + 255) & ~(size_t)255;
     job->hv_a = hv;
+    if (xj->side == 'R') job->hv_b = hv;
     job->device_only = true; /* the CPU worker reads the host: it would miss dirty tiles */
     job->held_deps = true;
     return TESS_OK;

@@ -82,6 +82,18 @@ void tess__holds_init(struct tess__rt *rt) {
     pthread_mutex_init(&rt->async_mu, NULL);
 }
 
+static void written_back(void *arg, const struct tess__tile_key *key);
+static bool rewrite_pending(void *arg, const struct tess__tile_key *key);
+
+void tess__holds_wire(struct tess__rt *rt) {
+    if (rt->cfg.hold_check) {
+        rt->cache.written_back = written_back;
+        rt->cache.written_back_arg = rt;
+    }
+    rt->cache.rewrite_pending = rewrite_pending;
+    rt->cache.rewrite_pending_arg = rt;
+}
+
 static void hold_free(struct tess__hold *h) {
     if (h->dep)
         for (int64_t t = 0; t < h->mt * h->nt; t++) free(h->dep[t].rd);
@@ -733,15 +745,7 @@ static int hold_new(struct tess__rt *rt, tess_dtype_t dtype, void *A, int64_t ld
             return tess__fail(TESS_ENOMEM, "tess_hold: out of host memory");
         }
         record_all(h);
-        tess__cache_lock(&rt->cache); /* the workers read the hook under the cache lock */
-        rt->cache.written_back = written_back;
-        rt->cache.written_back_arg = rt;
-        tess__cache_unlock(&rt->cache);
     }
-    tess__cache_lock(&rt->cache); /* the workers read the hook under the cache lock */
-    rt->cache.rewrite_pending = rewrite_pending;
-    rt->cache.rewrite_pending_arg = rt;
-    tess__cache_unlock(&rt->cache);
     uintptr_t lo, hi;
     span(A, rows, cols, ld, es, &lo, &hi);
     pthread_mutex_lock(&rt->hold_mu);

@@ -544,6 +544,9 @@ void tess__hold_task_done(struct tess__rt *rt, struct tess__task *t);
 uint64_t tess__hold_overlapped(void);
 /* runtime.c: the registry's life; stop writes back and forgets every held matrix. */
 void tess__holds_init(struct tess__rt *rt);
+/* The cache's hooks into the held data (its checker's, write-behind's), once the cache is
+ * initialized and before any worker runs. */
+void tess__holds_wire(struct tess__rt *rt);
 void tess__holds_stop(struct tess__rt *rt);
 /* Its locks, once the workers are gone (a failing worker still signals hold_cv). */
 void tess__holds_destroy(struct tess__rt *rt);

@@ -197,6 +197,7 @@ int tess__rt_start(struct tess__rt **out) {
         rt->cache.peer_done_only = rt->cfg.recover;
         rt->cache.poison = poison_space;
         rt->cache.poison_arg = rt;
+        tess__holds_wire(rt);
     }
     if (!rc && !(rt->q = tess__queue_create(QUEUE_CAP)))
         rc = tess__fail(TESS_ENOMEM, "task queue: out of host memory");

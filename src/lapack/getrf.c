@@ -197,22 +197,12 @@ static int64_t getrf_tile(const struct tess__rt *rt, tess_dtype_t dt, int64_t m,
     struct tess__rt_devsum ds;
     tess__rt_devsum(rt, &ds);
     int64_t ndev = TESS__MAX(1, ds.live), t = 256;
-    if (ds.gpus) t = m >= 65536 && TESS__MIN(m, n) / TESS__MAX(1, ds.gpus) >= 32768 ? 1024 : 768;
+    if (ds.gpus) t = m >= 65536 && TESS__MIN(m, n) / ds.gpus >= 32768 ? 1024 : 768;
     while (t > (ds.gpus ? 256 : 16) && TESS__CEILDIV(TESS__MIN(m, n), t) < (ds.gpus ? 8 : 4) * ndev)
         t /= 2;
     size_t es = tess__dtypes[dt].size;
     while (t > 8 && ds.min_heap != SIZE_MAX && (size_t)(6 * m * t) * es > ds.min_heap) t /= 2;
     return t;
-}
-
-/* Bytes a copy of a strip reserves (m x T, rounded to the heap's alignment); SIZE_MAX when
- * that overflows. */
-static size_t strip_bytes(int64_t m, int64_t T, size_t es) {
-    size_t b;
-    if (__builtin_mul_overflow((size_t)m, (size_t)T, &b) || __builtin_mul_overflow(b, es, &b) ||
-        b > SIZE_MAX - 255)
-        return SIZE_MAX;
-    return (b + 255) & ~(size_t)255;
 }
 
 static void job_init(struct ljob *lj, enum lj_kind kind, int64_t k, tess_dtype_t dt, int64_t m,
@@ -228,7 +218,7 @@ static void job_init(struct ljob *lj, enum lj_kind kind, int64_t k, tess_dtype_t
     job->ops = &getrf_ops[kind];
     job->dt = dt;
     job->tile = T;
-    job->blk_bytes = strip_bytes(m, T, tess__dtypes[dt].size);
+    job->blk_bytes = tess__blk_bytes_rc(m, T, tess__dtypes[dt].size); /* a strip */
     job->m = m, job->n = job->k = n;
     job->C = A, job->ldc = lda;
     job->A = A, job->lda = lda;
@@ -376,7 +366,10 @@ static int getrf_col(struct tess__rt *rt, const char *fn, tess_dtype_t dt, int64
     rc = tess__hold_strips(rt, dt, A, lda, m, n, getrf_tile(rt, dt, m, n), &hv);
     if (rc) return rc;
     rc = tile_getrf(rt, fn, dt, m, n, A, lda, &hv, ipiv, info);
-    if (kept && !rc && *info == 0) return *kept = true, TESS_OK;
+    if (kept && !rc && *info == 0) {
+        *kept = true; /* the caller releases A */
+        return TESS_OK;
+    }
     return tess__la_release_own(A, rc, info);
 }
 

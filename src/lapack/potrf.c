@@ -317,11 +317,11 @@ static int host_potrf(const char *fn, tess_dtype_t dt, char uplo, int64_t n, voi
 #define POTRF_GPU_MIN_N 512
 
 /* gen: 1 for the generic entry (its messages count dtype as argument 1), 0 typed; *info
- * numbers a bad argument as the typed entry does. */
-/* keep: a hold the call takes for its length stays after a factorization with INFO 0
- * (*kept set; the caller releases it: posv solves on the held factor first). */
+ * numbers a bad argument as the typed entry does. kept (not NULL): a hold the call takes
+ * for its length stays after a factorization with INFO 0 (*kept set; the caller releases
+ * it: posv solves on the held factor first). */
 static int potrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t layout,
-                      tess_uplo_t uplo, int64_t n, void *A, int64_t lda, int64_t *info, bool keep,
+                      tess_uplo_t uplo, int64_t n, void *A, int64_t lda, int64_t *info,
                       bool *kept) {
     tess__clear_error();
     if (kept) *kept = false;
@@ -380,7 +380,7 @@ static int potrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t la
         }
     }
     rc = tile_potrf(rt, fn, dt, ul, n, A, lda, &hv, info);
-    if (own && keep && !rc && *info == 0)
+    if (own && kept && !rc && *info == 0)
         *kept = true;
     else if (own)
         rc = tess__la_release_own(A, rc, info);
@@ -391,7 +391,7 @@ static int potrf_impl(const char *fn, int gen, tess_dtype_t dt, tess_layout_t la
 
 int tess__potrf_kept(tess_dtype_t dt, tess_layout_t layout, tess_uplo_t uplo, int64_t n, void *A,
                      int64_t lda, int64_t *info, bool *kept) {
-    return potrf_impl("tess_potrf", 1, dt, layout, uplo, n, A, lda, info, true, kept);
+    return potrf_impl("tess_potrf", 1, dt, layout, uplo, n, A, lda, info, kept);
 }
 
 int tess_potrf(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, int64_t n, void *A,
@@ -401,22 +401,22 @@ int tess_potrf(tess_dtype_t dtype, tess_layout_t layout, tess_uplo_t uplo, int64
         return tess__fail(TESS_EINVAL, "tess_potrf: argument 1 (dtype = %d) must be a tess_dtype_t",
                           (int)dtype);
     }
-    return potrf_impl("tess_potrf", 1, dtype, layout, uplo, n, A, lda, info, false, NULL);
+    return potrf_impl("tess_potrf", 1, dtype, layout, uplo, n, A, lda, info, NULL);
 }
 
 int tess_spotrf(tess_layout_t layout, tess_uplo_t uplo, int64_t n, float *A, int64_t lda,
                 int64_t *info) {
-    return potrf_impl("tess_spotrf", 0, TESS_S, layout, uplo, n, A, lda, info, false, NULL);
+    return potrf_impl("tess_spotrf", 0, TESS_S, layout, uplo, n, A, lda, info, NULL);
 }
 int tess_dpotrf(tess_layout_t layout, tess_uplo_t uplo, int64_t n, double *A, int64_t lda,
                 int64_t *info) {
-    return potrf_impl("tess_dpotrf", 0, TESS_D, layout, uplo, n, A, lda, info, false, NULL);
+    return potrf_impl("tess_dpotrf", 0, TESS_D, layout, uplo, n, A, lda, info, NULL);
 }
 int tess_cpotrf(tess_layout_t layout, tess_uplo_t uplo, int64_t n, void *A, int64_t lda,
                 int64_t *info) {
-    return potrf_impl("tess_cpotrf", 0, TESS_C, layout, uplo, n, A, lda, info, false, NULL);
+    return potrf_impl("tess_cpotrf", 0, TESS_C, layout, uplo, n, A, lda, info, NULL);
 }
 int tess_zpotrf(tess_layout_t layout, tess_uplo_t uplo, int64_t n, void *A, int64_t lda,
                 int64_t *info) {
-    return potrf_impl("tess_zpotrf", 0, TESS_Z, layout, uplo, n, A, lda, info, false, NULL);
+    return potrf_impl("tess_zpotrf", 0, TESS_Z, layout, uplo, n, A, lda, info, NULL);
 }

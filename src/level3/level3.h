@@ -39,16 +39,19 @@ int tess__l3_check_head(const char *fn, int pos, tess_layout_t layout, bool has_
 int tess__l3_check_span(const char *fn, int pos, const char *name, const void *X, int64_t rows,
                         int64_t cols, int64_t ld, tess_dtype_t dt);
 
-/* Bytes every copy of a job with tile edge T reserves: T x T elements of es bytes rounded
- * up to the heap's 256-byte alignment (uniform blocks cannot fragment the heap); SIZE_MAX
- * when that overflows (a tile no heap holds). */
-static inline size_t tess__blk_bytes(int64_t T, size_t es) {
+/* Bytes every copy of a job whose tiles are at most rows x cols reserves: rows x cols
+ * elements of es bytes rounded up to the heap's 256-byte alignment (uniform blocks cannot
+ * fragment the heap); SIZE_MAX when that overflows (a tile no heap holds). */
+static inline size_t tess__blk_bytes_rc(int64_t rows, int64_t cols, size_t es) {
     size_t b;
-    if (__builtin_mul_overflow((size_t)T, (size_t)T, &b) || __builtin_mul_overflow(b, es, &b) ||
-        b > SIZE_MAX - 255)
+    if (__builtin_mul_overflow((size_t)rows, (size_t)cols, &b) ||
+        __builtin_mul_overflow(b, es, &b) || b > SIZE_MAX - 255)
         return SIZE_MAX;
     return (b + 255) & ~(size_t)255;
 }
+
+/* The same for square tiles of edge T. */
+static inline size_t tess__blk_bytes(int64_t T, size_t es) { return tess__blk_bytes_rc(T, T, es); }
 
 /* A call served as if nothing were held touches the array X (as check_span names it):
  * every held matrix it overlaps is written back first and, if written, its device copies

@@ -5,8 +5,8 @@
  * chained along each column (side L) or row (side R) of tiles; trxm_step below gives the
  * steps (docs/level3.md, "TRMM, TRSM"). An A held at a corner of the hold's square tiles
  * or in a factorization's column strips is read in place (held_a); B, and any other held
- * A, are served as if nothing were held. Owns these two tile
- * algorithms only; the runtime (node/) runs them and orders the chains.
+ * A, are served as if nothing were held. Owns these two tile algorithms only; the runtime
+ * (node/) runs them and orders the chains.
  * Invariants: a TRSM task (its terms, farthest first, then the diagonal solve) runs after
  * the tasks that solve the tiles it reads (by default it starts once its chain predecessor
  * is done; with TESSERA_DATAFLOW=1 once it has started, each GEMM step then waiting for the
@@ -150,8 +150,7 @@ static int held_a(struct tess__rt *rt, const char *fn, struct trxm_job *xj, stru
     if (v == -1) return tess__hold_unheld(rt, fn, job->A, ka, ka, job->lda, es, false);
     if (v == 0) return TESS_OK;
     job->tile = hv->T;
-    size_t tb = (size_t)hv->TR * (size_t)hv->T * es; /* a held tile: checked at the hold */
-    job->blk_bytes = (tb + 255) & ~(size_t)255;
+    job->blk_bytes = tess__blk_bytes_rc(hv->TR, hv->T, es); /* a held tile */
     job->hv_a = hv;
     if (xj->side == 'R') job->hv_b = hv;
     job->device_only = true; /* the CPU worker reads the host: it would miss dirty tiles */

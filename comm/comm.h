@@ -328,6 +328,7 @@ struct tess__pgemm_call {
     void *C;                        /* or where the call reads none of it) */
     int64_t ia, ja, ib, jb, ic, jc; /* the first row and column of sub(A), sub(B), sub(C) */
     struct tess__comm_desc da, db, dc;
+    bool keep_c; /* sub(C) may keep its held tiles on the devices (pgemm.c, unhold_local) */
 };
 
 /* Run call c on grid g. Collective over the grid; returns the same status on every rank

@@ -169,6 +169,58 @@ int tess__pgemm_chunk(const struct tess__comm_grid *g, int64_t *out) {
     return st;
 }
 
+/* This rank's part of sub(X) (rows x cols from (i, j) of descriptor d) in its local array X:
+ * its first element and extent; false when it holds none. */
+static bool local_part(const struct tess__comm_grid *g, const void *X,
+                       const struct tess__comm_desc *d, int64_t i, int64_t j, int64_t rows,
+                       int64_t cols, size_t es, char **p, int64_t *nr, int64_t *nc) {
+    const struct tess__comm_bc br = tess__comm_desc_rows(d, g->at.nprow);
+    const struct tess__comm_bc bc = tess__comm_desc_cols(d, g->at.npcol);
+    int64_t r0, c0;
+    tess__comm_bc_range(&br, i, rows, g->at.myrow, &r0, nr);
+    tess__comm_bc_range(&bc, j, cols, g->at.mycol, &c0, nc);
+    *p = X ? (char *)X + (size_t)(r0 + c0 * d->lld) * es : NULL;
+    return X && *nr > 0 && *nc > 0;
+}
+
+/* Held local arrays (tess_hold) under call c, before anything moves: the exchange reads
+ * sub(A) and sub(B) on the host, so their held tiles are written back (the device copies
+ * stay current). sub(C) stays held (c->keep_c) only under stationary C (var 'C'), whose
+ * job keeps its tiles on the devices (gemm.c), and only where A's and B's local parts lie
+ * outside its held matrix (the host reads them while C's tiles may be written back);
+ * otherwise it is written back and its device copies dropped, since the host writes it.
+ * Local: the caller agrees on the status. */
+static int unhold_local(const struct tess__comm_grid *g, struct tess__pgemm_call *c, char var) {
+    c->keep_c = false;
+    if (!tess__holds_any()) return TESS_OK;
+    const size_t es = tess__dtypes[c->dt].size;
+    const bool ab = var != 0; /* 0: no product, only C is touched */
+    char *pa = NULL, *pb = NULL, *pc = NULL;
+    int64_t ar = 0, ac = 0, br = 0, bc = 0, cr = 0, cc = 0;
+    bool ha = ab && local_part(g, c->A, &c->da, c->ia, c->ja, c->ta == 'N' ? c->m : c->k,
+                               c->ta == 'N' ? c->k : c->m, es, &pa, &ar, &ac);
+    bool hb = ab && local_part(g, c->B, &c->db, c->ib, c->jb, c->tb == 'N' ? c->k : c->n,
+                               c->tb == 'N' ? c->n : c->k, es, &pb, &br, &bc);
+    bool hc = local_part(g, c->C, &c->dc, c->ic, c->jc, c->m, c->n, es, &pc, &cr, &cc);
+    int rc = TESS_OK;
+    if (ha) rc = tess__l3_unhold("tess_pgemm", pa, ar, ac, c->da.lld, c->dt, false);
+    if (!rc && hb) rc = tess__l3_unhold("tess_pgemm", pb, br, bc, c->db.lld, c->dt, false);
+    if (rc || !hc) return rc;
+    bool keep = var == 'C';
+    if (keep && (ha || hb)) {
+        struct tess__rt *rt;
+        struct tess__hview v;
+        if ((rc = tess__rt_get(&rt))) return rc;
+        int r = tess__hold_view(rt, "tess_pgemm", pc, cr, cc, c->dc.lld, es, &v);
+        keep = r != 1 || !((ha && tess__hview_overlaps(&v, pa, ar, ac, c->da.lld, es)) ||
+                           (hb && tess__hview_overlaps(&v, pb, br, bc, c->db.lld, es)));
+        rc = r < -1 ? TESS_EINVAL : TESS_OK; /* the checker's message */
+        tess__rt_put(rt);
+    }
+    c->keep_c = keep;
+    return rc || keep ? rc : tess__l3_unhold("tess_pgemm", pc, cr, cc, c->dc.lld, c->dt, true);
+}
+
 int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *call) {
     if (!tess__comm_grid_in(g)) return TESS_OK;
     const double t0 = tess__now();
@@ -186,6 +238,8 @@ int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c
         int64_t r0, mloc, c0, nloc;
         tess__comm_bc_range(&cr, c.ic, c.m, g->at.myrow, &r0, &mloc);
         tess__comm_bc_range(&cc, c.jc, c.n, g->at.mycol, &c0, &nloc);
+        int st = tess__comm_agree(g, unhold_local(g, &c, 0));
+        if (st) return st;
         if (mloc > 0 && nloc > 0)
             tess__host_scale(dt, mloc, nloc, &c.beta,
                              (char *)c.C + (size_t)(r0 + c0 * c.dc.lld) * es, c.dc.lld);
@@ -216,6 +270,7 @@ int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c
     /* skinny shapes: stationary A or B (pgemm_split.c); else stationary C */
     char var = 'C';
     st = tess__pgemm_pick(g, &c, ops, &var);
+    if (!st) st = tess__comm_agree(g, unhold_local(g, &c, var));
     if (!st && var == 'C') {
         st = tess__pgemm_statc(g, &c, ops);
         if (last->variant) last->seconds = tess__now() - t0; /* it got to multiply */

@@ -435,15 +435,17 @@ static int split_unit(struct split *S, int64_t u, const void *Yp, int64_t ldy, i
     S->units++;
     int cst = TESS_OK, jst = TESS_OK, st;
     struct tess__gemm_async *job = NULL;
+    /* host operands, none looked up in held matrices (pgemm.c wrote back what is held) */
+    static const struct tess__gemm_opts host = {.a_dev = -1, .b_dev = -1};
     if (fc > 0 && S->yfree > 0 && S->kloc > 0) {
         const char *Xu = S->Xl + (size_t)(xf == 0 ? f0 : f0 * S->ldx) * es;
         jst = S->var == 'A'
                   ? tess__gemm_start(c->dt, c->ta, c->tb, fc, S->wc, S->kloc, &c->alpha, Xu, S->ldx,
                                      Yp, ldy, tess__scalar_zero(), S->W + (size_t)f0 * es, S->R.ldw,
-                                     NULL, &job)
+                                     &host, &job)
                   : tess__gemm_start(c->dt, c->ta, c->tb, S->wr, fc, S->kloc, &c->alpha, Yp, ldy,
                                      Xu, S->ldx, tess__scalar_zero(),
-                                     S->W + (size_t)(f0 * S->R.ldw) * es, S->R.ldw, NULL, &job);
+                                     S->W + (size_t)(f0 * S->R.ldw) * es, S->R.ldw, &host, &job);
         if (jst) job = NULL;
     }
     double tc = tess__now();

@@ -164,7 +164,8 @@ static int run_pass(struct statc *s, int64_t p0, int64_t p1) {
         .ready_dim = mode,
         .a_dev = ma ? pdev : -1,
         .b_dev = mb ? pdev : -1,
-        .panel_share = s->heap > 0 ? (double)(s->abytes + s->bbytes) / (double)s->heap : 0};
+        .panel_share = s->heap > 0 ? (double)(s->abytes + s->bbytes) / (double)s->heap : 0,
+        .keep_c = c->keep_c};
     struct tess__gemm_async *job = NULL;
     int jst = TESS_OK, cst = TESS_OK;
     if (s->mloc > 0 && s->nloc > 0)

@@ -220,19 +220,24 @@ static bool share_tile(const struct tess__hview *a, int64_t ar, int64_t ac,
 
 /* Which operands of the call lie in held matrices and how the job is cut. Operands that
  * touch a held matrix without a usable view are served stateless (tess__hold_unheld).
- * Sets job->hv_*, job->cut[], h->cuts. */
-static int held_setup(struct tess__gemm_async *h, tess_dtype_t dt) {
+ * opts (the distributed GEMM's local jobs): A and B are not looked up (the caller wrote
+ * them back), nor C unless opts->keep_c: no check of the contract runs between the
+ * caller's write-back of a C the host writes and those writes. Sets job->hv_*,
+ * job->cut[], h->cuts. */
+static int held_setup(struct tess__gemm_async *h, tess_dtype_t dt,
+                      const struct tess__gemm_opts *opts) {
     struct tess__job *job = &h->job;
     struct tess__rt *rt = h->rt;
     size_t es = tess__dtypes[dt].size;
     char fn[16];
-    snprintf(fn, sizeof fn, "tess_%cgemm", "sdcz"[dt]);
+    snprintf(fn, sizeof fn, opts ? "tess_pgemm" : "tess_%cgemm", "sdcz"[dt]);
     int64_t m = job->m, n = job->n, k = job->k;
     int64_t ar = job->ta == 'N' ? m : k, ac = job->ta == 'N' ? k : m;
     int64_t br = job->tb == 'N' ? k : n, bc = job->tb == 'N' ? n : k;
-    int va = tess__hold_view(rt, fn, job->A, ar, ac, job->lda, es, &h->hv[0]);
-    int vb = tess__hold_view(rt, fn, job->B, br, bc, job->ldb, es, &h->hv[1]);
-    int vc = tess__hold_view(rt, fn, job->C, m, n, job->ldc, es, &h->hv[2]);
+    int va = opts ? 0 : tess__hold_view(rt, fn, job->A, ar, ac, job->lda, es, &h->hv[0]);
+    int vb = opts ? 0 : tess__hold_view(rt, fn, job->B, br, bc, job->ldb, es, &h->hv[1]);
+    int vc = opts && !opts->keep_c ? 0
+                                   : tess__hold_view(rt, fn, job->C, m, n, job->ldc, es, &h->hv[2]);
     if (va < -1 || vb < -1 || vc < -1) return TESS_EINVAL; /* the checker's message */
     const struct tess__hview *A = &h->hv[0], *B = &h->hv[1], *C = &h->hv[2];
     /* A's m dimension is its rows ('N') or columns; its k dimension the other; B's k
@@ -317,11 +322,11 @@ static int64_t nseg(const struct tess__job *job, int d, int64_t ext) {
 }
 
 static bool gemm_ready(const struct tess__job *job, const struct tess__task *t, int s) {
-    int64_t T = job->tile, end;
+    int64_t end, len;
     switch (job->ready_dim) {
-    case 'm': end = (int64_t)t->i * T + t->m; break;
-    case 'n': end = (int64_t)t->j * T + t->n; break;
-    default: end = TESS__MIN(job->k, ((int64_t)s + 1) * T); break;
+    case 'm': end = t->row + t->m; break;
+    case 'n': end = t->col + t->n; break;
+    default: end = seg(job, 2, s, job->k, &len) + len; break;
     }
     return atomic_load_explicit(job->ready, memory_order_acquire) >= end;
 }
@@ -368,18 +373,9 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     job->A = A, job->B = B, job->C = C;
     job->lda = lda, job->ldb = ldb, job->ldc = ldc;
     if (tess__holds_any()) {
-        /* held operands, or operands a held matrix overlaps (the distributed GEMM's local
-         * jobs, opts, are always served stateless) */
-        size_t es = tess__dtypes[dt].size;
-        int64_t ar = ta == 'N' ? m : k, ac = ta == 'N' ? k : m;
-        int64_t br = tb == 'N' ? k : n, bc = tb == 'N' ? n : k;
-        if (!opts)
-            rc = held_setup(h, dt);
-        else if (!(opts->a_dev < 0 &&
-                   (rc = tess__hold_unheld(rt, "tess_pgemm", A, ar, ac, lda, es, false))) &&
-                 !(opts->b_dev < 0 &&
-                   (rc = tess__hold_unheld(rt, "tess_pgemm", B, br, bc, ldb, es, false))))
-            rc = tess__hold_unheld(rt, "tess_pgemm", C, m, n, ldc, es, true); /* C last */
+        /* held operands, or operands a held matrix overlaps (of the distributed GEMM's
+         * local jobs, opts, only C stays held) */
+        rc = held_setup(h, dt, opts);
         if (rc) {
             free(h->cuts);
             free(h);

@@ -137,13 +137,18 @@ struct tess__gemm_opts {
     /* with a_dev or b_dev: the share of that device's heap the panels took (0: up to
      * TESS__PANEL_HEAP_SHARE); the tile model sees the rest */
     double panel_share;
+    /* A and B are read as if not held (the caller wrote back what of them is held); C keeps
+     * its tiles on the devices where it is held if keep_c, else the caller has written its
+     * held tiles back and dropped them (the host writes C) */
+    bool keep_c;
 };
 
 /* Start C = alpha op(A) op(B) + beta C on column-major arrays (ta, tb 'N', 'T', 'C';
  * m, n, k >= 1, alpha != 0; arguments already checked) and return without waiting.
  * opts NULL: host operands, all in place. Then tess__gemm_finish (always, exactly once)
  * waits, frees and returns the status. opts NULL with A, B and C all in held matrices:
- * *h is NULL and the call runs on, asynchronously (node/hold.c reaps it). */
+ * *h is NULL and the call runs on, asynchronously (node/hold.c reaps it). With opts, a C
+ * in a held matrix keeps its tiles on the devices (opts->keep_c). */
 struct tess__gemm_async;
 int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, int64_t k,
                      const tess__scalar_t *alpha, const void *A, int64_t lda, const void *B,

@@ -87,8 +87,25 @@ bool glue_tmp_aligned(struct glue_tmp *t, const struct glue_call *c, const f_int
 }
 
 void glue_tmp_free(struct glue_tmp *t) {
+    if (t->held) (void)tess_release(t->buf);
+    t->held = false;
     free(t->buf);
     t->buf = NULL;
+}
+
+void glue_tmp_hold(struct glue_tmp *t, const struct glue_call *c) {
+    struct tess__comm_bc r = rows_of(t->desc, c->nprow), q = cols_of(t->desc, c->npcol);
+    int64_t lr = tess__comm_bc_numroc(&r, c->myrow), lc = tess__comm_bc_numroc(&q, c->mycol);
+    if (t->held || !t->buf || lr < 1 || lc < 1) return;
+    tess__autostart_enter();
+    t->held = tess_hold(c->dt, t->buf, t->desc[GLUE_LLD_], lr, lc, 0) == TESS_OK;
+    tess__autostart_leave();
+}
+
+int glue_tmp_unhold(struct glue_tmp *t, tess_grid_t *g) {
+    int st = t->held ? tess_release(t->buf) : TESS_OK;
+    t->held = false;
+    return tess__comm_agree(g, st);
 }
 
 void *glue_elem(const struct glue_call *c, const f_int *d, const void *base, f_int gi, f_int gj) {

@@ -202,6 +202,7 @@ struct glue_tmp {
     f_int desc[GLUE_DLEN_];
     void *buf;
     size_t bytes;
+    bool held; /* buf's local part is held (glue_tmp_hold) */
 };
 /* Describe (no allocation) a rows x cols temporary whose element (i, j) lives where element
  * (i0 + i, j0 + j) of the matrix of descriptor d lives (same process, same block
@@ -218,6 +219,12 @@ bool glue_tmp_aligned(struct glue_tmp *t, const struct glue_call *c, const f_int
 bool glue_tmp_plan_square(const struct glue_call *c, f_int n, f_int nb, f_int out[GLUE_DLEN_],
                           size_t *bytes);
 void glue_tmp_free(struct glue_tmp *t);
+/* Hold t's local part (tess_hold) so that the GEMMs accumulating into it keep it on the
+ * devices between them; when it cannot be held they run on it stateless (local, no error).
+ * glue_tmp_unhold writes it back and ends the hold: the status, the same on every process
+ * of grid g (collective); glue_tmp_free ends a hold still there, ignoring its status. */
+void glue_tmp_hold(struct glue_tmp *t, const struct glue_call *c);
+int glue_tmp_unhold(struct glue_tmp *t, tess_grid_t *g);
 
 /* The local address of global element (gi, gj) (0-based) of the matrix (descriptor d,
  * local array base) on this process, NULL when another process holds it. */

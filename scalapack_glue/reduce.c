@@ -120,6 +120,7 @@ void glue_syrk_route(const struct glue_call *c, void (*reference)(void *), void 
         const void *Y = two ? c->B : c->A;
         f_int iy = two ? c->ib : c->ia, jy = two ? c->jb : c->ja;
         const f_int *dy = two ? c->db : c->da;
+        if (two) glue_tmp_hold(&W, c); /* W stays on the devices between its two GEMMs */
         int st = glue_pgemm(g, c, g1, g2, c->n, c->n, c->k, &c->alpha,
                             GLUE_SUB(c->A, c->ia, c->ja, c->da), GLUE_SUB(Y, iy, jy, dy), zero(),
                             GLUE_SUB(W.buf, 0, 0, W.desc));
@@ -131,6 +132,8 @@ void glue_syrk_route(const struct glue_call *c, void (*reference)(void *), void 
                 g, c, g1, g2, c->n, c->n, c->k, &a2, GLUE_SUB(c->B, c->ib, c->jb, c->db),
                 GLUE_SUB(c->A, c->ia, c->ja, c->da), one(c), GLUE_SUB(W.buf, 0, 0, W.desc));
         }
+        int ust = two ? glue_tmp_unhold(&W, g) : TESS_OK;
+        if (st == TESS_OK) st = ust;
         if (st != TESS_OK) {
             /* C not touched yet */
             glue_tmp_free(&W);

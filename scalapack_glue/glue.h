@@ -36,7 +36,7 @@ enum {
 };
 enum { GLUE_BLOCK_CYCLIC_2D = 1, GLUE_BLOCK_CYCLIC_2D_INB = 2 };
 
-/* The level-3 routine kinds, one counter row each. */
+/* The routine kinds, one counter row each: PBLAS level 3, then the solvers (solve.c). */
 enum glue_kind {
     GLUE_GEMM,
     GLUE_SYMM,
@@ -47,6 +47,12 @@ enum glue_kind {
     GLUE_HER2K,
     GLUE_TRMM,
     GLUE_TRSM,
+    GLUE_POTRF,
+    GLUE_POTRS,
+    GLUE_POSV,
+    GLUE_GETRF,
+    GLUE_GETRS,
+    GLUE_GESV,
     GLUE_NKINDS
 };
 extern const char *const glue_kind_name[GLUE_NKINDS]; /* "gemm", "herk", ... */

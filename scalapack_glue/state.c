@@ -16,9 +16,10 @@
 #include "tessera_scalapack.h"
 
 const char *const glue_kind_name[GLUE_NKINDS] = {
-    [GLUE_GEMM] = "gemm",   [GLUE_SYMM] = "symm", [GLUE_HEMM] = "hemm",
-    [GLUE_SYRK] = "syrk",   [GLUE_HERK] = "herk", [GLUE_SYR2K] = "syr2k",
-    [GLUE_HER2K] = "her2k", [GLUE_TRMM] = "trmm", [GLUE_TRSM] = "trsm",
+    [GLUE_GEMM] = "gemm",   [GLUE_SYMM] = "symm",   [GLUE_HEMM] = "hemm",   [GLUE_SYRK] = "syrk",
+    [GLUE_HERK] = "herk",   [GLUE_SYR2K] = "syr2k", [GLUE_HER2K] = "her2k", [GLUE_TRMM] = "trmm",
+    [GLUE_TRSM] = "trsm",   [GLUE_POTRF] = "potrf", [GLUE_POTRS] = "potrs", [GLUE_POSV] = "posv",
+    [GLUE_GETRF] = "getrf", [GLUE_GETRS] = "getrs", [GLUE_GESV] = "gesv",
 };
 
 /* ---- the program's symbols, the reference and auxiliary routines ----------------------- */

@@ -4,9 +4,11 @@
 # their scaled residuals) runs twice under the MPI launcher: as is, then unchanged under
 # LD_PRELOAD=libtessera_scalapack.so. Passes when
 #   - both runs pass both solves (scaled residual < 16: the same residual class), and
-#   - the glue's exit summary (TESSERA_SCALAPACK_VERBOSE=2, one block per rank) shows on
-#     every rank the pdgemm_ calls computed by tessera (tessera >= 1, reference 0) when
-#     TESSERA_SCALAPACK_FORCE=1, or at least reaching the glue otherwise.
+#   - the glue's exit summary (TESSERA_SCALAPACK_VERBOSE=2, one block per rank) shows the
+#     solvers (pdgetrf_, pdgetrs_, pdpotrf_, pdpotrs_) reaching the glue on every rank: on
+#     one process (a 1 x 1 grid), forced, computed by tessera and no PBLAS call made; on
+#     more, sent to the reference, whose pdgemm_ calls tessera computes (tessera >= 1,
+#     reference 0) when TESSERA_SCALAPACK_FORCE=1, or at least reach the glue otherwise.
 # A run whose pdgemm_ calls never reach the glue fails: a test that cannot fail is a defect.
 #
 # usage: test_glue_solve.sh GLUE PROGRAM NP LAUNCHER [LAUNCHER ARGS...]
@@ -45,6 +47,26 @@ for what in LU CHOL; do
   grep -q "^$what .*PASSED" "$work/ref.out" || fail "$what did not pass without the glue"
   grep -q "^$what .*PASSED" "$work/glue.out" || fail "$what did not pass through the glue"
 done
+
+# one process (a 1 x 1 grid): the solvers themselves run on tessera (forced), no PBLAS call
+# is made; every rank's line: "tessera-scalapack: rank R: pdgetrf tessera N F reference M F2"
+for rout in pdgetrf pdgetrs pdpotrf pdpotrs; do
+  for ((r = 0; r < np; r++)); do
+    line=$(grep "^tessera-scalapack: rank $r: $rout " "$work/glue.out")
+    [ -n "$line" ] || fail "rank $r: no ${rout}_ call reached the glue"
+    tess=$(awk '{print $6}' <<<"$line")
+    ref=$(awk '{print $9}' <<<"$line")
+    if [ "$np" -eq 1 ] && [ "${TESSERA_SCALAPACK_FORCE:-0}" = 1 ]; then
+      [ "$tess" -ge 1 ] && [ "$ref" -eq 0 ] ||
+        fail "rank $r: ${rout}_ calls: tessera $tess, reference $ref (one process, forced: tessera)"
+    elif [ "$np" -gt 1 ]; then
+      [ "$tess" -eq 0 ] && [ "$ref" -ge 1 ] ||
+        fail "rank $r: ${rout}_ calls: tessera $tess, reference $ref (a grid of $np: the reference)"
+    fi
+    echo "rank $r: ${rout}_ tessera $tess reference $ref"
+  done
+done
+[ "$np" -eq 1 ] && { echo "PASS"; exit 0; }
 
 # every rank's pdgemm line: "tessera-scalapack: rank R: pdgemm tessera N F reference M F2 ..."
 for ((r = 0; r < np; r++)); do

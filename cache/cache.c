@@ -892,8 +892,16 @@ void tess__cache_abandon(struct tess__cache *c, int dev, const struct tess__tile
     tess__cache_unlock(c);
 }
 
+/* Whether tile k meets rectangle rg (NULL: everything). */
+static bool meets(const struct tess__wb_range *rg, const struct tess__tile_key *k) {
+    if (!rg) return true;
+    size_t off = (size_t)(k->addr - rg->base) / rg->es;
+    int64_t r = (int64_t)(off % (size_t)rg->ld), col = (int64_t)(off / (size_t)rg->ld);
+    return r < rg->r1 && rg->r0 < r + k->rows && col < rg->c1 && rg->c0 < col + k->cols;
+}
+
 int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t space, int mode,
-                          tess__event *ev) {
+                          const struct tess__wb_range *rg, tess__event *ev) {
     bool drop = mode == TESS__WB_DROP;
     struct tess__cdev *cd = &c->dev[dev];
     struct tess__blk **v = NULL;
@@ -906,7 +914,7 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
     for (int pass = mode == TESS__WB_WAIT; pass < 2 && !rc; pass++)
         for (struct tess__blk *b = cd->alru.head; b; b = b->next) {
             struct tess__dentry *e = b->entry;
-            if (b->space != space || !e) continue;
+            if (b->space != space || !e || !meets(rg, &e->key)) continue;
             bool take = pass == 0 ? e->dirty && __builtin_ctz(e->holders) == dev
                                   : e->wb == b && !fill_done(b, c);
             if (!take) continue;
@@ -951,7 +959,8 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
         struct tess__blk *b = cd->alru.head;
         while (b) {
             struct tess__blk *nx = b->next;
-            if (b->space == space && !sole_dirty(b)) blk_drop(c, b);
+            if (b->space == space && (!b->entry || meets(rg, &b->entry->key)) && !sole_dirty(b))
+                blk_drop(c, b);
             b = nx;
         }
     }

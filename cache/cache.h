@@ -314,13 +314,21 @@ void tess__cache_put(struct tess__cache *c, int dev, const struct tess__tile_key
  * stale is lost. */
 void tess__cache_abandon(struct tess__cache *c, int dev, const struct tess__tile_key *key,
                          struct tess__blk *b, bool was_dirty, bool intact);
+/* A rectangle of a held matrix (base, ld and element size es: its host layout): rows
+ * [r0, r1), columns [c0, c1). */
+struct tess__wb_range {
+    uintptr_t base;
+    int64_t ld;
+    size_t es;
+    int64_t r0, r1, c0, c1;
+};
 /* Device dev's share of a sync of space (on its worker: stream and ev are its own): write
  * back each dirty tile of space it is the lowest holder of (not with TESS__WB_WAIT), wait
  * for its write-backs of the space in flight; TESS__WB_DROP: then drop its copies of the
- * space. Blocks. */
+ * space. rg (not NULL): only the tiles that meet rg. Blocks. */
 enum { TESS__WB_SYNC = 0, TESS__WB_DROP = 1, TESS__WB_WAIT = 2 };
 int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t space, int mode,
-                          tess__event *ev);
+                          const struct tess__wb_range *rg, tess__event *ev);
 /* Write-behind (dev's worker, while its write-back stream idles): queue on `stream` the
  * write-back of dev's least recently used idle dirty held tile it is the lowest holder of
  * (key NULL), or of tile key if it is such a tile (idle or only read: a final tile), holding

@@ -204,6 +204,8 @@ bool tess__hold_serve(struct tess__dev *d) {
     bool posted = d->sync_posted != d->sync_served;
     uint64_t space = d->sync_space;
     int mode = d->sync_drop;
+    struct tess__wb_range rg = d->sync_range;
+    bool ranged = d->sync_ranged;
     pthread_mutex_unlock(&rt->hold_mu);
     if (!posted) return false;
     int rc = TESS_OK;
@@ -216,7 +218,8 @@ bool tess__hold_serve(struct tess__dev *d) {
     if (!d->sync_ev)
         rc = tess__fail(TESS_EDEVICE, "device %d: cannot create an event", d->id);
     else
-        rc = tess__cache_writeback(&rt->cache, d->id, 0, space, mode, d->sync_ev);
+        rc = tess__cache_writeback(&rt->cache, d->id, 0, space, mode, ranged ? &rg : NULL,
+                                   d->sync_ev);
     if (rc == TESS_EDEVICE || (rc && rc != TESS_ENOMEM))
         tess__worker_fail(d, TESS_EDEVICE, "writing back held tiles");
     pthread_mutex_lock(&rt->hold_mu);
@@ -234,10 +237,11 @@ void tess__hold_dev_failed(struct tess__dev *d) {
     pthread_mutex_unlock(&d->rt->hold_mu);
 }
 
-/* Write back h's dirty tiles on every live device (drop: and drop their copies); then
- * TESS_EDEVICE naming the range if tiles of it were lost with a failed device. fn names the
- * caller. One sync of a runtime at a time. */
-static int sync_round(struct tess__rt *rt, struct tess__hold *h, int mode);
+/* Write back h's dirty tiles on every live device (drop: and drop their copies); rg (not
+ * NULL): only the tiles that meet it. Then TESS_EDEVICE naming the range if tiles of h were
+ * lost with a failed device. fn names the caller. One sync of a runtime at a time. */
+static int sync_round(struct tess__rt *rt, struct tess__hold *h, int mode,
+                      const struct tess__wb_range *rg);
 
 /* Devices failed whose copies have left the directory: a sync that went on once a device
  * was merely failing would find its tiles still held there (neither lost nor written). */
@@ -247,7 +251,8 @@ static int failed_devices(const struct tess__rt *rt) {
     return n;
 }
 
-static int sync_hold(struct tess__rt *rt, struct tess__hold *h, int mode, const char *fn) {
+static int sync_hold(struct tess__rt *rt, struct tess__hold *h, int mode, const char *fn,
+                     const struct tess__wb_range *rg) {
     async_reap(rt, h->space, true); /* its asynchronous calls first */
     pthread_mutex_lock(&rt->hold_mu);
     while (rt->sync_busy) pthread_cond_wait(&rt->hold_cv, &rt->hold_mu);
@@ -258,7 +263,7 @@ static int sync_hold(struct tess__rt *rt, struct tess__hold *h, int mode, const 
      * passes with no device failing. */
     for (int before = failed_devices(rt);;) {
         pthread_mutex_unlock(&rt->hold_mu);
-        rc = sync_round(rt, h, mode);
+        rc = sync_round(rt, h, mode, rg);
         pthread_mutex_lock(&rt->hold_mu);
         int after = failed_devices(rt);
         if (after == before) break;
@@ -292,13 +297,16 @@ static int sync_hold(struct tess__rt *rt, struct tess__hold *h, int mode, const 
 
 /* One round of a sync (sync_hold holds rt->sync_busy): posted to every live device, waited
  * for; the first device's error. */
-static int sync_round(struct tess__rt *rt, struct tess__hold *h, int mode) {
+static int sync_round(struct tess__rt *rt, struct tess__hold *h, int mode,
+                      const struct tess__wb_range *rg) {
     pthread_mutex_lock(&rt->hold_mu);
     for (int i = 0; i < rt->ndev; i++) {
         struct tess__dev *d = rt->dev[i];
         if (d->desc.caps & TESS__CAP_UNIFIED) continue;
         d->sync_space = h->space;
         d->sync_drop = mode;
+        d->sync_ranged = rg != NULL;
+        if (rg) d->sync_range = *rg;
         d->sync_rc = TESS_OK;
         d->sync_posted++;
     }
@@ -605,7 +613,7 @@ int tess__hold_async(struct tess__rt *rt, struct tess__job *job, void (*release)
 /* TESSERA_HOLD_CHECK: before h's host tiles are compared nothing of tessera may be writing
  * them: its asynchronous calls are done and the devices' write-backs in flight landed. */
 static void quiesce(struct tess__rt *rt, struct tess__hold *h) {
-    if (h->sum) (void)sync_hold(rt, h, TESS__WB_WAIT, "check");
+    if (h->sum) (void)sync_hold(rt, h, TESS__WB_WAIT, "check", NULL);
 }
 
 static void view_of(const struct tess__hold *h, int64_t r0, int64_t c0, struct tess__hview *v) {
@@ -688,7 +696,17 @@ int tess__hold_unheld(struct tess__rt *rt, const char *fn, const void *X, int64_
         pthread_mutex_lock(&rt->hold_mu);
         rc = check(rt, h, fn);
         pthread_mutex_unlock(&rt->hold_mu);
-        if (!rc) rc = sync_hold(rt, h, written ? TESS__WB_DROP : TESS__WB_SYNC, fn);
+        /* only the tiles the range meets, where it lies in h's layout */
+        struct tess__wb_range rg = {.base = (uintptr_t)h->base, .ld = h->ld, .es = h->es};
+        size_t off = (size_t)(lo - (uintptr_t)h->base);
+        bool in = lo >= (uintptr_t)h->base && ld == h->ld && es == h->es && off % es == 0;
+        if (in) {
+            off /= es;
+            rg.r0 = (int64_t)(off % (size_t)ld), rg.c0 = (int64_t)(off / (size_t)ld);
+            rg.r1 = rg.r0 + rows, rg.c1 = rg.c0 + cols;
+        }
+        if (!rc)
+            rc = sync_hold(rt, h, written ? TESS__WB_DROP : TESS__WB_SYNC, fn, in ? &rg : NULL);
         if (!rc && written && h->sum) h->rebase = true;
     }
     return rc;
@@ -698,7 +716,7 @@ void tess__holds_stop(struct tess__rt *rt) {
     async_reap(rt, 0, true);
     while (rt->holds) {
         struct tess__hold *h = rt->holds;
-        (void)sync_hold(rt, h, TESS__WB_DROP, "tess_finalize");
+        (void)sync_hold(rt, h, TESS__WB_DROP, "tess_finalize", NULL);
         tess__cache_forget(&rt->cache, h->space);
         rt->holds = h->next;
         hold_free(h);
@@ -825,7 +843,7 @@ static int sync_api(const char *fn, const void *A, int how) {
         return tess__fail(TESS_EINVAL, "%s: argument 1 (A = %p) is not the start of a held range",
                           fn, A);
     }
-    if (!rc) rc = sync_hold(rt, h, how > 0 ? TESS__WB_DROP : TESS__WB_SYNC, fn);
+    if (!rc) rc = sync_hold(rt, h, how > 0 ? TESS__WB_DROP : TESS__WB_SYNC, fn, NULL);
     /* an asynchronous call on it failed: that is the first thing to say */
     pthread_mutex_lock(&rt->hold_mu);
     int aerr = h->err, nlater = h->nlater;

@@ -335,6 +335,8 @@ struct tess__dev {
     int neager, eager_cap;
     double wbh_scan; /* when idle dirty tiles were last looked for */
     uint64_t sync_space;
+    struct tess__wb_range sync_range; /* the tiles it covers, if sync_ranged */
+    bool sync_ranged;
     _Atomic uint64_t sync_posted, sync_served;
     int sync_drop, sync_rc;
     tess__event *sync_ev; /* recorded after its write-backs */

@@ -470,7 +470,7 @@ static void chain(bool dirty, bool fail) {
     /* a sync's write-back on TAKER: the right bytes, or the home left as it was */
     tess__event *ev = NULL;
     ASSERT_OK(f_event_create(&fdev[TAKER], &ev));
-    ASSERT_OK(tess__cache_writeback(&cache, TAKER, 0, SPACE, TESS__WB_SYNC, ev));
+    ASSERT_OK(tess__cache_writeback(&cache, TAKER, 0, SPACE, TESS__WB_SYNC, NULL, ev));
     f_event_destroy(&fdev[TAKER], ev);
     if (fail) {
         ASSERT_MSG(memcmp(host, orig, sizeof host) == 0,

@@ -9,6 +9,8 @@
  *   leading dimension; tess_invalidate followed by host writes) under four setups;
  * - crossing_once: a held working set that fits crosses the host link once in and once out;
  * - out_of_core: a held C three times the device memory, written back under pressure;
+ * - unheld_range: a call served stateless on part of a held matrix writes back (and drops)
+ *   only the tiles that part meets;
  * - checker: TESSERA_HOLD_CHECK=1 catches a planted host write and raises no false alarm;
  * - faults: device 1 of 3 fails at each of its operations in turn: every call and sync ends
  *   right or in TESS_EDEVICE, and then each tile holds a value it had after some call
@@ -727,6 +729,56 @@ TEST(crossing_once) {
     crossing(1, 0);
     crossing(3, 0);
     crossing(3, 1);
+}
+
+/* A call served stateless on part of a held matrix (DSYRK on a 40 x 40 block at (20, 36)
+ * of a 100 x 90 held C in tiles of 16; write-behind off) writes back and drops only the
+ * tiles that block meets (3 x 4 of them), not all 7 x 6: the rest stay dirty on the devices
+ * (d2h counted), and everything is right after the sync. Both layouts of the block's
+ * corner: on and off the tile grid. */
+TEST(unheld_range) {
+    for (int off = 0; off < 2; off++) {
+        uint64_t rng = 31 + (uint64_t)off;
+        struct mat C, A, B;
+        mat_init(&C, "C", TESS_D, 100, 90, 101, &rng);
+        mat_init(&A, "A", TESS_D, 100, 24, 100, &rng);
+        mat_init(&B, "B", TESS_D, 24, 90, 24, &rng);
+        emu_start(2, "16", "16M", NULL, "0");
+        ASSERT_OK(tess_init());
+        ASSERT_OK(tess_hold(TESS_D, C.x, C.ld, C.rows, C.cols, 16));
+        dgemm_both(&C, 0, 0, &A, 0, 0, &B, 0, 0, 100, 90, 24, 0.5, 1.0); /* every tile dirty */
+        tess_reset_stats();
+        int64_t r0 = off ? 20 : 16, c0 = off ? 36 : 32, n = off ? 40 : 48;
+        ASSERT_OK(tess_dsyrk(TESS_COL_MAJOR, TESS_LOWER, TESS_NO_TRANS, n, 24, -0.25,
+                             (double *)at(&A, A.x, 0, 0), A.ld, 0.5, (double *)at(&C, C.x, r0, c0),
+                             C.ld));
+        cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, (int)n, 24, -0.25,
+                    (double *)at(&A, A.r, 0, 0), (int)A.ld, 0.5, (double *)at(&C, C.r, r0, c0),
+                    (int)C.ld);
+        struct sums s = sum_stats();
+        /* the tiles of the 16-grid the block meets: rows r0 .. r0 + n - 1, cols c0 .. */
+        uint64_t tr = (uint64_t)((r0 + n - 1) / 16 - r0 / 16 + 1),
+                 tc = (uint64_t)((c0 + n - 1) / 16 - c0 / 16 + 1);
+        /* d2h: the write-back of those tiles, then the SYRK's own result (at most n x n) */
+        uint64_t met = tr * tc * 16 * 16 * 8, bound = met + (uint64_t)(n * n * 8);
+        fprintf(stderr,
+                "  dsyrk on %lld x %lld at (%lld, %lld): d2h %llu bytes (its %llu x %llu tiles "
+                "%llu + its result <= %llu; all of C alone: %llu)\n",
+                (long long)n, (long long)n, (long long)r0, (long long)c0, (unsigned long long)s.d2h,
+                (unsigned long long)tr, (unsigned long long)tc, (unsigned long long)met,
+                (unsigned long long)bound - met, (unsigned long long)(100 * 90 * 8));
+        ASSERT(bound < 100 * 90 * 8); /* the whole matrix written back would not pass */
+        ASSERT_MSG(s.d2h >= met && s.d2h <= bound,
+                   "d2h %llu: not the tiles the block meets (%llu bytes) and the result",
+                   (unsigned long long)s.d2h, (unsigned long long)met);
+        dgemm_both(&C, 0, 0, &A, 0, 0, &B, 0, 0, 100, 90, 24, -0.5, 1.0); /* on the devices */
+        ASSERT_OK(tess_sync(C.x));
+        double err = mat_err(&C);
+        ASSERT_MSG(err <= 1e-12, "C after tess_sync: rel err %.3g", err);
+        ASSERT_OK(tess_release(C.x));
+        ASSERT_OK(tess_finalize());
+        mat_free(&C), mat_free(&A), mat_free(&B);
+    }
 }
 
 /* A held C of 800 x 720 doubles (4.6 MB) on 3 devices of 512 KiB each: GEMMs with beta = 0.5,

@@ -173,6 +173,14 @@ static tess_grid_t *grid_for(const struct glue_call *c) {
     return g;
 }
 
+tess_grid_t *glue_context_grid(f_int ctxt) {
+    const struct glue_syms *S = glue_syms();
+    struct glue_call c = {.ctxt = ctxt};
+    if (!S->gridinfo) return NULL;
+    S->gridinfo(ctxt, &c.nprow, &c.npcol, &c.myrow, &c.mycol);
+    return c.nprow >= 1 && c.npcol >= 1 ? grid_for(&c) : NULL;
+}
+
 /* ---- the three steps -------------------------------------------------------------------- */
 
 static int replicated(const f_int *d) { return d && (d[GLUE_RSRC_] < 0 || d[GLUE_CSRC_] < 0); }

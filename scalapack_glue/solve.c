@@ -1,18 +1,21 @@
 /* scalapack_glue/solve.c: the ScaLAPACK solvers p?potrf_, p?potrs_, p?posv_, p?getrf_,
  * p?getrs_, p?gesv_ (s, d, c, z; Fortran routines: the hidden CHARACTER lengths are not
- * read, and 1 is passed on to the reference). A call on a 1 x 1 BLACS grid whose arguments
- * pass the checks below runs on tessera's node runtime (tess_?potrf ... on the local array,
- * which holds the whole matrix there); every other call goes to the reference routine
- * underneath with its own arguments, which checks and reports them as ScaLAPACK does (the
- * distributed factorizations are the next step of issue 25), counted as a reference call.
- * The checks are a strict subset of ScaLAPACK's own: 9-entry descriptors of the grid's
- * context with source process 0 and LLD >= max(1, M_), square blocks (MB_ = NB_), IA - 1
- * and JA - 1 multiples of the block (B: IB - 1 and JB - 1 multiples of its blocks, MB_B =
- * MB_A), the submatrices inside their matrices, nothing empty, and the routing policy
- * (TESSERA_SCALAPACK_FORCE, or the sizes against MIN_DIM and MIN_VOLUME as for PBLAS).
- * IPIV is ScaLAPACK's: indexed by local row, holding global rows; on 1 x 1 IPIV(IA - 1 + i)
- * = IA - 1 + LAPACK's pivot i. A failure inside tessera may have written A or B: it stops
- * the job (the input is lost; glue_route_failed).
+ * read, and 1 is passed on to the reference). Where a call goes:
+ * - a 1 x 1 BLACS grid: tessera's node runtime (tess_?potrf ... on the local array, which
+ *   holds the whole matrix there);
+ * - p?potrf_ with UPLO = 'L' on a bigger grid: the distributed Cholesky (ppotrf.c);
+ * - anything else: the reference routine underneath with its own arguments, which checks
+ *   and reports them as ScaLAPACK does, counted as a reference call.
+ * Tessera takes a call only when it passes checks that are a strict subset of ScaLAPACK's:
+ * 9-entry descriptors of the grid's context, LLD_ >= max(1, LOCr(M_)), square blocks (MB_ =
+ * NB_), IA - 1 and JA - 1 multiples of the block (B: IB - 1 and JB - 1 multiples of its
+ * blocks, MB_B = MB_A), the submatrices inside their matrices, nothing empty, and the
+ * routing policy (TESSERA_SCALAPACK_FORCE, or the sizes against MIN_DIM and MIN_VOLUME as
+ * for PBLAS). Every check but LLD_'s (and p?getrs_'s pivots, one process) reads global
+ * arguments, so the processes of a grid decide alike; the distributed path agrees on the
+ * rest before it writes anything. IPIV is ScaLAPACK's: indexed by local row, holding global
+ * rows; on 1 x 1 IPIV(IA - 1 + i) = IA - 1 + LAPACK's pivot i. A failure inside tessera
+ * after A or B was written stops the job (the input is lost; glue_route_failed).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -36,15 +39,18 @@ struct sv {
 
 static char up(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c; }
 
-/* A 9-entry descriptor of context ctxt on a 1 x 1 grid holding rows x cols from (i, j)
- * (1-based), aligned to its blocks; square blocks when square. */
-static bool desc_ok(const f_int *d, f_int ctxt, f_int i, f_int j, f_int rows, f_int cols,
-                    bool square) {
+/* A 9-entry descriptor of context ctxt on a P x Q grid holding rows x cols from (i, j)
+ * (1-based), aligned to its blocks; square blocks when square. *lld_ok: LLD_ >= max(1,
+ * LOCr(M_)) on process row r, the one entry that differs across the processes. */
+static bool desc_ok(const f_int *d, f_int ctxt, f_int P, f_int Q, f_int r, f_int i, f_int j,
+                    f_int rows, f_int cols, bool square, bool *lld_ok) {
     if (!d || d[0] != GLUE_BLOCK_CYCLIC_2D || d[1] != ctxt) return false;
-    f_int M = d[2], N = d[3], MB = d[4], NB = d[5], RSRC = d[6], CSRC = d[7], LLD = d[8];
-    if (M < 0 || N < 0 || MB < 1 || NB < 1 || RSRC != 0 || CSRC != 0 || LLD < GLUE_MAX(1, M))
+    f_int M = d[2], N = d[3], MB = d[4], NB = d[5], RSRC = d[6], CSRC = d[7];
+    if (M < 0 || N < 0 || MB < 1 || NB < 1 || RSRC < 0 || RSRC >= P || CSRC < 0 || CSRC >= Q)
         return false;
     if (square && MB != NB) return false;
+    struct tess__comm_bc rb = {.n = M, .ib = MB, .nb = MB, .src = RSRC, .np = P};
+    *lld_ok = *lld_ok && d[8] >= GLUE_MAX(1, tess__comm_bc_numroc(&rb, r));
     return i >= 1 && j >= 1 && (int64_t)i - 1 + rows <= M && (int64_t)j - 1 + cols <= N &&
            (i - 1) % MB == 0 && (j - 1) % NB == 0;
 }
@@ -77,30 +83,36 @@ static bool worth(const struct sv *s) {
     return d >= (double)k->min_dim && m * n * r >= k->min_volume;
 }
 
-/* Whether tessera takes the call: the grid, the arguments, the policy. */
-static bool takes(const struct sv *s) {
+/* The global checks, the same on every process of the grid (P x Q, this process in row r):
+ * letters, sizes, the descriptors but for LLD_, which *local_ok says. */
+static bool args_ok(const struct sv *s, f_int P, f_int Q, f_int r, bool *local_ok) {
+    *local_ok = true;
     if (!glue_knobs()->ok || !s->da) return false;
-    f_int ctxt = s->da[1], P = -1, Q = -1, r = -1, c = -1;
-    const struct glue_syms *S = glue_syms();
-    if (!S->gridinfo) return false;
-    S->gridinfo(ctxt, &P, &Q, &r, &c);
-    if (P != 1 || Q != 1 || r != 0 || c != 0) return false;
     if (s->uplo && up(*s->uplo) != 'U' && up(*s->uplo) != 'L') return false;
     if (s->trans && up(*s->trans) != 'N' && up(*s->trans) != 'T' && up(*s->trans) != 'C')
         return false;
     f_int m = s->m ? *s->m : *s->n, n = *s->n, nrhs = s->nrhs ? *s->nrhs : 1;
-    if (m < 1 || n < 1 || nrhs < 1 || !s->A || !s->info) return false;
-    if (!desc_ok(s->da, ctxt, *s->ia, *s->ja, m, n, true)) return false;
-    if (s->B && (!desc_ok(s->db, ctxt, *s->ib, *s->jb, n, nrhs, false) || s->db[4] != s->da[4]))
+    if (m < 1 || n < 1 || nrhs < 1) return false;
+    f_int ctxt = s->da[1];
+    if (!desc_ok(s->da, ctxt, P, Q, r, *s->ia, *s->ja, m, n, true, local_ok)) return false;
+    if (s->B && (!desc_ok(s->db, ctxt, P, Q, r, *s->ib, *s->jb, n, nrhs, false, local_ok) ||
+                 s->db[4] != s->da[4]))
         return false;
-    if ((s->kind == GLUE_GETRF || s->kind == GLUE_GETRS || s->kind == GLUE_GESV) && !s->ipiv)
-        return false;
-    if (s->kind == GLUE_GETRS) /* the pivots name rows of sub(A) */
-        for (f_int i = 0; i < n; i++) {
-            f_int p = s->ipiv[*s->ia - 1 + i] - (*s->ia - 1);
-            if (p < 1 || p > n) return false;
-        }
-    return worth(s) && glue_devices_ready();
+    *local_ok = *local_ok && s->A && s->info &&
+                (s->kind != GLUE_GETRF && s->kind != GLUE_GETRS && s->kind != GLUE_GESV
+                     ? true
+                     : !!s->ipiv);
+    return worth(s);
+}
+
+/* Whether this process's pivots (p?getrs_) name rows of sub(A). */
+static bool pivots_ok(const struct sv *s) {
+    if (s->kind != GLUE_GETRS) return true;
+    for (f_int i = 0, n = *s->n; i < n; i++) {
+        f_int p = s->ipiv[*s->ia - 1 + i] - (*s->ia - 1);
+        if (p < 1 || p > n) return false;
+    }
+    return true;
 }
 
 /* The call on the node runtime: TESS_OK with *info set, or tessera's status. */
@@ -146,18 +158,39 @@ static int run(const struct sv *s) {
 /* Route call s; reference(s) runs the reference routine with the call's own arguments. */
 static void route(const struct sv *s, void (*reference)(const struct sv *)) {
     double flops = madds(s) * tess__dtypes[s->dt].flop_mul;
-    if (!takes(s)) {
-        glue_count_reference(s->kind, s->dt, flops);
-        reference(s);
-        return;
+    const struct glue_syms *S = glue_syms();
+    f_int P = -1, Q = -1, r = -1, c = -1;
+    if (s->da && S->gridinfo) S->gridinfo(s->da[1], &P, &Q, &r, &c);
+    bool local_ok, ok = P >= 1 && Q >= 1 && args_ok(s, P, Q, r, &local_ok);
+    struct glue_call gc = {.kind = s->kind, .dt = s->dt, .ctxt = s->da ? s->da[1] : -1};
+    if (ok && P == 1 && Q == 1) {
+        /* one process: the node runtime on the local array, the whole matrix */
+        if (local_ok && pivots_ok(s) && glue_devices_ready()) {
+            int st = run(s);
+            if (st == TESS_OK) {
+                glue_count_tessera(s->kind, s->dt, flops);
+                return;
+            }
+            glue_route_failed(&gc, st, false, "the node runtime's factorization or solve");
+        }
+    } else if (ok && s->kind == GLUE_POTRF && up(*s->uplo) == 'L') {
+        /* several: the distributed Cholesky, every process or none (ppotrf.c) */
+        tess_grid_t *g = glue_context_grid(s->da[1]);
+        if (g) {
+            int64_t info = 0;
+            bool wrote = false;
+            int st = glue_ppotrf(g, s->dt, *s->n, s->A, *s->ia - 1, *s->ja - 1, s->da,
+                                 local_ok && glue_devices_ready(), &info, &wrote);
+            if (st == TESS_OK) {
+                *s->info = (f_int)info;
+                glue_count_tessera(s->kind, s->dt, flops);
+                return;
+            }
+            if (wrote) glue_route_failed(&gc, st, false, "the distributed Cholesky");
+        }
     }
-    int st = run(s);
-    if (st == TESS_OK) {
-        glue_count_tessera(s->kind, s->dt, flops);
-        return;
-    }
-    struct glue_call c = {.kind = s->kind, .dt = s->dt, .ctxt = s->da[1]};
-    glue_route_failed(&c, st, false, "the node runtime's factorization or solve");
+    glue_count_reference(s->kind, s->dt, flops);
+    reference(s);
 }
 
 /* ---- the entry points: p?potrf_, p?potrs_, p?posv_ (UPLO), p?getrf_, p?getrs_ (TRANS),

@@ -7,7 +7,8 @@
 #   - the glue's exit summary (TESSERA_SCALAPACK_VERBOSE=2, one block per rank) shows the
 #     solvers (pdgetrf_, pdgetrs_, pdpotrf_, pdpotrs_) reaching the glue on every rank: on
 #     one process (a 1 x 1 grid), forced, computed by tessera and no PBLAS call made; on
-#     more, sent to the reference, whose pdgemm_ calls tessera computes (tessera >= 1,
+#     more, pdpotrf_ (UPLO = 'L') by tessera's distributed Cholesky, forced, and the others
+#     sent to the reference, whose pdgemm_ calls tessera computes (tessera >= 1,
 #     reference 0) when TESSERA_SCALAPACK_FORCE=1, or at least reach the glue otherwise.
 # A run whose pdgemm_ calls never reach the glue fails: a test that cannot fail is a defect.
 #
@@ -56,10 +57,10 @@ for rout in pdgetrf pdgetrs pdpotrf pdpotrs; do
     [ -n "$line" ] || fail "rank $r: no ${rout}_ call reached the glue"
     tess=$(awk '{print $6}' <<<"$line")
     ref=$(awk '{print $9}' <<<"$line")
-    if [ "$np" -eq 1 ] && [ "${TESSERA_SCALAPACK_FORCE:-0}" = 1 ]; then
+    if { [ "$np" -eq 1 ] || [ "$rout" = pdpotrf ]; } && [ "${TESSERA_SCALAPACK_FORCE:-0}" = 1 ]; then
       [ "$tess" -ge 1 ] && [ "$ref" -eq 0 ] ||
-        fail "rank $r: ${rout}_ calls: tessera $tess, reference $ref (one process, forced: tessera)"
-    elif [ "$np" -gt 1 ]; then
+        fail "rank $r: ${rout}_ calls: tessera $tess, reference $ref (forced: tessera)"
+    elif [ "$np" -gt 1 ] && [ "$rout" != pdpotrf ]; then
       [ "$tess" -eq 0 ] && [ "$ref" -ge 1 ] ||
         fail "rank $r: ${rout}_ calls: tessera $tess, reference $ref (a grid of $np: the reference)"
     fi

@@ -1,0 +1,296 @@
+/* scalapack_glue/ppotrf.c: p?potrf_ with UPLO = 'L' on a grid of several processes: a
+ * right-looking block Cholesky over the descriptor's blocks (nb = MB_ = NB_), whose trailing
+ * updates stay on each process's devices for the whole call. Each process holds its part of
+ * sub(A) (tess_hold, tile a multiple of nb). Step k: the owner of diagonal block k writes it
+ * back (only its tiles: tess__l3_unhold), factors it on the host (tess_?potrf of a copy) and
+ * the grid agrees on INFO; the block goes down its process column, whose processes solve
+ * their rows of panel k (tess_?trsm: the panel's tiles written back and dropped); the panel
+ * goes along the process rows (Wr: each process's trailing rows) and is gathered in every
+ * process column, from which each process takes the panel rows of its trailing columns
+ * (Wc); then one asynchronous GEMM per local block column updates the rows at and below the
+ * diagonal, A_IJ -= L_Ik L_Jk^H, all three operands held (Wr, Wc and A share the tile grid),
+ * so the calls return at once and run in tile order. The GEMM of a diagonal block writes its
+ * strict upper triangle too: those triangles are saved at the start and put back at the
+ * end (ScaLAPACK does not reference them). INFO > 0 stops at that block as ScaLAPACK does.
+ * Invariants: every process takes this path or none (one agreement, before anything is
+ * written); each MPI step is reached by every process of its communicator; a failure of
+ * tessera after A was written stops the job (glue_route_failed), since its input is lost.
+ * The panels move through host memory over MPI; lookahead beyond the tile order of the
+ * GEMMs, device-to-device panels and UPLO = 'U' are not built yet (the reference).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "glue.h"
+#include "level3.h"
+
+struct pp {
+    tess_grid_t *g;
+    tess_dtype_t dt;
+    size_t es;
+    int64_t n, nb, ia, ja; /* sub(A): order, block, first row and column (0-based) */
+    struct tess__comm_bc R, C;
+    int P, Q, me_r, me_c;
+    char *A; /* the local array; sub(A)'s local part at (lr0, lc0), ld lld */
+    int64_t lld, lr0, lc0, mloc, nloc;
+    char *Ah; /* A + (lr0, lc0): the held part */
+    int64_t T;
+    char *Wr[2], *Wc[2]; /* mloc x nb, nloc x nb: rows (columns) as sub(A)'s local part */
+    char *D;             /* the diagonal block, nb x nb */
+    char *pack, *full;   /* this process's panel rows; every process row's, in the column */
+    int *cnt, *displ;    /* bytes per process row (Allgatherv) */
+    char *upper;         /* saved strict upper triangles of the diagonal blocks held here */
+    bool held, wheld[2];
+};
+
+static char *at(const struct pp *p, char *X, int64_t r, int64_t c, int64_t ld) {
+    return X + ((size_t)r + (size_t)c * (size_t)ld) * p->es;
+}
+
+/* Local rows (columns) of the sub(A) rows [s0, s1) on process row r (column c), relative to
+ * sub(A)'s local part: [*l0, *l0 + *cnt). */
+static void rows_of(const struct pp *p, int64_t s0, int64_t s1, int r, int64_t *l0, int64_t *cnt) {
+    tess__comm_bc_range(&p->R, p->ia + s0, s1 - s0, r, l0, cnt);
+    *l0 -= tess__comm_bc_count(&p->R, p->ia, r);
+}
+static void cols_of(const struct pp *p, int64_t s0, int64_t s1, int c, int64_t *l0, int64_t *cnt) {
+    tess__comm_bc_range(&p->C, p->ja + s0, s1 - s0, c, l0, cnt);
+    *l0 -= tess__comm_bc_count(&p->C, p->ja, c);
+}
+
+/* Strict upper triangles of the diagonal blocks this process holds: save (dir 0) or put back
+ * (dir 1), in block order. */
+static void upper_copy(struct pp *p, int dir) {
+    size_t off = 0;
+    for (int64_t s = 0; s < p->n; s += p->nb) {
+        int64_t bk = TESS__MIN(p->nb, p->n - s), l0r, cr, l0c, cc;
+        rows_of(p, s, s + bk, p->me_r, &l0r, &cr);
+        cols_of(p, s, s + bk, p->me_c, &l0c, &cc);
+        if (!cr || !cc) continue;
+        for (int64_t j = 1; j < bk; j++) {
+            char *x = at(p, p->Ah, l0r, l0c + j, p->lld);
+            size_t len = (size_t)j * p->es;
+            if (dir)
+                memcpy(x, p->upper + off, len);
+            else
+                memcpy(p->upper + off, x, len);
+            off += len;
+        }
+    }
+}
+
+static size_t upper_bytes(const struct pp *p) {
+    size_t b = 0;
+    for (int64_t s = 0; s < p->n; s += p->nb) {
+        int64_t bk = TESS__MIN(p->nb, p->n - s), l, cr, cc;
+        rows_of(p, s, s + bk, p->me_r, &l, &cr);
+        cols_of(p, s, s + bk, p->me_c, &l, &cc);
+        if (cr && cc) b += (size_t)(bk * (bk - 1) / 2) * p->es;
+    }
+    return b;
+}
+
+static int mpi(int rc) {
+    return rc == MPI_SUCCESS ? TESS_OK : tess__fail(TESS_ECOMM, "MPI failed");
+}
+
+/* A column block of bk columns, rows [l0, l0 + cnt) of X (ld ld), as an MPI type. */
+static int rows_type(const struct pp *p, int64_t cnt, int64_t bk, int64_t ld, MPI_Datatype *t) {
+    int rc = MPI_Type_vector((int)bk, (int)(cnt * (int64_t)p->es), (int)(ld * (int64_t)p->es),
+                             MPI_BYTE, t);
+    if (rc == MPI_SUCCESS) rc = MPI_Type_commit(t);
+    return mpi(rc);
+}
+
+/* Step k's panel: factor, solve, exchange, update. *info: INFO > 0 of the diagonal block. */
+static int step(struct pp *p, int64_t k, int64_t *info) {
+    tess_grid_t *g = p->g;
+    const int64_t s0 = k * p->nb, bk = TESS__MIN(p->nb, p->n - s0), s1 = s0 + bk;
+    const int pr = tess__comm_bc_g2p(&p->R, p->ia + s0), pc = tess__comm_bc_g2p(&p->C, p->ja + s0);
+    const bool cplx = tess__dtypes[p->dt].complex_;
+    const tess_trans_t ct = cplx ? TESS_CONJ_TRANS : TESS_TRANS;
+    int st = TESS_OK;
+    int64_t lr, cr, lc, cc;
+
+    /* 1. the diagonal block, on its owner (its tiles written back first) */
+    int64_t dinfo = 0;
+    if (p->me_r == pr && p->me_c == pc) {
+        rows_of(p, s0, s1, pr, &lr, &cr);
+        cols_of(p, s0, s1, pc, &lc, &cc);
+        char *X = at(p, p->Ah, lr, lc, p->lld);
+        st = tess__l3_unhold("p?potrf", X, bk, bk, p->lld, p->dt, true);
+        for (int64_t j = 0; !st && j < bk; j++)
+            memcpy(p->D + (size_t)(j * bk) * p->es, at(p, X, 0, j, p->lld), (size_t)bk * p->es);
+        if (!st) st = tess_potrf(p->dt, TESS_COL_MAJOR, TESS_LOWER, bk, p->D, bk, &dinfo);
+        for (int64_t j = 0; !st && j < bk; j++)
+            memcpy(at(p, X, 0, j, p->lld), p->D + (size_t)(j * bk) * p->es, (size_t)bk * p->es);
+    }
+    /* every process: the owner's INFO, and whether any failed */
+    long long mine[2] = {st != TESS_OK, dinfo}, all[2];
+    if ((st = mpi(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_MAX, g->comm)))) return st;
+    if (all[0])
+        return tess__fail(TESS_EDEVICE, "p?potrf: the diagonal block %lld failed", (long long)k);
+    if (all[1] > 0) {
+        *info = s0 + all[1];
+        return TESS_OK;
+    }
+    if (s1 == p->n) return TESS_OK;
+
+    /* 2. the panel's rows below the diagonal: L_ik = A_ik L_kk^-H, in process column pc */
+    int64_t l0r, cntr; /* my trailing rows */
+    rows_of(p, s1, p->n, p->me_r, &l0r, &cntr);
+    char *Wr = p->Wr[k % 2], *Wc = p->Wc[k % 2];
+    int b = k % 2;
+    if (p->wheld[b]) { /* step k - 2's: its GEMMs are done (step k - 1 waited for them) */
+        if (!st) st = tess_release(Wr);
+        if (!st) st = tess_release(Wc);
+        p->wheld[b] = false;
+    }
+    if (p->me_c == pc) {
+        if (!st) st = mpi(MPI_Bcast(p->D, (int)(bk * bk * (int64_t)p->es), MPI_BYTE, pr, g->col));
+        cols_of(p, s0, s1, pc, &lc, &cc);
+        char *X = at(p, p->Ah, l0r, lc, p->lld);
+        if (!st && cntr > 0)
+            st = tess_trsm(p->dt, TESS_COL_MAJOR, TESS_RIGHT, TESS_LOWER, ct, TESS_NON_UNIT, cntr,
+                           bk, tess__scalar_one(p->dt), p->D, bk, X, p->lld);
+        for (int64_t j = 0; !st && j < bk; j++)
+            memcpy(at(p, Wr, l0r, j, p->mloc), at(p, X, 0, j, p->lld), (size_t)cntr * p->es);
+    }
+    if ((st = tess__comm_agree(g, st))) return st;
+
+    /* 3. along the process rows: Wr's trailing rows from process column pc */
+    MPI_Datatype t;
+    if (cntr > 0) {
+        if ((st = rows_type(p, cntr, bk, p->mloc, &t))) return st;
+        st = mpi(MPI_Bcast(at(p, Wr, l0r, 0, p->mloc), 1, t, pc, g->row));
+        MPI_Type_free(&t);
+    }
+    /* 4. in every process column, every process row's panel rows; then Wc */
+    for (int64_t j = 0; !st && j < bk; j++)
+        memcpy(p->pack + (size_t)(j * cntr) * p->es, at(p, Wr, l0r, j, p->mloc),
+               (size_t)cntr * p->es);
+    for (int r = 0, d = 0; r < p->P; r++) {
+        int64_t l, c;
+        rows_of(p, s1, p->n, r, &l, &c);
+        p->cnt[r] = (int)(c * bk * (int64_t)p->es);
+        p->displ[r] = d;
+        d += p->cnt[r];
+    }
+    if (!st)
+        st = mpi(MPI_Allgatherv(p->pack, p->cnt[p->me_r], MPI_BYTE, p->full, p->cnt, p->displ,
+                                MPI_BYTE, g->col));
+    int64_t l0c, cntc; /* my trailing columns */
+    cols_of(p, s1, p->n, p->me_c, &l0c, &cntc);
+    for (int64_t x = 0; !st && x < cntc; x++) {
+        /* local column l0c + x: sub(A) column sc; its panel row lives on process row r */
+        int64_t gcol = tess__comm_bc_l2g(&p->C, p->me_c,
+                                         l0c + x + tess__comm_bc_count(&p->C, p->ja, p->me_c));
+        int64_t grow = p->ia + (gcol - p->ja);
+        int r = tess__comm_bc_g2p(&p->R, grow);
+        int64_t l, c;
+        rows_of(p, s1, p->n, r, &l, &c);
+        int64_t pos = tess__comm_bc_g2l(&p->R, grow) - tess__comm_bc_count(&p->R, p->ia, r) - l;
+        const char *src = p->full + p->displ[r];
+        for (int64_t j = 0; j < bk; j++)
+            memcpy(at(p, Wc, l0c + x, j, p->nloc), src + (size_t)(pos + j * c) * p->es, p->es);
+    }
+    if ((st = tess__comm_agree(g, st))) return st;
+
+    /* 5. the trailing update, one asynchronous GEMM per local block column */
+    if (cntr > 0 && cntc > 0) {
+        st = tess_hold(p->dt, Wr, p->mloc, p->mloc, bk, p->T);
+        if (!st && (st = tess_hold(p->dt, Wc, p->nloc, p->nloc, bk, p->T))) (void)tess_release(Wr);
+        p->wheld[b] = !st;
+    }
+    tess__scalar_t m1;
+    memset(&m1, 0, sizeof m1);
+    if (p->dt == TESS_S) m1.s = -1.0f;
+    if (p->dt == TESS_D) m1.d = -1.0;
+    if (p->dt == TESS_C) m1.c[0] = -1.0f;
+    if (p->dt == TESS_Z) m1.z[0] = -1.0;
+    for (int64_t s = s1; !st && s < p->n; s += p->nb) {
+        int64_t w = TESS__MIN(p->nb, p->n - s), l, c, rl, rc2;
+        cols_of(p, s, s + w, p->me_c, &l, &c);
+        if (!c) continue;
+        rows_of(p, s, p->n, p->me_r, &rl, &rc2);
+        if (!rc2) continue;
+        st = tess_gemm(p->dt, TESS_COL_MAJOR, TESS_NO_TRANS, ct, rc2, c, bk, &m1,
+                       at(p, Wr, rl, 0, p->mloc), p->mloc, at(p, Wc, l, 0, p->nloc), p->nloc,
+                       tess__scalar_one(p->dt), at(p, p->Ah, rl, l, p->lld), p->lld);
+    }
+    return tess__comm_agree(g, st);
+}
+
+int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, int64_t n, void *A, int64_t ia, int64_t ja,
+                const f_int *d, bool local_ok, int64_t *info, bool *wrote) {
+    struct pp p = {.g = g,
+                   .dt = dt,
+                   .es = tess__dtypes[dt].size,
+                   .n = n,
+                   .nb = d[4],
+                   .ia = ia,
+                   .ja = ja,
+                   .A = A,
+                   .lld = d[8]};
+    p.P = g->at.nprow, p.Q = g->at.npcol, p.me_r = g->at.myrow, p.me_c = g->at.mycol;
+    p.R = (struct tess__comm_bc){.n = d[2], .ib = d[4], .nb = d[4], .src = d[6], .np = p.P};
+    p.C = (struct tess__comm_bc){.n = d[3], .ib = d[5], .nb = d[5], .src = d[7], .np = p.Q};
+    tess__comm_bc_range(&p.R, ia, n, p.me_r, &p.lr0, &p.mloc);
+    tess__comm_bc_range(&p.C, ja, n, p.me_c, &p.lc0, &p.nloc);
+    p.Ah = (char *)A + ((size_t)p.lr0 + (size_t)p.lc0 * (size_t)p.lld) * p.es;
+    p.T = p.nb * TESS__MAX(1, (2048 + p.nb - 1) / p.nb);
+    *info = 0;
+    *wrote = false;
+    /* buffers and the hold, then one agreement: all go on, or all go to the reference */
+    size_t es = p.es, nbb = (size_t)p.nb;
+    size_t mrow = (size_t)TESS__MAX(1, p.mloc), ncol = (size_t)TESS__MAX(1, p.nloc);
+    int64_t mmax = 0;
+    for (int r = 0; r < p.P; r++) {
+        int64_t l, c;
+        tess__comm_bc_range(&p.R, ia, n, r, &l, &c);
+        mmax += c;
+    }
+    int st = TESS_OK;
+    for (int i = 0; i < 2; i++) {
+        p.Wr[i] = calloc(mrow * nbb, es);
+        p.Wc[i] = calloc(ncol * nbb, es);
+        if (!p.Wr[i] || !p.Wc[i]) st = TESS_ENOMEM;
+    }
+    p.D = malloc(nbb * nbb * es);
+    p.pack = malloc(mrow * nbb * es);
+    p.full = malloc((size_t)TESS__MAX(1, mmax) * nbb * es);
+    p.cnt = malloc(sizeof *p.cnt * (size_t)p.P);
+    p.displ = malloc(sizeof *p.displ * (size_t)p.P);
+    p.upper = malloc(TESS__MAX(1, upper_bytes(&p)));
+    if (!p.D || !p.pack || !p.full || !p.cnt || !p.displ || !p.upper) st = TESS_ENOMEM;
+    if (mmax * (int64_t)nbb * (int64_t)es > INT32_MAX || mrow * nbb * es > INT32_MAX)
+        st = TESS_ENOMEM; /* MPI counts are ints */
+    if (st == TESS_ENOMEM) tess__fail(st, "p?potrf: out of host memory");
+    if (!st && !local_ok) st = tess__fail(TESS_EINVAL, "p?potrf: a local argument (LLD_A)");
+    tess__autostart_enter();
+    if (!st && p.mloc > 0 && p.nloc > 0) {
+        st = tess_hold(dt, p.Ah, p.lld, p.mloc, p.nloc, p.T);
+        p.held = !st;
+    }
+    st = tess__comm_agree(g, st);
+    if (!st) {
+        *wrote = true;
+        upper_copy(&p, 0);
+        for (int64_t k = 0; !st && !*info && k * p.nb < n; k++) st = step(&p, k, info);
+    }
+    for (int i = 0; i < 2; i++)
+        if (p.wheld[i]) {
+            int r1 = tess_release(p.Wr[i]), r2 = tess_release(p.Wc[i]);
+            if (!st) st = r1 ? r1 : r2;
+        }
+    if (p.held) {
+        int r = tess_release(p.Ah);
+        if (!st) st = r;
+    }
+    tess__autostart_leave();
+    if (*wrote) upper_copy(&p, 1);
+    st = tess__comm_agree(g, st);
+    for (int i = 0; i < 2; i++) free(p.Wr[i]), free(p.Wc[i]);
+    free(p.D), free(p.pack), free(p.full), free(p.cnt), free(p.displ), free(p.upper);
+    return st;
+}

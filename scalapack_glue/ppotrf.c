@@ -58,48 +58,57 @@ static void cols_of(const struct pp *p, int64_t s0, int64_t s1, int c, int64_t *
     *l0 -= tess__comm_bc_count(&p->C, p->ja, c);
 }
 
-/* Strict upper triangles of the diagonal blocks this process holds: save (dir 0) or put back
- * (dir 1), in block order. */
+/* Local column x of sub(A)'s local part: its sub(A) column. */
+static int64_t sub_col(const struct pp *p, int64_t x) {
+    return tess__comm_bc_l2g(&p->C, p->me_c, x + tess__comm_bc_count(&p->C, p->ja, p->me_c)) -
+           p->ja;
+}
+
+/* The local rows of sub(A) from row s on: the first one's local index. */
+static int64_t row_from(const struct pp *p, int64_t s) {
+    return tess__comm_bc_count(&p->R, p->ia + s, p->me_r) -
+           tess__comm_bc_count(&p->R, p->ia, p->me_r);
+}
+
+/* The rows of local column x the updates may write above the diagonal: a GEMM covers the
+ * local block columns of one hold tile column from the rows of its first block on, so in
+ * column x the rows [row_from(block start of the tile column's first column), row_from(its
+ * own sub column)) are strict upper ones. */
+static void band(const struct pp *p, int64_t x, int64_t *r0, int64_t *r1) {
+    int64_t first = sub_col(p, x / p->T * p->T);
+    *r0 = row_from(p, first / p->nb * p->nb);
+    *r1 = row_from(p, sub_col(p, x));
+}
+
+/* Those rows of every local column: save (dir 0) or put back (dir 1). */
 static void upper_copy(struct pp *p, int dir) {
     size_t off = 0;
-    for (int64_t s = 0; s < p->n; s += p->nb) {
-        int64_t bk = TESS__MIN(p->nb, p->n - s), l0r, cr, l0c, cc;
-        rows_of(p, s, s + bk, p->me_r, &l0r, &cr);
-        cols_of(p, s, s + bk, p->me_c, &l0c, &cc);
-        if (!cr || !cc) continue;
-        for (int64_t j = 1; j < bk; j++) {
-            char *x = at(p, p->Ah, l0r, l0c + j, p->lld);
-            size_t len = (size_t)j * p->es;
-            if (dir)
-                memcpy(x, p->upper + off, len);
-            else
-                memcpy(p->upper + off, x, len);
-            off += len;
-        }
+    for (int64_t x = 0; x < p->nloc; x++) {
+        int64_t r0, r1;
+        band(p, x, &r0, &r1);
+        if (r1 <= r0) continue;
+        char *a = at(p, p->Ah, r0, x, p->lld);
+        size_t len = (size_t)(r1 - r0) * p->es;
+        if (dir)
+            memcpy(a, p->upper + off, len);
+        else
+            memcpy(p->upper + off, a, len);
+        off += len;
     }
 }
 
 static size_t upper_bytes(const struct pp *p) {
     size_t b = 0;
-    for (int64_t s = 0; s < p->n; s += p->nb) {
-        int64_t bk = TESS__MIN(p->nb, p->n - s), l, cr, cc;
-        rows_of(p, s, s + bk, p->me_r, &l, &cr);
-        cols_of(p, s, s + bk, p->me_c, &l, &cc);
-        if (cr && cc) b += (size_t)(bk * (bk - 1) / 2) * p->es;
+    for (int64_t x = 0; x < p->nloc; x++) {
+        int64_t r0, r1;
+        band(p, x, &r0, &r1);
+        if (r1 > r0) b += (size_t)(r1 - r0) * p->es;
     }
     return b;
 }
 
 static int mpi(int rc) {
     return rc == MPI_SUCCESS ? TESS_OK : tess__fail(TESS_ECOMM, "MPI failed");
-}
-
-/* A column block of bk columns, rows [l0, l0 + cnt) of X (ld ld), as an MPI type. */
-static int rows_type(const struct pp *p, int64_t cnt, int64_t bk, int64_t ld, MPI_Datatype *t) {
-    int rc = MPI_Type_vector((int)bk, (int)(cnt * (int64_t)p->es), (int)(ld * (int64_t)p->es),
-                             MPI_BYTE, t);
-    if (rc == MPI_SUCCESS) rc = MPI_Type_commit(t);
-    return mpi(rc);
 }
 
 /* Step k's panel: factor, solve, exchange, update. *info: INFO > 0 of the diagonal block. */
@@ -153,22 +162,21 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
         if (!st && cntr > 0)
             st = tess_trsm(p->dt, TESS_COL_MAJOR, TESS_RIGHT, TESS_LOWER, ct, TESS_NON_UNIT, cntr,
                            bk, tess__scalar_one(p->dt), p->D, bk, X, p->lld);
-        for (int64_t j = 0; !st && j < bk; j++)
-            memcpy(at(p, Wr, l0r, j, p->mloc), at(p, X, 0, j, p->lld), (size_t)cntr * p->es);
+        for (int64_t j = 0; !st && j < bk; j++) /* packed: cntr x bk, ld cntr */
+            memcpy(p->pack + (size_t)(j * cntr) * p->es, at(p, X, 0, j, p->lld),
+                   (size_t)cntr * p->es);
     }
     if ((st = tess__comm_agree(g, st))) return st;
 
-    /* 3. along the process rows: Wr's trailing rows from process column pc */
-    MPI_Datatype t;
-    if (cntr > 0) {
-        if ((st = rows_type(p, cntr, bk, p->mloc, &t))) return st;
-        st = mpi(MPI_Bcast(at(p, Wr, l0r, 0, p->mloc), 1, t, pc, g->row));
-        MPI_Type_free(&t);
-    }
-    /* 4. in every process column, every process row's panel rows; then Wc */
+    /* 3. along the process rows: the packed panel rows of the row, from process column pc;
+     * they are Wr's trailing rows */
+    if (cntr > 0)
+        st = mpi(MPI_Bcast(p->pack, (int)(cntr * bk * (int64_t)p->es), MPI_BYTE, pc, g->row));
     for (int64_t j = 0; !st && j < bk; j++)
-        memcpy(p->pack + (size_t)(j * cntr) * p->es, at(p, Wr, l0r, j, p->mloc),
+        memcpy(at(p, Wr, l0r, j, p->mloc), p->pack + (size_t)(j * cntr) * p->es,
                (size_t)cntr * p->es);
+    /* 4. in every process column, every process row's panel rows; then Wc, a local block
+     * column at a time (its panel rows are one run of one process row's) */
     for (int r = 0, d = 0; r < p->P; r++) {
         int64_t l, c;
         rows_of(p, s1, p->n, r, &l, &c);
@@ -181,18 +189,17 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
                                 MPI_BYTE, g->col));
     int64_t l0c, cntc; /* my trailing columns */
     cols_of(p, s1, p->n, p->me_c, &l0c, &cntc);
-    for (int64_t x = 0; !st && x < cntc; x++) {
-        /* local column l0c + x: sub(A) column sc; its panel row lives on process row r */
-        int64_t gcol = tess__comm_bc_l2g(&p->C, p->me_c,
-                                         l0c + x + tess__comm_bc_count(&p->C, p->ja, p->me_c));
-        int64_t grow = p->ia + (gcol - p->ja);
-        int r = tess__comm_bc_g2p(&p->R, grow);
-        int64_t l, c;
-        rows_of(p, s1, p->n, r, &l, &c);
-        int64_t pos = tess__comm_bc_g2l(&p->R, grow) - tess__comm_bc_count(&p->R, p->ia, r) - l;
+    for (int64_t s = s1; !st && s < p->n; s += p->nb) {
+        int64_t w = TESS__MIN(p->nb, p->n - s), l, c, lr0, c0, lr1, c1;
+        cols_of(p, s, s + w, p->me_c, &l, &c);
+        if (!c) continue;
+        int r = tess__comm_bc_g2p(&p->R, p->ia + s);
+        rows_of(p, s1, p->n, r, &lr0, &c0); /* r's packed rows */
+        rows_of(p, s, s + w, r, &lr1, &c1); /* this block's, among them */
         const char *src = p->full + p->displ[r];
         for (int64_t j = 0; j < bk; j++)
-            memcpy(at(p, Wc, l0c + x, j, p->nloc), src + (size_t)(pos + j * c) * p->es, p->es);
+            memcpy(at(p, Wc, l, j, p->nloc), src + (size_t)(lr1 - lr0 + j * c0) * p->es,
+                   (size_t)w * p->es);
     }
     if ((st = tess__comm_agree(g, st))) return st;
 
@@ -208,15 +215,16 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
     if (p->dt == TESS_D) m1.d = -1.0;
     if (p->dt == TESS_C) m1.c[0] = -1.0f;
     if (p->dt == TESS_Z) m1.z[0] = -1.0;
-    for (int64_t s = s1; !st && s < p->n; s += p->nb) {
-        int64_t w = TESS__MIN(p->nb, p->n - s), l, c, rl, rc2;
-        cols_of(p, s, s + w, p->me_c, &l, &c);
-        if (!c) continue;
-        rows_of(p, s, p->n, p->me_r, &rl, &rc2);
-        if (!rc2) continue;
-        st = tess_gemm(p->dt, TESS_COL_MAJOR, TESS_NO_TRANS, ct, rc2, c, bk, &m1,
-                       at(p, Wr, rl, 0, p->mloc), p->mloc, at(p, Wc, l, 0, p->nloc), p->nloc,
-                       tess__scalar_one(p->dt), at(p, p->Ah, rl, l, p->lld), p->lld);
+    /* one GEMM per hold tile column of my trailing columns, from the rows of its first
+     * block on (the strict upper rows it writes are put back at the end: band()) */
+    for (int64_t x0 = l0c; !st && x0 < l0c + cntc;) {
+        int64_t x1 = TESS__MIN(l0c + cntc, (x0 / p->T + 1) * p->T);
+        int64_t rs = row_from(p, sub_col(p, x0) / p->nb * p->nb), re = l0r + cntr;
+        if (re > rs)
+            st = tess_gemm(p->dt, TESS_COL_MAJOR, TESS_NO_TRANS, ct, re - rs, x1 - x0, bk, &m1,
+                           at(p, Wr, rs, 0, p->mloc), p->mloc, at(p, Wc, x0, 0, p->nloc), p->nloc,
+                           tess__scalar_one(p->dt), at(p, p->Ah, rs, x0, p->lld), p->lld);
+        x0 = x1;
     }
     return tess__comm_agree(g, st);
 }

@@ -95,6 +95,9 @@ static bool args_ok(const struct sv *s, f_int P, f_int Q, f_int r, bool *local_o
     if (m < 1 || n < 1 || nrhs < 1) return false;
     f_int ctxt = s->da[1];
     if (!desc_ok(s->da, ctxt, P, Q, r, *s->ia, *s->ja, m, n, true, local_ok)) return false;
+    /* p?getrf_'s quick return for M_A = 1 sets IPIV(1) = 1 and INFO = 0 whatever A(1, 1)
+     * is (p?gesv_ goes through it): the reference keeps that */
+    if ((s->kind == GLUE_GETRF || s->kind == GLUE_GESV) && s->da[2] == 1) return false;
     if (s->B && (!desc_ok(s->db, ctxt, P, Q, r, *s->ib, *s->jb, n, nrhs, false, local_ok) ||
                  s->db[4] != s->da[4]))
         return false;

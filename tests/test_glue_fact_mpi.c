@@ -57,8 +57,10 @@ EXPORTED void pxerbla_(const int *ictxt, const char *srname, const int *info, si
 }
 
 /* ---- one case --------------------------------------------------------------------------- */
-enum { NB = 8 };                          /* MB_A = NB_A = MB_B */
-enum { MK_GEN, MK_SING, MK_HPD, MK_NPD }; /* the matrix: general, singular, HPD, not PD */
+enum { NB = 8 }; /* MB_A = NB_A = MB_B */
+/* the matrix: general, singular, HPD, not PD; singular with no rows below sub(A) (M_A = IA -
+ * 1 + M: p?getrf_'s quick return when that is 1) */
+enum { MK_GEN, MK_SING, MK_HPD, MK_NPD, MK_SING_TIGHT };
 enum { BAD_NONE, BAD_ARG, BAD_N, BAD_NRHS, BAD_OPT, BAD_LLDA, BAD_LLDA1, BAD_LLDB, BAD_DTYPE };
 enum { TO_TESSERA, TO_REFERENCE, TO_EITHER };
 
@@ -107,7 +109,7 @@ static double complex a_val(const struct spec *s, int dt, int i, int j) {
         if (i < j) return conj(a_val(s, dt, j, i));
         return rounded(dt, val(id, i, j, 0), val(id, i, j, 1));
     }
-    if (s->mk == MK_SING && j == s->special) return 0;
+    if ((s->mk == MK_SING || s->mk == MK_SING_TIGHT) && j == s->special) return 0;
     return rounded(dt, val(id, i, j, 0), val(id, i, j, 1));
 }
 static double complex b_val(const struct spec *s, int dt, int i, int j) {
@@ -408,7 +410,8 @@ static void run_case(const struct spec *s, int dt, const struct grid *g, int nca
     int rsrc = rint_(0, g->P - 1), csrc = rint_(0, g->Q - 1), csrc_b = rint_(0, g->Q - 1);
     int ia = s->ia, ja = s->ja, ib = s->ib, jb = s->jb;
     struct mat A, B;
-    int MA = ia - 1 + (m > 0 ? m : 0) + 5, NA = ja - 1 + (n > 0 ? n : 0) + 3;
+    int MA = ia - 1 + (m > 0 ? m : 0) + (s->mk == MK_SING_TIGHT ? 0 : 5),
+        NA = ja - 1 + (n > 0 ? n : 0) + 3;
     fmat_make(&A, dt, g, MA, NA, NB, NB, rsrc, csrc);
     fill_a(s, dt, &A, m, n, ia, ja, g);
     memset(&B, 0, sizeof B);
@@ -587,8 +590,11 @@ static void run_case(const struct spec *s, int dt, const struct grid *g, int nca
      * rest. B's column offset inside its block (JB = 2): either way (docs/scalapack.md asks
      * for it on a block boundary, ScaLAPACK does not). */
     int route = TO_REFERENCE;
+    /* p?getrf_'s quick return for M_A = 1 (IPIV(1) = 1, INFO = 0, A(1, 1) not looked at)
+     * stays the reference's, for p?gesv_ too */
+    int m_a_1 = (r == R_GETRF || r == R_GESV) && MA == 1;
     if ((P * Q == 1 || (r == R_POTRF && s->opt == 'L')) && !s->bad && m > 0 && n > 0 &&
-        (!solve || nrhs > 0))
+        (!solve || nrhs > 0) && !m_a_1)
         route = s->jb > 1 && (s->jb - 1) % (s->nbb ? s->nbb : NB) ? TO_EITHER : TO_TESSERA;
     uint64_t dt_ = after.tessera_calls - before.tessera_calls,
              dr = after.reference_calls - before.reference_calls;
@@ -709,6 +715,7 @@ TEST(glue_fact_getrf) {
         {"wide 37 x 50 at (1,9)", R_GETRF, 0, 37, 50, 0, 1, 9, 0, 0, 0, 0, MK_GEN, 0, 0},
         {"singular 50 x 50 at (9,9)", R_GETRF, 0, 50, 50, 0, 9, 9, 0, 0, 0, 0, MK_SING, 19, 0},
         {"singular tall 50 x 37", R_GETRF, 0, 50, 37, 0, 1, 1, 0, 0, 0, 0, MK_SING, 12, 0},
+        {"1 x 3, A(1,1) = 0, M_A = 1", R_GETRF, 0, 1, 3, 0, 1, 1, 0, 0, 0, 0, MK_SING_TIGHT, 0, 0},
         {"m=0", R_GETRF, 0, 0, 5, 0, 1, 1, 0, 0, 0, 0, MK_GEN, 0, 0},
     };
     RUN(specs, "getrf");

@@ -184,7 +184,8 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
         p->displ[r] = d;
         d += p->cnt[r];
     }
-    if (!st)
+    const char *full = p->P == 1 ? p->pack : p->full; /* one process row: its own */
+    if (!st && p->P > 1)
         st = mpi(MPI_Allgatherv(p->pack, p->cnt[p->me_r], MPI_BYTE, p->full, p->cnt, p->displ,
                                 MPI_BYTE, g->col));
     int64_t l0c, cntc; /* my trailing columns */
@@ -196,7 +197,7 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
         int r = tess__comm_bc_g2p(&p->R, p->ia + s);
         rows_of(p, s1, p->n, r, &lr0, &c0); /* r's packed rows */
         rows_of(p, s, s + w, r, &lr1, &c1); /* this block's, among them */
-        const char *src = p->full + p->displ[r];
+        const char *src = full + p->displ[r];
         for (int64_t j = 0; j < bk; j++)
             memcpy(at(p, Wc, l, j, p->nloc), src + (size_t)(lr1 - lr0 + j * c0) * p->es,
                    (size_t)w * p->es);

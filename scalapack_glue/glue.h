@@ -171,13 +171,13 @@ tess_grid_t *glue_route_grid(const struct glue_call *c);
  * processes), NULL when it cannot be had (the same answer on every process). */
 tess_grid_t *glue_context_grid(f_int ctxt);
 
-/* p?potrf_ with UPLO = 'L' on grid g (ppotrf.c), for a call whose global arguments passed the
- * checks (9-entry descriptor d, MB_ = NB_, ia, ja (0-based) on block boundaries, n >= 1,
+/* p?potrf_ (uplo 'L' or 'U') on grid g (ppotrf.c), for a call whose global arguments passed
+ * the checks (9-entry descriptor d, MB_ = NB_, ia, ja (0-based) on block boundaries, n >= 1,
  * sub(A) inside A); local_ok: this process's own (LLD_A). Collective: every process takes
  * it or none (TESS_OK with *info, or a status, the same everywhere); *wrote: A was written
  * (its input is lost). */
-int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, int64_t n, void *A, int64_t ia, int64_t ja,
-                const f_int *d, bool local_ok, int64_t *info, bool *wrote);
+int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, int64_t ia,
+                int64_t ja, const f_int *d, bool local_ok, int64_t *info, bool *wrote);
 /* Step 2, collective: how the call goes on, the same answer on every process.
  *   GLUE_TESSERA    every process can take the call (local_ok: its own preparations, e.g.
  *                   temporaries allocated; the runtime up; comm/ takes the descriptors)

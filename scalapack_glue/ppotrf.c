@@ -1,22 +1,23 @@
-/* scalapack_glue/ppotrf.c: p?potrf_ with UPLO = 'L' on a grid of several processes: a
- * right-looking block Cholesky over the descriptor's blocks (nb = MB_ = NB_), whose trailing
- * updates stay on each process's devices for the whole call. Each process holds its part of
- * sub(A) (tess_hold, tile a multiple of nb). Step k: the owner of diagonal block k writes it
- * back (only its tiles: tess__l3_unhold), factors it on the host (tess_?potrf of a copy) and
- * the grid agrees on INFO; the block goes down its process column, whose processes solve
- * their rows of panel k (tess_?trsm: the panel's tiles written back and dropped); the panel
- * goes along the process rows (Wr: each process's trailing rows) and is gathered in every
- * process column, from which each process takes the panel rows of its trailing columns
- * (Wc); then one asynchronous GEMM per local block column updates the rows at and below the
- * diagonal, A_IJ -= L_Ik L_Jk^H, all three operands held (Wr, Wc and A share the tile grid),
- * so the calls return at once and run in tile order. The GEMM of a diagonal block writes its
- * strict upper triangle too: those triangles are saved at the start and put back at the
- * end (ScaLAPACK does not reference them). INFO > 0 stops at that block as ScaLAPACK does.
+/* scalapack_glue/ppotrf.c: p?potrf_ on a grid of several processes: a right-looking block
+ * Cholesky over the descriptor's blocks (nb = MB_ = NB_), UPLO 'L' (A = L L^H) or 'U' (A =
+ * U^H U), whose trailing updates stay on each process's devices for the whole call. Each
+ * process holds its part of sub(A) (tess_hold, tile a multiple of nb). Step k: the owner of
+ * diagonal block k writes it back (only its tiles: tess__l3_unhold), factors it on the host
+ * (tess_?potrf of a copy) and the grid agrees on INFO; the block goes to the processes of
+ * its panel (L: block column k, its process column; U: block row k, its process row), which
+ * solve their part of it (tess_?trsm: the panel's tiles written back and dropped); the panel
+ * goes to the processes sharing those rows (L) or columns (U), and is gathered across the
+ * other direction, so that every process has the panel rows of its trailing rows (Wr) and
+ * columns (Wc); then one asynchronous GEMM per hold tile column updates the trailing
+ * triangle, all three operands held on one tile grid, so the calls return at once and run
+ * in tile order. Those GEMMs write some rows of the other triangle too (band()): they are
+ * saved at the start and put back at the end (ScaLAPACK does not reference them). INFO > 0
+ * stops at that block, as ScaLAPACK does.
  * Invariants: every process takes this path or none (one agreement, before anything is
  * written); each MPI step is reached by every process of its communicator; a failure of
  * tessera after A was written stops the job (glue_route_failed), since its input is lost.
  * The panels move through host memory over MPI; lookahead beyond the tile order of the
- * GEMMs, device-to-device panels and UPLO = 'U' are not built yet (the reference).
+ * GEMMs and device-to-device panels are not built yet.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +36,14 @@ struct pp {
     int64_t lld, lr0, lc0, mloc, nloc;
     char *Ah; /* A + (lr0, lc0): the held part */
     int64_t T;
-    char *Wr[2], *Wc[2]; /* mloc x nb, nloc x nb: rows (columns) as sub(A)'s local part */
-    char *D;             /* the diagonal block, nb x nb */
-    char *pack, *full;   /* this process's panel rows; every process row's, in the column */
-    int *cnt, *displ;    /* bytes per process row (Allgatherv) */
-    char *upper;         /* saved strict upper triangles of the diagonal blocks held here */
+    /* the panel rows of my trailing rows (Wr) and columns (Wc), indexed as sub(A)'s local
+     * part: L: mloc x nb and nloc x nb; U: their transposes, nb x mloc and nb x nloc */
+    char *Wr[2], *Wc[2];
+    char *D;           /* the diagonal block, nb x nb */
+    char *pack, *full; /* this process's panel rows; every process row's, in the column */
+    int *cnt, *displ;  /* bytes per process row (Allgatherv) */
+    char *band;        /* the other triangle's rows the GEMMs write (band()), saved */
+    bool up;           /* UPLO = 'U': the panel is a block row, A = U^H U */
     bool held, wheld[2];
 };
 
@@ -70,18 +74,26 @@ static int64_t row_from(const struct pp *p, int64_t s) {
            tess__comm_bc_count(&p->R, p->ia, p->me_r);
 }
 
-/* The rows of local column x the updates may write above the diagonal: a GEMM covers the
- * local block columns of one hold tile column from the rows of its first block on, so in
- * column x the rows [row_from(block start of the tile column's first column), row_from(its
- * own sub column)) are strict upper ones. */
+/* The rows of local column x the updates may write in the other triangle: a GEMM covers the
+ * local columns of one hold tile column, L: from the rows of its first block on, so in
+ * column x the rows [row_from(the block start of the tile column's first column),
+ * row_from(its own sub column)) are strict upper ones; U: down to the end of its last
+ * block, so the rows [row_from(x's sub column + 1), row_from(that block's end)) are strict
+ * lower ones. */
 static void band(const struct pp *p, int64_t x, int64_t *r0, int64_t *r1) {
-    int64_t first = sub_col(p, x / p->T * p->T);
-    *r0 = row_from(p, first / p->nb * p->nb);
-    *r1 = row_from(p, sub_col(p, x));
+    int64_t sc = sub_col(p, x);
+    if (!p->up) {
+        *r0 = row_from(p, sub_col(p, x / p->T * p->T) / p->nb * p->nb);
+        *r1 = row_from(p, sc);
+        return;
+    }
+    int64_t last = sub_col(p, TESS__MIN(p->nloc, (x / p->T + 1) * p->T) - 1);
+    *r0 = row_from(p, sc + 1);
+    *r1 = row_from(p, TESS__MIN(p->n, (last / p->nb + 1) * p->nb));
 }
 
 /* Those rows of every local column: save (dir 0) or put back (dir 1). */
-static void upper_copy(struct pp *p, int dir) {
+static void band_copy(struct pp *p, int dir) {
     size_t off = 0;
     for (int64_t x = 0; x < p->nloc; x++) {
         int64_t r0, r1;
@@ -90,14 +102,14 @@ static void upper_copy(struct pp *p, int dir) {
         char *a = at(p, p->Ah, r0, x, p->lld);
         size_t len = (size_t)(r1 - r0) * p->es;
         if (dir)
-            memcpy(a, p->upper + off, len);
+            memcpy(a, p->band + off, len);
         else
-            memcpy(p->upper + off, a, len);
+            memcpy(p->band + off, a, len);
         off += len;
     }
 }
 
-static size_t upper_bytes(const struct pp *p) {
+static size_t band_bytes(const struct pp *p) {
     size_t b = 0;
     for (int64_t x = 0; x < p->nloc; x++) {
         int64_t r0, r1;
@@ -111,28 +123,34 @@ static int mpi(int rc) {
     return rc == MPI_SUCCESS ? TESS_OK : tess__fail(TESS_ECOMM, "MPI failed");
 }
 
-/* Step k's panel: factor, solve, exchange, update. *info: INFO > 0 of the diagonal block. */
+/* Step k's panel: factor, solve, exchange, update. *info: INFO > 0 of the diagonal block.
+ * L: the panel is block column k, solved in its process column pc, sent along the process
+ * rows (Wr) and gathered in each process column (Wc); U: block row k, solved in its
+ * process row pr, sent down the process columns (Wc) and gathered in each process row. */
 static int step(struct pp *p, int64_t k, int64_t *info) {
     tess_grid_t *g = p->g;
     const int64_t s0 = k * p->nb, bk = TESS__MIN(p->nb, p->n - s0), s1 = s0 + bk;
     const int pr = tess__comm_bc_g2p(&p->R, p->ia + s0), pc = tess__comm_bc_g2p(&p->C, p->ja + s0);
-    const bool cplx = tess__dtypes[p->dt].complex_;
-    const tess_trans_t ct = cplx ? TESS_CONJ_TRANS : TESS_TRANS;
+    const bool up = p->up;
+    const tess_trans_t ct = tess__dtypes[p->dt].complex_ ? TESS_CONJ_TRANS : TESS_TRANS;
+    const size_t es = p->es;
     int st = TESS_OK;
     int64_t lr, cr, lc, cc;
+    rows_of(p, s0, s1, pr, &lr, &cr);
+    cols_of(p, s0, s1, pc, &lc, &cc);
 
     /* 1. the diagonal block, on its owner (its tiles written back first) */
     int64_t dinfo = 0;
     if (p->me_r == pr && p->me_c == pc) {
-        rows_of(p, s0, s1, pr, &lr, &cr);
-        cols_of(p, s0, s1, pc, &lc, &cc);
         char *X = at(p, p->Ah, lr, lc, p->lld);
         st = tess__l3_unhold("p?potrf", X, bk, bk, p->lld, p->dt, true);
         for (int64_t j = 0; !st && j < bk; j++)
-            memcpy(p->D + (size_t)(j * bk) * p->es, at(p, X, 0, j, p->lld), (size_t)bk * p->es);
-        if (!st) st = tess_potrf(p->dt, TESS_COL_MAJOR, TESS_LOWER, bk, p->D, bk, &dinfo);
+            memcpy(p->D + (size_t)(j * bk) * es, at(p, X, 0, j, p->lld), (size_t)bk * es);
+        if (!st)
+            st = tess_potrf(p->dt, TESS_COL_MAJOR, up ? TESS_UPPER : TESS_LOWER, bk, p->D, bk,
+                            &dinfo);
         for (int64_t j = 0; !st && j < bk; j++)
-            memcpy(at(p, X, 0, j, p->lld), p->D + (size_t)(j * bk) * p->es, (size_t)bk * p->es);
+            memcpy(at(p, X, 0, j, p->lld), p->D + (size_t)(j * bk) * es, (size_t)bk * es);
     }
     /* every process: the owner's INFO, and whether any failed */
     long long mine[2] = {st != TESS_OK, dinfo}, all[2];
@@ -145,69 +163,97 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
     }
     if (s1 == p->n) return TESS_OK;
 
-    /* 2. the panel's rows below the diagonal: L_ik = A_ik L_kk^-H, in process column pc */
-    int64_t l0r, cntr; /* my trailing rows */
+    /* 2. the panel: L_ik = A_ik L_kk^-H below the diagonal block (in process column pc), or
+     * U_kj = U_kk^-H A_kj right of it (in process row pr); packed: L cntr x bk, U bk x cntc */
+    int64_t l0r, cntr, l0c, cntc; /* my trailing rows and columns */
     rows_of(p, s1, p->n, p->me_r, &l0r, &cntr);
-    char *Wr = p->Wr[k % 2], *Wc = p->Wc[k % 2];
-    int b = k % 2;
+    cols_of(p, s1, p->n, p->me_c, &l0c, &cntc);
+    const int b = k % 2;
+    char *Wr = p->Wr[b], *Wc = p->Wc[b];
     if (p->wheld[b]) { /* step k - 2's: its GEMMs are done (step k - 1 waited for them) */
-        if (!st) st = tess_release(Wr);
+        st = tess_release(Wr);
         if (!st) st = tess_release(Wc);
         p->wheld[b] = false;
     }
-    if (p->me_c == pc) {
-        if (!st) st = mpi(MPI_Bcast(p->D, (int)(bk * bk * (int64_t)p->es), MPI_BYTE, pr, g->col));
-        cols_of(p, s0, s1, pc, &lc, &cc);
-        char *X = at(p, p->Ah, l0r, lc, p->lld);
-        if (!st && cntr > 0)
-            st = tess_trsm(p->dt, TESS_COL_MAJOR, TESS_RIGHT, TESS_LOWER, ct, TESS_NON_UNIT, cntr,
-                           bk, tess__scalar_one(p->dt), p->D, bk, X, p->lld);
-        for (int64_t j = 0; !st && j < bk; j++) /* packed: cntr x bk, ld cntr */
-            memcpy(p->pack + (size_t)(j * cntr) * p->es, at(p, X, 0, j, p->lld),
-                   (size_t)cntr * p->es);
+    const int64_t pn = up ? cntc : cntr; /* the packed panel's length */
+    if (up ? p->me_r == pr : p->me_c == pc) {
+        if (!st)
+            st = mpi(MPI_Bcast(p->D, (int)(bk * bk * (int64_t)es), MPI_BYTE, up ? pc : pr,
+                               up ? g->row : g->col));
+        char *X = up ? at(p, p->Ah, lr, l0c, p->lld) : at(p, p->Ah, l0r, lc, p->lld);
+        if (!st && pn > 0)
+            st = up ? tess_trsm(p->dt, TESS_COL_MAJOR, TESS_LEFT, TESS_UPPER, ct, TESS_NON_UNIT, bk,
+                                cntc, tess__scalar_one(p->dt), p->D, bk, X, p->lld)
+                    : tess_trsm(p->dt, TESS_COL_MAJOR, TESS_RIGHT, TESS_LOWER, ct, TESS_NON_UNIT,
+                                cntr, bk, tess__scalar_one(p->dt), p->D, bk, X, p->lld);
+        int64_t rows = up ? bk : cntr, cols = up ? cntc : bk;
+        for (int64_t j = 0; !st && j < cols; j++)
+            memcpy(p->pack + (size_t)(j * rows) * es, at(p, X, 0, j, p->lld), (size_t)rows * es);
     }
     if ((st = tess__comm_agree(g, st))) return st;
 
-    /* 3. along the process rows: the packed panel rows of the row, from process column pc;
-     * they are Wr's trailing rows */
-    if (cntr > 0)
-        st = mpi(MPI_Bcast(p->pack, (int)(cntr * bk * (int64_t)p->es), MPI_BYTE, pc, g->row));
-    for (int64_t j = 0; !st && j < bk; j++)
-        memcpy(at(p, Wr, l0r, j, p->mloc), p->pack + (size_t)(j * cntr) * p->es,
-               (size_t)cntr * p->es);
-    /* 4. in every process column, every process row's panel rows; then Wc, a local block
-     * column at a time (its panel rows are one run of one process row's) */
-    for (int r = 0, d = 0; r < p->P; r++) {
+    /* 3. the pack to the processes that share my trailing rows (L) or columns (U): Wr's
+     * (L) or Wc's (U) trailing part */
+    if (pn > 0)
+        st = mpi(MPI_Bcast(p->pack, (int)(pn * bk * (int64_t)es), MPI_BYTE, up ? pr : pc,
+                           up ? g->col : g->row));
+    if (up && !st && cntc > 0) memcpy(at(p, Wc, 0, l0c, bk), p->pack, (size_t)(cntc * bk) * es);
+    for (int64_t j = 0; !up && !st && j < bk; j++)
+        memcpy(at(p, Wr, l0r, j, p->mloc), p->pack + (size_t)(j * cntr) * es, (size_t)cntr * es);
+
+    /* 4. every pack of the other direction (L: the process rows', in my process column; U:
+     * the process columns', in my process row); then the other W, a local block at a time
+     * (its panel rows are one run of one process's pack) */
+    const int np = up ? p->Q : p->P;
+    for (int q = 0, d = 0; q < np; q++) {
         int64_t l, c;
-        rows_of(p, s1, p->n, r, &l, &c);
-        p->cnt[r] = (int)(c * bk * (int64_t)p->es);
-        p->displ[r] = d;
-        d += p->cnt[r];
+        if (up)
+            cols_of(p, s1, p->n, q, &l, &c);
+        else
+            rows_of(p, s1, p->n, q, &l, &c);
+        p->cnt[q] = (int)(c * bk * (int64_t)es);
+        p->displ[q] = d;
+        d += p->cnt[q];
     }
-    const char *full = p->P == 1 ? p->pack : p->full; /* one process row: its own */
-    if (!st && p->P > 1)
-        st = mpi(MPI_Allgatherv(p->pack, p->cnt[p->me_r], MPI_BYTE, p->full, p->cnt, p->displ,
-                                MPI_BYTE, g->col));
-    int64_t l0c, cntc; /* my trailing columns */
-    cols_of(p, s1, p->n, p->me_c, &l0c, &cntc);
+    const char *full = np == 1 ? p->pack : p->full; /* one process: its own */
+    if (!st && np > 1)
+        st = mpi(MPI_Allgatherv(p->pack, p->cnt[up ? p->me_c : p->me_r], MPI_BYTE, p->full, p->cnt,
+                                p->displ, MPI_BYTE, up ? g->row : g->col));
     for (int64_t s = s1; !st && s < p->n; s += p->nb) {
-        int64_t w = TESS__MIN(p->nb, p->n - s), l, c, lr0, c0, lr1, c1;
+        int64_t w = TESS__MIN(p->nb, p->n - s), l, c, l0, c0, l1, c1;
+        int q;
+        if (up) { /* Wr's columns of my rows [s, s + w): process column q's pack */
+            rows_of(p, s, s + w, p->me_r, &l, &c);
+            if (!c) continue;
+            q = tess__comm_bc_g2p(&p->C, p->ja + s);
+            cols_of(p, s1, p->n, q, &l0, &c0);
+            cols_of(p, s, s + w, q, &l1, &c1);
+            memcpy(at(p, Wr, 0, l, bk), full + p->displ[q] + (size_t)((l1 - l0) * bk) * es,
+                   (size_t)(w * bk) * es);
+            continue;
+        }
+        /* Wc's rows of my columns [s, s + w): process row q's pack */
         cols_of(p, s, s + w, p->me_c, &l, &c);
         if (!c) continue;
-        int r = tess__comm_bc_g2p(&p->R, p->ia + s);
-        rows_of(p, s1, p->n, r, &lr0, &c0); /* r's packed rows */
-        rows_of(p, s, s + w, r, &lr1, &c1); /* this block's, among them */
-        const char *src = full + p->displ[r];
+        q = tess__comm_bc_g2p(&p->R, p->ia + s);
+        rows_of(p, s1, p->n, q, &l0, &c0);
+        rows_of(p, s, s + w, q, &l1, &c1);
         for (int64_t j = 0; j < bk; j++)
-            memcpy(at(p, Wc, l, j, p->nloc), src + (size_t)(lr1 - lr0 + j * c0) * p->es,
-                   (size_t)w * p->es);
+            memcpy(at(p, Wc, l, j, p->nloc), full + p->displ[q] + (size_t)(l1 - l0 + j * c0) * es,
+                   (size_t)w * es);
     }
     if ((st = tess__comm_agree(g, st))) return st;
 
-    /* 5. the trailing update, one asynchronous GEMM per local block column */
+    /* 5. the trailing update: Wr and Wc held on the tile grid of A's hold, then one
+     * asynchronous GEMM per hold tile column of my trailing columns: L: A_IJ -= L_Ik L_Jk^H
+     * from the rows of its first block on; U: A_IJ -= U_kI^H U_kJ down to the end of its
+     * last block (the rows of the other triangle they write: band()) */
     if (cntr > 0 && cntc > 0) {
-        st = tess_hold(p->dt, Wr, p->mloc, p->mloc, bk, p->T);
-        if (!st && (st = tess_hold(p->dt, Wc, p->nloc, p->nloc, bk, p->T))) (void)tess_release(Wr);
+        st = up ? tess_hold(p->dt, Wr, bk, bk, p->mloc, p->T)
+                : tess_hold(p->dt, Wr, p->mloc, p->mloc, bk, p->T);
+        if (!st && (st = up ? tess_hold(p->dt, Wc, bk, bk, p->nloc, p->T)
+                            : tess_hold(p->dt, Wc, p->nloc, p->nloc, bk, p->T)))
+            (void)tess_release(Wr);
         p->wheld[b] = !st;
     }
     tess__scalar_t m1;
@@ -216,22 +262,29 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
     if (p->dt == TESS_D) m1.d = -1.0;
     if (p->dt == TESS_C) m1.c[0] = -1.0f;
     if (p->dt == TESS_Z) m1.z[0] = -1.0;
-    /* one GEMM per hold tile column of my trailing columns, from the rows of its first
-     * block on (the strict upper rows it writes are put back at the end: band()) */
-    for (int64_t x0 = l0c; !st && x0 < l0c + cntc;) {
-        int64_t x1 = TESS__MIN(l0c + cntc, (x0 / p->T + 1) * p->T);
-        int64_t rs = row_from(p, sub_col(p, x0) / p->nb * p->nb), re = l0r + cntr;
+    for (int64_t x0 = l0c; !st && cntr > 0 && x0 < l0c + cntc;) {
+        int64_t x1 = TESS__MIN(l0c + cntc, (x0 / p->T + 1) * p->T), rs, re;
+        if (up) {
+            int64_t last = sub_col(p, x1 - 1);
+            rs = l0r, re = row_from(p, TESS__MIN(p->n, (last / p->nb + 1) * p->nb));
+        } else {
+            rs = row_from(p, sub_col(p, x0) / p->nb * p->nb), re = l0r + cntr;
+        }
         if (re > rs)
-            st = tess_gemm(p->dt, TESS_COL_MAJOR, TESS_NO_TRANS, ct, re - rs, x1 - x0, bk, &m1,
-                           at(p, Wr, rs, 0, p->mloc), p->mloc, at(p, Wc, x0, 0, p->nloc), p->nloc,
-                           tess__scalar_one(p->dt), at(p, p->Ah, rs, x0, p->lld), p->lld);
+            st = up ? tess_gemm(p->dt, TESS_COL_MAJOR, ct, TESS_NO_TRANS, re - rs, x1 - x0, bk, &m1,
+                                at(p, Wr, 0, rs, bk), bk, at(p, Wc, 0, x0, bk), bk,
+                                tess__scalar_one(p->dt), at(p, p->Ah, rs, x0, p->lld), p->lld)
+                    : tess_gemm(p->dt, TESS_COL_MAJOR, TESS_NO_TRANS, ct, re - rs, x1 - x0, bk, &m1,
+                                at(p, Wr, rs, 0, p->mloc), p->mloc, at(p, Wc, x0, 0, p->nloc),
+                                p->nloc, tess__scalar_one(p->dt), at(p, p->Ah, rs, x0, p->lld),
+                                p->lld);
         x0 = x1;
     }
     return tess__comm_agree(g, st);
 }
 
-int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, int64_t n, void *A, int64_t ia, int64_t ja,
-                const f_int *d, bool local_ok, int64_t *info, bool *wrote) {
+int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, int64_t ia,
+                int64_t ja, const f_int *d, bool local_ok, int64_t *info, bool *wrote) {
     struct pp p = {.g = g,
                    .dt = dt,
                    .es = tess__dtypes[dt].size,
@@ -240,7 +293,8 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, int64_t n, void *A, int64_t ia,
                    .ia = ia,
                    .ja = ja,
                    .A = A,
-                   .lld = d[8]};
+                   .lld = d[8],
+                   .up = uplo == 'U'};
     p.P = g->at.nprow, p.Q = g->at.npcol, p.me_r = g->at.myrow, p.me_c = g->at.mycol;
     p.R = (struct tess__comm_bc){.n = d[2], .ib = d[4], .nb = d[4], .src = d[6], .np = p.P};
     p.C = (struct tess__comm_bc){.n = d[3], .ib = d[5], .nb = d[5], .src = d[7], .np = p.Q};
@@ -253,12 +307,16 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, int64_t n, void *A, int64_t ia,
     /* buffers and the hold, then one agreement: all go on, or all go to the reference */
     size_t es = p.es, nbb = (size_t)p.nb;
     size_t mrow = (size_t)TESS__MAX(1, p.mloc), ncol = (size_t)TESS__MAX(1, p.nloc);
-    int64_t mmax = 0;
-    for (int r = 0; r < p.P; r++) {
+    /* the packs: mine (L: my rows, U: my columns), and every process's of my process
+     * column (L) or row (U) */
+    int np = p.up ? p.Q : p.P;
+    int64_t all = 0;
+    for (int q = 0; q < np; q++) {
         int64_t l, c;
-        tess__comm_bc_range(&p.R, ia, n, r, &l, &c);
-        mmax += c;
+        tess__comm_bc_range(p.up ? &p.C : &p.R, p.up ? ja : ia, n, q, &l, &c);
+        all += c;
     }
+    size_t mine = p.up ? ncol : mrow;
     int st = TESS_OK;
     for (int i = 0; i < 2; i++) {
         p.Wr[i] = calloc(mrow * nbb, es);
@@ -266,13 +324,13 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, int64_t n, void *A, int64_t ia,
         if (!p.Wr[i] || !p.Wc[i]) st = TESS_ENOMEM;
     }
     p.D = malloc(nbb * nbb * es);
-    p.pack = malloc(mrow * nbb * es);
-    p.full = malloc((size_t)TESS__MAX(1, mmax) * nbb * es);
-    p.cnt = malloc(sizeof *p.cnt * (size_t)p.P);
-    p.displ = malloc(sizeof *p.displ * (size_t)p.P);
-    p.upper = malloc(TESS__MAX(1, upper_bytes(&p)));
-    if (!p.D || !p.pack || !p.full || !p.cnt || !p.displ || !p.upper) st = TESS_ENOMEM;
-    if (mmax * (int64_t)nbb * (int64_t)es > INT32_MAX || mrow * nbb * es > INT32_MAX)
+    p.pack = malloc(mine * nbb * es);
+    p.full = malloc((size_t)TESS__MAX(1, all) * nbb * es);
+    p.cnt = malloc(sizeof *p.cnt * (size_t)np);
+    p.displ = malloc(sizeof *p.displ * (size_t)np);
+    p.band = malloc(TESS__MAX(1, band_bytes(&p)));
+    if (!p.D || !p.pack || !p.full || !p.cnt || !p.displ || !p.band) st = TESS_ENOMEM;
+    if (all * (int64_t)nbb * (int64_t)es > INT32_MAX || mine * nbb * es > INT32_MAX)
         st = TESS_ENOMEM; /* MPI counts are ints */
     if (st == TESS_ENOMEM) tess__fail(st, "p?potrf: out of host memory");
     if (!st && !local_ok) st = tess__fail(TESS_EINVAL, "p?potrf: a local argument (LLD_A)");
@@ -284,7 +342,7 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, int64_t n, void *A, int64_t ia,
     st = tess__comm_agree(g, st);
     if (!st) {
         *wrote = true;
-        upper_copy(&p, 0);
+        band_copy(&p, 0);
         for (int64_t k = 0; !st && !*info && k * p.nb < n; k++) st = step(&p, k, info);
     }
     for (int i = 0; i < 2; i++)
@@ -297,9 +355,9 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, int64_t n, void *A, int64_t ia,
         if (!st) st = r;
     }
     tess__autostart_leave();
-    if (*wrote) upper_copy(&p, 1);
+    if (*wrote) band_copy(&p, 1);
     st = tess__comm_agree(g, st);
     for (int i = 0; i < 2; i++) free(p.Wr[i]), free(p.Wc[i]);
-    free(p.D), free(p.pack), free(p.full), free(p.cnt), free(p.displ), free(p.upper);
+    free(p.D), free(p.pack), free(p.full), free(p.cnt), free(p.displ), free(p.band);
     return st;
 }

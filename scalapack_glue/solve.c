@@ -3,7 +3,7 @@
  * read, and 1 is passed on to the reference). Where a call goes:
  * - a 1 x 1 BLACS grid: tessera's node runtime (tess_?potrf ... on the local array, which
  *   holds the whole matrix there);
- * - p?potrf_ with UPLO = 'L' on a bigger grid: the distributed Cholesky (ppotrf.c);
+ * - p?potrf_ on a bigger grid: the distributed Cholesky (ppotrf.c);
  * - anything else: the reference routine underneath with its own arguments, which checks
  *   and reports them as ScaLAPACK does, counted as a reference call.
  * Tessera takes a call only when it passes checks that are a strict subset of ScaLAPACK's:
@@ -176,13 +176,13 @@ static void route(const struct sv *s, void (*reference)(const struct sv *)) {
             }
             glue_route_failed(&gc, st, false, "the node runtime's factorization or solve");
         }
-    } else if (ok && s->kind == GLUE_POTRF && up(*s->uplo) == 'L') {
+    } else if (ok && s->kind == GLUE_POTRF) {
         /* several: the distributed Cholesky, every process or none (ppotrf.c) */
         tess_grid_t *g = glue_context_grid(s->da[1]);
         if (g) {
             int64_t info = 0;
             bool wrote = false;
-            int st = glue_ppotrf(g, s->dt, *s->n, s->A, *s->ia - 1, *s->ja - 1, s->da,
+            int st = glue_ppotrf(g, s->dt, up(*s->uplo), *s->n, s->A, *s->ia - 1, *s->ja - 1, s->da,
                                  local_ok && glue_devices_ready(), &info, &wrote);
             if (st == TESS_OK) {
                 *s->info = (f_int)info;
@@ -255,111 +255,67 @@ static void reference(const struct sv *s) {
     }
 }
 
+/* One call of each argument list (p?potrs_ and p?posv_ share one), routed. */
+static void potrf_call(tess_dtype_t dt, const char *uplo, const f_int *n, void *A, const f_int *ia,
+                       const f_int *ja, const f_int *da, f_int *info) {
+    struct sv s = {.kind = GLUE_POTRF, .dt = dt, .uplo = uplo, .n = n, .A = A, .ia = ia};
+    s.ja = ja, s.da = da, s.info = info;
+    route(&s, reference);
+}
+static void potrs_call(enum glue_kind kind, tess_dtype_t dt, const char *uplo, const f_int *n,
+                       const f_int *nrhs, void *A, const f_int *ia, const f_int *ja,
+                       const f_int *da, void *B, const f_int *ib, const f_int *jb, const f_int *db,
+                       f_int *info) {
+    struct sv s = {.kind = kind, .dt = dt, .uplo = uplo, .n = n, .nrhs = nrhs, .A = A};
+    s.ia = ia, s.ja = ja, s.da = da, s.B = B, s.ib = ib, s.jb = jb, s.db = db, s.info = info;
+    route(&s, reference);
+}
+static void getrf_call(tess_dtype_t dt, const f_int *m, const f_int *n, void *A, const f_int *ia,
+                       const f_int *ja, const f_int *da, f_int *ipiv, f_int *info) {
+    struct sv s = {.kind = GLUE_GETRF, .dt = dt, .m = m, .n = n, .A = A, .ia = ia, .ja = ja};
+    s.da = da, s.ipiv = ipiv, s.info = info;
+    route(&s, reference);
+}
+/* p?getrs_ (trans) and p?gesv_ (trans NULL) */
+static void getrs_call(enum glue_kind kind, tess_dtype_t dt, const char *trans, const f_int *n,
+                       const f_int *nrhs, void *A, const f_int *ia, const f_int *ja,
+                       const f_int *da, f_int *ipiv, void *B, const f_int *ib, const f_int *jb,
+                       const f_int *db, f_int *info) {
+    struct sv s = {.kind = kind, .dt = dt, .trans = trans, .n = n, .nrhs = nrhs, .A = A};
+    s.ia = ia, s.ja = ja, s.da = da, s.ipiv = ipiv, s.B = B, s.ib = ib, s.jb = jb, s.db = db;
+    s.info = info;
+    route(&s, reference);
+}
+
 #define ENTRIES(p, DT)                                                                           \
     GLUE_EXPORT void p##potrf_(const char *uplo, const f_int *n, void *A, const f_int *ia,       \
                                const f_int *ja, const f_int *da, f_int *info) {                  \
-        struct sv s = {.kind = GLUE_POTRF,                                                       \
-                       .dt = DT,                                                                 \
-                       .uplo = uplo,                                                             \
-                       .n = n,                                                                   \
-                       .A = A,                                                                   \
-                       .ia = ia,                                                                 \
-                       .ja = ja,                                                                 \
-                       .da = da,                                                                 \
-                       .info = info};                                                            \
-        route(&s, reference);                                                                    \
+        potrf_call(DT, uplo, n, A, ia, ja, da, info);                                            \
     }                                                                                            \
     GLUE_EXPORT void p##potrs_(const char *uplo, const f_int *n, const f_int *nrhs, void *A,     \
                                const f_int *ia, const f_int *ja, const f_int *da, void *B,       \
                                const f_int *ib, const f_int *jb, const f_int *db, f_int *info) { \
-        struct sv s = {.kind = GLUE_POTRS,                                                       \
-                       .dt = DT,                                                                 \
-                       .uplo = uplo,                                                             \
-                       .n = n,                                                                   \
-                       .nrhs = nrhs,                                                             \
-                       .A = A,                                                                   \
-                       .ia = ia,                                                                 \
-                       .ja = ja,                                                                 \
-                       .da = da,                                                                 \
-                       .B = B,                                                                   \
-                       .ib = ib,                                                                 \
-                       .jb = jb,                                                                 \
-                       .db = db,                                                                 \
-                       .info = info};                                                            \
-        route(&s, reference);                                                                    \
+        potrs_call(GLUE_POTRS, DT, uplo, n, nrhs, A, ia, ja, da, B, ib, jb, db, info);           \
     }                                                                                            \
     GLUE_EXPORT void p##posv_(const char *uplo, const f_int *n, const f_int *nrhs, void *A,      \
                               const f_int *ia, const f_int *ja, const f_int *da, void *B,        \
                               const f_int *ib, const f_int *jb, const f_int *db, f_int *info) {  \
-        struct sv s = {.kind = GLUE_POSV,                                                        \
-                       .dt = DT,                                                                 \
-                       .uplo = uplo,                                                             \
-                       .n = n,                                                                   \
-                       .nrhs = nrhs,                                                             \
-                       .A = A,                                                                   \
-                       .ia = ia,                                                                 \
-                       .ja = ja,                                                                 \
-                       .da = da,                                                                 \
-                       .B = B,                                                                   \
-                       .ib = ib,                                                                 \
-                       .jb = jb,                                                                 \
-                       .db = db,                                                                 \
-                       .info = info};                                                            \
-        route(&s, reference);                                                                    \
+        potrs_call(GLUE_POSV, DT, uplo, n, nrhs, A, ia, ja, da, B, ib, jb, db, info);            \
     }                                                                                            \
     GLUE_EXPORT void p##getrf_(const f_int *m, const f_int *n, void *A, const f_int *ia,         \
                                const f_int *ja, const f_int *da, f_int *ipiv, f_int *info) {     \
-        struct sv s = {.kind = GLUE_GETRF,                                                       \
-                       .dt = DT,                                                                 \
-                       .m = m,                                                                   \
-                       .n = n,                                                                   \
-                       .A = A,                                                                   \
-                       .ia = ia,                                                                 \
-                       .ja = ja,                                                                 \
-                       .da = da,                                                                 \
-                       .ipiv = ipiv,                                                             \
-                       .info = info};                                                            \
-        route(&s, reference);                                                                    \
+        getrf_call(DT, m, n, A, ia, ja, da, ipiv, info);                                         \
     }                                                                                            \
     GLUE_EXPORT void p##getrs_(const char *trans, const f_int *n, const f_int *nrhs, void *A,    \
                                const f_int *ia, const f_int *ja, const f_int *da, f_int *ipiv,   \
                                void *B, const f_int *ib, const f_int *jb, const f_int *db,       \
                                f_int *info) {                                                    \
-        struct sv s = {.kind = GLUE_GETRS,                                                       \
-                       .dt = DT,                                                                 \
-                       .trans = trans,                                                           \
-                       .n = n,                                                                   \
-                       .nrhs = nrhs,                                                             \
-                       .A = A,                                                                   \
-                       .ia = ia,                                                                 \
-                       .ja = ja,                                                                 \
-                       .da = da,                                                                 \
-                       .ipiv = ipiv,                                                             \
-                       .B = B,                                                                   \
-                       .ib = ib,                                                                 \
-                       .jb = jb,                                                                 \
-                       .db = db,                                                                 \
-                       .info = info};                                                            \
-        route(&s, reference);                                                                    \
+        getrs_call(GLUE_GETRS, DT, trans, n, nrhs, A, ia, ja, da, ipiv, B, ib, jb, db, info);    \
     }                                                                                            \
     GLUE_EXPORT void p##gesv_(const f_int *n, const f_int *nrhs, void *A, const f_int *ia,       \
                               const f_int *ja, const f_int *da, f_int *ipiv, void *B,            \
                               const f_int *ib, const f_int *jb, const f_int *db, f_int *info) {  \
-        struct sv s = {.kind = GLUE_GESV,                                                        \
-                       .dt = DT,                                                                 \
-                       .n = n,                                                                   \
-                       .nrhs = nrhs,                                                             \
-                       .A = A,                                                                   \
-                       .ia = ia,                                                                 \
-                       .ja = ja,                                                                 \
-                       .da = da,                                                                 \
-                       .ipiv = ipiv,                                                             \
-                       .B = B,                                                                   \
-                       .ib = ib,                                                                 \
-                       .jb = jb,                                                                 \
-                       .db = db,                                                                 \
-                       .info = info};                                                            \
-        route(&s, reference);                                                                    \
+        getrs_call(GLUE_GESV, DT, NULL, n, nrhs, A, ia, ja, da, ipiv, B, ib, jb, db, info);      \
     }
 ENTRIES(ps, TESS_S)
 ENTRIES(pd, TESS_D)

@@ -59,6 +59,22 @@ EXPORTED void PB_Cwarn(int ctxt, int line, char *rout, char *form, ...) {
 
 static void rec_reset(void) { memset(&rec, 0, sizeof rec); }
 
+/* The ScaLAPACK library underneath (the one defining BLACS), for dlsym of the reference
+ * routines, and its file name; stops the job when it cannot be found. */
+static void *reference_library(const char **fname) {
+    void *gi = dlsym(RTLD_DEFAULT, "Cblacs_gridinfo");
+    Dl_info info;
+    void *lib = gi && dladdr(gi, &info) ? dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY) : NULL;
+    if (!lib) {
+        int r = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        fprintf(stderr, "rank %d: cannot find the ScaLAPACK library\n", r);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    *fname = info.dli_fname;
+    return lib;
+}
+
 /* ---- a tiny random generator, the same sequence on every rank -------------------------- */
 static uint64_t rng_state;
 static uint64_t rnd(void) {

@@ -2,8 +2,8 @@
  * p?getrf_, p?getrs_, p?gesv_ (libtessera_scalapack.so, scalapack_glue/solve.c) against the
  * reference ScaLAPACK routines underneath, under mpirun (1 rank: the 1 x 1 grid, where aligned
  * calls run on tessera's node runtime; 2 and 4 ranks: the 2 x 1, 1 x 2 and 2 x 2 grids, where
- * p?potrf_ with UPLO = L runs on the glue's distributed Cholesky and every other call goes
- * to the reference). The program links the glue before Debian's ScaLAPACK, so
+ * p?potrf_ runs on the glue's distributed Cholesky and every other call goes to the
+ * reference). The program links the glue before Debian's ScaLAPACK, so
  * pdpotrf_ & co. are the glue's; the reference routines come from the ScaLAPACK library
  * itself (dlopen of the library defining Cblacs_gridinfo, then dlsym). Every case runs the
  * glue on one copy of the local arrays and the reference on another: INFO equal, IPIV byte for
@@ -586,15 +586,14 @@ static void run_case(const struct spec *s, int dt, const struct grid *g, int nca
     }
 
     /* where the call went: tessera for an aligned good call with work on 1 x 1, and for
-     * p?potrf_ with UPLO = L on any grid (the distributed Cholesky); the reference for the
+     * p?potrf_ on any grid (the distributed Cholesky); the reference for the
      * rest. B's column offset inside its block (JB = 2): either way (docs/scalapack.md asks
      * for it on a block boundary, ScaLAPACK does not). */
     int route = TO_REFERENCE;
     /* p?getrf_'s quick return for M_A = 1 (IPIV(1) = 1, INFO = 0, A(1, 1) not looked at)
      * stays the reference's, for p?gesv_ too */
     int m_a_1 = (r == R_GETRF || r == R_GESV) && MA == 1;
-    if ((P * Q == 1 || (r == R_POTRF && s->opt == 'L')) && !s->bad && m > 0 && n > 0 &&
-        (!solve || nrhs > 0) && !m_a_1)
+    if ((P * Q == 1 || r == R_POTRF) && !s->bad && m > 0 && n > 0 && (!solve || nrhs > 0) && !m_a_1)
         route = s->jb > 1 && (s->jb - 1) % (s->nbb ? s->nbb : NB) ? TO_EITHER : TO_TESSERA;
     uint64_t dt_ = after.tessera_calls - before.tessera_calls,
              dr = after.reference_calls - before.reference_calls;
@@ -813,13 +812,8 @@ int main(int argc, char **argv) {
     int me, np;
     Cblacs_pinfo(&me, &np);
     /* the reference routines: from the library that defines BLACS */
-    void *gi = dlsym(RTLD_DEFAULT, "Cblacs_gridinfo");
-    Dl_info info;
-    void *lib = gi && dladdr(gi, &info) ? dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY) : NULL;
-    if (!lib) {
-        fprintf(stderr, "rank %d: cannot find the ScaLAPACK library\n", wrank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    const char *libname;
+    void *lib = reference_library(&libname);
     for (int r = 0; r < NR; r++)
         for (int d = 0; d < 4; d++) {
             char name[16];
@@ -829,7 +823,7 @@ int main(int argc, char **argv) {
             if (!f || !g || f == g || !dladdr(g, &gi_) ||
                 !strstr(gi_.dli_fname, "tessera_scalapack")) {
                 fprintf(stderr, "rank %d: %s: the glue is not in front of %s\n", wrank, name,
-                        info.dli_fname);
+                        libname);
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
             glue_fn[r][d] = g;
@@ -839,7 +833,7 @@ int main(int argc, char **argv) {
     if (wrank == 0)
         fprintf(stderr, "%d ranks, TESSERA_SCALAPACK_FORCE=%s, reference %s\n", wsize,
                 getenv("TESSERA_SCALAPACK_FORCE") ? getenv("TESSERA_SCALAPACK_FORCE") : "unset",
-                info.dli_fname);
+                libname);
     int rc = test_main_(argc, argv);
     Cblacs_exit(1);
     MPI_Finalize();

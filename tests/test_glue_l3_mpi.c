@@ -720,13 +720,8 @@ int main(int argc, char **argv) {
     int me, np;
     Cblacs_pinfo(&me, &np);
     /* the reference routines: from the library that defines BLACS */
-    void *gi = dlsym(RTLD_DEFAULT, "Cblacs_gridinfo");
-    Dl_info info;
-    void *lib = gi && dladdr(gi, &info) ? dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY) : NULL;
-    if (!lib) {
-        fprintf(stderr, "rank %d: cannot find the ScaLAPACK library\n", wrank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    const char *libname;
+    void *lib = reference_library(&libname);
     for (int kk = 0; kk < NKINDS; kk++)
         for (int d = 0; d < 4; d++) {
             if (kinds[kk].herm && d < 2) continue;
@@ -737,7 +732,7 @@ int main(int argc, char **argv) {
             if (!r || !g || r == g || !dladdr(g, &gi_) ||
                 !strstr(gi_.dli_fname, "tessera_scalapack")) {
                 fprintf(stderr, "rank %d: %s: the glue is not in front of %s\n", wrank, name,
-                        info.dli_fname);
+                        libname);
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
             glue_fn[kk][d] = g;
@@ -747,7 +742,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mode %s, %d ranks, TRSM block %s, reference %s\n", mode(), wsize,
                 getenv("TESSERA_SCALAPACK_TRSM_BLOCK") ? getenv("TESSERA_SCALAPACK_TRSM_BLOCK")
                                                        : "default",
-                info.dli_fname);
+                libname);
     int rc = test_main_(argc, argv);
     Cblacs_exit(1);
     MPI_Finalize();

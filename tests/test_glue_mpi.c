@@ -693,13 +693,8 @@ int main(int argc, char **argv) {
     int me, np;
     Cblacs_pinfo(&me, &np);
     /* the reference routines: from the library that defines BLACS */
-    void *gi = dlsym(RTLD_DEFAULT, "Cblacs_gridinfo");
-    Dl_info info;
-    void *lib = gi && dladdr(gi, &info) ? dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY) : NULL;
-    if (!lib) {
-        fprintf(stderr, "rank %d: cannot find the ScaLAPACK library\n", wrank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    const char *libname;
+    void *lib = reference_library(&libname);
     static const char *const names[4] = {"psgemm_", "pdgemm_", "pcgemm_", "pzgemm_"};
     for (int d = 0; d < 4; d++) {
         void *f = dlsym(lib, names[d]);
@@ -709,12 +704,11 @@ int main(int argc, char **argv) {
         void *g = dlsym(RTLD_DEFAULT, names[d]);
         if (!f || !g || f == g || !dladdr(g, &gi_) || !strstr(gi_.dli_fname, "tessera_scalapack")) {
             fprintf(stderr, "rank %d: %s: the glue is not in front of %s\n", wrank, names[d],
-                    info.dli_fname);
+                    libname);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
-    if (wrank == 0)
-        fprintf(stderr, "mode %s, %d ranks, reference %s\n", mode(), wsize, info.dli_fname);
+    if (wrank == 0) fprintf(stderr, "mode %s, %d ranks, reference %s\n", mode(), wsize, libname);
     int rc = test_main_(argc, argv);
     Cblacs_exit(1);
     MPI_Finalize();

@@ -318,10 +318,13 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
     }
     size_t mine = p.up ? ncol : mrow;
     int st = TESS_OK;
-    for (int i = 0; i < 2; i++) {
-        p.Wr[i] = calloc(mrow * nbb, es);
-        p.Wc[i] = calloc(ncol * nbb, es);
+    tess__autostart_enter();
+    for (int i = 0; i < 2; i++) { /* pinned: the devices load them at every step */
+        p.Wr[i] = tess_malloc_host(mrow * nbb * es);
+        p.Wc[i] = tess_malloc_host(ncol * nbb * es);
         if (!p.Wr[i] || !p.Wc[i]) st = TESS_ENOMEM;
+        if (p.Wr[i]) memset(p.Wr[i], 0, mrow * nbb * es);
+        if (p.Wc[i]) memset(p.Wc[i], 0, ncol * nbb * es);
     }
     p.D = malloc(nbb * nbb * es);
     p.pack = malloc(mine * nbb * es);
@@ -334,7 +337,6 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
         st = TESS_ENOMEM; /* MPI counts are ints */
     if (st == TESS_ENOMEM) tess__fail(st, "p?potrf: out of host memory");
     if (!st && !local_ok) st = tess__fail(TESS_EINVAL, "p?potrf: a local argument (LLD_A)");
-    tess__autostart_enter();
     if (!st && p.mloc > 0 && p.nloc > 0) {
         st = tess_hold(dt, p.Ah, p.lld, p.mloc, p.nloc, p.T);
         p.held = !st;
@@ -354,10 +356,10 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
         int r = tess_release(p.Ah);
         if (!st) st = r;
     }
+    for (int i = 0; i < 2; i++) tess_free_host(p.Wr[i]), tess_free_host(p.Wc[i]);
     tess__autostart_leave();
     if (*wrote) band_copy(&p, 1);
     st = tess__comm_agree(g, st);
-    for (int i = 0; i < 2; i++) free(p.Wr[i]), free(p.Wc[i]);
     free(p.D), free(p.pack), free(p.full), free(p.cnt), free(p.displ), free(p.band);
     return st;
 }

@@ -235,14 +235,12 @@ int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c
     if (c.k == 0 || tess__scalar_is_zero(dt, &c.alpha)) {
         /* no product: C = beta C on what this rank holds (beta = 0: zeros, C not read; C
          * may be NULL where this rank holds none of it) */
-        int64_t r0, mloc, c0, nloc;
-        tess__comm_bc_range(&cr, c.ic, c.m, g->at.myrow, &r0, &mloc);
-        tess__comm_bc_range(&cc, c.jc, c.n, g->at.mycol, &c0, &nloc);
+        char *pc;
+        int64_t mloc, nloc;
         int st = tess__comm_agree(g, unhold_local(g, &c, 0));
         if (st) return st;
-        if (mloc > 0 && nloc > 0)
-            tess__host_scale(dt, mloc, nloc, &c.beta,
-                             (char *)c.C + (size_t)(r0 + c0 * c.dc.lld) * es, c.dc.lld);
+        if (local_part(g, c.C, &c.dc, c.ic, c.jc, c.m, c.n, es, &pc, &mloc, &nloc))
+            tess__host_scale(dt, mloc, nloc, &c.beta, pc, c.dc.lld);
         last->seconds = tess__now() - t0;
         return TESS_OK;
     }

@@ -629,6 +629,18 @@ static void view_of(const struct tess__hold *h, int64_t r0, int64_t c0, struct t
                               .c0 = c0};
 }
 
+/* Where an operand starting at address lo with leading dimension ld and element size es
+ * starts in h's layout: (*r0, *c0), or false when it is not laid out as h is. */
+static bool coords_in(const struct tess__hold *h, uintptr_t lo, int64_t ld, size_t es, int64_t *r0,
+                      int64_t *c0) {
+    size_t off = (size_t)(lo - (uintptr_t)h->base);
+    *r0 = *c0 = 0;
+    if (lo < (uintptr_t)h->base || ld != h->ld || es != h->es || off % es) return false;
+    off /= es;
+    *r0 = (int64_t)(off % (size_t)ld), *c0 = (int64_t)(off / (size_t)ld);
+    return true;
+}
+
 static int view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
                 int64_t ld, size_t es, struct tess__hview *v, bool strips) {
     if (!tess__holds_any() || rows <= 0 || cols <= 0) return 0;
@@ -648,12 +660,9 @@ static int view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows
     }
     int r = 0;
     if (h) {
-        size_t off = (size_t)(lo - (uintptr_t)h->base);
+        int64_t r0, c0;
         r = -1;
-        if (lo >= (uintptr_t)h->base && ld == h->ld && es == h->es && off % es == 0 &&
-            has_memory(rt)) {
-            off /= es;
-            int64_t r0 = (int64_t)(off % (size_t)ld), c0 = (int64_t)(off / (size_t)ld);
+        if (coords_in(h, lo, ld, es, &r0, &c0) && has_memory(rt)) {
             /* a hold of column strips serves only the call that made it (its reads) */
             if (r0 + rows <= h->rows && c0 + cols <= h->cols && (strips || h->TR == h->T)) {
                 view_of(h, r0, c0, v);
@@ -698,13 +707,8 @@ int tess__hold_unheld(struct tess__rt *rt, const char *fn, const void *X, int64_
         pthread_mutex_unlock(&rt->hold_mu);
         /* only the tiles the range meets, where it lies in h's layout */
         struct tess__wb_range rg = {.base = (uintptr_t)h->base, .ld = h->ld, .es = h->es};
-        size_t off = (size_t)(lo - (uintptr_t)h->base);
-        bool in = lo >= (uintptr_t)h->base && ld == h->ld && es == h->es && off % es == 0;
-        if (in) {
-            off /= es;
-            rg.r0 = (int64_t)(off % (size_t)ld), rg.c0 = (int64_t)(off / (size_t)ld);
-            rg.r1 = rg.r0 + rows, rg.c1 = rg.c0 + cols;
-        }
+        bool in = coords_in(h, lo, ld, es, &rg.r0, &rg.c0);
+        rg.r1 = rg.r0 + rows, rg.c1 = rg.c0 + cols;
         if (!rc)
             rc = sync_hold(rt, h, written ? TESS__WB_DROP : TESS__WB_SYNC, fn, in ? &rg : NULL);
         if (!rc && written && h->sum) h->rebase = true;

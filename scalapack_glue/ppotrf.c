@@ -119,10 +119,6 @@ static size_t band_bytes(const struct pp *p) {
     return b;
 }
 
-static int mpi(int rc) {
-    return rc == MPI_SUCCESS ? TESS_OK : tess__fail(TESS_ECOMM, "MPI failed");
-}
-
 /* Step k's panel: factor, solve, exchange, update. *info: INFO > 0 of the diagonal block.
  * L: the panel is block column k, solved in its process column pc, sent along the process
  * rows (Wr) and gathered in each process column (Wc); U: block row k, solved in its
@@ -154,7 +150,7 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
     }
     /* every process: the owner's INFO, and whether any failed */
     long long mine[2] = {st != TESS_OK, dinfo}, all[2];
-    if ((st = mpi(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_MAX, g->comm)))) return st;
+    if ((st = TESS__MPI(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_MAX, g->comm)))) return st;
     if (all[0])
         return tess__fail(TESS_EDEVICE, "p?potrf: the diagonal block %lld failed", (long long)k);
     if (all[1] > 0) {
@@ -178,8 +174,8 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
     const int64_t pn = up ? cntc : cntr; /* the packed panel's length */
     if (up ? p->me_r == pr : p->me_c == pc) {
         if (!st)
-            st = mpi(MPI_Bcast(p->D, (int)(bk * bk * (int64_t)es), MPI_BYTE, up ? pc : pr,
-                               up ? g->row : g->col));
+            st = TESS__MPI(MPI_Bcast(p->D, (int)(bk * bk * (int64_t)es), MPI_BYTE, up ? pc : pr,
+                                     up ? g->row : g->col));
         char *X = up ? at(p, p->Ah, lr, l0c, p->lld) : at(p, p->Ah, l0r, lc, p->lld);
         if (!st && pn > 0)
             st = up ? tess_trsm(p->dt, TESS_COL_MAJOR, TESS_LEFT, TESS_UPPER, ct, TESS_NON_UNIT, bk,
@@ -195,8 +191,8 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
     /* 3. the pack to the processes that share my trailing rows (L) or columns (U): Wr's
      * (L) or Wc's (U) trailing part */
     if (pn > 0)
-        st = mpi(MPI_Bcast(p->pack, (int)(pn * bk * (int64_t)es), MPI_BYTE, up ? pr : pc,
-                           up ? g->col : g->row));
+        st = TESS__MPI(MPI_Bcast(p->pack, (int)(pn * bk * (int64_t)es), MPI_BYTE, up ? pr : pc,
+                                 up ? g->col : g->row));
     if (up && !st && cntc > 0) memcpy(at(p, Wc, 0, l0c, bk), p->pack, (size_t)(cntc * bk) * es);
     for (int64_t j = 0; !up && !st && j < bk; j++)
         memcpy(at(p, Wr, l0r, j, p->mloc), p->pack + (size_t)(j * cntr) * es, (size_t)cntr * es);
@@ -217,8 +213,8 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
     }
     const char *full = np == 1 ? p->pack : p->full; /* one process: its own */
     if (!st && np > 1)
-        st = mpi(MPI_Allgatherv(p->pack, p->cnt[up ? p->me_c : p->me_r], MPI_BYTE, p->full, p->cnt,
-                                p->displ, MPI_BYTE, up ? g->row : g->col));
+        st = TESS__MPI(MPI_Allgatherv(p->pack, p->cnt[up ? p->me_c : p->me_r], MPI_BYTE, p->full,
+                                      p->cnt, p->displ, MPI_BYTE, up ? g->row : g->col));
     for (int64_t s = s1; !st && s < p->n; s += p->nb) {
         int64_t w = TESS__MIN(p->nb, p->n - s), l, c, l0, c0, l1, c1;
         int q;
@@ -256,12 +252,7 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
             (void)tess_release(Wr);
         p->wheld[b] = !st;
     }
-    tess__scalar_t m1;
-    memset(&m1, 0, sizeof m1);
-    if (p->dt == TESS_S) m1.s = -1.0f;
-    if (p->dt == TESS_D) m1.d = -1.0;
-    if (p->dt == TESS_C) m1.c[0] = -1.0f;
-    if (p->dt == TESS_Z) m1.z[0] = -1.0;
+    const tess__scalar_t m1 = tess__l3_minus_one(p->dt);
     for (int64_t x0 = l0c; !st && cntr > 0 && x0 < l0c + cntc;) {
         int64_t x1 = TESS__MIN(l0c + cntc, (x0 / p->T + 1) * p->T), rs, re;
         if (up) {

@@ -37,8 +37,6 @@ struct sv {
     f_int *info;
 };
 
-static char up(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c; }
-
 /* A 9-entry descriptor of context ctxt on a P x Q grid holding rows x cols from (i, j)
  * (1-based), aligned to its blocks; square blocks when square. *lld_ok: LLD_ >= max(1,
  * LOCr(M_)) on process row r, the one entry that differs across the processes. */
@@ -88,8 +86,9 @@ static bool worth(const struct sv *s) {
 static bool args_ok(const struct sv *s, f_int P, f_int Q, f_int r, bool *local_ok) {
     *local_ok = true;
     if (!glue_knobs()->ok || !s->da) return false;
-    if (s->uplo && up(*s->uplo) != 'U' && up(*s->uplo) != 'L') return false;
-    if (s->trans && up(*s->trans) != 'N' && up(*s->trans) != 'T' && up(*s->trans) != 'C')
+    if (s->uplo && glue_upcase(*s->uplo) != 'U' && glue_upcase(*s->uplo) != 'L') return false;
+    if (s->trans && glue_upcase(*s->trans) != 'N' && glue_upcase(*s->trans) != 'T' &&
+        glue_upcase(*s->trans) != 'C')
         return false;
     f_int m = s->m ? *s->m : *s->n, n = *s->n, nrhs = s->nrhs ? *s->nrhs : 1;
     if (m < 1 || n < 1 || nrhs < 1) return false;
@@ -125,10 +124,10 @@ static int run(const struct sv *s) {
     const int64_t lda = s->da[8], ldb = s->B ? s->db[8] : 1, off = *s->ia - 1;
     char *A = sub(s, s->A, s->da, *s->ia, *s->ja);
     char *B = s->B ? sub(s, s->B, s->db, *s->ib, *s->jb) : NULL;
-    tess_uplo_t uplo = s->uplo && up(*s->uplo) == 'U' ? TESS_UPPER : TESS_LOWER;
-    tess_trans_t tr = !s->trans || up(*s->trans) == 'N' ? TESS_NO_TRANS
-                      : up(*s->trans) == 'T'            ? TESS_TRANS
-                                                        : TESS_CONJ_TRANS;
+    tess_uplo_t uplo = s->uplo && glue_upcase(*s->uplo) == 'U' ? TESS_UPPER : TESS_LOWER;
+    tess_trans_t tr = !s->trans || glue_upcase(*s->trans) == 'N' ? TESS_NO_TRANS
+                      : glue_upcase(*s->trans) == 'T'            ? TESS_TRANS
+                                                                 : TESS_CONJ_TRANS;
     int64_t info = 0, k = GLUE_MIN(m, n);
     int64_t *piv = NULL;
     if (s->ipiv && !(piv = malloc(sizeof *piv * (size_t)k)))
@@ -182,8 +181,9 @@ static void route(const struct sv *s, void (*reference)(const struct sv *)) {
         if (g) {
             int64_t info = 0;
             bool wrote = false;
-            int st = glue_ppotrf(g, s->dt, up(*s->uplo), *s->n, s->A, *s->ia - 1, *s->ja - 1, s->da,
-                                 local_ok && glue_devices_ready(), &info, &wrote);
+            int st = glue_ppotrf(g, s->dt, glue_upcase(*s->uplo), *s->n, s->A, *s->ia - 1,
+                                 *s->ja - 1, s->da, local_ok && glue_devices_ready(), &info,
+                                 &wrote);
             if (st == TESS_OK) {
                 *s->info = (f_int)info;
                 glue_count_tessera(s->kind, s->dt, flops);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "glue.h"
+#include "level3.h"
 
 static const void *one(const struct glue_call *c) { return tess__scalar_one(c->dt); }
 static const void *zero(void) { return tess__scalar_zero(); }
@@ -56,18 +57,6 @@ static bool diag_nonzero(const struct glue_call *c, f_int ka) {
         if (tess__scalar_is_zero(c->dt, &v)) return false;
     }
     return true;
-}
-
-static tess__scalar_t minus_one(tess_dtype_t dt) {
-    tess__scalar_t v;
-    memset(&v, 0, sizeof v);
-    switch (dt) {
-    case TESS_S: v.s = -1.0f; break;
-    case TESS_D: v.d = -1.0; break;
-    case TESS_C: v.c[0] = -1.0f; break;
-    case TESS_Z: v.z[0] = -1.0; break;
-    }
-    return v;
 }
 
 /* One step; TESS_OK or tessera's status. *wrote: B was written (its input is lost unless
@@ -119,7 +108,7 @@ static int step_run(tess_grid_t *g, const struct glue_call *c, const struct plan
     /* 4. the rest of B: rows/columns [r0, r0 + nr) */
     f_int r0 = p->forward ? k0 + bk : 0, nr = p->forward ? p->ka - (k0 + bk) : k0;
     if (nr == 0) return TESS_OK;
-    tess__scalar_t m1 = minus_one(c->dt);
+    tess__scalar_t m1 = tess__l3_minus_one(c->dt);
     if (left) {
         /* op(A)(r0 : r0 + nr, k0 : k0 + bk) */
         f_int ai = c->ta == 'N' ? c->ia + r0 : c->ia + k0;

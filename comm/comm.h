@@ -336,6 +336,38 @@ struct tess__pgemm_call {
  * once. tess_pgemm_last_stats then tells what ran. */
 int tess__pgemm_exec(struct tess__comm_grid *g, const struct tess__pgemm_call *c);
 
+/* ---- dpanel.c: device buffers moved among the grid's ranks of one node ------------------ */
+
+/* A distributed factorization's panels in device memory, on the grid's device transport
+ * (xport.h): buffers from the heap of runtime device dev, 2D copies and exchanges among
+ * the ranks queued in order on the transport's stream, and a wait for all of it. Used by
+ * one thread at a time, between other calls on the grid. */
+struct tess__dpanel {
+    struct tess__xport *x;
+    int dev; /* the runtime device whose memory the buffers are */
+};
+/* Collective over the grid: TESS_OK where the grid's transport is the device one and
+ * every rank is on one node, else TESS_ENOSYS; the same answer on every rank. */
+int tess__dpanel_open(struct tess__comm_grid *g, struct tess__dpanel *p);
+int tess__dpanel_alloc(struct tess__dpanel *p, size_t bytes, void **ptr, void **handle);
+void tess__dpanel_free(struct tess__dpanel *p, void *handle); /* after a sync */
+/* dst <- src: height columns of width bytes (pitches in bytes), device to device. */
+int tess__dpanel_copy(struct tess__dpanel *p, void *dst, size_t dpitch, const void *src,
+                      size_t spitch, size_t width, size_t height);
+/* One piece of an exchange: bytes at ptr (device memory) to or from grid rank `rank`. */
+struct tess__dpiece {
+    int rank;
+    void *ptr;
+    size_t bytes;
+};
+/* Send and receive the pieces, after what is queued. Only the ranks a piece names take
+ * part: each calls with the matching pieces (a send of n bytes to j, a receive of n bytes
+ * from it there), the calls in the same order on every rank. */
+int tess__dpanel_exchange(struct tess__dpanel *p, const struct tess__dpiece *send, int ns,
+                          const struct tess__dpiece *recv, int nr);
+/* Everything queued is done. */
+int tess__dpanel_sync(struct tess__dpanel *p);
+
 #endif /* TESS_HAVE_MPI */
 
 #endif

@@ -62,6 +62,11 @@ struct tess__xdev_hw {
      * other nodes). */
     int (*exchange)(struct tess__xdev *n, char *sbuf, const size_t *soff, char *rbuf,
                     const size_t *roff);
+    /* Pieces to and from ranks of this node (grid ranks), on stream 0 after what is queued
+     * there: the sends and receives of one call are one group; the ranks a piece names
+     * call with the matching pieces, calls in the same order (comm/dpanel.c). */
+    int (*pieces)(struct tess__xdev *n, const struct tess__dpiece *send, int ns,
+                  const struct tess__dpiece *recv, int nr);
     int (*async_error)(struct tess__xdev *n); /* an error reported asynchronously; NULL none */
     int (*time)(struct tess__xdev *n, int ev, double *t); /* ev reached, tess__now() clock */
     void (*abort)(struct tess__xdev *n); /* stop this rank's part of the exchange */

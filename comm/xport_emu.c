@@ -138,6 +138,39 @@ static int emu_exchange(struct tess__xdev *n, char *sbuf, const size_t *soff, ch
     return st;
 }
 
+/* The pieces once stream 0 is done (the panels are in place): MPI between the arenas. */
+static int emu_pieces(struct tess__xdev *n, const struct tess__dpiece *send, int ns,
+                      const struct tess__dpiece *recv, int nr) {
+    const struct tess__comm_grid *g = n->base.g;
+    int st = emu_record(n, 0, EV_DRAIN0);
+    if (!st) st = emu_sync(n, EV_DRAIN0);
+    MPI_Request *req = malloc(sizeof *req * (size_t)(ns + nr + 1));
+    if (!req) return st ? st : tess__fail(TESS_ENOMEM, "dpanel: out of host memory");
+    int nreq = 0;
+    for (int i = 0; i < nr; i++) { /* a rank whose queueing failed still takes part */
+        if (!recv[i].bytes) continue;
+        if (recv[i].bytes > INT32_MAX) {
+            if (!st) st = tess__fail(TESS_EINVAL, "dpanel: a piece past MPI's int count");
+            continue;
+        }
+        int s2 = TESS__MPI(MPI_Irecv(recv[i].ptr, (int)recv[i].bytes, MPI_BYTE, recv[i].rank,
+                                     TAG_NODE, g->comm, &req[nreq]));
+        if (!s2) nreq++;
+        if (!st) st = s2;
+    }
+    for (int i = 0; i < ns; i++) {
+        if (!send[i].bytes || send[i].bytes > INT32_MAX) continue;
+        int s2 = TESS__MPI(MPI_Isend(send[i].ptr, (int)send[i].bytes, MPI_BYTE, send[i].rank,
+                                     TAG_NODE, g->comm, &req[nreq]));
+        if (!s2) nreq++;
+        if (!st) st = s2;
+    }
+    if (MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS && !st)
+        st = tess__fail(TESS_ECOMM, "dpanel: MPI_Waitall failed");
+    free(req);
+    return st;
+}
+
 /* Units follow TESSERA_PGEMM_CHUNK down to 64 KiB, so that the tests run several. */
 const struct tess__xdev_hw tess__xdev_emu = {
     .name = "emulated",
@@ -154,5 +187,6 @@ const struct tess__xdev_hw tess__xdev_emu = {
     .sync = emu_sync,
     .drain = emu_drain,
     .exchange = emu_exchange,
+    .pieces = emu_pieces,
     .time = emu_time,
 };

@@ -166,6 +166,24 @@ static int gpu_exchange(struct tess__xdev *n, char *sbuf, const size_t *soff, ch
     return st ? st : st2;
 }
 
+static int gpu_pieces(struct tess__xdev *n, const struct tess__dpiece *send, int ns,
+                      const struct tess__dpiece *recv, int nr) {
+    struct gpu *x = G(n);
+    if (n->base.dead) return TESS_OK;
+    int st = NCCL(ncclGroupStart());
+    if (st) return st;
+    for (int i = 0; i < ns && !st; i++)
+        if (send[i].bytes)
+            st = NCCL(ncclSend(send[i].ptr, send[i].bytes, ncclChar, n->nrank[send[i].rank],
+                               x->comm, x->cs[0]));
+    for (int i = 0; i < nr && !st; i++)
+        if (recv[i].bytes)
+            st = NCCL(ncclRecv(recv[i].ptr, recv[i].bytes, ncclChar, n->nrank[recv[i].rank],
+                               x->comm, x->cs[0]));
+    int st2 = NCCL(ncclGroupEnd()); /* whatever happened: NCCL's group state stays balanced */
+    return st ? st : st2;
+}
+
 static int gpu_async_error(struct tess__xdev *n) {
     ncclResult_t ar = ncclSuccess;
     if (G(n)->comm && ncclCommGetAsyncError(G(n)->comm, &ar) == ncclSuccess && ar != ncclSuccess)
@@ -200,6 +218,7 @@ const struct tess__xdev_hw tess__xdev_gpu = {
     .sync = gpu_sync,
     .drain = gpu_drain,
     .exchange = gpu_exchange,
+    .pieces = gpu_pieces,
     .async_error = gpu_async_error,
     .time = gpu_time,
     .abort = gpu_abort,

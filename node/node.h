@@ -48,9 +48,16 @@ struct tess__step {
      * that output too, at (b_ro, b_co) (nops 1: a region of C this step does not write) */
     int64_t c_ro, c_co;
     bool b_in_c;
+    bool a_in_c;     /* its A lies in the task's output, at (a_ro, a_co) of it (possibly before
+                    its (0, 0): another part of the same tile); never fetched (nops 0) */
     bool a_dep_only; /* a only orders the step after its writer (hold.c), never fetched */
     int *info;       /* POTRF, GETRF: where its kernel puts LAPACK's INFO (lives with the job) */
     int *ipiv; /* GETRF, LASWP: the pivots it writes or reads (backend.h; lives with the job) */
+    /* not NULL: no kernel; the step copies its C region (m x n) into this memory of the
+     * task's device (ld copy_ld), C unchanged (a distributed factorization's panel leaving
+     * its held tiles: src/lapack/bpanel.c; the job pins that device) */
+    void *copy_to;
+    int64_t copy_ld;
 };
 
 /* hold.c: where an operand of a job lies in a held matrix. Its tiles are the held grid's
@@ -183,6 +190,7 @@ struct tess__job {
      * devices only, never on the CPU worker (device_only). */
     int a_dev, b_dev;
     bool device_only;
+    int pin_dev; /* 0: any device; d + 1: runtime device d only (its memory is named) */
     /* Held operands (hold.c): NULL, or where A, B (as stored) and C lie in a held matrix;
      * cut[d]: the segment boundaries along m, n, k (ncut[d] + 1 entries from 0 to the
      * extent), NULL: multiples of tile. A task's output tile lies in one held tile. */

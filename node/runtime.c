@@ -532,6 +532,7 @@ int tess__rt_submit(struct tess__rt *rt, struct tess__job *job) {
                                                : job->blk_bytes <= d->heap_bytes / 3)
             job->dev_mask |= 1u << i;
     }
+    if (job->pin_dev > 0) job->dev_mask &= 1u << (job->pin_dev - 1);
     if (!job->dev_mask)
         return tess__fail(TESS_ENOMEM,
                           "no device heap holds three %zu-byte tiles; lower TESSERA_TILE",

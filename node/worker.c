@@ -763,8 +763,12 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         .k = st.k,
         .alpha = st.alpha,
         .beta = st.beta,
-        .A = a ? (char *)a->ptr + (size_t)(st.a_ro + st.a_co * a->ld) * es : NULL,
-        .lda = a ? a->ld : 1,
+        .A = st.a_in_c ? cout + (ptrdiff_t)(st.a_ro + st.a_co * cld) * (ptrdiff_t)es
+             : a       ? (char *)a->ptr + (size_t)(st.a_ro + st.a_co * a->ld) * es
+                       : NULL,
+        .lda = st.a_in_c ? cld
+               : a       ? a->ld
+                         : 1,
         .B = st.b_in_c ? cout + (size_t)(st.b_ro + st.b_co * cld) * es
              : b       ? (char *)b->ptr + (size_t)(st.b_ro + st.b_co * b->ld) * es
                        : NULL,
@@ -776,7 +780,11 @@ static int issue_step(struct tess__dev *d, struct tess__slot *sl) {
         .info = st.info,
         .ipiv = st.ipiv,
     };
-    rc = ops->kernel(d->bd, sl->stream, &k);
+    if (st.copy_to) /* a copy out of C's region (node.h), in the kernel's place */
+        rc = ops->copy2d(d->bd, sl->stream, TESS__D2D, st.copy_to, (size_t)st.copy_ld * es, cptr,
+                         (size_t)cld * es, (size_t)st.m * es, (size_t)st.n, NULL);
+    else
+        rc = ops->kernel(d->bd, sl->stream, &k);
     if (!rc) rc = ops->event_record(d->bd, sl->stream, sl->ring.done[s % TESS__DEPTH]);
     if (rc) {
         if (a) tess__cache_unacquire(c, a);

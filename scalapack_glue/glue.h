@@ -149,6 +149,8 @@ void glue_count_tessera(enum glue_kind k, tess_dtype_t dt, double flops);
 void glue_count_quick(enum glue_kind k, tess_dtype_t dt);
 void glue_count_error(enum glue_kind k, tess_dtype_t dt);
 void glue_count_fallback(enum glue_kind k, tess_dtype_t dt);
+/* of the tessera calls: a distributed factorization whose panels stayed on the devices */
+void glue_count_device(enum glue_kind k, tess_dtype_t dt);
 
 /* ---- the node runtime (state.c) ---------------------------------------------------- */
 /* Started at the first call sent to tessera (src/autostart.c); true when it is up and worth

@@ -22,57 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "glue.h"
-#include "level3.h"
-
-struct pp {
-    tess_grid_t *g;
-    tess_dtype_t dt;
-    size_t es;
-    int64_t n, nb, ia, ja; /* sub(A): order, block, first row and column (0-based) */
-    struct tess__comm_bc R, C;
-    int P, Q, me_r, me_c;
-    char *A; /* the local array; sub(A)'s local part at (lr0, lc0), ld lld */
-    int64_t lld, lr0, lc0, mloc, nloc;
-    char *Ah; /* A + (lr0, lc0): the held part */
-    int64_t T;
-    /* the panel rows of my trailing rows (Wr) and columns (Wc), indexed as sub(A)'s local
-     * part: L: mloc x nb and nloc x nb; U: their transposes, nb x mloc and nb x nloc */
-    char *Wr[2], *Wc[2];
-    char *D;           /* the diagonal block, nb x nb */
-    char *pack, *full; /* this process's panel rows; every process row's, in the column */
-    int *cnt, *displ;  /* bytes per process row (Allgatherv) */
-    char *band;        /* the other triangle's rows the GEMMs write (band()), saved */
-    bool up;           /* UPLO = 'U': the panel is a block row, A = U^H U */
-    bool held, wheld[2];
-};
-
-static char *at(const struct pp *p, char *X, int64_t r, int64_t c, int64_t ld) {
-    return X + ((size_t)r + (size_t)c * (size_t)ld) * p->es;
-}
-
-/* Local rows (columns) of the sub(A) rows [s0, s1) on process row r (column c), relative to
- * sub(A)'s local part: [*l0, *l0 + *cnt). */
-static void rows_of(const struct pp *p, int64_t s0, int64_t s1, int r, int64_t *l0, int64_t *cnt) {
-    tess__comm_bc_range(&p->R, p->ia + s0, s1 - s0, r, l0, cnt);
-    *l0 -= tess__comm_bc_count(&p->R, p->ia, r);
-}
-static void cols_of(const struct pp *p, int64_t s0, int64_t s1, int c, int64_t *l0, int64_t *cnt) {
-    tess__comm_bc_range(&p->C, p->ja + s0, s1 - s0, c, l0, cnt);
-    *l0 -= tess__comm_bc_count(&p->C, p->ja, c);
-}
-
-/* Local column x of sub(A)'s local part: its sub(A) column. */
-static int64_t sub_col(const struct pp *p, int64_t x) {
-    return tess__comm_bc_l2g(&p->C, p->me_c, x + tess__comm_bc_count(&p->C, p->ja, p->me_c)) -
-           p->ja;
-}
-
-/* The local rows of sub(A) from row s on: the first one's local index. */
-static int64_t row_from(const struct pp *p, int64_t s) {
-    return tess__comm_bc_count(&p->R, p->ia + s, p->me_r) -
-           tess__comm_bc_count(&p->R, p->ia, p->me_r);
-}
+#include "ppotrf.h"
 
 /* The rows of local column x the updates may write in the other triangle: a GEMM covers the
  * local columns of one hold tile column, L: from the rows of its first block on, so in
@@ -292,7 +242,9 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
     tess__comm_bc_range(&p.R, ia, n, p.me_r, &p.lr0, &p.mloc);
     tess__comm_bc_range(&p.C, ja, n, p.me_c, &p.lc0, &p.nloc);
     p.Ah = (char *)A + ((size_t)p.lr0 + (size_t)p.lc0 * (size_t)p.lld) * p.es;
-    p.T = p.nb * TESS__MAX(1, (2048 + p.nb - 1) / p.nb);
+    struct tess__config cfg; /* TESSERA_TILE: the hold's edge, in whole blocks */
+    int64_t want = tess__config_load(&cfg) == TESS_OK && cfg.tile > 0 ? cfg.tile : 2048;
+    p.T = p.nb * TESS__MAX(1, (want + p.nb - 1) / p.nb);
     *info = 0;
     *wrote = false;
     /* buffers and the hold, then one agreement: all go on, or all go to the reference */
@@ -310,22 +262,30 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
     size_t mine = p.up ? ncol : mrow;
     int st = TESS_OK;
     tess__autostart_enter();
-    for (int i = 0; i < 2; i++) { /* pinned: the devices load them at every step */
+    /* the panels on the devices (ppotrf_dev.c) where blocks start sub(A) and the grid's
+     * transport is the device one on one node (the same answer everywhere) */
+    struct tess__dpanel dp = {0};
+    bool dev = ia % p.nb == 0 && ja % p.nb == 0 && tess__dpanel_open(g, &dp) == TESS_OK;
+    if (!dev) tess__clear_error();
+    for (int i = 0; i < 2 && !dev; i++) { /* pinned: the devices load them at every step */
         p.Wr[i] = tess_malloc_host(mrow * nbb * es);
         p.Wc[i] = tess_malloc_host(ncol * nbb * es);
         if (!p.Wr[i] || !p.Wc[i]) st = TESS_ENOMEM;
         if (p.Wr[i]) memset(p.Wr[i], 0, mrow * nbb * es);
         if (p.Wc[i]) memset(p.Wc[i], 0, ncol * nbb * es);
     }
-    p.D = malloc(nbb * nbb * es);
-    p.pack = malloc(mine * nbb * es);
-    p.full = malloc((size_t)TESS__MAX(1, all) * nbb * es);
-    p.cnt = malloc(sizeof *p.cnt * (size_t)np);
-    p.displ = malloc(sizeof *p.displ * (size_t)np);
+    if (!dev) {
+        p.D = malloc(nbb * nbb * es);
+        p.pack = malloc(mine * nbb * es);
+        p.full = malloc((size_t)TESS__MAX(1, all) * nbb * es);
+        p.cnt = malloc(sizeof *p.cnt * (size_t)np);
+        p.displ = malloc(sizeof *p.displ * (size_t)np);
+        if (!p.D || !p.pack || !p.full || !p.cnt || !p.displ) st = TESS_ENOMEM;
+        if (all * (int64_t)nbb * (int64_t)es > INT32_MAX || mine * nbb * es > INT32_MAX)
+            st = TESS_ENOMEM; /* MPI counts are ints */
+    }
     p.band = malloc(TESS__MAX(1, band_bytes(&p)));
-    if (!p.D || !p.pack || !p.full || !p.cnt || !p.displ || !p.band) st = TESS_ENOMEM;
-    if (all * (int64_t)nbb * (int64_t)es > INT32_MAX || mine * nbb * es > INT32_MAX)
-        st = TESS_ENOMEM; /* MPI counts are ints */
+    if (!p.band) st = TESS_ENOMEM;
     if (st == TESS_ENOMEM) tess__fail(st, "p?potrf: out of host memory");
     if (!st && !local_ok) st = tess__fail(TESS_EINVAL, "p?potrf: a local argument (LLD_A)");
     if (!st && p.mloc > 0 && p.nloc > 0) {
@@ -336,7 +296,11 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
     if (!st) {
         *wrote = true;
         band_copy(&p, 0);
-        for (int64_t k = 0; !st && !*info && k * p.nb < n; k++) st = step(&p, k, info);
+        if (dev) {
+            st = glue_ppotrf_dev(&p, &dp, info);
+            glue_count_device(GLUE_POTRF, dt);
+        }
+        for (int64_t k = 0; !dev && !st && !*info && k * p.nb < n; k++) st = step(&p, k, info);
     }
     for (int i = 0; i < 2; i++)
         if (p.wheld[i]) {

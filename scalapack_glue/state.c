@@ -98,7 +98,7 @@ static char who[64] = "tessera-scalapack"; /* with the rank once known */
 /* ---- counters --------------------------------------------------------------------------- */
 
 struct counter {
-    uint64_t tess_calls, ref_calls, quick, errors, fallbacks;
+    uint64_t tess_calls, ref_calls, quick, errors, fallbacks, device;
     double tess_flops, ref_flops;
 };
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -128,6 +128,7 @@ void glue_count_error(enum glue_kind k, tess_dtype_t dt) {
     COUNT(k, dt, c_->errors++);
 }
 void glue_count_fallback(enum glue_kind k, tess_dtype_t dt) { COUNT(k, dt, c_->fallbacks++); }
+void glue_count_device(enum glue_kind k, tess_dtype_t dt) { COUNT(k, dt, c_->device++); }
 
 static void add(tess_scalapack_counters_t *o, const struct counter *c) {
     o->tessera_calls += c->tess_calls;
@@ -137,6 +138,7 @@ static void add(tess_scalapack_counters_t *o, const struct counter *c) {
     o->quick_returns += c->quick;
     o->arg_errors += c->errors;
     o->fallbacks += c->fallbacks;
+    o->device_calls += c->device;
 }
 
 static char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c; }

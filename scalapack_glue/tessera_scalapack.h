@@ -32,6 +32,8 @@ typedef struct tess_scalapack_counters {
     uint64_t arg_errors;    /* bad arguments reported to the program's PB_Cabort */
     uint64_t fallbacks;     /* tessera failed with the output's input intact: run again
                                   by the reference (also counted in reference_calls) */
+    uint64_t device_calls;  /* of tessera_calls: distributed factorizations whose panels
+                                  stayed on the devices (p?potrf_, docs/scalapack.md) */
 } tess_scalapack_counters_t;
 
 /* Fill *out for routine: NULL or "" for every routine; "pdgemm" (any case, an optional

@@ -17,7 +17,9 @@
  * good call with work on 1 x 1 and for p?potrf_ L on any grid, the reference otherwise:
  * other routines on bigger grids, bad arguments, nothing to do). Every precision, UPLO L/U, TRANS N/T/C, NRHS 1 and 3, offsets inside a bigger
  * matrix, tall and wide LU, a matrix not positive definite, a singular one. TEST_GLUE_SEED
- * changes the matrices and the source processes, TEST_GLUE_SHOW=1 prints each case on rank 0.
+ * changes the matrices and the source processes, TEST_GLUE_SHOW=1 prints each case on rank 0;
+ * TEST_GLUE_DEVPANELS=1 (with TESSERA_PGEMM_NCCL=2) asserts that p?potrf_ on a grid of
+ * several processes kept its panels on the devices where sub(A) starts a block.
  * A failed assertion on any rank aborts the whole job (MPI_Abort).
  */
 #include <complex.h>
@@ -608,6 +610,14 @@ static void run_case(const struct spec *s, int dt, const struct grid *g, int nca
     else
         ASSERT_MSG(dt_ + dr == 1, "%s: tessera calls %+d, reference calls %+d", what, (int)dt_,
                    (int)dr);
+    /* TEST_GLUE_DEVPANELS=1 (the device transport on emulated devices): a distributed
+     * Cholesky whose sub(A) starts a block keeps its panels on the devices, the others
+     * never */
+    if (getenv("TEST_GLUE_DEVPANELS") && route == TO_TESSERA) {
+        int dev = r == R_POTRF && P * Q > 1 && (s->ia - 1) % NB == 0 && (s->ja - 1) % NB == 0;
+        uint64_t dd = after.device_calls - before.device_calls;
+        ASSERT_MSG(dd == (uint64_t)dev, "%s: device panels %+d, expected %d", what, (int)dd, dev);
+    }
 
     free(A0), free(Ar), free(B0), free(Br), free(ip0), free(ipr), free(ipiv);
     free(A.buf);

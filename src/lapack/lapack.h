@@ -35,4 +35,33 @@ int tess__potrf_kept(tess_dtype_t dt, tess_layout_t layout, tess_uplo_t uplo, in
 int tess__getrf_kept(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n, void *A,
                      int64_t lda, int64_t *ipiv, int64_t *info, bool *kept);
 
+/* bpanel.c: the block jobs of a distributed factorization on a process's held local part
+ * (scalapack_glue/ppotrf_dev.c). The region X (m x n, ldx) lies in a held matrix:
+ *   POTRF  X = chol(X) in place, one held tile's block (uplo 'L' or 'U')
+ *   TRSM   L: X := X L^-H (L = F, n x n); U: X := U^-H X (U = F, m x m); X in one held tile
+ *          column (L) or row (U); F held (f_dev -1: inside one held tile) or device memory
+ *          of runtime device f_dev, final when the job starts
+ *   COPY   the region's values into device memory of runtime device to_dev (to, ld_to)
+ * Started asynchronously, ordered by tile after earlier calls on the held matrix. */
+enum tess__bp_kind { TESS__BP_POTRF, TESS__BP_TRSM, TESS__BP_COPY };
+struct tess__bp_args {
+    enum tess__bp_kind kind;
+    tess_dtype_t dt;
+    char uplo;
+    void *X;
+    int64_t ldx, m, n;
+    const void *F;
+    int64_t ldf;
+    int f_dev;
+    void *to;
+    int64_t ld_to;
+    int to_dev;
+};
+struct tess__bp;
+int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out);
+/* Wait for the job and free it. A POTRF's *info (info not NULL): the block's INFO (0, or
+ * j > 0: its leading minor of order j is not positive definite); jobs that depended on
+ * such a POTRF end with TESS_OK, having done nothing. */
+int tess__bp_finish(struct tess__bp *h, int64_t *info);
+
 #endif

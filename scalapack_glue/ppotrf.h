@@ -1,0 +1,67 @@
+/* scalapack_glue/ppotrf.h: what the two paths of the glue's distributed Cholesky share
+ * (ppotrf.c: the call, the panels through host memory; ppotrf_dev.c: the panels on the
+ * devices): the call's facts and the local index arithmetic of sub(A)'s blocks.
+ */
+#ifndef TESS_GLUE_PPOTRF_H
+#define TESS_GLUE_PPOTRF_H
+
+#include "glue.h"
+#include "level3.h"
+
+struct pp {
+    tess_grid_t *g;
+    tess_dtype_t dt;
+    size_t es;
+    int64_t n, nb, ia, ja; /* sub(A): order, block, first row and column (0-based) */
+    struct tess__comm_bc R, C;
+    int P, Q, me_r, me_c;
+    char *A; /* the local array; sub(A)'s local part at (lr0, lc0), ld lld */
+    int64_t lld, lr0, lc0, mloc, nloc;
+    char *Ah; /* A + (lr0, lc0): the held part */
+    int64_t T;
+    /* the panel rows of my trailing rows (Wr) and columns (Wc), indexed as sub(A)'s local
+     * part: L: mloc x nb and nloc x nb; U: their transposes, nb x mloc and nb x nloc */
+    char *Wr[2], *Wc[2];
+    char *D;           /* the diagonal block, nb x nb */
+    char *pack, *full; /* this process's panel rows; every process row's, in the column */
+    int *cnt, *displ;  /* bytes per process row (Allgatherv) */
+    char *band;        /* the other triangle's rows the GEMMs write (band()), saved */
+    bool up;           /* UPLO = 'U': the panel is a block row, A = U^H U */
+    bool held, wheld[2];
+};
+
+static inline char *at(const struct pp *p, char *X, int64_t r, int64_t c, int64_t ld) {
+    return X + ((size_t)r + (size_t)c * (size_t)ld) * p->es;
+}
+
+/* Local rows (columns) of the sub(A) rows [s0, s1) on process row r (column c), relative to
+ * sub(A)'s local part: [*l0, *l0 + *cnt). */
+static inline void rows_of(const struct pp *p, int64_t s0, int64_t s1, int r, int64_t *l0,
+                           int64_t *cnt) {
+    tess__comm_bc_range(&p->R, p->ia + s0, s1 - s0, r, l0, cnt);
+    *l0 -= tess__comm_bc_count(&p->R, p->ia, r);
+}
+static inline void cols_of(const struct pp *p, int64_t s0, int64_t s1, int c, int64_t *l0,
+                           int64_t *cnt) {
+    tess__comm_bc_range(&p->C, p->ja + s0, s1 - s0, c, l0, cnt);
+    *l0 -= tess__comm_bc_count(&p->C, p->ja, c);
+}
+
+/* Local column x of sub(A)'s local part: its sub(A) column. */
+static inline int64_t sub_col(const struct pp *p, int64_t x) {
+    return tess__comm_bc_l2g(&p->C, p->me_c, x + tess__comm_bc_count(&p->C, p->ja, p->me_c)) -
+           p->ja;
+}
+
+/* The local rows of sub(A) from row s on: the first one's local index. */
+static inline int64_t row_from(const struct pp *p, int64_t s) {
+    return tess__comm_bc_count(&p->R, p->ia + s, p->me_r) -
+           tess__comm_bc_count(&p->R, p->ia, p->me_r);
+}
+
+/* The panels on the devices (ppotrf_dev.c): the factorization of p, its hold and the band
+ * already set up; *info as ScaLAPACK's. Collective over the grid, the same status
+ * everywhere. */
+int glue_ppotrf_dev(struct pp *p, struct tess__dpanel *dp, int64_t *info);
+
+#endif

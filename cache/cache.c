@@ -269,6 +269,27 @@ int tess__cache_acquire(struct tess__cache *c, int dev, int stream, const struct
         return rc;
     }
 
+    /* A stable home in this device's memory: read where it is. */
+    if (t->home == TESS__HOME_DEV && t->home_stable && t->home_dev == dev) {
+        struct tess__blk *b;
+        if ((rc = blk_new(c, dev, &b))) {
+            tess__cache_unlock(c);
+            return rc;
+        }
+        b->ptr = t->home_ptr;
+        b->ld = t->home_ld;
+        b->readers = 1;
+        b->ready_done = 1;
+        b->in_place = 1;
+        rc = t->home_ready ? ops->stream_wait(cd->bd, stream, t->home_ready) : TESS_OK;
+        if (rc)
+            blk_recycle(c, b);
+        else
+            *out = b;
+        tess__cache_unlock(c);
+        return rc;
+    }
+
     /* A new copy: room first. */
     void *ptr = alloc_evicting(c, dev, alloc_bytes, false, stream);
     if (!ptr) {
@@ -458,7 +479,7 @@ void tess__cache_release(struct tess__cache *c, struct tess__blk *b) {
 
 void tess__cache_unacquire(struct tess__cache *c, struct tess__blk *b) {
     tess__cache_lock(c);
-    if (c->dev[b->dev].caps & TESS__CAP_UNIFIED)
+    if ((c->dev[b->dev].caps & TESS__CAP_UNIFIED) || b->in_place)
         blk_recycle(c, b);
     else
         unread(c, b);

@@ -84,6 +84,8 @@ struct tess__tile {
     void *home_ptr;          /* HOME_DEV: device pointer of element (0,0) */
     int64_t home_ld;         /* HOME_DEV: its leading dimension */
     tess__event *home_ready; /* HOME_DEV: event after which home_ptr is valid, or NULL */
+    bool home_stable;        /* HOME_DEV: unchanged until every task reading it is done, so its
+                         own device reads it in place (no copy, no directory entry) */
 };
 
 /* ---- alru.c ----------------------------------------------------------------------- */
@@ -108,6 +110,7 @@ struct tess__blk {
     int peer_waited;               /* the fill waited for the peer copy's own fill */
     int torn;                      /* its device failed before its fill was known complete */
     int suspect;                   /* its fill copied a torn copy, or one filled from one */
+    int in_place;                  /* a stable device home used as it is (recycled at release) */
     double t_put;                  /* held tiles: when a task last put it back (write-behind) */
     uint64_t space;                /* key.space of the tile (kept when the entry goes) */
 };

@@ -190,7 +190,9 @@ struct tess__job {
      * devices only, never on the CPU worker (device_only). */
     int a_dev, b_dev;
     bool device_only;
-    int pin_dev; /* 0: any device; d + 1: runtime device d only (its memory is named) */
+    int pin_dev;       /* 0: any device; d + 1: runtime device d only (its memory is named) */
+    bool homes_stable; /* A and B in device memory stay unchanged until the job is done:
+                          their own device reads them in place (cache.h, home_stable) */
     /* Held operands (hold.c): NULL, or where A, B (as stored) and C lie in a held matrix;
      * cut[d]: the segment boundaries along m, n, k (ncut[d] + 1 entries from 0 to the
      * extent), NULL: multiples of tile. A task's output tile lies in one held tile. */
@@ -596,6 +598,9 @@ void tess__trace_add(struct tess__rt *rt, int dev, int tid, double t0, double t1
                      ...) __attribute__((format(printf, 6, 7)));
 /* Print the summary if asked, write the trace file if asked, free the buffer. */
 void tess__trace_stop(struct tess__rt *rt);
+/* The last tess_finalize could not stop rt (a pin holds it, which may outlive the process):
+ * write the trace file as it is now, if asked. */
+void tess__trace_detached(struct tess__rt *rt);
 
 /* worker.c */
 void *tess__worker_main(void *dev);

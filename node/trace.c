@@ -223,6 +223,12 @@ static void print_summary(struct tess__rt *rt) {
     }
 }
 
+void tess__trace_detached(struct tess__rt *rt) {
+    struct tess__trace *tr = &rt->trace;
+    if (tr->origin == 0 || !tr->on) return;
+    write_trace(rt); /* takes the buffer's lock */
+}
+
 void tess__trace_stop(struct tess__rt *rt) {
     struct tess__trace *tr = &rt->trace;
     if (tr->origin == 0) return; /* never started */

@@ -19,6 +19,7 @@
  * The panels move through host memory over MPI; lookahead beyond the tile order of the
  * GEMMs and device-to-device panels are not built yet.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,6 +248,7 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
     p.T = p.nb * TESS__MAX(1, (want + p.nb - 1) / p.nb);
     *info = 0;
     *wrote = false;
+    double t0 = tess__now();
     /* buffers and the hold, then one agreement: all go on, or all go to the reference */
     size_t es = p.es, nbb = (size_t)p.nb;
     size_t mrow = (size_t)TESS__MAX(1, p.mloc), ncol = (size_t)TESS__MAX(1, p.nloc);
@@ -293,6 +295,7 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
         p.held = !st;
     }
     st = tess__comm_agree(g, st);
+    double t1 = tess__now();
     if (!st) {
         *wrote = true;
         band_copy(&p, 0);
@@ -307,10 +310,18 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
             int r1 = tess_release(p.Wr[i]), r2 = tess_release(p.Wc[i]);
             if (!st) st = r1 ? r1 : r2;
         }
+    double t2 = tess__now();
     if (p.held) {
         int r = tess_release(p.Ah);
         if (!st) st = r;
     }
+    double t3 = tess__now();
+    if (glue_knobs()->verbose >= 2)
+        fprintf(stderr,
+                "tessera-scalapack: rank %d: p?potrf (n %lld, nb %lld, panels on the %s): set-up "
+                "%.3f s, steps %.3f s, write-back %.3f s\n",
+                glue_world_rank(), (long long)n, (long long)p.nb, dev ? "devices" : "host", t1 - t0,
+                t2 - t1, t3 - t2);
     for (int i = 0; i < 2; i++) tess_free_host(p.Wr[i]), tess_free_host(p.Wc[i]);
     tess__autostart_leave();
     if (*wrote) band_copy(&p, 1);

@@ -14,6 +14,7 @@
  * never leaves a peer waiting in one); buffer b = k % 2 is rewritten at step k only after
  * step k - 2's GEMMs, which read it, are done.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "lapack.h"
@@ -29,6 +30,9 @@ struct dv {
     int ng[2];
     int64_t gcap;
     struct tess__dpiece *pc_s, *pc_r; /* pieces of one exchange */
+    /* seconds the caller spent: the diagonal block and INFO, the panel's solve and copy,
+     * the exchanges, queueing the updates, waiting for them (TESSERA_SCALAPACK_VERBOSE=2) */
+    double t[5];
 };
 
 static int finish_gemms(struct dv *v, int b) {
@@ -41,8 +45,9 @@ static int finish_gemms(struct dv *v, int b) {
     return st;
 }
 
+/* (the panel's copy-out is the last job on its tiles: their write-behind starts there) */
 static int bp(enum tess__bp_kind kind, const struct pp *p, char *X, int64_t m, int64_t n,
-              const void *F, int64_t ldf, int f_dev, void *to, int64_t ld_to, int to_dev,
+              const void *F, int64_t ldf, int f_dev, void *to, int64_t ld_to, int to_dev, bool fin,
               struct tess__bp **h) {
     struct tess__bp_args a = {.kind = kind,
                               .dt = p->dt,
@@ -56,7 +61,8 @@ static int bp(enum tess__bp_kind kind, const struct pp *p, char *X, int64_t m, i
                               .f_dev = f_dev,
                               .to = to,
                               .ld_to = ld_to,
-                              .to_dev = to_dev};
+                              .to_dev = to_dev,
+                              .final = fin};
     return tess__bp_start(&a, h);
 }
 
@@ -97,9 +103,10 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
     int64_t dinfo = 0;
     struct tess__bp *hp = NULL, *hs0 = NULL, *hs = NULL, *hc = NULL, *hd = NULL;
 
+    double t0 = tess__now();
     /* 1. the diagonal block on its owner; alone, its panel at once (held factor) */
     if (owner) {
-        st = bp(TESS__BP_POTRF, p, Dk, bk, bk, NULL, 0, -1, NULL, 0, -1, &hp);
+        st = bp(TESS__BP_POTRF, p, Dk, bk, bk, NULL, 0, -1, NULL, 0, -1, false, &hp);
         if (!st && alone && pn > 0 && s1 < p->n) {
             /* the part in the factor's own tile first (its tasks read the factor there),
              * then the rest, which reads that tile once it is written */
@@ -107,23 +114,28 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
             first = first % p->T ? TESS__MIN(pn, p->T - first % p->T) : 0;
             char *X2 = up ? at(p, X, 0, first, p->lld) : at(p, X, first, 0, p->lld);
             if (first)
-                st = up ? bp(TESS__BP_TRSM, p, X, bk, first, Dk, p->lld, -1, NULL, 0, -1, &hs0)
-                        : bp(TESS__BP_TRSM, p, X, first, bk, Dk, p->lld, -1, NULL, 0, -1, &hs0);
+                st = up ? bp(TESS__BP_TRSM, p, X, bk, first, Dk, p->lld, -1, NULL, 0, -1, false,
+                             &hs0)
+                        : bp(TESS__BP_TRSM, p, X, first, bk, Dk, p->lld, -1, NULL, 0, -1, false,
+                             &hs0);
             if (!st && pn > first)
-                st = up ? bp(TESS__BP_TRSM, p, X2, bk, pn - first, Dk, p->lld, -1, NULL, 0, -1, &hs)
+                st = up ? bp(TESS__BP_TRSM, p, X2, bk, pn - first, Dk, p->lld, -1, NULL, 0, -1,
+                             false, &hs)
                         : bp(TESS__BP_TRSM, p, X2, pn - first, bk, Dk, p->lld, -1, NULL, 0, -1,
-                             &hs);
+                             false, &hs);
             if (!st)
-                st = up ? bp(TESS__BP_COPY, p, X, bk, pn, NULL, 0, -1, mine, bk, dev, &hc)
-                        : bp(TESS__BP_COPY, p, X, pn, bk, NULL, 0, -1, mine, pn, dev, &hc);
+                st = up ? bp(TESS__BP_COPY, p, X, bk, pn, NULL, 0, -1, mine, bk, dev, true, &hc)
+                        : bp(TESS__BP_COPY, p, X, pn, bk, NULL, 0, -1, mine, pn, dev, true, &hc);
         } else if (!st && !alone && s1 < p->n) {
-            st = bp(TESS__BP_COPY, p, Dk, bk, bk, NULL, 0, -1, v->D, bk, dev, &hd);
+            st = bp(TESS__BP_COPY, p, Dk, bk, bk, NULL, 0, -1, v->D, bk, dev, false, &hd);
         }
         st = bp_end(&hp, &dinfo, st);
         st = bp_end(&hd, NULL, st);
     }
     long long mine2[2] = {st != TESS_OK, dinfo}, all[2];
     int mst = TESS__MPI(MPI_Allreduce(mine2, all, 2, MPI_LONG_LONG, MPI_MAX, g->comm));
+    double t1 = tess__now();
+    v->t[0] += t1 - t0;
     if (mst || all[0] || all[1] > 0 || s1 == p->n) {
         st = bp_end(&hs0, NULL, st);
         st = bp_end(&hs, NULL, st);
@@ -153,16 +165,18 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
         st = tess__dpanel_exchange(v->dp, s, ns, r, nr);
         if (!st) st = tess__dpanel_sync(v->dp);
         if (!st && pn > 0)
-            st = up ? bp(TESS__BP_TRSM, p, X, bk, pn, v->D, bk, dev, NULL, 0, -1, &hs)
-                    : bp(TESS__BP_TRSM, p, X, pn, bk, v->D, bk, dev, NULL, 0, -1, &hs);
+            st = up ? bp(TESS__BP_TRSM, p, X, bk, pn, v->D, bk, dev, NULL, 0, -1, false, &hs)
+                    : bp(TESS__BP_TRSM, p, X, pn, bk, v->D, bk, dev, NULL, 0, -1, false, &hs);
         if (!st && pn > 0)
-            st = up ? bp(TESS__BP_COPY, p, X, bk, pn, NULL, 0, -1, mine, bk, dev, &hc)
-                    : bp(TESS__BP_COPY, p, X, pn, bk, NULL, 0, -1, mine, pn, dev, &hc);
+            st = up ? bp(TESS__BP_COPY, p, X, bk, pn, NULL, 0, -1, mine, bk, dev, true, &hc)
+                    : bp(TESS__BP_COPY, p, X, pn, bk, NULL, 0, -1, mine, pn, dev, true, &hc);
     }
     st = bp_end(&hs0, NULL, st);
     st = bp_end(&hs, NULL, st);
     st = bp_end(&hc, NULL, st);
     if ((st = tess__comm_agree(g, st))) return st;
+    double t2 = tess__now();
+    v->t[1] += t2 - t1;
 
     /* 3. the pack along the process rows (L; U: down the process columns), from the panel's
      * process: Wr (U: Wc) */
@@ -230,6 +244,8 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
     }
     if (!st) st = tess__dpanel_sync(v->dp);
     if ((st = tess__comm_agree(g, st))) return st;
+    double t3 = tess__now();
+    v->t[2] += t3 - t2;
 
     /* 5. the trailing update: one GEMM per hold tile column of my trailing columns, Wr and
      * Wc in device memory, C held (L: from the rows of its first block on; U: down to the
@@ -237,7 +253,7 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
     const tess__scalar_t m1 = tess__l3_minus_one(p->dt),
                          one = *(const tess__scalar_t *)tess__scalar_one(p->dt);
     const char ct = tess__dtypes[p->dt].complex_ ? 'C' : 'T';
-    const struct tess__gemm_opts o = {.a_dev = dev, .b_dev = dev, .keep_c = true};
+    const struct tess__gemm_opts o = {.a_dev = dev, .b_dev = dev, .keep_c = true, .stable = true};
     for (int64_t x0 = l0c; !st && cntr > 0 && x0 < l0c + cntc;) {
         int64_t x1 = TESS__MIN(l0c + cntc, (x0 / p->T + 1) * p->T), rs, re;
         if (up) {
@@ -259,6 +275,7 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
         if (h) v->gj[b][v->ng[b]++] = h;
         x0 = x1;
     }
+    v->t[3] += tess__now() - t3;
     return tess__comm_agree(g, st);
 }
 
@@ -290,7 +307,9 @@ int glue_ppotrf_dev(struct pp *p, struct tess__dpanel *dp, int64_t *info) {
     v.full = ptr[4], v.D = ptr[5];
     if ((st = tess__comm_agree(p->g, st)) == TESS_OK)
         for (int64_t k = 0; !st && !*info && k * p->nb < p->n; k++) {
+            double t0 = tess__now();
             int r = finish_gemms(&v, (int)(k % 2));
+            v.t[4] += tess__now() - t0;
             st = tess__comm_agree(p->g, r);
             if (!st) st = step(&v, k, info);
         }
@@ -299,6 +318,13 @@ int glue_ppotrf_dev(struct pp *p, struct tess__dpanel *dp, int64_t *info) {
         if (!st) st = r;
     }
     (void)tess__dpanel_sync(dp);
+    if (glue_knobs()->verbose >= 2)
+        fprintf(stderr,
+                "tessera-scalapack: rank %d: p?potrf, panels on the devices (n %lld, nb %lld): "
+                "diagonal %.3f s, panel %.3f s, exchange %.3f s, update queueing %.3f s, "
+                "update wait %.3f s\n",
+                glue_world_rank(), (long long)p->n, (long long)p->nb, v.t[0], v.t[1], v.t[2],
+                v.t[3], v.t[4]);
     for (int i = 0; i < 6; i++) tess__dpanel_free(dp, v.h[i]);
     free(v.off), free(v.pc_s), free(v.pc_r), free(v.gj[0]), free(v.gj[1]);
     return tess__comm_agree(p->g, st);

@@ -128,7 +128,7 @@ void glue_trsm_route(const struct glue_call *c, void (*reference)(void *), void 
     tess_grid_t *g = glue_route_grid(c);
     bool alpha0 = tess__scalar_is_zero(c->dt, &c->alpha);
     struct plan p = {.ka = glue_order_a(c)};
-    p.bs = (f_int)GLUE_MIN((int64_t)p.ka, glue_knobs()->trsm_block);
+    p.bs = (f_int)GLUE_MAX(1, GLUE_MIN((int64_t)p.ka, glue_knobs()->trsm_block)); /* 0: knobs bad */
     p.nblk = p.ka > 0 ? (p.ka + p.bs - 1) / p.bs : 0;
     bool lower = (c->uplo == 'L') == (c->ta == 'N');
     p.forward = c->side == 'L' ? lower : !lower;

@@ -6,7 +6,8 @@
  * LD_PRELOAD=libtessera_scalapack.so (issue 7): both runs must pass, and the glue's exit
  * summary must show the pdgemm_ calls going to tessera.
  *
- * Usage: glue_solve [n [nb [nrhs [lu|chol|both]]]]   (default 190 8 3 both). Prints one line
+ * Usage: glue_solve [n [nb [nrhs [lu|chol|both [runs]]]]]   (default 190 8 3 both 1; runs:
+ * each solve that many times on fresh matrices, the first one the warm-up). Prints one line
  * per solve on rank 0: "LU n=190 nb=8 grid 2x2: info 0 scaled residual 0.0123 PASSED
  * factor 0.01 s solve 0.002 s" (wall times of the ScaLAPACK calls, MPI_Wtime after a
  * barrier). Exit status 0 when every solve run passes.
@@ -141,6 +142,7 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 190, nb = argc > 2 ? atoi(argv[2]) : 8;
     int nrhs = argc > 3 ? atoi(argv[3]) : 3;
     const char *which = argc > 4 ? argv[4] : "both";
+    int runs = argc > 5 ? atoi(argv[5]) : 1;
     int do_lu = strcmp(which, "chol") != 0, do_chol = strcmp(which, "lu") != 0;
     static const int one = 1;
     Cblacs_pinfo(&me, &nprocs);
@@ -165,7 +167,8 @@ int main(int argc, char **argv) {
     dmat_fill(&X, 2, n);
     int *ipiv = calloc((size_t)(A.lr + nb), sizeof(int));
     double t0, t1, t2;
-    if (do_lu) {
+    for (int r = 0; do_lu && r < runs; r++) {
+        if (r) dmat_fill(&A, 0, n), dmat_fill(&X, 2, n);
         t0 = now();
         pdgetrf_(&n, &n, A.a, &one, &one, A.desc, ipiv, &info);
         t1 = now();
@@ -178,7 +181,7 @@ int main(int argc, char **argv) {
     }
 
     /* Cholesky (lower) */
-    if (do_chol) {
+    for (int r = 0; do_chol && r < runs; r++) {
         dmat_fill(&A, 1, n);
         dmat_fill(&A0, 1, n);
         dmat_fill(&X, 2, n);

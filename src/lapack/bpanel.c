@@ -69,6 +69,7 @@ static void bp_step(const struct tess__job *job, const struct tess__task *t, int
         out->a.home_dev = a->f_dev;
         out->a.home_ptr = (void *)a->F;
         out->a.home_ld = a->ldf;
+        out->a.home_stable = true; /* the caller's, until the job is done */
         return;
     }
     case TESS__BP_COPY:
@@ -138,9 +139,9 @@ static int fill(struct tess__bp *h) {
             t->load_c = 1;
             t->urgent = true;
             t->pri = 1000;
-            /* the factor's tile is final once the last block it holds is: written behind
-             * at once (L: its last columns; U: its last rows) */
-            if (a->kind != TESS__BP_COPY) {
+            /* a tile is final once the last block it holds is: written behind at once
+             * (L: its last columns; U: its last rows) */
+            if (a->final) {
                 int64_t e = a->uplo == 'L' ? v->c0 + t->col + t->n : v->r0 + t->row + t->m;
                 int64_t edge = a->uplo == 'L' ? v->T : v->TR,
                         ext = a->uplo == 'L' ? v->cols : v->rows;

@@ -56,6 +56,10 @@ struct tess__bp_args {
     void *to;
     int64_t ld_to;
     int to_dev;
+    /* the tiles whose last column (L; row, U) the region reaches are final once the job is
+     * done: written behind at once (the last job that touches them: a later writer would
+     * wait for that write-back to land) */
+    bool final;
 };
 struct tess__bp;
 int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out);

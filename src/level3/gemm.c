@@ -64,12 +64,14 @@ static void gemm_step(const struct tess__job *job, const struct tess__task *t, i
         out->a.home_dev = job->a_dev;
         out->a.home_ptr = (void *)out->a.key.addr;
         out->a.home_ld = job->lda;
+        out->a.home_stable = job->homes_stable;
     }
     if (job->b_dev >= 0) {
         out->b.home = TESS__HOME_DEV;
         out->b.home_dev = job->b_dev;
         out->b.home_ptr = (void *)out->b.key.addr;
         out->b.home_ld = job->ldb;
+        out->b.home_stable = job->homes_stable;
     }
     out->ta = job->ta;
     out->tb = job->tb;
@@ -356,6 +358,7 @@ int tess__gemm_start(tess_dtype_t dt, char ta, char tb, int64_t m, int64_t n, in
     job->a_dev = opts ? opts->a_dev : -1;
     job->b_dev = opts ? opts->b_dev : -1;
     job->device_only = job->a_dev >= 0 || job->b_dev >= 0;
+    job->homes_stable = opts && opts->stable;
     job->dt = dt;
     /* the tuned edge for every GEMM job: plain calls and the distributed GEMM's local jobs
      * (streamed or device panels too: 2 x H200, 2 ranks, n = 65536, edge 8192 ran at 0.912

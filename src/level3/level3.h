@@ -141,6 +141,9 @@ struct tess__gemm_opts {
      * its tiles on the devices where it is held if keep_c, else the caller has written its
      * held tiles back and dropped them (the host writes C) */
     bool keep_c;
+    /* with a_dev or b_dev: the caller leaves those operands unchanged until the job is
+     * done (tess__gemm_finish), so their own device reads them in place, uncopied */
+    bool stable;
 };
 
 /* Start C = alpha op(A) op(B) + beta C on column-major arrays (ta, tb 'N', 'T', 'C';

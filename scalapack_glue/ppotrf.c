@@ -1,23 +1,24 @@
 /* scalapack_glue/ppotrf.c: p?potrf_ on a grid of several processes: a right-looking block
  * Cholesky over the descriptor's blocks (nb = MB_ = NB_), UPLO 'L' (A = L L^H) or 'U' (A =
- * U^H U), whose trailing updates stay on each process's devices for the whole call. Each
- * process holds its part of sub(A) (tess_hold, tile a multiple of nb). Step k: the owner of
- * diagonal block k writes it back (only its tiles: tess__l3_unhold), factors it on the host
+ * U^H U), whose trailing updates stay on each process's devices for the whole call. Owns
+ * the call (buffers, the hold of each process's part of sub(A), tile a multiple of nb, the
+ * band, the choice of path) and the path whose panels go through host memory; the path
+ * whose panels stay on the devices is ppotrf_dev.c. Here, step k: the owner of diagonal
+ * block k writes it back (only its tiles: tess__l3_unhold), factors it on the host
  * (tess_?potrf of a copy) and the grid agrees on INFO; the block goes to the processes of
- * its panel (L: block column k, its process column; U: block row k, its process row), which
- * solve their part of it (tess_?trsm: the panel's tiles written back and dropped); the panel
- * goes to the processes sharing those rows (L) or columns (U), and is gathered across the
- * other direction, so that every process has the panel rows of its trailing rows (Wr) and
- * columns (Wc); then one asynchronous GEMM per hold tile column updates the trailing
- * triangle, all three operands held on one tile grid, so the calls return at once and run
- * in tile order. Those GEMMs write some rows of the other triangle too (band()): they are
- * saved at the start and put back at the end (ScaLAPACK does not reference them). INFO > 0
- * stops at that block, as ScaLAPACK does.
- * Invariants: every process takes this path or none (one agreement, before anything is
- * written); each MPI step is reached by every process of its communicator; a failure of
- * tessera after A was written stops the job (glue_route_failed), since its input is lost.
- * The panels move through host memory over MPI; lookahead beyond the tile order of the
- * GEMMs and device-to-device panels are not built yet.
+ * its panel (L: block column k, its process column; U: block row k, its process row),
+ * which solve their part of it (tess_?trsm: the panel's tiles written back and dropped);
+ * the panel goes to the processes sharing those rows (L) or columns (U), and is gathered
+ * across the other direction, so that every process has the panel rows of its trailing
+ * rows (Wr) and columns (Wc); then one asynchronous GEMM per hold tile column updates the
+ * trailing triangle, all three operands held on one tile grid, so the calls return at once
+ * and run in tile order. Those GEMMs write some rows of the other triangle too (band()):
+ * they are saved at the start and put back at the end (ScaLAPACK does not reference them).
+ * INFO > 0 stops at that block, as ScaLAPACK does.
+ * Invariants: every process takes this call and the same path or none (one agreement,
+ * before anything is written); each MPI step is reached by every process of its
+ * communicator; a failure of tessera after A was written stops the job
+ * (glue_route_failed), since its input is lost.
  */
 #include <stdio.h>
 #include <stdlib.h>

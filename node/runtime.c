@@ -292,8 +292,10 @@ int tess_finalize(void) {
         while (rt->calls > mine) pthread_cond_wait(&g_cv, &g_lock);
         rt->draining = false;
         g_closing--;
-        stop_if_unused(rt); /* else the last tess__rt_put or tess__rt_unpin stops it */
-        if (rt->pins) tess__trace_detached(rt); /* a pin may outlive the process's exit */
+        if (rt->pins)
+            tess__trace_detached(rt); /* a pin may outlive the process's exit */
+        else
+            stop_if_unused(rt); /* else the last tess__rt_put or tess__rt_unpin stops it */
         pthread_cond_broadcast(&g_cv);
     }
     pthread_mutex_unlock(&g_lock);

@@ -10,9 +10,10 @@
  * hold tile column updates the trailing part on its held tiles, Wr and Wc read in device
  * memory. Each job waits for the tiles it reads by the hold's dependency tables, so step
  * k + 1's panel starts once its own tiles are updated while step k's other GEMMs run.
- * Invariants: every rank agrees on the status before each exchange (a rank that failed
- * never leaves a peer waiting in one); buffer b = k % 2 is rewritten at step k only after
- * step k - 2's GEMMs, which read it, are done.
+ * Invariants: every rank agrees on the status before each exchange and once it is queued,
+ * before anything waits for it (a rank that failed never leaves a peer waiting on one);
+ * buffer b = k % 2 is rewritten at step k only after step k - 2's GEMMs, which read it,
+ * are done.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +164,12 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
         if (!owner)
             r[nr++] = (struct tess__dpiece){rank_of(p, pr, pc), v->D, (size_t)(bk * bk) * es};
         st = tess__dpanel_exchange(v->dp, s, ns, r, nr);
-        if (!st) st = tess__dpanel_sync(v->dp);
+    }
+    /* (queued everywhere, or nobody waits for it: a rank whose exchange failed to queue
+     * must not leave its peers waiting on theirs) */
+    if (!alone && (st = tess__comm_agree(g, st))) return st;
+    if (!alone && panel) {
+        st = tess__dpanel_sync(v->dp);
         if (!st && pn > 0)
             st = up ? bp(TESS__BP_TRSM, p, X, bk, pn, v->D, bk, dev, NULL, 0, -1, false, &hs)
                     : bp(TESS__BP_TRSM, p, X, pn, bk, v->D, bk, dev, NULL, 0, -1, false, &hs);
@@ -193,6 +199,7 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
                                             mine, bytes};
         st = tess__dpanel_exchange(v->dp, s, ns, r, nr);
     }
+    if ((st = tess__comm_agree(g, st))) return st;
     /* 4. every pack of the other direction (L: the process rows' of my column; U: the
      * process columns' of my row) into full, then the other W a block at a time */
     const int np = up ? p->Q : p->P;
@@ -215,6 +222,7 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
             o += (int64_t)bytes;
         }
         st = tess__dpanel_exchange(v->dp, s, ns, r, nr);
+        if ((st = tess__comm_agree(g, st))) return st;
     }
     char *other = up ? v->Wr[b] : v->Wc[b];
     for (int64_t s = s1; !st && s < p->n; s += p->nb) {

@@ -17,7 +17,8 @@
 #   test_glue_solve.sh /b/libtessera_scalapack.so /b/glue_solve 4 mpiexec -n 4 --oversubscribe
 # The knobs (TESSERA_*) come from the environment; the preload reaches only the ranks (the
 # launcher runs `env LD_PRELOAD=... PROGRAM`, so mpirun itself is left alone).
-# TESS_TEST_PRELOAD_FIRST: a sanitizer runtime to preload before the glue.
+# TESS_TEST_PRELOAD_FIRST: a sanitizer runtime to preload before the glue. GLUE_SOLVE_FAULT:
+# the run through the glue injects that device fault instead (see below).
 # Exit 0 pass, 1 fail.
 set -uo pipefail
 glue=$1 prog=$2 np=$3
@@ -36,6 +37,24 @@ echo "== without the glue"
 rc=$?
 cat "$work/ref.out"
 [ $rc -eq 0 ] || fail "the program failed without the glue (exit $rc)"
+
+if [ -n "${GLUE_SOLVE_FAULT:-}" ]; then
+  # a device fault inside the distributed Cholesky (TESSERA_FAULT=GLUE_SOLVE_FAULT, the
+  # program run for its Cholesky alone): the call has written A, so the glue stops the job
+  # (docs/scalapack.md) with the same error on every rank: no hang, no wrong answer
+  echo "== with LD_PRELOAD=$glue and TESSERA_FAULT=$GLUE_SOLVE_FAULT"
+  TESSERA_FAULT=$GLUE_SOLVE_FAULT timeout 90 "${launcher[@]}" env LD_PRELOAD="$preload" \
+    "$prog" "${args[@]}" >"$work/fault.out" 2>&1
+  rc=$?
+  cat "$work/fault.out"
+  [ $rc -ne 124 ] || fail "the job hung after the fault"
+  ! grep -q "^CHOL .*PASSED" "$work/fault.out" || fail "the fault never reached the factorization"
+  grep -q "pdpotrf_ failed in tessera (the distributed Cholesky" "$work/fault.out" ||
+    fail "no rank said that the distributed Cholesky failed"
+  [ $rc -ne 0 ] || fail "the job went on after the distributed Cholesky failed"
+  echo "PASS"
+  exit 0
+fi
 
 echo "== with LD_PRELOAD=$glue"
 TESSERA_SCALAPACK_VERBOSE=2 "${launcher[@]}" env LD_PRELOAD="$preload" "$prog" "${args[@]}" \

@@ -206,13 +206,8 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
     }
     const tess__scalar_t m1 = tess__l3_minus_one(p->dt);
     for (int64_t x0 = l0c; !st && cntr > 0 && x0 < l0c + cntc;) {
-        int64_t x1 = TESS__MIN(l0c + cntc, (x0 / p->T + 1) * p->T), rs, re;
-        if (up) {
-            int64_t last = sub_col(p, x1 - 1);
-            rs = l0r, re = row_from(p, TESS__MIN(p->n, (last / p->nb + 1) * p->nb));
-        } else {
-            rs = row_from(p, sub_col(p, x0) / p->nb * p->nb), re = l0r + cntr;
-        }
+        int64_t x1, rs, re;
+        update_part(p, x0, l0c, cntc, l0r, cntr, &x1, &rs, &re);
         if (re > rs)
             st = up ? tess_gemm(p->dt, TESS_COL_MAJOR, ct, TESS_NO_TRANS, re - rs, x1 - x0, bk, &m1,
                                 at(p, Wr, 0, rs, bk), bk, at(p, Wc, 0, x0, bk), bk,

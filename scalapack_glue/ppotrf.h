@@ -59,6 +59,22 @@ static inline int64_t row_from(const struct pp *p, int64_t s) {
            tess__comm_bc_count(&p->R, p->ia, p->me_r);
 }
 
+/* The trailing update of one step goes as one GEMM per hold tile column of my trailing
+ * columns [l0c, l0c + cntc) (my trailing rows [l0r, l0r + cntr)): the one from local
+ * column x0 ends at *x1, and updates the rows [*rs, *re) (L: from the rows of its first
+ * block on; U: down to the end of its last block; the rows of the other triangle they
+ * write: band()). */
+static inline void update_part(const struct pp *p, int64_t x0, int64_t l0c, int64_t cntc,
+                               int64_t l0r, int64_t cntr, int64_t *x1, int64_t *rs, int64_t *re) {
+    *x1 = TESS__MIN(l0c + cntc, (x0 / p->T + 1) * p->T);
+    if (p->up) {
+        int64_t last = sub_col(p, *x1 - 1);
+        *rs = l0r, *re = row_from(p, TESS__MIN(p->n, (last / p->nb + 1) * p->nb));
+    } else {
+        *rs = row_from(p, sub_col(p, x0) / p->nb * p->nb), *re = l0r + cntr;
+    }
+}
+
 /* The panels on the devices (ppotrf_dev.c): the factorization of p, its hold and the band
  * already set up; *info as ScaLAPACK's. Collective over the grid, the same status
  * everywhere. */

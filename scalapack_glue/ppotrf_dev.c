@@ -263,13 +263,8 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
     const char ct = tess__dtypes[p->dt].complex_ ? 'C' : 'T';
     const struct tess__gemm_opts o = {.a_dev = dev, .b_dev = dev, .keep_c = true, .stable = true};
     for (int64_t x0 = l0c; !st && cntr > 0 && x0 < l0c + cntc;) {
-        int64_t x1 = TESS__MIN(l0c + cntc, (x0 / p->T + 1) * p->T), rs, re;
-        if (up) {
-            int64_t last = sub_col(p, x1 - 1);
-            rs = l0r, re = row_from(p, TESS__MIN(p->n, (last / p->nb + 1) * p->nb));
-        } else {
-            rs = row_from(p, sub_col(p, x0) / p->nb * p->nb), re = l0r + cntr;
-        }
+        int64_t x1, rs, re;
+        update_part(p, x0, l0c, cntc, l0r, cntr, &x1, &rs, &re);
         struct tess__gemm_async *h = NULL;
         if (re > rs)
             st = up ? tess__gemm_start(p->dt, ct, 'N', re - rs, x1 - x0, bk, &m1,

@@ -308,6 +308,16 @@ static void note_final(struct tess__dev *d, const struct tess__tile_key *key) {
     d->eager[d->neager++] = *key;
 }
 
+/* An untouched held tile goes back to the directory (a task cancelled or given back
+ * before its first step): the fill that brought it here at activation (its stream's
+ * first copy, tracked by no event) must have landed first, or a reader on another stream
+ * or device, or its write-back, could see the block before it. Whether it did. */
+static bool held_fill_landed(struct tess__dev *d, struct tess__slot *sl) {
+    tess__event *ev = sl->ring.done[sl->ring.next % TESS__DEPTH]; /* free: nothing in flight */
+    return d->ops->event_record(d->bd, sl->stream, ev) == TESS_OK &&
+           d->ops->event_sync(d->bd, ev) == TESS_OK;
+}
+
 static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
     struct tess__task *t = sl->t;
     bool dead = atomic_load(&d->failed); /* its copies are about to leave: publish none */
@@ -319,7 +329,7 @@ static void slot_finish(struct tess__dev *d, struct tess__slot *sl) {
             if (t->final && !dead) note_final(d, &sl->out.ckey);
         } else
             tess__cache_abandon(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, sl->out.was_dirty,
-                                sl->ring.next == 0 && !dead);
+                                sl->ring.next == 0 && !dead && held_fill_landed(d, sl));
         sl->out.c = NULL;
     } else if (!sl->out.cancelled) {
         /* MESI-X: the tile was written (M) and written back; copies others cached of its
@@ -577,7 +587,7 @@ static bool give_back(struct tess__dev *d, struct tess__slot *sl) {
     }
     if (sl->out.c && sl->out.held)
         tess__cache_abandon(&d->rt->cache, d->id, &sl->out.ckey, sl->out.c, sl->out.was_dirty,
-                            true);
+                            held_fill_landed(d, sl));
     else if (sl->out.c)
         tess__cache_free_work(&d->rt->cache, sl->out.c);
     slot_clear(d, sl);

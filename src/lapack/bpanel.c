@@ -93,24 +93,12 @@ static const struct tess__job_ops bp_ops[3] = {
     {.name = "bpanel-trsm", .step = bp_step},
     {.name = "bpanel-copy", .step = bp_step}};
 
-/* The segments of [0, len) cut where the held grid (edge T, the region starting at p0)
- * has a tile boundary: their count, and their starts in cut[0 .. count] (cut NULL: count
- * only). */
-static int64_t segs(int64_t p0, int64_t len, int64_t T, int64_t *cut) {
-    int64_t n = 0;
-    for (int64_t x = 0; x < len; n++) {
-        if (cut) cut[n] = x;
-        x = TESS__MIN(len, ((p0 + x) / T + 1) * T - p0);
-    }
-    if (cut) cut[n] = len;
-    return n;
-}
-
 static int fill(struct tess__bp *h) {
     struct tess__job *job = &h->job;
     const struct tess__bp_args *a = &h->a;
     const struct tess__hview *v = &h->hv;
-    int64_t nr = segs(v->r0, a->m, v->TR, NULL), nc = segs(v->c0, a->n, v->T, NULL);
+    int64_t nr = tess__l3_grid_cuts(a->m, v->r0, v->TR, NULL),
+            nc = tess__l3_grid_cuts(a->n, v->c0, v->T, NULL);
     if ((a->kind == TESS__BP_POTRF && (nr != 1 || nc != 1)) ||
         (a->kind == TESS__BP_TRSM && (a->uplo == 'L' ? nc : nr) != 1))
         return tess__fail(TESS_EINVAL, "bpanel: a %s region of %lld x %lld across held tiles",
@@ -123,8 +111,8 @@ static int fill(struct tess__bp *h) {
         return tess__fail(TESS_ENOMEM, "bpanel: out of host memory");
     }
     int64_t *rcut = rc, *ccut = rc + nr + 1;
-    segs(v->r0, a->m, v->TR, rcut);
-    segs(v->c0, a->n, v->T, ccut);
+    tess__l3_grid_cuts(a->m, v->r0, v->TR, rcut);
+    tess__l3_grid_cuts(a->n, v->c0, v->T, ccut);
     size_t es = tess__dtypes[job->dt].size;
     job->ntasks = 0;
     for (int64_t j = 0; j < nc; j++)
@@ -174,7 +162,8 @@ int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out) {
     if (!rc && a->kind == TESS__BP_TRSM && a->f_dev < 0) {
         h->held_f = true;
         if (tess__hold_view(rt, "bpanel", a->F, order, order, a->ldf, es, &h->hf) != 1 ||
-            segs(h->hf.r0, order, h->hf.TR, NULL) != 1 || segs(h->hf.c0, order, h->hf.T, NULL) != 1)
+            tess__l3_grid_cuts(order, h->hf.r0, h->hf.TR, NULL) != 1 ||
+            tess__l3_grid_cuts(order, h->hf.c0, h->hf.T, NULL) != 1)
             rc = tess__fail(TESS_EINVAL, "bpanel: the factor is not inside one held tile");
     }
     struct tess__job *job = &h->job;

@@ -192,7 +192,7 @@ static void gemm_release(void *arg) {
 /* The boundaries along an extent ext of a grid of edge T whose lines lie at phase + q T in
  * the operand's coordinates' frame (phase: the operand's offset in the held grid): 0, the
  * first line after 0, ..., ext; into out (NULL: count only). Returns the segment count. */
-static int64_t grid_cuts(int64_t ext, int64_t phase, int64_t T, int64_t *out) {
+int64_t tess__l3_grid_cuts(int64_t ext, int64_t phase, int64_t T, int64_t *out) {
     int64_t n = 0, p = T - phase % T;
     if (out) out[0] = 0;
     for (; p < ext; p += T)
@@ -287,7 +287,7 @@ static int held_setup(struct tess__gemm_async *h, tess_dtype_t dt,
     for (int d = 0; d < 3; d++) {
         T[d] = by[d] ? by[d]->T : tmax;
         ph[d] = by[d] ? (coord[d] ? by[d]->c0 : by[d]->r0) % T[d] : 0;
-        cnt[d] = grid_cuts(ext[d], ph[d], T[d], NULL);
+        cnt[d] = tess__l3_grid_cuts(ext[d], ph[d], T[d], NULL);
         total += cnt[d] + 1;
         tmax = TESS__MAX(tmax, T[d]);
     }
@@ -295,7 +295,7 @@ static int held_setup(struct tess__gemm_async *h, tess_dtype_t dt,
     if (!h->cuts) return tess__fail(TESS_ENOMEM, "%s: out of host memory", fn);
     int64_t *p = h->cuts;
     for (int d = 0; d < 3; d++) {
-        grid_cuts(ext[d], ph[d], T[d], p);
+        tess__l3_grid_cuts(ext[d], ph[d], T[d], p);
         job->cut[d] = p;
         p += cnt[d] + 1;
     }

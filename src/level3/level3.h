@@ -114,6 +114,10 @@ bool tess__l3_real_is(tess_dtype_t dt, const void *p, double v);
 
 /* ---- gemm.c: the GEMM job, for callers other than tess_?gemm (comm/pgemm.c) ------------ */
 
+/* [0, ext) cut where a grid of edge T has a boundary, the range starting at phase of it:
+ * the segment count, and (out not NULL) their starts in out[0 .. count], out[count] = ext. */
+int64_t tess__l3_grid_cuts(int64_t ext, int64_t phase, int64_t T, int64_t *out);
+
 /* The distributed GEMM's device panels (comm/pgemm.c, tess__pgemm_panel_cap) take what its
  * local job leaves of a device heap: the job keeps the in-place operand's local part cached
  * and TESS__JOB_HEAP_RESERVE of the heap for its streams' tiles; the panels never get less

@@ -522,7 +522,8 @@ bool tess__holds_any(void);
 int tess__hold_view(struct tess__rt *rt, const char *fn, const void *X, int64_t rows, int64_t cols,
                     int64_t ld, size_t es, struct tess__hview *v);
 /* tess__hold_view for an operand the call only reads: a hold of column strips answers 1
- * too (v->TR is then its rows; a factorization's solves read its factor there). */
+ * too (v->TR is then its rows; a factorization's solves read its factor there). The block
+ * jobs of the call that made such a hold (src/lapack/bpanel.c) find their regions so. */
 int tess__hold_view_read(struct tess__rt *rt, const char *fn, const void *X, int64_t rows,
                          int64_t cols, int64_t ld, size_t es, struct tess__hview *v);
 /* Hold the rows x cols matrix A (ld; checked by the caller) for one call as column strips:

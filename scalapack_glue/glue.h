@@ -180,6 +180,14 @@ tess_grid_t *glue_context_grid(f_int ctxt);
  * (its input is lost). */
 int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, int64_t ia,
                 int64_t ja, const f_int *d, bool local_ok, int64_t *info, bool *wrote);
+/* p?getrf_ on grid g (pgetrf.c), for a call whose global arguments passed the checks (as
+ * glue_ppotrf's; m, n >= 1): taken where the grid is one process row whose transport is
+ * the device one on one node and ia, ja start a block, else TESS_ENOSYS with nothing
+ * written (the same answer everywhere). Collective: TESS_OK with *info and IPIV written
+ * as ScaLAPACK's, or a status, the same everywhere; *wrote: A was written. */
+int glue_pgetrf(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void *A, int64_t ia,
+                int64_t ja, const f_int *d, bool local_ok, f_int *ipiv, int64_t *info,
+                bool *wrote);
 /* Step 2, collective: how the call goes on, the same answer on every process.
  *   GLUE_TESSERA    every process can take the call (local_ok: its own preparations, e.g.
  *                   temporaries allocated; the runtime up; comm/ takes the descriptors)

@@ -19,7 +19,8 @@
  * matrix, tall and wide LU, a matrix not positive definite, a singular one. TEST_GLUE_SEED
  * changes the matrices and the source processes, TEST_GLUE_SHOW=1 prints each case on rank 0;
  * TEST_GLUE_DEVPANELS=1 (with TESSERA_PGEMM_NCCL=2) asserts that p?potrf_ on a grid of
- * several processes kept its panels on the devices where sub(A) starts a block.
+ * several processes, and p?getrf_ on one process row of several, kept its panels on the
+ * devices where sub(A) starts a block (and p?getrf_ reached tessera there).
  * A failed assertion on any rank aborts the whole job (MPI_Abort).
  */
 #include <complex.h>
@@ -595,7 +596,12 @@ static void run_case(const struct spec *s, int dt, const struct grid *g, int nca
     /* p?getrf_'s quick return for M_A = 1 (IPIV(1) = 1, INFO = 0, A(1, 1) not looked at)
      * stays the reference's, for p?gesv_ too */
     int m_a_1 = (r == R_GETRF || r == R_GESV) && MA == 1;
-    if ((P * Q == 1 || r == R_POTRF) && !s->bad && m > 0 && n > 0 && (!solve || nrhs > 0) && !m_a_1)
+    /* p?getrf_ on one process row of several, the device transport (TEST_GLUE_DEVPANELS),
+     * sub(A) starting a block: the distributed LU */
+    int aligned = (s->ia - 1) % NB == 0 && (s->ja - 1) % NB == 0;
+    int lu_dev = getenv("TEST_GLUE_DEVPANELS") && r == R_GETRF && P == 1 && Q > 1 && aligned;
+    if ((P * Q == 1 || r == R_POTRF || lu_dev) && !s->bad && m > 0 && n > 0 &&
+        (!solve || nrhs > 0) && !m_a_1)
         route = s->jb > 1 && (s->jb - 1) % (s->nbb ? s->nbb : NB) ? TO_EITHER : TO_TESSERA;
     uint64_t dt_ = after.tessera_calls - before.tessera_calls,
              dr = after.reference_calls - before.reference_calls;
@@ -611,10 +617,10 @@ static void run_case(const struct spec *s, int dt, const struct grid *g, int nca
         ASSERT_MSG(dt_ + dr == 1, "%s: tessera calls %+d, reference calls %+d", what, (int)dt_,
                    (int)dr);
     /* TEST_GLUE_DEVPANELS=1 (the device transport on emulated devices): a distributed
-     * Cholesky whose sub(A) starts a block keeps its panels on the devices, the others
-     * never */
+     * Cholesky or LU whose sub(A) starts a block keeps its panels on the devices, the
+     * others never */
     if (getenv("TEST_GLUE_DEVPANELS") && route == TO_TESSERA) {
-        int dev = r == R_POTRF && P * Q > 1 && (s->ia - 1) % NB == 0 && (s->ja - 1) % NB == 0;
+        int dev = (r == R_POTRF || r == R_GETRF) && P * Q > 1 && aligned;
         uint64_t dd = after.device_calls - before.device_calls;
         ASSERT_MSG(dd == (uint64_t)dev, "%s: device panels %+d, expected %d", what, (int)dd, dev);
     }
@@ -789,7 +795,7 @@ TEST(glue_fact_errors) {
 }
 
 /* The counters of the six kinds: every routine of every precision reached tessera on one
- * process, on more p?potrf_ only; the names parse. */
+ * process, on more p?potrf_ only (and p?getrf_ on the device transport); the names parse. */
 TEST(glue_fact_counters) {
     tess_scalapack_counters_t c, k;
     for (int r = 0; r < NR; r++) {
@@ -798,7 +804,10 @@ TEST(glue_fact_counters) {
         for (int dt = 0; dt < 4; dt++) {
             counters_of(r, dt, &c);
             sum += c.tessera_calls;
-            if (wsize == 1 || r == R_POTRF)
+            /* (the 1 x 2 grid: ranks 0 and 1) */
+            int lu = r == R_GETRF && getenv("TEST_GLUE_DEVPANELS");
+            if (lu && wrank >= 2) continue;
+            if (wsize == 1 || r == R_POTRF || lu)
                 ASSERT_MSG(c.tessera_calls > 0, "p%c%s_: no call reached tessera", "sdcz"[dt],
                            rname[r]);
             else

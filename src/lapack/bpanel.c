@@ -1,13 +1,15 @@
 /* src/lapack/bpanel.c: the block jobs of a distributed factorization on a process's held
- * local part (scalapack_glue's p?potrf_ on a process grid): POTRF of one block, TRSM of a
- * panel by a factor (held, or in device memory), and COPY of a region into device memory
+ * local part (scalapack_glue's p?potrf_ and p?getrf_ on a process grid): POTRF or GETRF of
+ * one block, TRSM of a panel by a factor (held, or in device memory), LASWP of rows, the
+ * trailing GEMM by two operands in device memory, and COPY of a region into device memory
  * (a panel on its way to the other processes). Each is one job over the held tiles its
  * region meets, one task per tile part, ordered after earlier calls by tile (held_deps),
- * urgent (the factorization's critical path) and run on devices only.
- * Invariants: a region lies in one held matrix; a POTRF region lies in one held tile, a
- * TRSM region in one tile column (L) or row (U), so that no solve is split along the
- * factor's order; a COPY job runs only on the device whose memory it writes and leaves
- * its tiles' values as they were.
+ * urgent (the factorization's critical path) unless lazy, and run on devices only.
+ * Invariants: a region lies in one held matrix (square tiles or column strips); a POTRF or
+ * GETRF region lies in one held tile, a TRSM region in one tile column (L) or row (U,
+ * TRSML), a LASWP region in one tile row, so that no solve or interchange is split along
+ * its order; a COPY job runs only on the device whose memory it writes and leaves its
+ * tiles' values as they were.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +22,27 @@ struct tess__bp {
     struct tess__rt *rt;
     struct tess__hview hv, hf; /* the region; a held factor */
     bool held_f;
-    int info; /* POTRF: the kernel's INFO */
+    int info; /* POTRF, GETRF: the kernel's INFO */
     char ct;
+    tess__scalar_t m1; /* GEMM's alpha */
 };
+
+/* Operand tile of device memory p (rows x cols, ld) on runtime device dev, stable until the
+ * job is done: its own device reads it in place. */
+static void dev_tile(const struct tess__job *job, const void *p, int64_t rows, int64_t cols,
+                     int64_t ld, int dev, struct tess__tile *out) {
+    out->key.space = job->space;
+    out->key.addr = (uintptr_t)p;
+    out->key.ld = ld;
+    out->key.rows = (int32_t)rows;
+    out->key.cols = (int32_t)cols;
+    out->key.esize = (uint32_t)tess__dtypes[job->dt].size;
+    out->home = TESS__HOME_DEV;
+    out->home_dev = dev;
+    out->home_ptr = (void *)p;
+    out->home_ld = ld;
+    out->home_stable = true; /* the caller's, until the job is done */
+}
 
 static void bp_step(const struct tess__job *job, const struct tess__task *t, int s,
                     struct tess__step *out) {
@@ -60,16 +80,7 @@ static void bp_step(const struct tess__job *job, const struct tess__task *t, int
             }
             return;
         }
-        out->a.key.space = job->space;
-        out->a.key.addr = (uintptr_t)a->F;
-        out->a.key.ld = a->ldf;
-        out->a.key.rows = out->a.key.cols = (int32_t)order;
-        out->a.key.esize = (uint32_t)tess__dtypes[job->dt].size;
-        out->a.home = TESS__HOME_DEV;
-        out->a.home_dev = a->f_dev;
-        out->a.home_ptr = (void *)a->F;
-        out->a.home_ld = a->ldf;
-        out->a.home_stable = true; /* the caller's, until the job is done */
+        dev_tile(job, a->F, order, order, a->ldf, a->f_dev, &out->a);
         return;
     }
     case TESS__BP_COPY:
@@ -78,6 +89,36 @@ static void bp_step(const struct tess__job *job, const struct tess__task *t, int
                        (size_t)(t->row + t->col * a->ld_to) * tess__dtypes[job->dt].size;
         out->copy_ld = a->ld_to;
         return;
+    case TESS__BP_GETRF:
+        out->kind = TESS__K_GETRF;
+        out->k = t->n;
+        out->info = (int *)&h->info;
+        out->ipiv = a->ipiv;
+        return;
+    case TESS__BP_LASWP:
+        out->kind = TESS__K_LASWP;
+        out->k = a->k;
+        out->ipiv = a->ipiv;
+        return;
+    case TESS__BP_TRSML: /* X := L^-1 X, L unit lower */
+        out->kind = TESS__K_TRSM;
+        out->nops = 1;
+        out->side = 'L', out->uplo = 'L', out->ta = 'N', out->diag = 'U';
+        dev_tile(job, a->F, a->m, a->m, a->ldf, a->f_dev, &out->a);
+        return;
+    case TESS__BP_GEMM: { /* X -= F G: the task's rows of F, its columns of G */
+        size_t es = tess__dtypes[job->dt].size;
+        out->kind = TESS__K_GEMM;
+        out->nops = 2;
+        out->ta = out->tb = 'N';
+        out->k = a->k;
+        out->alpha = &h->m1;
+        dev_tile(job, (const char *)a->F + (size_t)t->row * es, t->m, a->k, a->ldf, a->f_dev,
+                 &out->a);
+        dev_tile(job, (const char *)a->G + (size_t)(t->col * a->ldg) * es, a->k, t->n, a->ldg,
+                 a->f_dev, &out->b);
+        return;
+    }
     }
 }
 
@@ -88,10 +129,14 @@ static int bp_finished(const struct tess__job *job, const struct tess__task *t) 
     return h->a.kind == TESS__BP_POTRF && h->info != 0 ? TESS__EINFO : TESS_OK;
 }
 
-static const struct tess__job_ops bp_ops[3] = {
+static const struct tess__job_ops bp_ops[7] = {
     {.name = "bpanel-potrf", .step = bp_step, .finished = bp_finished},
     {.name = "bpanel-trsm", .step = bp_step},
-    {.name = "bpanel-copy", .step = bp_step}};
+    {.name = "bpanel-copy", .step = bp_step},
+    {.name = "bpanel-getrf", .step = bp_step},
+    {.name = "bpanel-laswp", .step = bp_step},
+    {.name = "bpanel-trsml", .step = bp_step},
+    {.name = "bpanel-gemm", .step = bp_step}};
 
 static int fill(struct tess__bp *h) {
     struct tess__job *job = &h->job;
@@ -99,11 +144,13 @@ static int fill(struct tess__bp *h) {
     const struct tess__hview *v = &h->hv;
     int64_t nr = tess__l3_grid_cuts(a->m, v->r0, v->TR, NULL),
             nc = tess__l3_grid_cuts(a->n, v->c0, v->T, NULL);
-    if ((a->kind == TESS__BP_POTRF && (nr != 1 || nc != 1)) ||
-        (a->kind == TESS__BP_TRSM && (a->uplo == 'L' ? nc : nr) != 1))
+    bool one_tile = a->kind == TESS__BP_POTRF || a->kind == TESS__BP_GETRF;
+    bool one_row = a->kind == TESS__BP_LASWP || a->kind == TESS__BP_TRSML ||
+                   (a->kind == TESS__BP_TRSM && a->uplo == 'U');
+    bool one_col = a->kind == TESS__BP_TRSM && a->uplo == 'L';
+    if ((one_tile && (nr != 1 || nc != 1)) || (one_row && nr != 1) || (one_col && nc != 1))
         return tess__fail(TESS_EINVAL, "bpanel: a %s region of %lld x %lld across held tiles",
-                          a->kind == TESS__BP_POTRF ? "POTRF" : "TRSM", (long long)a->m,
-                          (long long)a->n);
+                          bp_ops[a->kind].name, (long long)a->m, (long long)a->n);
     int64_t *rc = malloc(sizeof *rc * (size_t)(nr + nc + 2));
     job->tasks = calloc((size_t)(nr * nc), sizeof *job->tasks);
     if (!rc || !job->tasks) {
@@ -125,8 +172,8 @@ static int fill(struct tess__bp *h) {
             t->m = rcut[i + 1] - rcut[i], t->n = ccut[j + 1] - ccut[j];
             t->c = (char *)a->X + (size_t)(t->row + t->col * a->ldx) * es;
             t->load_c = 1;
-            t->urgent = true;
-            t->pri = 1000;
+            t->urgent = !a->lazy;
+            t->pri = a->lazy ? 0 : 1000;
             /* a tile is final once the last block it holds is: written behind at once
              * (L: its last columns; U: its last rows) */
             if (a->final) {
@@ -157,7 +204,9 @@ int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out) {
     h->ct = tess__dtypes[a->dt].complex_ ? 'C' : 'T';
     size_t es = tess__dtypes[a->dt].size;
     int64_t order = a->uplo == 'L' ? a->n : a->m;
-    if (tess__hold_view(rt, "bpanel", a->X, a->m, a->n, a->ldx, es, &h->hv) != 1)
+    h->m1 = tess__l3_minus_one(a->dt);
+    /* (a hold of column strips answers too: the call that made it runs these jobs) */
+    if (tess__hold_view_read(rt, "bpanel", a->X, a->m, a->n, a->ldx, es, &h->hv) != 1)
         rc = tess__fail(TESS_EINVAL, "bpanel: the region is not inside a held matrix");
     if (!rc && a->kind == TESS__BP_TRSM && a->f_dev < 0) {
         h->held_f = true;
@@ -170,12 +219,15 @@ int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out) {
     job->ops = &bp_ops[a->kind];
     job->dt = a->dt;
     job->tile = TESS__MAX(h->hv.T, h->hv.TR);
-    job->blk_bytes = tess__blk_bytes(job->tile, es);
+    job->blk_bytes = tess__blk_bytes_rc(h->hv.TR, h->hv.T, es);
     job->m = a->m, job->n = a->n, job->k = order;
     job->C = a->X, job->ldc = a->ldx;
     job->A = a->F, job->lda = a->ldf;
-    job->a_dev = a->kind == TESS__BP_TRSM && !h->held_f ? a->f_dev : -1;
-    job->b_dev = -1;
+    bool dev_f = (a->kind == TESS__BP_TRSM && !h->held_f) || a->kind == TESS__BP_TRSML ||
+                 a->kind == TESS__BP_GEMM;
+    job->a_dev = dev_f ? a->f_dev : -1;
+    job->B = a->G, job->ldb = a->ldg;
+    job->b_dev = a->kind == TESS__BP_GEMM ? a->f_dev : -1;
     job->device_only = true; /* the CPU worker computes in place: it would miss dirty tiles */
     job->pin_dev = a->kind == TESS__BP_COPY ? a->to_dev + 1 : 0;
     job->held_deps = true;
@@ -198,7 +250,7 @@ int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out) {
 int tess__bp_finish(struct tess__bp *h, int64_t *info) {
     struct tess__rt *rt = h->rt;
     int rc = tess__rt_wait(rt, &h->job);
-    if (h->a.kind == TESS__BP_POTRF && info) *info = h->info;
+    if ((h->a.kind == TESS__BP_POTRF || h->a.kind == TESS__BP_GETRF) && info) *info = h->info;
     if (rc == TESS__EINFO) {
         rc = TESS_OK; /* INFO says it */
         tess__clear_error();

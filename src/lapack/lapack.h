@@ -36,14 +36,31 @@ int tess__getrf_kept(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n
                      int64_t lda, int64_t *ipiv, int64_t *info, bool *kept);
 
 /* bpanel.c: the block jobs of a distributed factorization on a process's held local part
- * (scalapack_glue/ppotrf_dev.c). The region X (m x n, ldx) lies in a held matrix:
+ * (scalapack_glue's ppotrf_dev.c, pgetrf.c). The region X (m x n, ldx) lies in a held
+ * matrix (square tiles, or column strips: tess__hold_strips):
  *   POTRF  X = chol(X) in place, one held tile's block (uplo 'L' or 'U')
  *   TRSM   L: X := X L^-H (L = F, n x n); U: X := U^-H X (U = F, m x m); X in one held tile
  *          column (L) or row (U); F held (f_dev -1: inside one held tile) or device memory
  *          of runtime device f_dev, final when the job starts
  *   COPY   the region's values into device memory of runtime device to_dev (to, ld_to)
- * Started asynchronously, ordered by tile after earlier calls on the held matrix. */
-enum tess__bp_kind { TESS__BP_POTRF, TESS__BP_TRSM, TESS__BP_COPY };
+ *   GETRF  X = P L U in place, one held tile's block; ipiv (min(m, n) ints, relative to
+ *          X's first row, 1-based) and INFO as LAPACK's, written by the job's end
+ *   LASWP  X's rows interchanged by ipiv[0 .. k) (relative, 1-based, read when the job
+ *          starts), X in one held tile row
+ *   TRSML  X := L^-1 X, L = F (m x m, device memory of f_dev) unit lower; X in one held
+ *          tile row
+ *   GEMM   X := X - F G, F (m x k, ldf) and G (k x n, ldg) device memory of f_dev
+ * Started asynchronously, ordered by tile after earlier calls on the held matrix; urgent
+ * (the critical path) unless lazy. */
+enum tess__bp_kind {
+    TESS__BP_POTRF,
+    TESS__BP_TRSM,
+    TESS__BP_COPY,
+    TESS__BP_GETRF,
+    TESS__BP_LASWP,
+    TESS__BP_TRSML,
+    TESS__BP_GEMM
+};
 struct tess__bp_args {
     enum tess__bp_kind kind;
     tess_dtype_t dt;
@@ -53,6 +70,9 @@ struct tess__bp_args {
     const void *F;
     int64_t ldf;
     int f_dev;
+    const void *G; /* GEMM */
+    int64_t ldg, k;
+    int *ipiv; /* GETRF, LASWP (k of them); lives until the job is finished */
     void *to;
     int64_t ld_to;
     int to_dev;
@@ -60,12 +80,14 @@ struct tess__bp_args {
      * done: written behind at once (the last job that touches them: a later writer would
      * wait for that write-back to land) */
     bool final;
+    bool lazy;
 };
 struct tess__bp;
 int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out);
 /* Wait for the job and free it. A POTRF's *info (info not NULL): the block's INFO (0, or
  * j > 0: its leading minor of order j is not positive definite); jobs that depended on
- * such a POTRF end with TESS_OK, having done nothing. */
+ * such a POTRF end with TESS_OK, having done nothing. A GETRF's: LAPACK's (j > 0: U(j, j)
+ * is exactly zero), which fails nothing. */
 int tess__bp_finish(struct tess__bp *h, int64_t *info);
 
 #endif

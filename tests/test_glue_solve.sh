@@ -7,9 +7,10 @@
 #   - the glue's exit summary (TESSERA_SCALAPACK_VERBOSE=2, one block per rank) shows the
 #     solvers (pdgetrf_, pdgetrs_, pdpotrf_, pdpotrs_) reaching the glue on every rank: on
 #     one process (a 1 x 1 grid), forced, computed by tessera and no PBLAS call made; on
-#     more, pdpotrf_ (UPLO = 'L') by tessera's distributed Cholesky, forced, and the others
-#     sent to the reference, whose pdgemm_ calls tessera computes (tessera >= 1,
-#     reference 0) when TESSERA_SCALAPACK_FORCE=1, or at least reach the glue otherwise.
+#     more, pdpotrf_ (UPLO = 'L') by tessera's distributed Cholesky, forced, pdgetrf_ by
+#     its distributed LU on one process row of the device transport, and the others sent
+#     to the reference, whose pdgemm_ calls tessera computes (tessera >= 1, reference 0)
+#     when TESSERA_SCALAPACK_FORCE=1, or at least reach the glue otherwise.
 # A run whose pdgemm_ calls never reach the glue fails: a test that cannot fail is a defect.
 #
 # usage: test_glue_solve.sh GLUE PROGRAM NP LAUNCHER [LAUNCHER ARGS...]
@@ -39,19 +40,25 @@ cat "$work/ref.out"
 [ $rc -eq 0 ] || fail "the program failed without the glue (exit $rc)"
 
 if [ -n "${GLUE_SOLVE_FAULT:-}" ]; then
-  # a device fault inside the distributed Cholesky (TESSERA_FAULT=GLUE_SOLVE_FAULT, the
-  # program run for its Cholesky alone): the call has written A, so the glue stops the job
-  # (docs/scalapack.md) with the same error on every rank: no hang, no wrong answer
+  # a device fault inside the distributed Cholesky or LU (TESSERA_FAULT=GLUE_SOLVE_FAULT,
+  # the program run for that one solve: "chol" or "lu" in GLUE_SOLVE_ARGS): the call has
+  # written A, so the glue stops the job (docs/scalapack.md) with the same error on every
+  # rank: no hang, no wrong answer
+  if [ "${args[3]:-}" = lu ]; then
+    line=LU rout=pdgetrf_ what="the distributed LU"
+  else
+    line=CHOL rout=pdpotrf_ what="the distributed Cholesky"
+  fi
   echo "== with LD_PRELOAD=$glue and TESSERA_FAULT=$GLUE_SOLVE_FAULT"
   TESSERA_FAULT=$GLUE_SOLVE_FAULT timeout 90 "${launcher[@]}" env LD_PRELOAD="$preload" \
     "$prog" "${args[@]}" >"$work/fault.out" 2>&1
   rc=$?
   cat "$work/fault.out"
   [ $rc -ne 124 ] || fail "the job hung after the fault"
-  ! grep -q "^CHOL .*PASSED" "$work/fault.out" || fail "the fault never reached the factorization"
-  grep -q "pdpotrf_ failed in tessera (the distributed Cholesky" "$work/fault.out" ||
-    fail "no rank said that the distributed Cholesky failed"
-  [ $rc -ne 0 ] || fail "the job went on after the distributed Cholesky failed"
+  ! grep -q "^$line .*PASSED" "$work/fault.out" || fail "the fault never reached the factorization"
+  grep -q "$rout failed in tessera ($what" "$work/fault.out" ||
+    fail "no rank said that $what failed"
+  [ $rc -ne 0 ] || fail "the job went on after $what failed"
   echo "PASS"
   exit 0
 fi
@@ -63,6 +70,10 @@ rc=$?
 cat "$work/glue.out"
 [ $rc -eq 0 ] || fail "the program failed through the glue (exit $rc)"
 
+# the distributed LU is tessera's on one process row (np ranks: a 1 x np grid for np 2 and
+# 3) of the device transport (TESSERA_PGEMM_NCCL=2 here)
+lu_dev=0
+[ "${TESSERA_PGEMM_NCCL:-0}" = 2 ] && { [ "$np" -eq 2 ] || [ "$np" -eq 3 ]; } && lu_dev=1
 for what in LU CHOL; do
   grep -q "^$what .*PASSED" "$work/ref.out" || fail "$what did not pass without the glue"
   grep -q "^$what .*PASSED" "$work/glue.out" || fail "$what did not pass through the glue"
@@ -76,10 +87,13 @@ for rout in pdgetrf pdgetrs pdpotrf pdpotrs; do
     [ -n "$line" ] || fail "rank $r: no ${rout}_ call reached the glue"
     tess=$(awk '{print $6}' <<<"$line")
     ref=$(awk '{print $9}' <<<"$line")
-    if { [ "$np" -eq 1 ] || [ "$rout" = pdpotrf ]; } && [ "${TESSERA_SCALAPACK_FORCE:-0}" = 1 ]; then
+    tessera=0
+    { [ "$np" -eq 1 ] || [ "$rout" = pdpotrf ]; } && tessera=1
+    [ "$rout" = pdgetrf ] && [ "$lu_dev" = 1 ] && tessera=1
+    if [ $tessera = 1 ] && [ "${TESSERA_SCALAPACK_FORCE:-0}" = 1 ]; then
       [ "$tess" -ge 1 ] && [ "$ref" -eq 0 ] ||
         fail "rank $r: ${rout}_ calls: tessera $tess, reference $ref (forced: tessera)"
-    elif [ "$np" -gt 1 ] && [ "$rout" != pdpotrf ]; then
+    elif [ "$np" -gt 1 ] && [ $tessera = 0 ]; then
       [ "$tess" -eq 0 ] && [ "$ref" -ge 1 ] ||
         fail "rank $r: ${rout}_ calls: tessera $tess, reference $ref (a grid of $np: the reference)"
     fi
@@ -87,6 +101,9 @@ for rout in pdgetrf pdgetrs pdpotrf pdpotrs; do
   done
 done
 [ "$np" -eq 1 ] && { echo "PASS"; exit 0; }
+# the distributed LU on the device transport leaves no pdgemm_ call to the reference's
+# solvers (p?getrs_ and p?potrs_ call p?trsm_)
+[ "$lu_dev" = 1 ] && { echo "PASS"; exit 0; }
 
 # every rank's pdgemm line: "tessera-scalapack: rank R: pdgemm tessera N F reference M F2 ..."
 for ((r = 0; r < np; r++)); do

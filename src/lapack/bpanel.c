@@ -206,8 +206,13 @@ int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out) {
     int64_t order = a->uplo == 'L' ? a->n : a->m;
     h->m1 = tess__l3_minus_one(a->dt);
     /* (a hold of column strips answers too: the call that made it runs these jobs) */
-    if (tess__hold_view_read(rt, "bpanel", a->X, a->m, a->n, a->ldx, es, &h->hv) != 1)
-        rc = tess__fail(TESS_EINVAL, "bpanel: the region is not inside a held matrix");
+    if (tess__hold_view_read(rt, "bpanel", a->X, a->m, a->n, a->ldx, es, &h->hv) != 1) {
+        struct tess__rt_devsum ds; /* (holds serve device memory only) */
+        tess__rt_devsum(rt, &ds);
+        rc = ds.live == 0
+                 ? tess__fail(TESS_EDEVICE, "bpanel: no device left to hold the region")
+                 : tess__fail(TESS_EINVAL, "bpanel: the region is not inside a held matrix");
+    }
     if (!rc && a->kind == TESS__BP_TRSM && a->f_dev < 0) {
         h->held_f = true;
         if (tess__hold_view(rt, "bpanel", a->F, order, order, a->ldf, es, &h->hf) != 1 ||

@@ -186,8 +186,7 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
  * written (the same answer everywhere). Collective: TESS_OK with *info and IPIV written
  * as ScaLAPACK's, or a status, the same everywhere; *wrote: A was written. */
 int glue_pgetrf(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void *A, int64_t ia,
-                int64_t ja, const f_int *d, bool local_ok, f_int *ipiv, int64_t *info,
-                bool *wrote);
+                int64_t ja, const f_int *d, bool local_ok, f_int *ipiv, int64_t *info, bool *wrote);
 /* Step 2, collective: how the call goes on, the same answer on every process.
  *   GLUE_TESSERA    every process can take the call (local_ok: its own preparations, e.g.
  *                   temporaries allocated; the runtime up; comm/ takes the descriptors)

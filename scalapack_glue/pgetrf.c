@@ -35,9 +35,9 @@ struct pl {
     char *Ah; /* sub(A)'s local part: m x nloc, ld lld */
     struct tess__dpanel *dp;
     int dev;
-    int *piv;           /* each panel's pivots, relative to its first row (1-based) */
-    int *hdr;           /* the broadcast: status, INFO, a panel's pivots */
-    char *L[3], *U[3];  /* device memory: panel k's L, its U rows of my trailing columns */
+    int *piv;          /* each panel's pivots, relative to its first row (1-based) */
+    int *hdr;          /* the broadcast: status, INFO, a panel's pivots */
+    char *L[3], *U[3]; /* device memory: panel k's L, its U rows of my trailing columns */
     void *h[6];
     struct tess__bp **jobs[3]; /* the jobs of step k at k % 3 */
     int nj[3], jcap;
@@ -87,11 +87,16 @@ static int finish_jobs(struct pl *p, int b) {
 /* Panel k's GETRF and the copy of its L on its owner: local columns [x, x + w). */
 static int panel(struct pl *p, int64_t k, int64_t x, int64_t w) {
     const int64_t s0 = k * p->nb, mk = p->m - s0, dk = TESS__MIN(mk, w);
-    struct tess__bp_args a = {.kind = TESS__BP_GETRF, .X = at(p, s0, x), .m = mk, .n = w,
-                              .ipiv = p->piv + s0};
+    struct tess__bp_args a = {
+        .kind = TESS__BP_GETRF, .X = at(p, s0, x), .m = mk, .n = w, .ipiv = p->piv + s0};
     int st = job(p, 0, a, &p->hg);
-    struct tess__bp_args c = {.kind = TESS__BP_COPY, .X = at(p, s0, x), .m = mk, .n = dk,
-                              .to = p->L[k % 3], .ld_to = mk, .to_dev = p->dev};
+    struct tess__bp_args c = {.kind = TESS__BP_COPY,
+                              .X = at(p, s0, x),
+                              .m = mk,
+                              .n = dk,
+                              .to = p->L[k % 3],
+                              .ld_to = mk,
+                              .to_dev = p->dev};
     if (!st) st = job(p, 0, c, &p->hc);
     return st;
 }
@@ -110,23 +115,53 @@ static int panel_end(struct pl *p) {
 /* Step k's update of my local columns [x, x + w) (trailing, from l0c on): rows interchanged,
  * U solved and copied out, the rows below updated. */
 static int update(struct pl *p, int64_t k, int64_t l0c, int64_t x, int64_t w, bool lazy) {
+    const int pri = 500; /* (lazy: below the critical path, above the left columns' swaps) */
     const int b = (int)(k % 3);
     const int64_t s0 = k * p->nb, mk = p->m - s0, dk = TESS__MIN(mk, TESS__MIN(p->nb, p->n - s0));
     if (w <= 0) return TESS_OK;
     char *X = at(p, s0, x), *Uw = p->U[b] + (size_t)((x - l0c) * dk) * p->es;
-    struct tess__bp_args a = {.kind = TESS__BP_LASWP, .X = X, .m = mk, .n = w, .k = dk,
-                              .ipiv = p->piv + s0, .lazy = lazy};
+    struct tess__bp_args a = {.kind = TESS__BP_LASWP,
+                              .X = X,
+                              .m = mk,
+                              .n = w,
+                              .k = dk,
+                              .ipiv = p->piv + s0,
+                              .lazy = lazy,
+                              .pri = pri};
     int st = job(p, b, a, NULL);
-    a = (struct tess__bp_args){.kind = TESS__BP_TRSML, .X = X, .m = dk, .n = w, .F = p->L[b],
-                               .ldf = mk, .f_dev = p->dev, .lazy = lazy};
+    a = (struct tess__bp_args){.kind = TESS__BP_TRSML,
+                               .X = X,
+                               .m = dk,
+                               .n = w,
+                               .F = p->L[b],
+                               .ldf = mk,
+                               .f_dev = p->dev,
+                               .lazy = lazy,
+                               .pri = pri};
     if (!st) st = job(p, b, a, NULL);
     if (mk == dk) return st;
-    a = (struct tess__bp_args){.kind = TESS__BP_COPY, .X = X, .m = dk, .n = w, .to = Uw,
-                               .ld_to = dk, .to_dev = p->dev, .lazy = lazy};
+    a = (struct tess__bp_args){.kind = TESS__BP_COPY,
+                               .X = X,
+                               .m = dk,
+                               .n = w,
+                               .to = Uw,
+                               .ld_to = dk,
+                               .to_dev = p->dev,
+                               .lazy = lazy,
+                               .pri = pri};
     if (!st) st = job(p, b, a, NULL);
-    a = (struct tess__bp_args){.kind = TESS__BP_GEMM, .X = at(p, s0 + dk, x), .m = mk - dk,
-                               .n = w, .F = p->L[b] + (size_t)dk * p->es, .ldf = mk,
-                               .f_dev = p->dev, .G = Uw, .ldg = dk, .k = dk, .lazy = lazy};
+    a = (struct tess__bp_args){.kind = TESS__BP_GEMM,
+                               .X = at(p, s0 + dk, x),
+                               .m = mk - dk,
+                               .n = w,
+                               .F = p->L[b] + (size_t)dk * p->es,
+                               .ldf = mk,
+                               .f_dev = p->dev,
+                               .G = Uw,
+                               .ldg = dk,
+                               .k = dk,
+                               .lazy = lazy,
+                               .pri = pri};
     if (!st) st = job(p, b, a, NULL);
     return st;
 }
@@ -134,8 +169,8 @@ static int update(struct pl *p, int64_t k, int64_t l0c, int64_t x, int64_t w, bo
 static int step(struct pl *p, int64_t k, int64_t *info) {
     tess_grid_t *g = p->g;
     const int b = (int)(k % 3);
-    const int64_t s0 = k * p->nb, bk = TESS__MIN(p->nb, p->n - s0), s1 = s0 + bk,
-                  mk = p->m - s0, dk = TESS__MIN(mk, bk);
+    const int64_t s0 = k * p->nb, bk = TESS__MIN(p->nb, p->n - s0), s1 = s0 + bk, mk = p->m - s0,
+                  dk = TESS__MIN(mk, bk);
     const int pc = tess__comm_bc_g2p(&p->C, p->ja + s0);
     const bool owner = p->me == pc;
     int64_t lft, n_, l0c, cntc;
@@ -151,8 +186,8 @@ static int step(struct pl *p, int64_t k, int64_t *info) {
         p->hdr[1] = (int)p->ginfo;
         memcpy(p->hdr + 2, p->piv + s0, sizeof *p->piv * (size_t)dk);
     }
-    int mst = TESS__MPI(MPI_Bcast(p->hdr, (int)(2 + dk), MPI_INT, tess__comm_grid_rank(g, 0, pc),
-                                  g->comm));
+    int mst = TESS__MPI(
+        MPI_Bcast(p->hdr, (int)(2 + dk), MPI_INT, tess__comm_grid_rank(g, 0, pc), g->comm));
     if (mst) return tess__comm_agree(g, mst);
     if (p->hdr[0])
         return tess__comm_agree(g, st ? st
@@ -173,8 +208,7 @@ static int step(struct pl *p, int64_t k, int64_t *info) {
         for (int q = 0; q < p->Q && owner; q++)
             if (q != p->me)
                 s[ns++] = (struct tess__dpiece){tess__comm_grid_rank(g, 0, q), p->L[b], bytes};
-        if (!owner)
-            r[nr++] = (struct tess__dpiece){tess__comm_grid_rank(g, 0, pc), p->L[b], bytes};
+        if (!owner) r[nr++] = (struct tess__dpiece){tess__comm_grid_rank(g, 0, pc), p->L[b], bytes};
         st = tess__dpanel_exchange(p->dp, s, ns, r, nr);
         if ((st = tess__comm_agree(g, st))) return st;
         st = tess__dpanel_sync(p->dp);
@@ -189,10 +223,15 @@ static int step(struct pl *p, int64_t k, int64_t *info) {
         next = TESS__MIN(p->nb, p->n - s1);
     st = update(p, k, l0c, l0c, next, false);
     if (!st && next) st = panel(p, k + 1, l0c, next);
-    if (!st) st = update(p, k, l0c, l0c + next, cntc - next, false);
+    if (!st) st = update(p, k, l0c, l0c + next, cntc - next, true);
     if (!st && lft > 0) {
-        struct tess__bp_args a = {.kind = TESS__BP_LASWP, .X = at(p, s0, 0), .m = mk, .n = lft,
-                                  .k = dk, .ipiv = p->piv + s0, .lazy = true};
+        struct tess__bp_args a = {.kind = TESS__BP_LASWP,
+                                  .X = at(p, s0, 0),
+                                  .m = mk,
+                                  .n = lft,
+                                  .k = dk,
+                                  .ipiv = p->piv + s0,
+                                  .lazy = true};
         st = job(p, b, a, NULL);
     }
     p->t[2] += tess__now() - t2;
@@ -246,8 +285,14 @@ static int steps(struct pl *p, int64_t *info) {
 int glue_pgetrf(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void *A, int64_t ia,
                 int64_t ja, const f_int *d, bool local_ok, f_int *ipiv, int64_t *info,
                 bool *wrote) {
-    struct pl p = {.g = g, .dt = dt, .es = tess__dtypes[dt].size, .m = m, .n = n, .nb = d[4],
-                   .ja = ja, .lld = d[8]};
+    struct pl p = {.g = g,
+                   .dt = dt,
+                   .es = tess__dtypes[dt].size,
+                   .m = m,
+                   .n = n,
+                   .nb = d[4],
+                   .ja = ja,
+                   .lld = d[8]};
     p.Q = g->at.npcol, p.me = g->at.mycol;
     p.C = (struct tess__comm_bc){.n = d[3], .ib = d[5], .nb = d[5], .src = d[7], .np = p.Q};
     p.nk = (TESS__MIN(m, n) + p.nb - 1) / p.nb;
@@ -275,7 +320,8 @@ int glue_pgetrf(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void *A, 
     if (!st) st = tess__rt_get(&rt);
     if (!st && p.nloc > 0) {
         size_t es = p.es;
-        int v = tess__hold_view(rt, "p?getrf", p.Ah, m, p.nloc, p.lld, es, &(struct tess__hview){0});
+        int v = tess__hold_view(rt, "p?getrf", p.Ah, m, p.nloc, p.lld, es,
+                                &(struct tess__hview){0});
         if (v < -1) st = TESS_EINVAL;
         if (!st && v != 0) st = tess__hold_unheld(rt, "p?getrf", p.Ah, m, p.nloc, p.lld, es, true);
         struct tess__hview hv;
@@ -298,7 +344,8 @@ int glue_pgetrf(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void *A, 
     double t3 = tess__now();
     st = tess__comm_agree(g, st);
     if (!st) /* ScaLAPACK's IPIV: local row = global row on one process row */
-        for (int64_t i = 0; i < TESS__MIN(m, n); i++) ipiv[ia + i] = (f_int)(ia + i / p.nb * p.nb + p.piv[i]);
+        for (int64_t i = 0; i < TESS__MIN(m, n); i++)
+            ipiv[ia + i] = (f_int)(ia + i / p.nb * p.nb + p.piv[i]);
     if (glue_knobs()->verbose >= 2)
         fprintf(stderr,
                 "tessera-scalapack: rank %d: p?getrf, panels on the devices (%lld x %lld, nb "

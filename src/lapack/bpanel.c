@@ -173,7 +173,7 @@ static int fill(struct tess__bp *h) {
             t->c = (char *)a->X + (size_t)(t->row + t->col * a->ldx) * es;
             t->load_c = 1;
             t->urgent = !a->lazy;
-            t->pri = a->lazy ? 0 : 1000;
+            t->pri = a->lazy ? (int)TESS__MAX(0, a->pri - j) : 1000;
             /* a tile is final once the last block it holds is: written behind at once
              * (L: its last columns; U: its last rows) */
             if (a->final) {

@@ -80,7 +80,10 @@ struct tess__bp_args {
      * done: written behind at once (the last job that touches them: a later writer would
      * wait for that write-back to land) */
     bool final;
+    /* not on the critical path: not urgent, priority pri less the task's tile column (the
+     * columns a later step needs first go first) */
     bool lazy;
+    int pri;
 };
 struct tess__bp;
 int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out);

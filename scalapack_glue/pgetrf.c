@@ -4,17 +4,19 @@
  * on each process's devices. Each process holds its local part of sub(A) (every row: P = 1,
  * so a panel's pivot search needs no other process) as column strips, tile a multiple of
  * nb, for the whole call. Step k: the owner of block column k factors its panel (bpanel
- * GETRF, queued at step k - 1 behind the update of that block: the lookahead) and copies L
- * out (bpanel COPY); INFO, the pivots and the owner's status go to every process in one
+ * GETRF, queued at step k - 1 behind the update of that block: the lookahead), whose task
+ * then copies L out; INFO, the pivots and the owner's status go to every process in one
  * broadcast, L over the device transport; every process interchanges the rows of its other
- * columns (LASWP: the trailing ones urgent, the left ones, L's, lazy), solves its U rows
- * (TRSML by L's unit lower block), copies them out and updates the rest (GEMM, L and U in
- * device memory), the owner of block k + 1 first that block, then its GETRF, then the rest.
+ * columns, solves its U rows by L's unit lower block and updates the rows below (bpanel
+ * UPDATE: the three as the steps of one task per strip part, L read in device memory,
+ * U where it is, in the task's own tile): urgent, the owner of block k + 1 that
+ * block, then its GETRF, and L's rows in the strip of the first trailing column; lazy, the
+ * rest of the update (earlier columns first), then L's rows in strips all factored.
  * IPIV comes out as ScaLAPACK's on every process (local row = global row here).
  * Invariants: every process reaches each broadcast and agreement of every step (a status
- * fails all of them alike); buffers L and U of step k (k % 3) are rewritten at step k + 3
- * only after step k's jobs are done (step k + 2 starts by waiting for them), and the
- * panel k + 1 copied at step k lands in a buffer step k - 2 used; a failure after A was
+ * fails all of them alike); buffer L of step k (k % 3) is rewritten at step k + 3 only
+ * after step k's jobs are done (step k + 2 starts by waiting for them), and the panel
+ * k + 1 copied at step k lands in a buffer step k - 2 used; a failure after A was
  * written stops the job (the caller: glue_route_failed).
  */
 #include <stdio.h>
@@ -35,14 +37,14 @@ struct pl {
     char *Ah; /* sub(A)'s local part: m x nloc, ld lld */
     struct tess__dpanel *dp;
     int dev;
-    int *piv;          /* each panel's pivots, relative to its first row (1-based) */
-    int *hdr;          /* the broadcast: status, INFO, a panel's pivots */
-    char *L[3], *U[3]; /* device memory: panel k's L, its U rows of my trailing columns */
-    void *h[6];
+    int *piv;   /* each panel's pivots, relative to its first row (1-based) */
+    int *hdr;   /* the broadcast: status, INFO, a panel's pivots */
+    char *L[3]; /* device memory: panel k's L */
+    void *h[3];
     struct tess__bp **jobs[3]; /* the jobs of step k at k % 3 */
     int nj[3], jcap;
-    struct tess__bp *hg, *hc; /* the next panel's GETRF and COPY on its owner */
-    int64_t ginfo;            /* that GETRF's INFO */
+    struct tess__bp *hg; /* the next panel's GETRF (and L's copy) on its owner */
+    int64_t ginfo;       /* that GETRF's INFO */
     struct tess__dpiece *pc;
     double t[4]; /* panel and broadcast, L's exchange, queueing, waiting (VERBOSE=2) */
 };
@@ -86,84 +88,42 @@ static int finish_jobs(struct pl *p, int b) {
 
 /* Panel k's GETRF and the copy of its L on its owner: local columns [x, x + w). */
 static int panel(struct pl *p, int64_t k, int64_t x, int64_t w) {
-    const int64_t s0 = k * p->nb, mk = p->m - s0, dk = TESS__MIN(mk, w);
-    struct tess__bp_args a = {
-        .kind = TESS__BP_GETRF, .X = at(p, s0, x), .m = mk, .n = w, .ipiv = p->piv + s0};
-    int st = job(p, 0, a, &p->hg);
-    struct tess__bp_args c = {.kind = TESS__BP_COPY,
+    const int64_t s0 = k * p->nb, mk = p->m - s0;
+    struct tess__bp_args a = {.kind = TESS__BP_GETRF,
                               .X = at(p, s0, x),
                               .m = mk,
-                              .n = dk,
+                              .n = w,
+                              .ipiv = p->piv + s0,
                               .to = p->L[k % 3],
                               .ld_to = mk,
                               .to_dev = p->dev};
-    if (!st) st = job(p, 0, c, &p->hc);
-    return st;
+    return job(p, 0, a, &p->hg);
 }
 
 static int panel_end(struct pl *p) {
-    int st = TESS_OK;
-    if (p->hg) st = tess__bp_finish(p->hg, &p->ginfo);
-    if (p->hc) {
-        int r = tess__bp_finish(p->hc, NULL);
-        if (!st) st = r;
-    }
-    p->hg = p->hc = NULL;
+    int st = p->hg ? tess__bp_finish(p->hg, &p->ginfo) : TESS_OK;
+    p->hg = NULL;
     return st;
 }
 
-/* Step k's update of my local columns [x, x + w) (trailing, from l0c on): rows interchanged,
- * U solved and copied out, the rows below updated. */
-static int update(struct pl *p, int64_t k, int64_t l0c, int64_t x, int64_t w, bool lazy) {
-    const int pri = 500; /* (lazy: below the critical path, above the left columns' swaps) */
-    const int b = (int)(k % 3);
+/* Step k's update of my local columns [x, x + w) (trailing): rows interchanged, U solved,
+ * the rows below updated (bpanel UPDATE: one task per strip part). */
+static int update(struct pl *p, int64_t k, int64_t x, int64_t w, bool lazy) {
     const int64_t s0 = k * p->nb, mk = p->m - s0, dk = TESS__MIN(mk, TESS__MIN(p->nb, p->n - s0));
     if (w <= 0) return TESS_OK;
-    char *X = at(p, s0, x), *Uw = p->U[b] + (size_t)((x - l0c) * dk) * p->es;
-    struct tess__bp_args a = {.kind = TESS__BP_LASWP,
-                              .X = X,
+    /* (lazy: below the critical path, above the left columns' interchanges) */
+    struct tess__bp_args a = {.kind = TESS__BP_UPDATE,
+                              .X = at(p, s0, x),
                               .m = mk,
                               .n = w,
                               .k = dk,
                               .ipiv = p->piv + s0,
+                              .F = p->L[k % 3],
+                              .ldf = mk,
+                              .f_dev = p->dev,
                               .lazy = lazy,
-                              .pri = pri};
-    int st = job(p, b, a, NULL);
-    a = (struct tess__bp_args){.kind = TESS__BP_TRSML,
-                               .X = X,
-                               .m = dk,
-                               .n = w,
-                               .F = p->L[b],
-                               .ldf = mk,
-                               .f_dev = p->dev,
-                               .lazy = lazy,
-                               .pri = pri};
-    if (!st) st = job(p, b, a, NULL);
-    if (mk == dk) return st;
-    a = (struct tess__bp_args){.kind = TESS__BP_COPY,
-                               .X = X,
-                               .m = dk,
-                               .n = w,
-                               .to = Uw,
-                               .ld_to = dk,
-                               .to_dev = p->dev,
-                               .lazy = lazy,
-                               .pri = pri};
-    if (!st) st = job(p, b, a, NULL);
-    a = (struct tess__bp_args){.kind = TESS__BP_GEMM,
-                               .X = at(p, s0 + dk, x),
-                               .m = mk - dk,
-                               .n = w,
-                               .F = p->L[b] + (size_t)dk * p->es,
-                               .ldf = mk,
-                               .f_dev = p->dev,
-                               .G = Uw,
-                               .ldg = dk,
-                               .k = dk,
-                               .lazy = lazy,
-                               .pri = pri};
-    if (!st) st = job(p, b, a, NULL);
-    return st;
+                              .pri = 500};
+    return job(p, (int)(k % 3), a, NULL);
 }
 
 static int step(struct pl *p, int64_t k, int64_t *info) {
@@ -217,22 +177,25 @@ static int step(struct pl *p, int64_t k, int64_t *info) {
     double t2 = tess__now();
     p->t[1] += t2 - t1;
 
-    /* 3. block k + 1 first where it is mine, then its panel, then the rest; L's rows */
-    int64_t next = 0;
+    /* 3. block k + 1 first where it is mine, then its panel, then the rest; L's rows: those
+     * in the strip of my first trailing column at once (later blocks of that strip wait for
+     * them), those in strips all factored below everything */
+    int64_t next = 0, cs = lft / p->T * p->T;
     if (k + 1 < p->nk && tess__comm_bc_g2p(&p->C, p->ja + s1) == p->me)
         next = TESS__MIN(p->nb, p->n - s1);
-    st = update(p, k, l0c, l0c, next, false);
+    st = update(p, k, l0c, next, false);
     if (!st && next) st = panel(p, k + 1, l0c, next);
-    if (!st) st = update(p, k, l0c, l0c + next, cntc - next, true);
-    if (!st && lft > 0) {
+    for (int part = 0; !st && part < 2; part++) {
+        int64_t x = part ? 0 : cs, w = part ? cs : lft - cs;
         struct tess__bp_args a = {.kind = TESS__BP_LASWP,
-                                  .X = at(p, s0, 0),
+                                  .X = at(p, s0, x),
                                   .m = mk,
-                                  .n = lft,
+                                  .n = w,
                                   .k = dk,
                                   .ipiv = p->piv + s0,
-                                  .lazy = true};
-        st = job(p, b, a, NULL);
+                                  .lazy = part == 1};
+        if (w > 0) st = job(p, b, a, NULL);
+        if (!st && !part) st = update(p, k, l0c + next, cntc - next, true);
     }
     p->t[2] += tess__now() - t2;
     return tess__comm_agree(g, st);
@@ -241,7 +204,7 @@ static int step(struct pl *p, int64_t k, int64_t *info) {
 /* The steps, on p's hold; collective, the same status everywhere. */
 static int steps(struct pl *p, int64_t *info) {
     const size_t es = p->es, nbb = (size_t)p->nb;
-    p->jcap = (int)(4 * (p->nloc / p->T + 2) + 4);
+    p->jcap = 4; /* a step's: two updates, two of L's interchanges */
     int st = TESS_OK;
     for (int b = 0; b < 3; b++)
         if (!(p->jobs[b] = calloc((size_t)p->jcap, sizeof *p->jobs[b]))) st = TESS_ENOMEM;
@@ -250,11 +213,10 @@ static int steps(struct pl *p, int64_t *info) {
     p->pc = calloc(2 * (size_t)p->Q, sizeof *p->pc);
     if (!p->piv || !p->hdr || !p->pc) st = TESS_ENOMEM;
     if (st) st = tess__fail(st, "p?getrf: out of host memory");
-    size_t lb = (size_t)p->m * nbb * es, ub = nbb * (size_t)TESS__MAX(1, p->nloc) * es;
-    void *ptr[6] = {0};
-    for (int i = 0; i < 6 && !st; i++)
-        st = tess__dpanel_alloc(p->dp, i < 3 ? lb : ub, &ptr[i], &p->h[i]);
-    for (int i = 0; i < 3; i++) p->L[i] = ptr[i], p->U[i] = ptr[i + 3];
+    void *ptr[3] = {0};
+    for (int i = 0; i < 3 && !st; i++)
+        st = tess__dpanel_alloc(p->dp, (size_t)p->m * nbb * es, &ptr[i], &p->h[i]);
+    for (int i = 0; i < 3; i++) p->L[i] = ptr[i];
     /* panel 0 on its owner */
     int64_t x0, w0;
     cols_of(p, 0, TESS__MIN(p->nb, p->n), p->me, &x0, &w0);
@@ -276,7 +238,7 @@ static int steps(struct pl *p, int64_t *info) {
     }
     p->t[3] += tess__now() - t0;
     (void)tess__dpanel_sync(p->dp);
-    for (int i = 0; i < 6; i++) tess__dpanel_free(p->dp, p->h[i]);
+    for (int i = 0; i < 3; i++) tess__dpanel_free(p->dp, p->h[i]);
     for (int b = 0; b < 3; b++) free(p->jobs[b]);
     free(p->hdr), free(p->pc);
     return tess__comm_agree(p->g, st);

@@ -1,15 +1,16 @@
 /* src/lapack/bpanel.c: the block jobs of a distributed factorization on a process's held
  * local part (scalapack_glue's p?potrf_ and p?getrf_ on a process grid): POTRF or GETRF of
- * one block, TRSM of a panel by a factor (held, or in device memory), LASWP of rows, the
- * trailing GEMM by two operands in device memory, and COPY of a region into device memory
+ * one block (GETRF with the copy-out of its L), TRSM of a panel by a factor (held, or in
+ * device memory), LASWP of rows, an LU step's UPDATE of a region (interchanges, TRSM, GEMM
+ * as the three steps of one task per tile part) and COPY of a region into device memory
  * (a panel on its way to the other processes). Each is one job over the held tiles its
  * region meets, one task per tile part, ordered after earlier calls by tile (held_deps),
  * urgent (the factorization's critical path) unless lazy, and run on devices only.
  * Invariants: a region lies in one held matrix (square tiles or column strips); a POTRF or
- * GETRF region lies in one held tile, a TRSM region in one tile column (L) or row (U,
- * TRSML), a LASWP region in one tile row, so that no solve or interchange is split along
- * its order; a COPY job runs only on the device whose memory it writes and leaves its
- * tiles' values as they were.
+ * GETRF region lies in one held tile, a TRSM region in one tile column (L) or row (U), a
+ * LASWP or UPDATE region in one tile row, so that no solve or interchange is split along
+ * its order; a job that copies into device memory runs only on that memory's device and
+ * leaves its tiles' values as they were.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,13 @@ static void bp_step(const struct tess__job *job, const struct tess__task *t, int
         out->copy_ld = a->ld_to;
         return;
     case TESS__BP_GETRF:
+        if (s == 1) {                 /* L out: the first min(m, n) columns */
+            out->kind = TESS__K_GEMM; /* k = 0: no flops */
+            out->n = TESS__MIN(t->m, t->n);
+            out->copy_to = a->to;
+            out->copy_ld = a->ld_to;
+            return;
+        }
         out->kind = TESS__K_GETRF;
         out->k = t->n;
         out->info = (int *)&h->info;
@@ -100,43 +108,50 @@ static void bp_step(const struct tess__job *job, const struct tess__task *t, int
         out->k = a->k;
         out->ipiv = a->ipiv;
         return;
-    case TESS__BP_TRSML: /* X := L^-1 X, L unit lower */
-        out->kind = TESS__K_TRSM;
-        out->nops = 1;
-        out->side = 'L', out->uplo = 'L', out->ta = 'N', out->diag = 'U';
-        dev_tile(job, a->F, a->m, a->m, a->ldf, a->f_dev, &out->a);
-        return;
-    case TESS__BP_GEMM: { /* X -= F G: the task's rows of F, its columns of G */
+    case TESS__BP_UPDATE: {
         size_t es = tess__dtypes[job->dt].size;
+        if (s == 0) { /* the interchanges */
+            out->kind = TESS__K_LASWP;
+            out->k = a->k;
+            out->ipiv = a->ipiv;
+            return;
+        }
+        out->nops = 1;
+        if (s == 1) { /* U := L^-1 X[0:k, :], L unit lower */
+            out->kind = TESS__K_TRSM;
+            out->side = 'L', out->uplo = 'L', out->ta = 'N', out->diag = 'U';
+            out->m = a->k;
+            dev_tile(job, a->F, a->k, a->k, a->ldf, a->f_dev, &out->a);
+            return;
+        }
+        /* X[k:, :] -= F[k:, :] U, U the task's own first k rows */
         out->kind = TESS__K_GEMM;
-        out->nops = 2;
         out->ta = out->tb = 'N';
+        out->m = t->m - a->k;
         out->k = a->k;
         out->alpha = &h->m1;
-        dev_tile(job, (const char *)a->F + (size_t)t->row * es, t->m, a->k, a->ldf, a->f_dev,
+        out->c_ro = a->k;
+        out->b_in_c = true;
+        dev_tile(job, (const char *)a->F + (size_t)a->k * es, t->m - a->k, a->k, a->ldf, a->f_dev,
                  &out->a);
-        dev_tile(job, (const char *)a->G + (size_t)(t->col * a->ldg) * es, a->k, t->n, a->ldg,
-                 a->f_dev, &out->b);
         return;
     }
     }
 }
 
-/* A block that is not positive definite fails its job (what depends on it is cancelled). */
 static int bp_finished(const struct tess__job *job, const struct tess__task *t) {
     const struct tess__bp *h = (const struct tess__bp *)job;
     (void)t;
     return h->a.kind == TESS__BP_POTRF && h->info != 0 ? TESS__EINFO : TESS_OK;
 }
 
-static const struct tess__job_ops bp_ops[7] = {
+static const struct tess__job_ops bp_ops[6] = {
     {.name = "bpanel-potrf", .step = bp_step, .finished = bp_finished},
     {.name = "bpanel-trsm", .step = bp_step},
     {.name = "bpanel-copy", .step = bp_step},
     {.name = "bpanel-getrf", .step = bp_step},
     {.name = "bpanel-laswp", .step = bp_step},
-    {.name = "bpanel-trsml", .step = bp_step},
-    {.name = "bpanel-gemm", .step = bp_step}};
+    {.name = "bpanel-update", .step = bp_step}};
 
 static int fill(struct tess__bp *h) {
     struct tess__job *job = &h->job;
@@ -145,7 +160,7 @@ static int fill(struct tess__bp *h) {
     int64_t nr = tess__l3_grid_cuts(a->m, v->r0, v->TR, NULL),
             nc = tess__l3_grid_cuts(a->n, v->c0, v->T, NULL);
     bool one_tile = a->kind == TESS__BP_POTRF || a->kind == TESS__BP_GETRF;
-    bool one_row = a->kind == TESS__BP_LASWP || a->kind == TESS__BP_TRSML ||
+    bool one_row = a->kind == TESS__BP_LASWP || a->kind == TESS__BP_UPDATE ||
                    (a->kind == TESS__BP_TRSM && a->uplo == 'U');
     bool one_col = a->kind == TESS__BP_TRSM && a->uplo == 'L';
     if ((one_tile && (nr != 1 || nc != 1)) || (one_row && nr != 1) || (one_col && nc != 1))
@@ -167,7 +182,9 @@ static int fill(struct tess__bp *h) {
             struct tess__task *t = &job->tasks[job->ntasks++];
             t->job = job;
             t->i = (int32_t)i, t->j = (int32_t)j;
-            t->nsteps = 1;
+            t->nsteps = a->kind == TESS__BP_UPDATE           ? (a->m > a->k ? 3 : 2)
+                        : a->kind == TESS__BP_GETRF && a->to ? 2
+                                                             : 1;
             t->row = rcut[i], t->col = ccut[j];
             t->m = rcut[i + 1] - rcut[i], t->n = ccut[j + 1] - ccut[j];
             t->c = (char *)a->X + (size_t)(t->row + t->col * a->ldx) * es;
@@ -228,13 +245,12 @@ int tess__bp_start(const struct tess__bp_args *a, struct tess__bp **out) {
     job->m = a->m, job->n = a->n, job->k = order;
     job->C = a->X, job->ldc = a->ldx;
     job->A = a->F, job->lda = a->ldf;
-    bool dev_f = (a->kind == TESS__BP_TRSM && !h->held_f) || a->kind == TESS__BP_TRSML ||
-                 a->kind == TESS__BP_GEMM;
+    bool dev_f = (a->kind == TESS__BP_TRSM && !h->held_f) || a->kind == TESS__BP_UPDATE;
     job->a_dev = dev_f ? a->f_dev : -1;
-    job->B = a->G, job->ldb = a->ldg;
-    job->b_dev = a->kind == TESS__BP_GEMM ? a->f_dev : -1;
+    job->b_dev = -1;
     job->device_only = true; /* the CPU worker computes in place: it would miss dirty tiles */
-    job->pin_dev = a->kind == TESS__BP_COPY ? a->to_dev + 1 : 0;
+    job->pin_dev = a->kind == TESS__BP_COPY || (a->kind == TESS__BP_GETRF && a->to) ? a->to_dev + 1
+                                                                                    : 0;
     job->held_deps = true;
     job->hv_c = &h->hv;
     job->hv_a = h->held_f ? &h->hf : NULL;

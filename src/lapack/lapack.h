@@ -44,12 +44,13 @@ int tess__getrf_kept(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n
  *          of runtime device f_dev, final when the job starts
  *   COPY   the region's values into device memory of runtime device to_dev (to, ld_to)
  *   GETRF  X = P L U in place, one held tile's block; ipiv (min(m, n) ints, relative to
- *          X's first row, 1-based) and INFO as LAPACK's, written by the job's end
+ *          X's first row, 1-based) and INFO as LAPACK's, written by the job's end; to not
+ *          NULL: then L (X's first min(m, n) columns) copied into device memory of to_dev
  *   LASWP  X's rows interchanged by ipiv[0 .. k) (relative, 1-based, read when the job
  *          starts), X in one held tile row
- *   TRSML  X := L^-1 X, L = F (m x m, device memory of f_dev) unit lower; X in one held
- *          tile row
- *   GEMM   X := X - F G, F (m x k, ldf) and G (k x n, ldg) device memory of f_dev
+ *   UPDATE an LU step's trailing update, X in one held tile row: X's rows interchanged by
+ *          ipiv[0 .. k), X[0:k, :] := L^-1 X[0:k, :] (L = F's unit lower k x k), X[k:, :]
+ *          -= F[k:m, 0:k] X[0:k, :]; F (m x k, ldf) device memory of f_dev
  * Started asynchronously, ordered by tile after earlier calls on the held matrix; urgent
  * (the critical path) unless lazy. */
 enum tess__bp_kind {
@@ -58,8 +59,7 @@ enum tess__bp_kind {
     TESS__BP_COPY,
     TESS__BP_GETRF,
     TESS__BP_LASWP,
-    TESS__BP_TRSML,
-    TESS__BP_GEMM
+    TESS__BP_UPDATE
 };
 struct tess__bp_args {
     enum tess__bp_kind kind;
@@ -70,9 +70,8 @@ struct tess__bp_args {
     const void *F;
     int64_t ldf;
     int f_dev;
-    const void *G; /* GEMM */
-    int64_t ldg, k;
-    int *ipiv; /* GETRF, LASWP (k of them); lives until the job is finished */
+    int64_t k;
+    int *ipiv; /* GETRF, LASWP, UPDATE (k of them); lives until the job is finished */
     void *to;
     int64_t ld_to;
     int to_dev;

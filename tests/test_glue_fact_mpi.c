@@ -721,13 +721,15 @@ TEST(glue_fact_posv) {
 }
 
 /* LU factorizations: square (n = 37; n = 50 from (9,9)), tall (50 x 37) and wide (37 x 50),
- * singular (a zero column 19: INFO 20, the factor and IPIV as the reference's); m = 0. */
+ * one block column (on 1 x 2 one process holds none of it), singular (a zero column 19:
+ * INFO 20, the factor and IPIV as the reference's); m = 0. */
 TEST(glue_fact_getrf) {
     static const struct spec specs[] = {
         {"37 x 37", R_GETRF, 0, 37, 37, 0, 1, 1, 0, 0, 0, 0, MK_GEN, 0, 0},
         {"50 x 50 at (9,9)", R_GETRF, 0, 50, 50, 0, 9, 9, 0, 0, 0, 0, MK_GEN, 0, 0},
         {"tall 50 x 37 at (9,1)", R_GETRF, 0, 50, 37, 0, 9, 1, 0, 0, 0, 0, MK_GEN, 0, 0},
         {"wide 37 x 50 at (1,9)", R_GETRF, 0, 37, 50, 0, 1, 9, 0, 0, 0, 0, MK_GEN, 0, 0},
+        {"one block column 45 x 6", R_GETRF, 0, 45, 6, 0, 1, 1, 0, 0, 0, 0, MK_GEN, 0, 0},
         {"singular 50 x 50 at (9,9)", R_GETRF, 0, 50, 50, 0, 9, 9, 0, 0, 0, 0, MK_SING, 19, 0},
         {"singular tall 50 x 37", R_GETRF, 0, 50, 37, 0, 1, 1, 0, 0, 0, 0, MK_SING, 12, 0},
         {"1 x 3, A(1,1) = 0, M_A = 1", R_GETRF, 0, 1, 3, 0, 1, 1, 0, 0, 0, 0, MK_SING_TIGHT, 0, 0},

@@ -13,8 +13,9 @@
  * block, then its GETRF, and L's rows in the strip of the first trailing column; lazy, the
  * rest of the update (earlier columns first), then L's rows in strips all factored.
  * IPIV comes out as ScaLAPACK's on every process (local row = global row here).
- * Invariants: every process reaches each broadcast and agreement of every step (a status
- * fails all of them alike); buffer L of step k (k % 3) is rewritten at step k + 3 only
+ * Invariants: every process reaches each reduction and agreement of every step (a status
+ * fails all of them alike: a process's status reaches the others at the next step's
+ * reduction, or at the end, and one queued exchange is agreed before anyone waits for it); buffer L of step k (k % 3) is rewritten at step k + 3 only
  * after step k's jobs are done (step k + 2 starts by waiting for them), and the panel
  * k + 1 copied at step k lands in a buffer step k - 2 used; a failure after A was
  * written stops the job (the caller: glue_route_failed).
@@ -60,8 +61,8 @@ static char *at(const struct pl *p, int64_t r, int64_t c) {
     return p->Ah + ((size_t)r + (size_t)c * (size_t)p->lld) * p->es;
 }
 
-/* Start one job on X (rows x cols) of the local part; added to step b's jobs unless *keep
- * is wanted (the lookahead's GETRF and COPY). */
+/* Start one job on a region of the local part; added to step b's jobs unless *keep
+ * is wanted (the lookahead's GETRF). */
 static int job(struct pl *p, int b, struct tess__bp_args a, struct tess__bp **keep) {
     a.dt = p->dt;
     a.ldx = p->lld;
@@ -126,7 +127,9 @@ static int update(struct pl *p, int64_t k, int64_t x, int64_t w, bool lazy) {
     return job(p, (int)(k % 3), a, NULL);
 }
 
-static int step(struct pl *p, int64_t k, int64_t *info) {
+/* Step k. *carry: this process's status not yet agreed (from the step before, and this
+ * step's), which the next step's reduction makes everyone's; the return: an agreed one. */
+static int step(struct pl *p, int64_t k, int64_t *info, int *carry) {
     tess_grid_t *g = p->g;
     const int b = (int)(k % 3);
     const int64_t s0 = k * p->nb, bk = TESS__MIN(p->nb, p->n - s0), s1 = s0 + bk, mk = p->m - s0,
@@ -138,23 +141,23 @@ static int step(struct pl *p, int64_t k, int64_t *info) {
     cols_of(p, s1, p->n, p->me, &l0c, &cntc);
     int st = TESS_OK;
 
-    /* 1. the panel's status, INFO and pivots from its owner to every process */
+    /* 1. every process's status, and the panel's INFO and pivots from its owner, in one
+     * reduction (the others give zeros) */
     double t0 = tess__now();
     if (owner) {
-        st = panel_end(p);
-        p->hdr[0] = st != TESS_OK;
+        int r = panel_end(p);
+        if (!*carry) *carry = r;
+    }
+    memset(p->hdr, 0, sizeof *p->hdr * (size_t)(2 + dk));
+    p->hdr[0] = *carry != TESS_OK;
+    if (owner && !*carry) {
         p->hdr[1] = (int)p->ginfo;
         memcpy(p->hdr + 2, p->piv + s0, sizeof *p->piv * (size_t)dk);
     }
     int mst = TESS__MPI(
-        MPI_Bcast(p->hdr, (int)(2 + dk), MPI_INT, tess__comm_grid_rank(g, 0, pc), g->comm));
+        MPI_Allreduce(MPI_IN_PLACE, p->hdr, (int)(2 + dk), MPI_INT, MPI_MAX, g->comm));
     if (mst) return tess__comm_agree(g, mst);
-    if (p->hdr[0])
-        return tess__comm_agree(g, st ? st
-                                      : tess__fail(TESS_EDEVICE,
-                                                   "p?getrf: panel %lld failed on "
-                                                   "another process",
-                                                   (long long)k));
+    if (p->hdr[0]) return tess__comm_agree(g, *carry); /* the failed ones' word */
     if (!owner) memcpy(p->piv + s0, p->hdr + 2, sizeof *p->piv * (size_t)dk);
     if (p->hdr[1] > 0 && *info == 0) *info = s0 + p->hdr[1];
     double t1 = tess__now();
@@ -169,10 +172,9 @@ static int step(struct pl *p, int64_t k, int64_t *info) {
             if (q != p->me)
                 s[ns++] = (struct tess__dpiece){tess__comm_grid_rank(g, 0, q), p->L[b], bytes};
         if (!owner) r[nr++] = (struct tess__dpiece){tess__comm_grid_rank(g, 0, pc), p->L[b], bytes};
-        st = tess__dpanel_exchange(p->dp, s, ns, r, nr);
-        if ((st = tess__comm_agree(g, st))) return st;
-        st = tess__dpanel_sync(p->dp);
-        if ((st = tess__comm_agree(g, st))) return st;
+        /* (queued everywhere, or nobody waits for it) */
+        if ((st = tess__comm_agree(g, tess__dpanel_exchange(p->dp, s, ns, r, nr)))) return st;
+        if ((*carry = tess__dpanel_sync(p->dp))) return TESS_OK;
     }
     double t2 = tess__now();
     p->t[1] += t2 - t1;
@@ -198,7 +200,8 @@ static int step(struct pl *p, int64_t k, int64_t *info) {
         if (!st && !part) st = update(p, k, l0c + next, cntc - next, true);
     }
     p->t[2] += tess__now() - t2;
-    return tess__comm_agree(g, st);
+    *carry = st;
+    return TESS_OK;
 }
 
 /* The steps, on p's hold; collective, the same status everywhere. */
@@ -222,15 +225,16 @@ static int steps(struct pl *p, int64_t *info) {
     cols_of(p, 0, TESS__MIN(p->nb, p->n), p->me, &x0, &w0);
     if (!st && w0 > 0) st = panel(p, 0, x0, w0);
     st = tess__comm_agree(p->g, st);
+    int carry = TESS_OK;
     for (int64_t k = 0; !st && k < p->nk; k++) {
         double t0 = tess__now();
         int r = k >= 2 ? finish_jobs(p, (int)((k - 2) % 3)) : TESS_OK;
         p->t[3] += tess__now() - t0;
-        st = tess__comm_agree(p->g, r);
-        if (!st) st = step(p, k, info);
+        if (!carry) carry = r;
+        st = step(p, k, info, &carry);
     }
     int r = panel_end(p);
-    if (!st) st = r;
+    if (!st) st = carry ? carry : r;
     double t0 = tess__now();
     for (int b = 0; b < 3; b++) {
         r = p->jobs[b] ? finish_jobs(p, b) : TESS_OK;

@@ -139,6 +139,8 @@ static void bp_step(const struct tess__job *job, const struct tess__task *t, int
     }
 }
 
+/* A block that is not positive definite fails its job (what depends on it is cancelled); a
+ * GETRF's zero pivot fails nothing (LAPACK's LU goes on). */
 static int bp_finished(const struct tess__job *job, const struct tess__task *t) {
     const struct tess__bp *h = (const struct tess__bp *)job;
     (void)t;

@@ -71,6 +71,29 @@ static size_t band_bytes(const struct pp *p) {
     return b;
 }
 
+/* Step 4's copies (pp_other_w) into host memory: U, Wr's columns of my rows, a bk x w
+ * block; L, Wc's rows of my columns, bk columns of w. */
+struct host_w {
+    const struct pp *p;
+    const char *full;
+    char *Wr, *Wc;
+    int64_t bk;
+};
+static int host_run(void *arg, int q, int64_t l, int64_t off, int64_t w, int64_t c0) {
+    const struct host_w *h = arg;
+    const struct pp *p = h->p;
+    const size_t es = p->es;
+    const char *src = h->full + p->displ[q];
+    if (p->up) {
+        memcpy(at(p, h->Wr, 0, l, h->bk), src + (size_t)(off * h->bk) * es,
+               (size_t)(w * h->bk) * es);
+        return 0;
+    }
+    for (int64_t j = 0; j < h->bk; j++)
+        memcpy(at(p, h->Wc, l, j, p->nloc), src + (size_t)(off + j * c0) * es, (size_t)w * es);
+    return 0;
+}
+
 /* Step k's panel: factor, solve, exchange, update. *info: INFO > 0 of the diagonal block.
  * L: the panel is block column k, solved in its process column pc, sent along the process
  * rows (Wr) and gathered in each process column (Wc); U: block row k, solved in its
@@ -150,8 +173,8 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
         memcpy(at(p, Wr, l0r, j, p->mloc), p->pack + (size_t)(j * cntr) * es, (size_t)cntr * es);
 
     /* 4. every pack of the other direction (L: the process rows', in my process column; U:
-     * the process columns', in my process row); then the other W, a local block at a time
-     * (its panel rows are one run of one process's pack) */
+     * the process columns', in my process row); then the other W, a run of local blocks at
+     * a time (pp_other_w: their panel rows one run of one process's pack) */
     const int np = up ? p->Q : p->P;
     for (int q = 0, d = 0; q < np; q++) {
         int64_t l, c;
@@ -167,29 +190,8 @@ static int step(struct pp *p, int64_t k, int64_t *info) {
     if (!st && np > 1)
         st = TESS__MPI(MPI_Allgatherv(p->pack, p->cnt[up ? p->me_c : p->me_r], MPI_BYTE, p->full,
                                       p->cnt, p->displ, MPI_BYTE, up ? g->row : g->col));
-    for (int64_t s = s1; !st && s < p->n; s += p->nb) {
-        int64_t w = TESS__MIN(p->nb, p->n - s), l, c, l0, c0, l1, c1;
-        int q;
-        if (up) { /* Wr's columns of my rows [s, s + w): process column q's pack */
-            rows_of(p, s, s + w, p->me_r, &l, &c);
-            if (!c) continue;
-            q = tess__comm_bc_g2p(&p->C, p->ja + s);
-            cols_of(p, s1, p->n, q, &l0, &c0);
-            cols_of(p, s, s + w, q, &l1, &c1);
-            memcpy(at(p, Wr, 0, l, bk), full + p->displ[q] + (size_t)((l1 - l0) * bk) * es,
-                   (size_t)(w * bk) * es);
-            continue;
-        }
-        /* Wc's rows of my columns [s, s + w): process row q's pack */
-        cols_of(p, s, s + w, p->me_c, &l, &c);
-        if (!c) continue;
-        q = tess__comm_bc_g2p(&p->R, p->ia + s);
-        rows_of(p, s1, p->n, q, &l0, &c0);
-        rows_of(p, s, s + w, q, &l1, &c1);
-        for (int64_t j = 0; j < bk; j++)
-            memcpy(at(p, Wc, l, j, p->nloc), full + p->displ[q] + (size_t)(l1 - l0 + j * c0) * es,
-                   (size_t)w * es);
-    }
+    struct host_w hw = {p, full, Wr, Wc, bk};
+    if (!st) st = pp_other_w(p, s1, host_run, &hw);
     if ((st = tess__comm_agree(g, st))) return st;
 
     /* 5. the trailing update: Wr and Wc held on the tile grid of A's hold, then one

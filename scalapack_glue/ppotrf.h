@@ -75,6 +75,42 @@ static inline void update_part(const struct pp *p, int64_t x0, int64_t l0c, int6
     }
 }
 
+/* Step 4's other W from the packs of the processes of my column (L) or row (U): each run
+ * of my trailing columns (L: Wc's rows) or rows (U: Wr's columns) from s1 on whose panel
+ * rows are one run of one process's pack: fn(arg, q, l, off, w, c0): my w entries from
+ * local index l come from entries [off, off + w) of process row (U: column) q's pack of
+ * c0 entries (L: rows of a c0 x bk pack; U: columns of a bk x c0 one). fn's first status
+ * other than 0 stops it and is returned. */
+typedef int pp_run_fn(void *arg, int q, int64_t l, int64_t off, int64_t w, int64_t c0);
+static inline int pp_other_w(const struct pp *p, int64_t s1, pp_run_fn *fn, void *arg) {
+    int q = -1, st = 0;
+    int64_t rl = 0, roff = 0, rw = 0, rc0 = 0; /* the run so far */
+    for (int64_t s = s1; s < p->n; s += p->nb) {
+        int64_t w = TESS__MIN(p->nb, p->n - s), l, c, l0, c0, l1, c1;
+        int qs;
+        if (p->up) {
+            rows_of(p, s, s + w, p->me_r, &l, &c);
+            if (!c) continue;
+            qs = tess__comm_bc_g2p(&p->C, p->ja + s);
+            cols_of(p, s1, p->n, qs, &l0, &c0);
+            cols_of(p, s, s + w, qs, &l1, &c1);
+        } else {
+            cols_of(p, s, s + w, p->me_c, &l, &c);
+            if (!c) continue;
+            qs = tess__comm_bc_g2p(&p->R, p->ia + s);
+            rows_of(p, s1, p->n, qs, &l0, &c0);
+            rows_of(p, s, s + w, qs, &l1, &c1);
+        }
+        if (qs == q && l == rl + rw && l1 - l0 == roff + rw) {
+            rw += w;
+            continue;
+        }
+        if (q >= 0 && (st = fn(arg, q, rl, roff, rw, rc0))) return st;
+        q = qs, rl = l, roff = l1 - l0, rw = w, rc0 = c0;
+    }
+    return q >= 0 ? fn(arg, q, rl, roff, rw, rc0) : 0;
+}
+
 /* The panels on the devices (ppotrf_dev.c): the factorization of p, its hold and the band
  * already set up; *info as ScaLAPACK's. Collective over the grid, the same status
  * everywhere. */

@@ -77,6 +77,30 @@ static int bp_end(struct tess__bp **h, int64_t *info, int st) {
 /* Process (r, c)'s grid rank. */
 static int rank_of(const struct pp *p, int r, int c) { return tess__comm_grid_rank(p->g, r, c); }
 
+/* Step 4's copies (pp_other_w) in device memory, from my own pack or the gathered ones: U,
+ * Wr's columns of my trailing rows, a bk x w block; L, Wc's rows of my trailing columns,
+ * bk columns of w. */
+struct dev_w {
+    struct dv *v;
+    int b;
+    int64_t bk, l0r, l0c, cntc;
+};
+static int dev_run(void *arg, int q, int64_t l, int64_t off, int64_t w, int64_t c0) {
+    const struct dev_w *d = arg;
+    const struct pp *p = d->v->p;
+    const size_t es = p->es, bk = (size_t)d->bk;
+    if (p->up) {
+        const char *src = q == p->me_c ? d->v->Wc[d->b] : d->v->full + d->v->off[q];
+        return tess__dpanel_copy(d->v->dp, d->v->Wr[d->b] + (size_t)(l - d->l0r) * bk * es,
+                                 (size_t)w * bk * es, src + (size_t)off * bk * es,
+                                 (size_t)w * bk * es, (size_t)w * bk * es, 1);
+    }
+    const char *src = q == p->me_r ? d->v->Wr[d->b] : d->v->full + d->v->off[q];
+    return tess__dpanel_copy(d->v->dp, d->v->Wc[d->b] + (size_t)(l - d->l0c) * es,
+                             (size_t)d->cntc * es, src + (size_t)off * es, (size_t)c0 * es,
+                             (size_t)w * es, bk);
+}
+
 /* Step k (the buffers b = k % 2 free). */
 static int step(struct dv *v, int64_t k, int64_t *info) {
     struct pp *p = v->p;
@@ -201,7 +225,7 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
     }
     if ((st = tess__comm_agree(g, st))) return st;
     /* 4. every pack of the other direction (L: the process rows' of my column; U: the
-     * process columns' of my row) into full, then the other W a block at a time */
+     * process columns' of my row) into full, then the other W a run of blocks at a time */
     const int np = up ? p->Q : p->P;
     if (!st && np > 1) {
         struct tess__dpiece *s = v->pc_s, *r = v->pc_r;
@@ -224,32 +248,8 @@ static int step(struct dv *v, int64_t k, int64_t *info) {
         st = tess__dpanel_exchange(v->dp, s, ns, r, nr);
         if ((st = tess__comm_agree(g, st))) return st;
     }
-    char *other = up ? v->Wr[b] : v->Wc[b];
-    for (int64_t s = s1; !st && s < p->n; s += p->nb) {
-        int64_t w = TESS__MIN(p->nb, p->n - s), l, c, l0, c0, l1, c1;
-        if (up) { /* Wr's columns of my rows [s, s + w): process column q's pack */
-            rows_of(p, s, s + w, p->me_r, &l, &c);
-            if (!c) continue;
-            int q = tess__comm_bc_g2p(&p->C, p->ja + s);
-            cols_of(p, s1, p->n, q, &l0, &c0);
-            cols_of(p, s, s + w, q, &l1, &c1);
-            const char *src = q == p->me_c ? v->Wc[b] : v->full + v->off[q];
-            st = tess__dpanel_copy(v->dp, other + (size_t)((l - l0r) * bk) * es,
-                                   (size_t)(w * bk) * es, src + (size_t)((l1 - l0) * bk) * es,
-                                   (size_t)(w * bk) * es, (size_t)(w * bk) * es, 1);
-            continue;
-        }
-        /* Wc's rows of my columns [s, s + w): process row q's pack (c0 x bk) */
-        cols_of(p, s, s + w, p->me_c, &l, &c);
-        if (!c) continue;
-        int q = tess__comm_bc_g2p(&p->R, p->ia + s);
-        rows_of(p, s1, p->n, q, &l0, &c0);
-        rows_of(p, s, s + w, q, &l1, &c1);
-        const char *src = q == p->me_r ? v->Wr[b] : v->full + v->off[q];
-        st = tess__dpanel_copy(v->dp, other + (size_t)(l - l0c) * es, (size_t)cntc * es,
-                               src + (size_t)(l1 - l0) * es, (size_t)c0 * es, (size_t)w * es,
-                               (size_t)bk);
-    }
+    struct dev_w dw = {v, b, bk, l0r, l0c, cntc};
+    if (!st) st = pp_other_w(p, s1, dev_run, &dw);
     if (!st) st = tess__dpanel_sync(v->dp);
     if ((st = tess__comm_agree(g, st))) return st;
     double t3 = tess__now();

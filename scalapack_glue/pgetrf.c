@@ -108,22 +108,23 @@ static int panel_end(struct pl *p) {
 }
 
 /* Step k's update of my local columns [x, x + w) (trailing): rows interchanged, U solved,
- * the rows below updated (bpanel UPDATE: one task per strip part). */
-static int update(struct pl *p, int64_t k, int64_t x, int64_t w, bool lazy) {
+ * the rows below updated (bpanel UPDATE: one task per strip part); swaps: the interchanges
+ * alone (L's columns, bpanel LASWP). Lazy: below the critical path, an update above the
+ * interchanges of L's columns. */
+static int update(struct pl *p, int64_t k, int64_t x, int64_t w, bool lazy, bool swaps) {
     const int64_t s0 = k * p->nb, mk = p->m - s0, dk = TESS__MIN(mk, TESS__MIN(p->nb, p->n - s0));
     if (w <= 0) return TESS_OK;
-    /* (lazy: below the critical path, above the left columns' interchanges) */
-    struct tess__bp_args a = {.kind = TESS__BP_UPDATE,
+    struct tess__bp_args a = {.kind = swaps ? TESS__BP_LASWP : TESS__BP_UPDATE,
                               .X = at(p, s0, x),
                               .m = mk,
                               .n = w,
                               .k = dk,
                               .ipiv = p->piv + s0,
-                              .F = p->L[k % 3],
+                              .F = swaps ? NULL : p->L[k % 3],
                               .ldf = mk,
                               .f_dev = p->dev,
                               .lazy = lazy,
-                              .pri = 500};
+                              .pri = swaps ? 0 : 500};
     return job(p, (int)(k % 3), a, NULL);
 }
 
@@ -185,20 +186,11 @@ static int step(struct pl *p, int64_t k, int64_t *info, int *carry) {
     int64_t next = 0, cs = lft / p->T * p->T;
     if (k + 1 < p->nk && tess__comm_bc_g2p(&p->C, p->ja + s1) == p->me)
         next = TESS__MIN(p->nb, p->n - s1);
-    st = update(p, k, l0c, next, false);
+    st = update(p, k, l0c, next, false, false);
     if (!st && next) st = panel(p, k + 1, l0c, next);
-    for (int part = 0; !st && part < 2; part++) {
-        int64_t x = part ? 0 : cs, w = part ? cs : lft - cs;
-        struct tess__bp_args a = {.kind = TESS__BP_LASWP,
-                                  .X = at(p, s0, x),
-                                  .m = mk,
-                                  .n = w,
-                                  .k = dk,
-                                  .ipiv = p->piv + s0,
-                                  .lazy = part == 1};
-        if (w > 0) st = job(p, b, a, NULL);
-        if (!st && !part) st = update(p, k, l0c + next, cntc - next, true);
-    }
+    if (!st) st = update(p, k, cs, lft - cs, false, true);
+    if (!st) st = update(p, k, l0c + next, cntc - next, true, false);
+    if (!st) st = update(p, k, 0, cs, true, true);
     p->t[2] += tess__now() - t2;
     *carry = st;
     return TESS_OK;

@@ -29,20 +29,11 @@ struct tess__bp {
 };
 
 /* Operand tile of device memory p (rows x cols, ld) on runtime device dev, stable until the
- * job is done: its own device reads it in place. */
+ * job is done (the caller's): its own device reads it in place. */
 static void dev_tile(const struct tess__job *job, const void *p, int64_t rows, int64_t cols,
                      int64_t ld, int dev, struct tess__tile *out) {
-    out->key.space = job->space;
-    out->key.addr = (uintptr_t)p;
-    out->key.ld = ld;
-    out->key.rows = (int32_t)rows;
-    out->key.cols = (int32_t)cols;
-    out->key.esize = (uint32_t)tess__dtypes[job->dt].size;
-    out->home = TESS__HOME_DEV;
-    out->home_dev = dev;
-    out->home_ptr = (void *)p;
-    out->home_ld = ld;
-    out->home_stable = true; /* the caller's, until the job is done */
+    tess__l3_tile(job, out, p, ld, 0, 0, rows, cols);
+    tess__l3_dev_home(out, dev, true);
 }
 
 static void bp_step(const struct tess__job *job, const struct tess__task *t, int s,

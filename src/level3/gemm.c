@@ -59,20 +59,8 @@ static void gemm_step(const struct tess__job *job, const struct tess__task *t, i
         tess__hview_tile(job->hv_b, job->tb == 'N' ? k0 : j0, job->tb == 'N' ? j0 : k0, &out->b,
                          &out->b_ro, &out->b_co);
     /* operands in device memory (the distributed GEMM's panels): homed there */
-    if (job->a_dev >= 0) {
-        out->a.home = TESS__HOME_DEV;
-        out->a.home_dev = job->a_dev;
-        out->a.home_ptr = (void *)out->a.key.addr;
-        out->a.home_ld = job->lda;
-        out->a.home_stable = job->homes_stable;
-    }
-    if (job->b_dev >= 0) {
-        out->b.home = TESS__HOME_DEV;
-        out->b.home_dev = job->b_dev;
-        out->b.home_ptr = (void *)out->b.key.addr;
-        out->b.home_ld = job->ldb;
-        out->b.home_stable = job->homes_stable;
-    }
+    if (job->a_dev >= 0) tess__l3_dev_home(&out->a, job->a_dev, job->homes_stable);
+    if (job->b_dev >= 0) tess__l3_dev_home(&out->b, job->b_dev, job->homes_stable);
     out->ta = job->ta;
     out->tb = job->tb;
     out->m = t->m;

@@ -78,6 +78,14 @@ void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void
     t->home = TESS__HOME_HOST;
 }
 
+void tess__l3_dev_home(struct tess__tile *t, int dev, bool stable) {
+    t->home = TESS__HOME_DEV;
+    t->home_dev = dev;
+    t->home_ptr = (void *)t->key.addr;
+    t->home_ld = t->key.ld;
+    t->home_stable = stable;
+}
+
 int tess__l3_begin(const char *fn, struct tess__job *job, const struct tess__job_ops *ops,
                    tess_dtype_t dt, int64_t m, int64_t n, int64_t k, void *C, int64_t ldc,
                    struct tess__rt **rt) {

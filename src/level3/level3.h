@@ -74,6 +74,10 @@ int tess__l3_check_dtype(const char *fn, tess_dtype_t dt, bool complex_only);
 void tess__l3_tile(const struct tess__job *job, struct tess__tile *t, const void *X, int64_t ld,
                    int64_t r0, int64_t c0, int64_t rows, int64_t cols);
 
+/* Home t (its key named) in device memory of runtime device dev at its key's address and
+ * ld; stable: unchanged until the job is done, so that device reads it in place. */
+void tess__l3_dev_home(struct tess__tile *t, int dev, bool stable);
+
 /* Start a job: the runtime (*rt, a call reference: tess__l3_run releases it, a path that
  * returns before, tess__rt_put), job zeroed but for ops, dt, the output C/ldc, the tile
  * edge for an m x n x k problem and the per-copy block size. Nonzero status (with a

@@ -233,7 +233,8 @@ struct tess__comm_grid {
     int rank;      /* my rank in comm: equal to my rank in the caller's communicator */
     int *ranks;    /* ranks[r + c * nprow]: the rank in comm of process (r, c) */
     struct tess__pgemm_keep pgemm;
-    struct tess__xport *xport; /* the grid's transport (xport.h), NULL until it is opened */
+    struct tess__xport *xport;    /* the grid's transport (xport.h), NULL until it is opened */
+    struct tess__comm_grid *flat; /* 1 x size grid of the same processes (grid_flat), or NULL */
 };
 
 /* Build a nprow x npcol grid over comm (collective over comm; comm itself is left alone).
@@ -251,6 +252,10 @@ int tess__comm_grid_create(MPI_Comm comm, int nprow, int npcol, char order,
  * TESS_EINVAL with the same message. */
 int tess__comm_grid_from_blacs(MPI_Comm comm, int nprow, int npcol, int myrow, int mycol,
                                struct tess__comm_grid *g);
+/* The 1 x (nprow * npcol) grid of g's processes, process column = rank in g->comm: built
+ * on first use (collective over g's processes, the same status everywhere), kept in
+ * g->flat and freed with g (tess_grid_free). */
+int tess__comm_grid_flat(struct tess__comm_grid *g, struct tess__comm_grid **flat);
 /* Free the grid's communicators (collective over the grid's processes). */
 void tess__comm_grid_destroy(struct tess__comm_grid *g);
 /* The rank in g->comm of process (prow, pcol); for processes inside the grid only. */

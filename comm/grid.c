@@ -179,6 +179,27 @@ out:
     return st;
 }
 
+int tess__comm_grid_flat(struct tess__comm_grid *g, struct tess__comm_grid **flat) {
+    *flat = NULL;
+    if (!g->flat) { /* (the same on every process: built and agreed together) */
+        struct tess__comm_grid *f = calloc(1, sizeof *f);
+        int st = f ? TESS_OK : tess__fail(TESS_ENOMEM, "flat grid: out of host memory");
+        st = tess__comm_agree_on(g->comm, st);
+        if (!st)
+            st = tess__comm_grid_from_blacs(g->comm, 1, g->at.nprow * g->at.npcol, 0, g->rank, f);
+        int built = !st;
+        st = tess__comm_agree_on(g->comm, st);
+        if (st) {
+            if (built) tess__comm_grid_destroy(f);
+            free(f);
+            return st;
+        }
+        g->flat = f;
+    }
+    *flat = g->flat;
+    return TESS_OK;
+}
+
 int tess__comm_agree_on(MPI_Comm comm, int status) {
     if (comm == MPI_COMM_NULL) return status;
     int rank;

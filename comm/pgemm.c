@@ -49,6 +49,7 @@ int tess_grid_info(const tess_grid_t *g, int *nprow, int *npcol, int *myrow, int
 
 void tess_grid_free(tess_grid_t *g) {
     if (!g) return;
+    tess_grid_free(g->flat);
     tess__xport_drop(g);
     tess_free_host(g->pgemm.ws.ptr);
     tess__comm_grid_destroy(g);

@@ -4,6 +4,7 @@
  * (tess__pgemm_exec) and ScaLAPACK's p?tradd_, p?geadd_ and p?trtri_ of the call's
  * precision. One generic path for the four precisions: sizes come from tess__dtypes.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,4 +158,11 @@ f_int glue_trtri(const struct glue_call *c, char uplo, char diag, f_int n, void 
     f_int IA = ia + 1, JA = ja + 1, info = 0;
     glue_aux(c->dt)->trtri(u, t, &n, A, &IA, &JA, da, &info, 1, 1);
     return info;
+}
+
+int glue_release(const void *A, int st) {
+    char msg[512];
+    if (st) snprintf(msg, sizeof msg, "%s", tess_last_error());
+    int r = tess_release(A);
+    return st ? tess__fail(st, "%s", msg) : r;
 }

@@ -187,6 +187,13 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
  * as ScaLAPACK's, or a status, the same everywhere; *wrote: A was written. */
 int glue_pgetrf(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void *A, int64_t ia,
                 int64_t ja, const f_int *d, bool local_ok, f_int *ipiv, int64_t *info, bool *wrote);
+/* p?getrf_ on a grid of several process rows (pgetrf_grid.c): as glue_pgetrf, sub(A) moved
+ * to one process row of the same processes and back; TESS_ENOSYS (nothing written) where
+ * that row's transport is not the device one on one node or ia, ja do not start a block. A
+ * failure before the move back leaves A and IPIV as they were (*wrote false). */
+int glue_pgetrf_grid(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void *A, int64_t ia,
+                     int64_t ja, const f_int *d, bool local_ok, f_int *ipiv, int64_t *info,
+                     bool *wrote);
 /* Step 2, collective: how the call goes on, the same answer on every process.
  *   GLUE_TESSERA    every process can take the call (local_ok: its own preparations, e.g.
  *                   temporaries allocated; the runtime up; comm/ takes the descriptors)
@@ -251,6 +258,9 @@ void glue_tmp_free(struct glue_tmp *t);
  * of grid g (collective); glue_tmp_free ends a hold still there, ignoring its status. */
 void glue_tmp_hold(struct glue_tmp *t, const struct glue_call *c);
 int glue_tmp_unhold(struct glue_tmp *t, tess_grid_t *g);
+/* tess_release(A) after a call's status st: st if it failed (its message kept), else the
+ * release's. */
+int glue_release(const void *A, int st);
 
 /* The local address of global element (gi, gj) (0-based) of the matrix (descriptor d,
  * local array base) on this process, NULL when another process holds it. */

@@ -294,10 +294,7 @@ int glue_pgetrf(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void *A, 
         glue_count_device(GLUE_GETRF, dt);
     }
     double t2 = tess__now();
-    if (held) {
-        int r = tess_release(p.Ah);
-        if (!st) st = r;
-    }
+    if (held) st = glue_release(p.Ah, st);
     if (rt) tess__rt_put(rt);
     double t3 = tess__now();
     st = tess__comm_agree(g, st);

@@ -304,15 +304,9 @@ int glue_ppotrf(tess_grid_t *g, tess_dtype_t dt, char uplo, int64_t n, void *A, 
         for (int64_t k = 0; !dev && !st && !*info && k * p.nb < n; k++) st = step(&p, k, info);
     }
     for (int i = 0; i < 2; i++)
-        if (p.wheld[i]) {
-            int r1 = tess_release(p.Wr[i]), r2 = tess_release(p.Wc[i]);
-            if (!st) st = r1 ? r1 : r2;
-        }
+        if (p.wheld[i]) st = glue_release(p.Wc[i], glue_release(p.Wr[i], st));
     double t2 = tess__now();
-    if (p.held) {
-        int r = tess_release(p.Ah);
-        if (!st) st = r;
-    }
+    if (p.held) st = glue_release(p.Ah, st);
     double t3 = tess__now();
     if (glue_knobs()->verbose >= 2)
         fprintf(stderr,

@@ -4,8 +4,9 @@
  * - a 1 x 1 BLACS grid: tessera's node runtime (tess_?potrf ... on the local array, which
  *   holds the whole matrix there);
  * - p?potrf_ on a bigger grid: the distributed Cholesky (ppotrf.c);
- * - p?getrf_ on one process row of several, the grid's transport the device one on one
- *   node, sub(A) starting a block: the distributed LU (pgetrf.c);
+ * - p?getrf_ on a grid of several processes, the grid's transport the device one on one
+ *   node, sub(A) starting a block: the distributed LU (pgetrf.c; on several process rows
+ *   moved to one and back, pgetrf_grid.c);
  * - anything else: the reference routine underneath with its own arguments, which checks
  *   and reports them as ScaLAPACK does, counted as a reference call.
  * Tessera takes a call only when it passes checks that are a strict subset of ScaLAPACK's:
@@ -193,20 +194,24 @@ static void route(const struct sv *s, void (*reference)(const struct sv *)) {
             }
             if (wrote) glue_route_failed(&gc, st, false, "the distributed Cholesky");
         }
-    } else if (ok && s->kind == GLUE_GETRF && P == 1) {
-        /* one process row: the distributed LU where the grid's transport allows (pgetrf.c) */
+    } else if (ok && s->kind == GLUE_GETRF) {
+        /* the distributed LU where the grid's transport allows: on one process row
+         * (pgetrf.c), or moved to one and back (pgetrf_grid.c) */
         tess_grid_t *g = glue_context_grid(s->da[1]);
         if (g) {
             int64_t info = 0;
-            bool wrote = false;
-            int st = glue_pgetrf(g, s->dt, *s->m, *s->n, s->A, *s->ia - 1, *s->ja - 1, s->da,
-                                 local_ok && glue_devices_ready(), s->ipiv, &info, &wrote);
+            bool wrote = false, lok = local_ok && glue_devices_ready();
+            int st = (P == 1 ? glue_pgetrf : glue_pgetrf_grid)(g, s->dt, *s->m, *s->n, s->A,
+                                                               *s->ia - 1, *s->ja - 1, s->da, lok,
+                                                               s->ipiv, &info, &wrote);
             if (st == TESS_OK) {
                 *s->info = (f_int)info;
                 glue_count_tessera(s->kind, s->dt, flops);
                 return;
             }
-            if (wrote) glue_route_failed(&gc, st, false, "the distributed LU");
+            /* (P > 1: a failure before the move back left the input as it was) */
+            if (wrote || (P > 1 && lok && st != TESS_ENOSYS))
+                glue_route_failed(&gc, st, !wrote, "the distributed LU");
         }
     }
     glue_count_reference(s->kind, s->dt, flops);

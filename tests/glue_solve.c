@@ -10,7 +10,8 @@
  * each solve that many times on fresh matrices, the first one the warm-up). Prints one line
  * per solve on rank 0: "LU n=190 nb=8 grid 2x2: info 0 scaled residual 0.0123 PASSED
  * factor 0.01 s solve 0.002 s" (wall times of the ScaLAPACK calls, MPI_Wtime after a
- * barrier). Exit status 0 when every solve run passes.
+ * barrier). Exit status 0 when every solve run passes. GLUE_SOLVE_NPROW=P: a P x (procs / P)
+ * grid instead of the squarest.
  */
 #include <float.h>
 #include <math.h>
@@ -130,6 +131,7 @@ static int report(const char *what, int n, int nb, int info, double res, double 
         printf("%s n=%d nb=%d grid %dx%d: info %d scaled residual %.4g %s factor %.3f s "
                "solve %.3f s\n",
                what, n, nb, nprow, npcol, info, res, ok ? "PASSED" : "FAILED", tf, ts);
+    fflush(stdout);
     return ok;
 }
 
@@ -146,8 +148,11 @@ int main(int argc, char **argv) {
     int do_lu = strcmp(which, "chol") != 0, do_chol = strcmp(which, "lu") != 0;
     static const int one = 1;
     Cblacs_pinfo(&me, &nprocs);
-    /* the squarest grid of all the processes, nprow <= npcol */
-    for (nprow = (int)sqrt((double)nprocs); nprocs % nprow; nprow--) {}
+    /* the squarest grid of all the processes, nprow <= npcol; GLUE_SOLVE_NPROW: that many
+     * process rows (a divisor of the processes) */
+    const char *rows = getenv("GLUE_SOLVE_NPROW");
+    nprow = rows && atoi(rows) >= 1 && nprocs % atoi(rows) == 0 ? atoi(rows) : 0;
+    for (nprow = nprow ? nprow : (int)sqrt((double)nprocs); nprocs % nprow; nprow--) {}
     npcol = nprocs / nprow;
     Cblacs_get(-1, 0, &ctxt);
     Cblacs_gridinit(&ctxt, "R", nprow, npcol);

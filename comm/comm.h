@@ -356,8 +356,9 @@ struct tess__dpanel {
 int tess__dpanel_open(struct tess__comm_grid *g, struct tess__dpanel *p);
 int tess__dpanel_alloc(struct tess__dpanel *p, size_t bytes, void **ptr, void **handle);
 void tess__dpanel_free(struct tess__dpanel *p, void *handle); /* after a sync */
-/* dst <- src: height columns of width bytes (pitches in bytes), device to device. */
-int tess__dpanel_copy(struct tess__dpanel *p, void *dst, size_t dpitch, const void *src,
+/* dst <- src: height columns of width bytes (pitches in bytes); kind TESS__D2D, TESS__H2D or
+ * TESS__D2H (enum tess__copy_kind; host memory may be pageable). */
+int tess__dpanel_copy(struct tess__dpanel *p, int kind, void *dst, size_t dpitch, const void *src,
                       size_t spitch, size_t width, size_t height);
 /* One piece of an exchange: bytes at ptr (device memory) to or from grid rank `rank`. */
 struct tess__dpiece {

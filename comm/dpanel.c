@@ -32,12 +32,12 @@ void tess__dpanel_free(struct tess__dpanel *p, void *handle) {
     if (handle) tess__xport_free(p->x, handle);
 }
 
-int tess__dpanel_copy(struct tess__dpanel *p, void *dst, size_t dpitch, const void *src,
+int tess__dpanel_copy(struct tess__dpanel *p, int kind, void *dst, size_t dpitch, const void *src,
                       size_t spitch, size_t width, size_t height) {
     struct tess__xdev *n = (struct tess__xdev *)p->x;
     if (!width || !height) return TESS_OK;
     int st = n->hw->setdev(n);
-    return st ? st : n->hw->copy(n, 0, false, dst, dpitch, src, spitch, width, height, "dpanel");
+    return st ? st : n->hw->copy(n, 0, kind, dst, dpitch, src, spitch, width, height, "dpanel");
 }
 
 int tess__dpanel_exchange(struct tess__dpanel *p, const struct tess__dpiece *send, int ns,

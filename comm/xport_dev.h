@@ -50,8 +50,8 @@ struct tess__xdev_hw {
     bool (*opened)(const struct tess__xdev *n); /* streams and events exist */
     void (*close)(struct tess__xdev *n);        /* after the streams drained */
     int (*setdev)(struct tess__xdev *n);        /* make the device current (thread) */
-    /* A 2D copy (h2d: host -> device, else device -> device) queued on stream s. */
-    int (*copy)(struct tess__xdev *n, int s, bool h2d, void *dst, size_t dpitch, const void *src,
+    /* A 2D copy queued on stream s; kind: TESS__H2D, TESS__D2H or TESS__D2D. */
+    int (*copy)(struct tess__xdev *n, int s, int kind, void *dst, size_t dpitch, const void *src,
                 size_t spitch, size_t width, size_t height, const char *what);
     int (*record)(struct tess__xdev *n, int s, int ev);
     int (*stream_wait)(struct tess__xdev *n, int s, int ev); /* stream s waits for ev */

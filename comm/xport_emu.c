@@ -51,11 +51,11 @@ static int emu_setdev(struct tess__xdev *n) {
     return TESS_OK;
 }
 
-static int emu_copy(struct tess__xdev *n, int s, bool h2d, void *dst, size_t dpitch,
+static int emu_copy(struct tess__xdev *n, int s, int kind, void *dst, size_t dpitch,
                     const void *src, size_t spitch, size_t width, size_t height, const char *what) {
     (void)what;
     struct emu *e = E(n);
-    return e->ops->copy2d(e->bd, e->es0 + s, h2d ? TESS__H2D : TESS__D2D, dst, dpitch, src, spitch,
+    return e->ops->copy2d(e->bd, e->es0 + s, (enum tess__copy_kind)kind, dst, dpitch, src, spitch,
                           width, height, NULL);
 }
 

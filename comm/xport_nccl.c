@@ -93,11 +93,12 @@ static void gpu_abort(struct tess__xdev *n) {
 
 static int gpu_setdev(struct tess__xdev *n) { return CUDA(cudaSetDevice(G(n)->ordinal)); }
 
-static int gpu_copy(struct tess__xdev *n, int s, bool h2d, void *dst, size_t dpitch,
+static int gpu_copy(struct tess__xdev *n, int s, int kind, void *dst, size_t dpitch,
                     const void *src, size_t spitch, size_t width, size_t height, const char *what) {
-    cudaError_t e = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height,
-                                      h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice,
-                                      G(n)->cs[s]);
+    enum cudaMemcpyKind k = kind == TESS__H2D   ? cudaMemcpyHostToDevice
+                            : kind == TESS__D2H ? cudaMemcpyDeviceToHost
+                                                : cudaMemcpyDeviceToDevice;
+    cudaError_t e = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, k, G(n)->cs[s]);
     return tess__cuda_check(e, what, __FILE__, __LINE__, gpu_fail, NULL);
 }
 

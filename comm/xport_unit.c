@@ -61,8 +61,8 @@ int tess__xdev_copy_blocks(struct tess__xdev *n, const struct tess__xblk *list, 
                               : (const char *)op->X + (size_t)(b->sr + b->sc * op->ldx) * es;
         size_t spitch = fp ? w : from == FROM_PANEL ? lbuf : (size_t)op->ldx * es;
         bool h2d = from == FROM_LOCAL || from == FROM_HOST_PACKED;
-        st = n->hw->copy(n, s, h2d, pack ? pack + o : inpanel, pack ? w : lbuf, src, spitch, w,
-                         (size_t)b->cols, what);
+        st = n->hw->copy(n, s, h2d ? TESS__H2D : TESS__D2D, pack ? pack + o : inpanel,
+                         pack ? w : lbuf, src, spitch, w, (size_t)b->cols, what);
         o += w * (size_t)b->cols;
     }
     if (!st && from == FROM_PANEL) n->base.packed_d2d += o;

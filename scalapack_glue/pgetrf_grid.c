@@ -3,20 +3,23 @@
  * laid out for the grid's flat grid (1 x PQ, the same processes, column = rank: block
  * column J on column J mod PQ, every row), pgetrf.c's LU factors it there, and the factor
  * moves back; IPIV is spread to ScaLAPACK's layout (each process: its local rows, on every
- * process column). A move: every pair of processes once, each block on the list both
- * sides enumerate alike (block columns, then block rows), packed column by column, sent in
- * messages of at most 1 GiB. Invariants: A is written only by the move back, after every
- * process agreed that the LU succeeded: a failure before leaves A and IPIV as they were
- * (*wrote false; the caller may send the call to the reference); every process reaches
- * every exchange and agreement (buffers are agreed before the first message).
+ * process column). A move: every pair of processes once (round t: to me + t, from
+ * me - t), each block on the list both sides enumerate alike (block columns, then block
+ * rows): over the device transport, copied host to device packed into chunks of C bytes,
+ * exchanged, copied device to host where it goes. Invariants: A is written only by the
+ * move back, after every process agreed that the LU succeeded and had its device buffers:
+ * a failure before leaves A and IPIV as they were (*wrote false; the caller may send the
+ * call to the reference); every process reaches every exchange and agreement (buffers and
+ * queued exchanges are agreed before anyone waits for a peer).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "glue.h"
+#include "level3.h" /* (the copy kinds) */
 
-#define CHUNK ((size_t)1 << 30) /* bytes of one message */
+#define CHUNK ((size_t)256 << 20) /* the device buffers' bytes at most */
 
 struct mv {
     tess_grid_t *g;
@@ -52,6 +55,17 @@ static void blk_of(const struct mv *v, int64_t I, int64_t J, struct blk *b) {
                      ((size_t)(I * v->nb) + (size_t)(J / v->PQ * v->nb) * (size_t)v->ldf) * v->es;
 }
 
+/* One block of a move: where it is read and written (NULL: not on this process). */
+struct mb {
+    const char *from;
+    char *to;
+    int64_t ldfrom, ldto, bm, bn;
+};
+
+static size_t mb_bytes(const struct mv *v, const struct mb *b) {
+    return (size_t)(b->bm * b->bn) * v->es;
+}
+
 /* Copy a bm x bn block between column-major arrays (ld 0: packed). */
 static void copy_blk(char *dst, int64_t ldd, const char *src, int64_t lds, int64_t bm, int64_t bn,
                      size_t es) {
@@ -62,72 +76,151 @@ static void copy_blk(char *dst, int64_t ldd, const char *src, int64_t lds, int64
 }
 
 /* The blocks going from process s to process d (back: flat to grid, else grid to flat), in
- * the one order, their bytes in *bytes: copied in place when s and d are both me, else with
- * buf packed into it (s == me) or unpacked from it (d == me). */
-static void walk(const struct mv *v, bool back, int s, int d, char *buf, size_t *bytes) {
-    size_t at = 0;
+ * the one order both sides enumerate: *n of them in *out (the caller frees it), *bytes. */
+static int list_of(const struct mv *v, bool back, int s, int d, struct mb **out, size_t *n,
+                   size_t *bytes) {
+    size_t cap = 16, cnt = 0, at = 0;
+    struct mb *l = malloc(sizeof *l * cap);
     struct blk b;
-    for (int64_t J = 0; J < v->nbc; J++) {
+    for (int64_t J = 0; l && J < v->nbc; J++) {
         if ((int)(J % v->PQ) != (back ? s : d)) continue; /* its flat process */
-        for (int64_t I = 0; I < v->nbr; I++) {
+        for (int64_t I = 0; l && I < v->nbr; I++) {
             blk_of(v, I, J, &b);
             if ((back ? b.flat : b.grid) != s || (back ? b.grid : b.flat) != d) continue;
-            size_t sz = (size_t)(b.bm * b.bn) * v->es;
-            char *from = back ? b.f : b.a, *to = back ? b.a : b.f;
-            int64_t ldfrom = back ? v->ldf : v->lda, ldto = back ? v->lda : v->ldf;
-            if (s == v->me && d == v->me)
-                copy_blk(to, ldto, from, ldfrom, b.bm, b.bn, v->es);
-            else if (buf && s == v->me)
-                copy_blk(buf + at, 0, from, ldfrom, b.bm, b.bn, v->es);
-            else if (buf)
-                copy_blk(to, ldto, buf + at, 0, b.bm, b.bn, v->es);
-            at += sz;
+            if (cnt == cap) {
+                struct mb *g = realloc(l, sizeof *l * (cap *= 2));
+                if (!g) free(l);
+                l = g;
+                if (!l) break;
+            }
+            l[cnt] = (struct mb){.from = back ? b.f : b.a,
+                                 .to = back ? b.a : b.f,
+                                 .ldfrom = back ? v->ldf : v->lda,
+                                 .ldto = back ? v->lda : v->ldf,
+                                 .bm = b.bm,
+                                 .bn = b.bn};
+            at += mb_bytes(v, &l[cnt++]);
         }
     }
-    *bytes = at;
+    *out = l, *n = cnt, *bytes = at;
+    return l ? TESS_OK : tess__fail(TESS_ENOMEM, "p?getrf: move: out of host memory");
 }
 
-static int post(char *buf, size_t bytes, int peer, bool send, MPI_Comm comm, MPI_Request *rq,
-                int *nrq) {
-    for (size_t at = 0; at < bytes; at += CHUNK) {
-        int cnt = (int)TESS__MIN(CHUNK, bytes - at), st;
-        if (send)
-            st = TESS__MPI(MPI_Isend(buf + at, cnt, MPI_BYTE, peer, 77, comm, &rq[(*nrq)++]));
-        else
-            st = TESS__MPI(MPI_Irecv(buf + at, cnt, MPI_BYTE, peer, 77, comm, &rq[(*nrq)++]));
-        if (st) return st;
-    }
-    return TESS_OK;
+/* ---- the move over the device transport: chunks of C bytes through device memory ----- */
+
+struct dmove {
+    struct tess__dpanel *dp;
+    char *Ds, *Dr; /* device memory: C bytes each */
+    void *h[2];
+    size_t C;
+};
+
+/* Blocks [i, *end) of l: as many as fit in C bytes (*bytes). */
+static size_t chunk(const struct mv *v, const struct mb *l, size_t n, size_t i, size_t C,
+                    size_t *bytes) {
+    size_t b = 0;
+    for (; i < n && b + mb_bytes(v, &l[i]) <= C; i++) b += mb_bytes(v, &l[i]);
+    *bytes = b;
+    return i;
 }
 
-/* One move (collective): my own blocks in place, then round t with process me + t and
- * me - t. */
-static int move(const struct mv *v, bool back) {
-    size_t smax = 0, rmax = 0, sz;
-    for (int t = 1; t < v->PQ; t++) {
-        walk(v, back, v->me, (v->me + t) % v->PQ, NULL, &sz);
-        smax = TESS__MAX(smax, sz);
-        walk(v, back, (v->me - t + v->PQ) % v->PQ, v->me, NULL, &sz);
-        rmax = TESS__MAX(rmax, sz);
+static size_t nchunks(const struct mv *v, const struct mb *l, size_t n, size_t C) {
+    size_t c = 0, b;
+    for (size_t i = 0; i < n; c++) i = chunk(v, l, n, i, C, &b);
+    return c;
+}
+
+/* Round with `to` and `from` over the device transport: every process runs the grid's
+ * most chunks, each agreed once queued (a failure, carried to the next agreement, reaches
+ * everyone before anyone waits for a peer). */
+static int dev_round(const struct mv *v, const struct dmove *dm, int to, const struct mb *sl,
+                     size_t ns, int from, const struct mb *rl, size_t nr) {
+    int64_t iters = (int64_t)TESS__MAX(nchunks(v, sl, ns, dm->C), nchunks(v, rl, nr, dm->C));
+    int st = TESS__MPI(MPI_Allreduce(MPI_IN_PLACE, &iters, 1, MPI_INT64_T, MPI_MAX, v->g->comm)),
+        carry = TESS_OK;
+    st = tess__comm_agree(v->g, st);
+    size_t is = 0, ir = 0;
+    for (int64_t c = 0; !st && c < iters; c++) {
+        size_t sb, rb, o = 0, is1 = chunk(v, sl, ns, is, dm->C, &sb),
+                       ir1 = chunk(v, rl, nr, ir, dm->C, &rb);
+        int q = carry;
+        for (size_t i = is; !q && i < is1; o += mb_bytes(v, &sl[i++]))
+            q = tess__dpanel_copy(dm->dp, TESS__H2D, dm->Ds + o, (size_t)sl[i].bm * v->es,
+                                  sl[i].from, (size_t)sl[i].ldfrom * v->es,
+                                  (size_t)sl[i].bm * v->es, (size_t)sl[i].bn);
+        struct tess__dpiece s = {to, dm->Ds, sb}, r = {from, dm->Dr, rb};
+        if (!q) q = tess__dpanel_exchange(dm->dp, &s, sb > 0, &r, rb > 0);
+        if ((st = tess__comm_agree(v->g, q))) break;
+        o = 0;
+        for (size_t i = ir; !q && i < ir1; o += mb_bytes(v, &rl[i++]))
+            q = tess__dpanel_copy(dm->dp, TESS__D2H, rl[i].to, (size_t)rl[i].ldto * v->es,
+                                  dm->Dr + o, (size_t)rl[i].bm * v->es, (size_t)rl[i].bm * v->es,
+                                  (size_t)rl[i].bn);
+        int w = tess__dpanel_sync(dm->dp);
+        carry = q ? q : w;
+        is = is1, ir = ir1;
     }
-    size_t nch = (TESS__MAX(smax, rmax) + CHUNK - 1) / CHUNK;
-    char *sb = malloc(TESS__MAX(smax, 1)), *rb = malloc(TESS__MAX(rmax, 1));
-    MPI_Request *rq = malloc(sizeof *rq * (2 * nch + 2));
-    int st = sb && rb && rq ? TESS_OK
-                            : tess__fail(TESS_ENOMEM, "p?getrf: move: out of host memory");
+    return st ? st : tess__comm_agree(v->g, carry);
+}
+
+/* Device buffers for the moves: C bytes each, agreed (the grid's least, at least the
+ * largest block); dm->C = 0 where some process could not have them. */
+static void dev_open(const struct mv *v, struct tess__dpanel *dp, size_t pair_max,
+                     struct dmove *dm) {
+    memset(dm, 0, sizeof *dm);
+    dm->dp = dp;
+    size_t blk = (size_t)(v->nb * v->nb) * v->es,
+           C = TESS__MAX(blk, TESS__MIN(pair_max, CHUNK / 4));
+    void *p[2] = {0};
+    for (; C >= blk; C /= 2) {
+        if (!tess__dpanel_alloc(dp, C, &p[0], &dm->h[0]) &&
+            !tess__dpanel_alloc(dp, C, &p[1], &dm->h[1]))
+            break;
+        tess__dpanel_free(dp, dm->h[0]), tess__dpanel_free(dp, dm->h[1]);
+        dm->h[0] = dm->h[1] = NULL;
+    }
+    tess__clear_error();
+    uint64_t c = C >= blk ? C : 0;
+    if (MPI_Allreduce(MPI_IN_PLACE, &c, 1, MPI_UINT64_T, MPI_MIN, v->g->comm) != MPI_SUCCESS) c = 0;
+    dm->C = c >= blk ? c : 0;
+    dm->Ds = p[0], dm->Dr = p[1];
+}
+
+static void dev_close(struct dmove *dm) {
+    if (!dm->dp) return;
+    (void)tess__dpanel_sync(dm->dp);
+    tess__dpanel_free(dm->dp, dm->h[0]), tess__dpanel_free(dm->dp, dm->h[1]);
+}
+
+/* One move (collective) over the device transport: my own blocks in place, then round t
+ * with process me + t (sent to) and me - t (received from). *wrote: the destination was
+ * written (not where device buffers were missing: TESS_ENOMEM, nothing done). */
+static int move(const struct mv *v, bool back, struct tess__dpanel *dp, bool *wrote) {
+    int PQ = v->PQ, st;
+    struct mb **sl = calloc((size_t)PQ, sizeof *sl), **rl = calloc((size_t)PQ, sizeof *rl);
+    size_t *ns = calloc((size_t)PQ, sizeof *ns), *nr = calloc((size_t)PQ, sizeof *nr), pmax = 0, sb,
+           rb;
+    st = sl && rl && ns && nr ? TESS_OK
+                              : tess__fail(TESS_ENOMEM, "p?getrf: move: out of host memory");
+    for (int t = 0; !st && t < PQ; t++) {
+        st = list_of(v, back, v->me, (v->me + t) % PQ, &sl[t], &ns[t], &sb);
+        if (!st) st = list_of(v, back, (v->me - t + PQ) % PQ, v->me, &rl[t], &nr[t], &rb);
+        if (t) pmax = TESS__MAX(pmax, TESS__MAX(sb, rb));
+    }
     st = tess__comm_agree_on(v->g->comm, st);
-    if (!st) walk(v, back, v->me, v->me, NULL, &sz); /* my blocks staying with me */
-    for (int t = 1; !st && t < v->PQ; t++) {
-        int to = (v->me + t) % v->PQ, from = (v->me - t + v->PQ) % v->PQ, nrq = 0;
-        size_t ss, rs;
-        walk(v, back, v->me, to, sb, &ss);
-        walk(v, back, from, v->me, NULL, &rs);
-        st = post(rb, rs, from, false, v->g->comm, rq, &nrq);
-        if (!st) st = post(sb, ss, to, true, v->g->comm, rq, &nrq);
-        if (!st) st = TESS__MPI(MPI_Waitall(nrq, rq, MPI_STATUSES_IGNORE));
-        if (!st) walk(v, back, from, v->me, rb, &rs);
-    }
-    free(sb), free(rb), free(rq);
+    struct dmove dm = {0};
+    if (!st) dev_open(v, dp, pmax, &dm);
+    if (!st && !dm.C)
+        st = tess__fail(TESS_ENOMEM, "p?getrf: no device memory to move sub(A) through");
+    *wrote = !st;
+    for (size_t i = 0; !st && i < ns[0]; i++) /* my blocks staying with me */
+        copy_blk(sl[0][i].to, sl[0][i].ldto, sl[0][i].from, sl[0][i].ldfrom, sl[0][i].bm,
+                 sl[0][i].bn, v->es);
+    for (int t = 1; !st && t < PQ; t++)
+        st = dev_round(v, &dm, (v->me + t) % PQ, sl[t], ns[t], (v->me - t + PQ) % PQ, rl[t], nr[t]);
+    dev_close(&dm);
+    for (int t = 0; t < PQ && sl && rl; t++) free(sl[t]), free(rl[t]);
+    free(sl), free(rl), free(ns), free(nr);
     return tess__comm_agree_on(v->g->comm, st);
 }
 
@@ -175,7 +268,8 @@ int glue_pgetrf_grid(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void
                       : tess__fail(TESS_ENOMEM, "p?getrf: the flat scratch: out of host memory");
     st = tess__comm_agree_on(g->comm, st);
     double t0 = tess__now(), t1 = t0, t2 = t0;
-    if (!st) st = move(&v, false);
+    bool mw = false;
+    if (!st) st = move(&v, false, &dp, &mw);
     if (!st) {
         t1 = tess__now();
         /* the flat scratch's descriptor: m x n, blocks nb, from process column 0, ld m */
@@ -184,10 +278,7 @@ int glue_pgetrf_grid(tess_grid_t *g, tess_dtype_t dt, int64_t m, int64_t n, void
         st = glue_pgetrf(fg, dt, m, n, v.F, 0, 0, fd, true, ipf, info, &fw);
         t2 = tess__now();
     }
-    if (!st) {
-        *wrote = true;
-        st = move(&v, true);
-    }
+    if (!st) st = move(&v, true, &dp, wrote);
     /* IPIV as ScaLAPACK leaves it: each panel's pivots (global rows) go down its process
      * column and along the rows, to local index on from the panel's first row on every
      * process row (where its diagonal block is another's, a later panel's overwrite them,

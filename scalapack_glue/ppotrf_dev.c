@@ -91,12 +91,13 @@ static int dev_run(void *arg, int q, int64_t l, int64_t off, int64_t w, int64_t 
     const size_t es = p->es, bk = (size_t)d->bk;
     if (p->up) {
         const char *src = q == p->me_c ? d->v->Wc[d->b] : d->v->full + d->v->off[q];
-        return tess__dpanel_copy(d->v->dp, d->v->Wr[d->b] + (size_t)(l - d->l0r) * bk * es,
+        return tess__dpanel_copy(d->v->dp, TESS__D2D,
+                                 d->v->Wr[d->b] + (size_t)(l - d->l0r) * bk * es,
                                  (size_t)w * bk * es, src + (size_t)off * bk * es,
                                  (size_t)w * bk * es, (size_t)w * bk * es, 1);
     }
     const char *src = q == p->me_r ? d->v->Wr[d->b] : d->v->full + d->v->off[q];
-    return tess__dpanel_copy(d->v->dp, d->v->Wc[d->b] + (size_t)(l - d->l0c) * es,
+    return tess__dpanel_copy(d->v->dp, TESS__D2D, d->v->Wc[d->b] + (size_t)(l - d->l0c) * es,
                              (size_t)d->cntc * es, src + (size_t)off * es, (size_t)c0 * es,
                              (size_t)w * es, bk);
 }

@@ -99,32 +99,12 @@ static void bp_step(const struct tess__job *job, const struct tess__task *t, int
         out->k = a->k;
         out->ipiv = a->ipiv;
         return;
-    case TESS__BP_UPDATE: {
+    case TESS__BP_UPDATE: { /* interchanges, U := L^-1 X[0:k, :], X[k:, :] -= F[k:, :] U */
         size_t es = tess__dtypes[job->dt].size;
-        if (s == 0) { /* the interchanges */
-            out->kind = TESS__K_LASWP;
-            out->k = a->k;
-            out->ipiv = a->ipiv;
-            return;
-        }
-        out->nops = 1;
-        if (s == 1) { /* U := L^-1 X[0:k, :], L unit lower */
-            out->kind = TESS__K_TRSM;
-            out->side = 'L', out->uplo = 'L', out->ta = 'N', out->diag = 'U';
-            out->m = a->k;
-            dev_tile(job, a->F, a->k, a->k, a->ldf, a->f_dev, &out->a);
-            return;
-        }
-        /* X[k:, :] -= F[k:, :] U, U the task's own first k rows */
-        out->kind = TESS__K_GEMM;
-        out->ta = out->tb = 'N';
-        out->m = t->m - a->k;
-        out->k = a->k;
-        out->alpha = &h->m1;
-        out->c_ro = a->k;
-        out->b_in_c = true;
-        dev_tile(job, (const char *)a->F + (size_t)a->k * es, t->m - a->k, a->k, a->ldf, a->f_dev,
-                 &out->a);
+        tess__lu_update_step(s, 0, t->m, a->k, a->ipiv, &h->m1, out);
+        if (s > 0)
+            dev_tile(job, (const char *)a->F + (size_t)(s == 2 ? a->k : 0) * es,
+                     s == 2 ? t->m - a->k : a->k, a->k, a->ldf, a->f_dev, &out->a);
         return;
     }
     }

@@ -86,40 +86,38 @@ static void lj_step(const struct tess__job *job, const struct tess__task *t, int
         out->ipiv = lj->piv + p * T;
         return;
     }
+    /* this strip's rows pT.. interchanged as panel p's were (left of the panel: after it,
+     * through the panel's strip, which nothing reads), then U_pj := L_pp^-1 A_pj, then
+     * A_ij -= L_ip U_pj below the panel's pivots */
+    tess__lu_update_step(s, p * T, mk, dk, lj->piv + p * T, &lj->minus_one, out);
+    if (s == 0 && t->j >= p) return;
+    if (s == 0) out->nops = 1, out->a_dep_only = true;
+    strip_operand(lj, p, p * T + (s == 2 ? dk : 0), out);
+}
+
+void tess__lu_update_step(int s, int64_t r0, int64_t m, int64_t k, int *ipiv, const void *minus_one,
+                          struct tess__step *out) {
+    out->c_ro = r0;
     if (s == 0) {
-        /* this strip's rows pT.. interchanged as panel p's were; left of the panel, after
-         * it (the panel's strip orders the task, nothing reads it) */
         out->kind = TESS__K_LASWP;
-        out->m = mk, out->k = dk;
-        out->c_ro = p * T;
-        out->ipiv = lj->piv + p * T;
-        if (t->j < p) {
-            out->nops = 1;
-            out->a_dep_only = true;
-            strip_operand(lj, p, p * T, out);
-        }
+        out->m = m, out->k = k;
+        out->ipiv = ipiv;
         return;
     }
-    if (s == 1) {
-        /* U_pj := L_pp^-1 A_pj (L unit lower, d x d) */
-        out->kind = TESS__K_TRSM;
-        out->nops = 1;
-        out->side = 'L', out->uplo = 'L', out->ta = 'N', out->diag = 'U';
-        out->m = dk;
-        out->c_ro = p * T;
-        strip_operand(lj, p, p * T, out);
-        return;
-    }
-    /* A_ij -= L_ip U_pj for the rows below the panel's pivots */
-    out->kind = TESS__K_GEMM;
     out->nops = 1;
+    if (s == 1) {
+        out->kind = TESS__K_TRSM;
+        out->side = 'L', out->uplo = 'L', out->ta = 'N', out->diag = 'U';
+        out->m = k;
+        return;
+    }
+    out->kind = TESS__K_GEMM;
     out->ta = 'N', out->tb = 'N';
-    out->m = mk - dk, out->k = dk;
-    out->alpha = &lj->minus_one;
-    out->c_ro = p * T + dk;
+    out->m = m - k, out->k = k;
+    out->alpha = minus_one;
+    out->c_ro = r0 + k;
     out->b_in_c = true;
-    out->b_ro = p * T;
-    strip_operand(lj, p, p * T + dk, out);
+    out->b_ro = r0;
 }
 
 static const struct tess__job_ops getrf_ops[2] = {{.name = "getrf", .step = lj_step},

@@ -35,6 +35,13 @@ int tess__potrf_kept(tess_dtype_t dt, tess_layout_t layout, tess_uplo_t uplo, in
 int tess__getrf_kept(tess_dtype_t dt, tess_layout_t layout, int64_t m, int64_t n, void *A,
                      int64_t lda, int64_t *ipiv, int64_t *info, bool *kept);
 
+/* getrf.c: step s (0 LASWP, 1 TRSM, 2 GEMM) of an LU step's update of a task's rows r0 ..
+ * r0 + m: the rows interchanged by ipiv (k of them, relative to r0), U (rows r0 .. r0 + k)
+ * := L^-1 U (L unit lower k x k), the rows below -= L U (U read in the task's own tile,
+ * alpha minus_one). The caller names L (out->a) for steps 1 and 2 (L's rows k.. for 2). */
+void tess__lu_update_step(int s, int64_t r0, int64_t m, int64_t k, int *ipiv, const void *minus_one,
+                          struct tess__step *out);
+
 /* bpanel.c: the block jobs of a distributed factorization on a process's held local part
  * (scalapack_glue's ppotrf_dev.c, pgetrf.c). The region X (m x n, ldx) lies in a held
  * matrix (square tiles, or column strips: tess__hold_strips):

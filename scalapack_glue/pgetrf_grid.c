@@ -148,8 +148,10 @@ static int dev_round(const struct mv *v, const struct dmove *dm, int to, const s
             q = tess__dpanel_copy(dm->dp, TESS__H2D, dm->Ds + o, (size_t)sl[i].bm * v->es,
                                   sl[i].from, (size_t)sl[i].ldfrom * v->es,
                                   (size_t)sl[i].bm * v->es, (size_t)sl[i].bn);
+        /* (a process whose copies failed still takes part: its peers wait for it) */
         struct tess__dpiece s = {to, dm->Ds, sb}, r = {from, dm->Dr, rb};
-        if (!q) q = tess__dpanel_exchange(dm->dp, &s, sb > 0, &r, rb > 0);
+        int x = tess__dpanel_exchange(dm->dp, &s, sb > 0, &r, rb > 0);
+        if (!q) q = x;
         if ((st = tess__comm_agree(v->g, q))) break;
         o = 0;
         for (size_t i = ir; !q && i < ir1; o += mb_bytes(v, &rl[i++]))

@@ -440,7 +440,9 @@ enum glue_way glue_route_way(tess_grid_t *g, const struct glue_call *c, bool loc
 }
 
 void glue_route_failed(const struct glue_call *c, int st, bool intact, const char *where) {
-    if (st == TESS_ENODEV) tess__autostart_off(); /* no device left: the reference */
+    /* no device left, or one failed (also where the runtime has not seen it yet: the
+     * grid's transport uses the device too): later calls go to the reference */
+    if (st == TESS_ENODEV || st == TESS_EDEVICE) tess__autostart_off();
     if (intact) {
         if (glue_knobs()->verbose)
             fprintf(stderr,

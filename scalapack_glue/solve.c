@@ -209,8 +209,7 @@ static void route(const struct sv *s, void (*reference)(const struct sv *)) {
                 glue_count_tessera(s->kind, s->dt, flops);
                 return;
             }
-            /* (P > 1: a failure before the move back left the input as it was) */
-            if (wrote || (P > 1 && lok && st != TESS_ENOSYS))
+            if (lok && st != TESS_ENOSYS) /* (not written: the input as it was) */
                 glue_route_failed(&gc, st, !wrote, "the distributed LU");
         }
     }

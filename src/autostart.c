@@ -62,26 +62,10 @@ static int worth(const struct tess__autostart *a) {
     return found || a->force;
 }
 
-/* Whether a device that made the started runtime worth it has not failed (none left:
- * every call would fail, possibly after writing part of its output). */
-static bool live(const struct tess__autostart *a) {
-    for (int i = 0, n = tess_device_count(); i < n; i++) {
-        tess_dev_stats_t s;
-        if (tess_device_stats(i, &s) == TESS_OK && !s.failed &&
-            (s.kind == TESS_DEV_CUDA || (a->emulated && s.kind == TESS_DEV_EMULATED) || a->force))
-            return true;
-    }
-    return false;
-}
-
 bool tess__autostart_ready(const struct tess__autostart *a) {
     tess__autostart_init();
     if (atomic_load(&forked)) return false;
     int st = atomic_load(&state);
-    if (st == READY && !live(a)) {
-        atomic_store(&state, OFF); /* as tess__autostart_off */
-        return false;
-    }
     if (st != NOT_STARTED) return st == READY;
     pthread_mutex_lock(&start_mu);
     if ((st = atomic_load(&state)) == NOT_STARTED) {

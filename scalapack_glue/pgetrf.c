@@ -11,8 +11,7 @@
  * UPDATE: the three as the steps of one task per strip part, L read in device memory,
  * U where it is, in the task's own tile): urgent, the owner of block k + 1 that
  * block, then its GETRF, and L's rows in the strip of the first trailing column; lazy, the
- * rest of the update (earlier columns first), then L's rows in strips all factored, whose
- * changed rows are written behind at steps whose remaining rows halve (wb_point).
+ * rest of the update (earlier columns first), then L's rows in strips all factored.
  * IPIV comes out as ScaLAPACK's on every process (local row = global row here).
  * Invariants: every process reaches each reduction and agreement of every step (a status
  * fails all of them alike: a process's status reaches the others at the next step's
@@ -48,8 +47,7 @@ struct pl {
     struct tess__bp *hg; /* the next panel's GETRF (and L's copy) on its owner */
     int64_t ginfo;       /* that GETRF's INFO */
     struct tess__dpiece *pc;
-    int64_t wb_from; /* rows changed since the last write-behind point: from this one */
-    double t[4];     /* panel and broadcast, L's exchange, queueing, waiting (VERBOSE=2) */
+    double t[4]; /* panel and broadcast, L's exchange, queueing, waiting (VERBOSE=2) */
 };
 
 /* Local columns of sub(A)'s columns [s0, s1) on process column c, relative to sub(A)'s
@@ -112,10 +110,8 @@ static int panel_end(struct pl *p) {
 /* Step k's update of my local columns [x, x + w) (trailing): rows interchanged, U solved,
  * the rows below updated (bpanel UPDATE: one task per strip part); swaps: the interchanges
  * alone (L's columns, bpanel LASWP). Lazy: below the critical path, an update above the
- * interchanges of L's columns. final: the strips the job ends are written behind once it
- * is done (their rows changed since their last write-back). */
-static int update(struct pl *p, int64_t k, int64_t x, int64_t w, bool lazy, bool swaps,
-                  bool final) {
+ * interchanges of L's columns. */
+static int update(struct pl *p, int64_t k, int64_t x, int64_t w, bool lazy, bool swaps) {
     const int64_t s0 = k * p->nb, mk = p->m - s0, dk = TESS__MIN(mk, TESS__MIN(p->nb, p->n - s0));
     if (w <= 0) return TESS_OK;
     struct tess__bp_args a = {.kind = swaps ? TESS__BP_LASWP : TESS__BP_UPDATE,
@@ -128,21 +124,8 @@ static int update(struct pl *p, int64_t k, int64_t x, int64_t w, bool lazy, bool
                               .ldf = mk,
                               .f_dev = p->dev,
                               .lazy = lazy,
-                              .pri = swaps ? 0 : 500,
-                              .final = final};
+                              .pri = swaps ? 0 : 500};
     return job(p, (int)(k % 3), a, NULL);
-}
-
-/* Whether step k writes the strips all factored behind: at the last step, or when the
- * rows later steps may still change (m - (k + 1) nb) are at most half of those changed
- * since the last such step, so that those write-backs shrink geometrically (about twice
- * the factored rows in all, overlapping the steps) and little is left for the end. Rows k nb
- * .. (k + 1) nb of every column are final after step k. */
-static bool wb_point(struct pl *p, int64_t k) {
-    int64_t next = (k + 1) * p->nb;
-    if (k < p->nk - 1 && 2 * (p->m - next) > p->m - p->wb_from) return false;
-    p->wb_from = next;
-    return true;
 }
 
 /* Step k. *carry: this process's status not yet agreed (from the step before, and this
@@ -203,12 +186,11 @@ static int step(struct pl *p, int64_t k, int64_t *info, int *carry) {
     int64_t next = 0, cs = lft / p->T * p->T;
     if (k + 1 < p->nk && tess__comm_bc_g2p(&p->C, p->ja + s1) == p->me)
         next = TESS__MIN(p->nb, p->n - s1);
-    bool last = k == p->nk - 1, wb = wb_point(p, k);
-    st = update(p, k, l0c, next, false, false, last);
+    st = update(p, k, l0c, next, false, false);
     if (!st && next) st = panel(p, k + 1, l0c, next);
-    if (!st) st = update(p, k, cs, lft - cs, false, true, last);
-    if (!st) st = update(p, k, l0c + next, cntc - next, true, false, last);
-    if (!st) st = update(p, k, 0, cs, true, true, wb);
+    if (!st) st = update(p, k, cs, lft - cs, false, true);
+    if (!st) st = update(p, k, l0c + next, cntc - next, true, false);
+    if (!st) st = update(p, k, 0, cs, true, true);
     p->t[2] += tess__now() - t2;
     *carry = st;
     return TESS_OK;

@@ -21,7 +21,7 @@
 
 #define MAX_LIST 32 /* entries of -n, --xt-blocks */
 #define MAX_GPUS 64 /* cuBLAS-XT devices */
-#define MAX_THREADS PAR_MAX_THREADS
+#define MAX_THREADS TESS__PAR_MAX
 
 /* rows of the GEMM table; K_INCORE_COPY and K_CPU (in-core cuBLAS timed with its copies,
  * the CPU BLAS) are GEMM-table rows only, for the small sizes (n <= CPU_ROW_MAX_N) */
@@ -70,7 +70,7 @@ void tess_row_bytes(struct row *row);
 
 /* fn(ctx, i) for i in [0, n) on o.threads threads */
 static inline void par_for(int n, void (*fn)(void *, int), void *ctx) {
-    par_run(o.threads, n, fn, ctx);
+    tess__par_run(o.threads, n, fn, ctx);
 }
 /* the n x n matrix x (ld = n) uniform in [-1, 1] from seed, the same whatever o.threads */
 static inline void fill(tess_dtype_t dt, void *x, int64_t n, uint64_t seed) {

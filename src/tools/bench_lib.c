@@ -81,7 +81,7 @@ static void fill_chunk(void *c, int i) {
 
 void bench_fill(int threads, tess_dtype_t dt, void *x, int64_t n, uint64_t seed) {
     struct fill_ctx f = {dt, x, n, seed};
-    par_run(threads, (int)((n + FILL_COLS - 1) / FILL_COLS), fill_chunk, &f);
+    tess__par_run(threads, (int)((n + FILL_COLS - 1) / FILL_COLS), fill_chunk, &f);
 }
 
 /* ---- the CPU BLAS ---------------------------------------------------------------------------- */

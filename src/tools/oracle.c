@@ -270,7 +270,7 @@ void oracle_mv(tess_dtype_t dt, int threads, int zero, char op, enum oracle_mask
     if (nch == 1)
         mv_chunk(&c, 0);
     else
-        par_run(threads, jb.nchunks, mv_chunk, &c);
+        tess__par_run(threads, jb.nchunks, mv_chunk, &c);
 }
 
 void oracle_matvec(tess_dtype_t dt, char op, int64_t rows, int64_t cols, const void *X, int64_t ld,

@@ -88,11 +88,11 @@ static void hash_chunk(void *c, int q) {
 }
 
 static uint64_t other_triangle_hash(const struct prob *p, int64_t n, const void *X, int64_t ld) {
-    uint64_t part[PAR_MAX_THREADS * 4];
-    int threads = p->threads < 1 ? 1 : p->threads > PAR_MAX_THREADS ? PAR_MAX_THREADS : p->threads;
+    uint64_t part[TESS__PAR_MAX * 4];
+    int threads = p->threads < 1 ? 1 : p->threads > TESS__PAR_MAX ? TESS__PAR_MAX : p->threads;
     struct hashctx c = {X, esize(p->dt), n, ld, p->uplo, 0, part};
     c.nchunks = threads * 4 < n ? threads * 4 : (int)(n > 0 ? n : 1);
-    par_run(threads, c.nchunks, hash_chunk, &c);
+    tess__par_run(threads, c.nchunks, hash_chunk, &c);
     uint64_t h = 0;
     for (int q = 0; q < c.nchunks; q++) h += part[q];
     return h;

@@ -23,7 +23,7 @@
 #include "level3.h" /* (the copy kinds) */
 #include "par.h"
 
-#define CHUNK ((size_t)256 << 20) /* the device buffers' bytes at most */
+#define CHUNK ((size_t)64 << 20) /* a chunk at most: two device and four pinned buffers of it */
 
 struct mv {
     tess_grid_t *g;
@@ -282,8 +282,7 @@ static void dev_open(const struct mv *v, struct tess__dpanel *dp, size_t pair_ma
                      struct dmove *dm) {
     memset(dm, 0, sizeof *dm);
     dm->dp = dp;
-    size_t blk = (size_t)(v->nb * v->nb) * v->es,
-           C = TESS__MAX(blk, TESS__MIN(pair_max, CHUNK / 4));
+    size_t blk = (size_t)(v->nb * v->nb) * v->es, C = TESS__MAX(blk, TESS__MIN(pair_max, CHUNK));
     void *p[2] = {0};
     for (; C >= blk; C /= 2) {
         if (!tess__dpanel_alloc(dp, C, &p[0], &dm->h[0]) &&

@@ -115,31 +115,33 @@ static bool evictable(struct tess__blk *b, void *arg) {
     return fill_done(b, arg) && !sole_dirty(b);
 }
 
-/* Queue on `stream` the write-back of b, the last copy of a dirty held tile (idle, fill
- * complete), to the tile's home: the entry is clean from now on and its home current once
- * b's ready event (re-recorded here) completed; until then b is not evictable and host
- * fills of the tile wait for that event (e->wb). */
 /* Queue on `stream` the copy of b's rows r0.. (the dirty ones: e->dirty_r0) to the home of
- * tile k, counted. */
+ * tile k, counted. nowait: TESS_EAGAIN rather than wait for host resources (the backend's
+ * TESS__COPY_NOWAIT). */
 static int copy_home(struct tess__cache *c, struct tess__blk *b, const struct tess__tile_key *k,
-                     int64_t r0, int stream) {
+                     int64_t r0, int stream, bool nowait) {
     struct tess__cdev *cd = &c->dev[b->dev];
     r0 = TESS__MIN(TESS__MAX(r0, 0), (int64_t)k->rows);
     size_t es = k->esize, off = (size_t)r0 * es, w = (size_t)(k->rows - r0) * es;
     if (w == 0) return TESS_OK;
-    int rc = cd->ops->copy2d(cd->bd, stream, TESS__D2H, (char *)k->addr + off, (size_t)k->ld * es,
-                             (char *)b->ptr + off, (size_t)b->ld * es, w, (size_t)k->cols, NULL);
+    int rc = cd->ops->copy2d(cd->bd, stream, nowait ? TESS__D2H | TESS__COPY_NOWAIT : TESS__D2H,
+                             (char *)k->addr + off, (size_t)k->ld * es, (char *)b->ptr + off,
+                             (size_t)b->ld * es, w, (size_t)k->cols, NULL);
     if (rc) return rc;
     TESS__COUNT(cd->ctr, bytes_d2h, w * (size_t)k->cols);
     TESS__COUNT(cd->ctr, writebacks, 1);
     return TESS_OK;
 }
 
+/* Queue on `stream` the write-back of b, the last copy of a dirty held tile (idle, fill
+ * complete), to the tile's home: the entry is clean from now on and its home current once
+ * b's ready event (re-recorded here) completed; until then b is not evictable and host
+ * fills of the tile wait for that event (e->wb). */
 static int writeback_queue(struct tess__cache *c, struct tess__blk *b, int stream) {
     struct tess__cdev *cd = &c->dev[b->dev];
     struct tess__dentry *e = b->entry;
     const struct tess__tile_key *k = &e->key;
-    int rc = copy_home(c, b, k, e->dirty_r0, stream);
+    int rc = copy_home(c, b, k, e->dirty_r0, stream, false);
     if (!rc) rc = cd->ops->event_record(cd->bd, stream, b->ready);
     if (rc) return rc;
     b->ready_done = 0;
@@ -963,7 +965,7 @@ int tess__cache_writeback(struct tess__cache *c, int dev, int stream, uint64_t s
         if (!v[i]->ready_done && cd->ops->event_query(cd->bd, v[i]->ready) != TESS_OK)
             rc = cd->ops->stream_wait(cd->bd, stream, v[i]->ready);
         if (rc) break;
-        rc = copy_home(c, v[i], k, r0[i], stream);
+        rc = copy_home(c, v[i], k, r0[i], stream, false);
     }
     if (!rc && nmine) rc = cd->ops->event_record(cd->bd, stream, ev);
     if (!rc && nmine) rc = cd->ops->event_sync(cd->bd, ev);
@@ -1060,7 +1062,8 @@ struct tess__blk *tess__cache_behind(struct tess__cache *c, int dev, int stream,
     }
     if (b) {
         const struct tess__tile_key *k = &b->entry->key;
-        if (copy_home(c, b, k, b->entry->dirty_r0, stream) == TESS_OK &&
+        /* (optional: never a wait for host resources with the cache lock held) */
+        if (copy_home(c, b, k, b->entry->dirty_r0, stream, true) == TESS_OK &&
             cd->ops->event_record(cd->bd, stream, b->ready) == TESS_OK) {
             /* in flight like an eviction's write-back (takes wait for it), still dirty */
             b->ready_done = 0;

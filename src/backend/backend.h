@@ -17,6 +17,11 @@
 
 /* Direction of a 2D copy. P2P: src is in the memory of device `peer`, dst in this one. */
 enum tess__copy_kind { TESS__H2D = 0, TESS__D2H = 1, TESS__D2D = 2, TESS__P2P = 3 };
+/* Or'ed into a copy's kind: queue it only if the calling thread need not wait for host
+ * resources to do so (CUDA: a free staging page for a pageable host side); else
+ * TESS_EAGAIN, nothing queued and no error recorded. For optional copies (write-behind);
+ * a copy its caller needs never asks it. */
+#define TESS__COPY_NOWAIT 0x100
 
 /* Capabilities of a device instance. */
 enum {

@@ -622,6 +622,8 @@ static int cuda_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *ds
     if (dev_failed(d)) return dev_dead(d);
     int rc = check_stream(d, stream);
     if (rc != TESS_OK) return rc;
+    int nowait = (kind & TESS__COPY_NOWAIT) != 0;
+    kind = (enum tess__copy_kind)(kind & ~TESS__COPY_NOWAIT);
     if ((unsigned)kind > TESS__P2P)
         return tess__fail(TESS_EINVAL, "cuda:%d: copy kind %d", d->ord, (int)kind);
     if (width == 0 || height == 0) return TESS_OK; /* nothing to move, nothing counted */
@@ -647,8 +649,8 @@ static int cuda_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *ds
     if (d->stage && (kind == TESS__H2D || kind == TESS__D2H)) {
         /* a pageable host side: through the pinned staging pages (stage.c) */
         int staged = 0;
-        rc = tess__stage_copy2d(d->stage, s, kind == TESS__H2D, dst, dpitch, src, spitch, width,
-                                height, d->max_pitch, &staged);
+        rc = tess__stage_copy2d(d->stage, s, kind == TESS__H2D, nowait, dst, dpitch, src, spitch,
+                                width, height, d->max_pitch, &staged);
         if (staged || rc != TESS_OK) return rc;
     }
     if (height == 1) return TESS_CU(d, cudaMemcpyAsync(dst, src, width, ck, s));

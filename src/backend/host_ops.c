@@ -30,6 +30,7 @@ int tess__hostdev_copy2d(void *bd, int stream, enum tess__copy_kind kind, void *
     if (!live(d)) return dead(d, "copy2d");
     int rc = check_stream(d, stream, "copy2d");
     if (rc) return rc;
+    kind = (enum tess__copy_kind)(kind & ~TESS__COPY_NOWAIT); /* (a host copy never waits) */
     if ((unsigned)kind > TESS__P2P)
         return tess__fail(TESS_EINVAL, "%s: copy2d: bad kind %d", d->name, (int)kind);
     if (width == 0 || height == 0) return TESS_OK; /* nothing to move */

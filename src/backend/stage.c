@@ -708,8 +708,8 @@ static int post_later(struct tess__stage *st, cudaStream_t s, struct stage_piece
     return SCU(st, cudaLaunchHostFunc(s, post_fn, first));
 }
 
-int tess__stage_copy2d(struct tess__stage *st, cudaStream_t s, int h2d, void *dst, size_t dpitch,
-                       const void *src, size_t spitch, size_t width, size_t height,
+int tess__stage_copy2d(struct tess__stage *st, cudaStream_t s, int h2d, int nowait, void *dst,
+                       size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
                        size_t max_pitch, int *staged) {
     *staged = 0;
     if (!st || atomic_load(&st->dead)) return TESS_OK;
@@ -730,6 +730,10 @@ int tess__stage_copy2d(struct tess__stage *st, cudaStream_t s, int h2d, void *ds
                                       (size_t)n * sizeof(struct stage_piece));
     int p = pages_take(st, n, g->pages), waited = 1;
     if (p < n) want_more(st, n - p);
+    if (p == 0 && nowait) { /* neither a page wait nor a direct (blocking) copy */
+        free(g);
+        return TESS_EAGAIN;
+    }
     while (p == 0 && waited) {
         if ((rc = wait_oldest(st, &waited))) {
             free(g);

@@ -45,9 +45,11 @@ void tess__stage_dead(struct tess__stage *st);
  * else device src -> host dst) through the staging pages when the host side is pageable and
  * the copy qualifies. *staged = 1: queued (the return value is its status); *staged = 0:
  * nothing queued, the caller copies directly (host memory pinned or managed, a small copy,
- * or no free page). Called by the device's worker thread, device current. */
-int tess__stage_copy2d(struct tess__stage *st, cudaStream_t s, int h2d, void *dst, size_t dpitch,
-                       const void *src, size_t spitch, size_t width, size_t height,
+ * or no free page). nowait: where no page is free, TESS_EAGAIN and nothing queued (no
+ * wait for a page, no direct copy, which would block on pageable memory). Called by the
+ * device's worker thread, device current. */
+int tess__stage_copy2d(struct tess__stage *st, cudaStream_t s, int h2d, int nowait, void *dst,
+                       size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
                        size_t max_pitch, int *staged);
 
 /* Process totals over every device ever opened (monotonic, never reset). */

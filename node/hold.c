@@ -353,6 +353,7 @@ static struct tdep *rec_of(struct tess__hold *h, const struct tess__tile_key *ke
  * forgets its tiles under the cache lock before freeing it. */
 static bool rewrite_pending(void *arg, const struct tess__tile_key *key) {
     struct tess__rt *rt = arg;
+    if (atomic_load(&rt->batching) > 0) return true; /* its next writer may be on its way */
     pthread_mutex_lock(&rt->hold_mu);
     struct tess__hold *h = hold_of(rt, key->space);
     pthread_mutex_unlock(&rt->hold_mu);

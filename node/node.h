@@ -419,6 +419,10 @@ struct tess__rt {
     _Atomic int npq;
     uint64_t pq_seq;
     _Atomic int crit_live;
+    /* Calls submitting the several jobs of one call on held tiles (tess_?potrf, tess_?getrf):
+     * while any is, write-behind's idle scan leaves held tiles alone, since a job not yet
+     * submitted may write them again (node/hold.c, rewrite_pending). */
+    _Atomic int batching;
     /* Its life (runtime.c, under its life lock): call references, pins, whether the last
      * tess_finalize let it go and is waiting for its calls, the fork epoch it began in. */
     int calls, pins;

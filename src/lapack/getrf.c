@@ -278,11 +278,13 @@ static int tile_getrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, int6
     int rc = TESS_OK, first = TESS_OK;
     int64_t submitted = 0;
     atomic_fetch_add(&rt->crit_live, 1); /* the devices keep a stream for its panels */
+    atomic_fetch_add(&rt->batching, 1);  /* no idle write-behind until every job is in */
     for (int64_t x = 0; x < njobs; x++) {
         job_init(&jobs[x], x % 2 ? LJ_UPDATE : LJ_PANEL, x / 2, dt, m, n, T, A, lda, hv, piv);
         if (!submit(rt, fn, &jobs[x], &rc)) break;
         submitted = x + 1;
     }
+    atomic_fetch_sub(&rt->batching, 1);
     /* later jobs depend on earlier ones, never the reverse */
     for (int64_t x = 0; x < submitted; x++) reap(rt, &jobs[x], &first);
     atomic_fetch_sub(&rt->crit_live, 1);

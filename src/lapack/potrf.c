@@ -205,6 +205,7 @@ static int tile_potrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, char
     int rc = TESS_OK;
     int64_t submitted = 0;
     atomic_fetch_add(&rt->crit_live, 1); /* the devices keep a stream for its panels */
+    atomic_fetch_add(&rt->batching, 1);  /* no idle write-behind until every job is in */
     for (int64_t x = 0; x < njobs; x++) {
         struct pjob *pj = &jobs[x];
         struct tess__job *job = &pj->base;
@@ -243,6 +244,7 @@ static int tile_potrf(struct tess__rt *rt, const char *fn, tess_dtype_t dt, char
         }
         submitted = x + 1;
     }
+    atomic_fetch_sub(&rt->batching, 1);
     /* Wait for everything submitted (later jobs depend on earlier ones, never the reverse);
      * the first POTRF that met a minor not positive definite gives INFO. */
     int first = TESS_OK;

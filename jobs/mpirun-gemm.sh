@@ -13,16 +13,19 @@
 #                devices per rank when there is no GPU (0: the CPU worker)
 # Arguments go to tessera-gemm after the defaults (-m 32768 -r 3 --pinned on GPUs,
 # -m 2048 -r 3 without), so they override them: jobs/mpirun-gemm.sh -m 8192 -p z -P 2.
+# Another job launched the same way (jobs/mpirun-solve.sh) sets JOB_NAME, JOB_TOOL,
+# JOB_DEFAULTS_GPU, JOB_DEFAULTS_EMU and JOB_EMU_ENV (assignments exported without a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 MPIRUN=${MPIRUN:-mpirun}
-exe=$BUILD/tessera-gemm
+job=${JOB_NAME:-mpirun-gemm}
+exe=$BUILD/${JOB_TOOL:-tessera-gemm}
 if [ ! -x "$exe" ]; then
-  echo "mpirun-gemm: $exe not found: build first (bash jobs/quickstart.sh)" >&2; exit 1
+  echo "$job: $exe not found: build first (bash jobs/quickstart.sh)" >&2; exit 1
 fi
 if ! "$exe" --help 2>/dev/null | grep -q "Distributed"; then
-  echo "mpirun-gemm: $exe was built without MPI (jobs/install-deps.sh installs it)" >&2; exit 1
+  echo "$job: $exe was built without MPI (jobs/install-deps.sh installs it)" >&2; exit 1
 fi
 
 # GPUs of this node (those CUDA_VISIBLE_DEVICES leaves, if set)
@@ -35,13 +38,16 @@ fi
 bind=0
 if [ "$gpus" -gt 0 ] && [ "${TESSERA_DEVICES:-all}" != none ]; then
   NP=${NP:-$gpus}
-  defaults=(-m 32768 -r 3 --pinned)
+  # shellcheck disable=SC2206
+  defaults=(${JOB_DEFAULTS_GPU:--m 32768 -r 3 --pinned})
   # several ranks and no choice made (TESSERA_DEVICES unset or all): one GPU per rank
   [ "$NP" -gt 1 ] && [ "${TESSERA_DEVICES:-all}" = all ] && bind=1
 else
   NP=${NP:-2}
   export TESSERA_DEVICES=none TESSERA_EMULATE=${TESSERA_EMULATE:-2}
-  defaults=(-m 2048 -r 3)
+  # shellcheck disable=SC2206
+  defaults=(${JOB_DEFAULTS_EMU:--m 2048 -r 3})
+  for a in ${JOB_EMU_ENV:-}; do export "${a?}"; done
   # robust over fast: no CMA single copy (containers often forbid process_vm_readv)
   export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 fi
@@ -74,7 +80,7 @@ fi
 if [ "$bind" = 1 ]; then what="one GPU each"
 elif [ "$gpus" -gt 0 ]; then what="GPUs ${TESSERA_DEVICES:-all} each"
 else what="${TESSERA_EMULATE} emulated devices each"; fi
-echo "mpirun-gemm: $NP ranks, $what: ${launch[0]} -np $NP ... $exe ${defaults[*]} $*" >&2
+echo "$job: $NP ranks, $what: ${launch[0]} -np $NP ... $exe ${defaults[*]} $*" >&2
 # what one rank will use: its devices as tessera-info sees them in the ranks' environment
 # (with one GPU per rank, the first rank's), and the knobs the job sets
 info=$BUILD/tessera-info

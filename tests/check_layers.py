@@ -31,8 +31,14 @@ LAYERS = [  # (folder, layer), lowest first; the public headers are below everyt
 RANK = dict(LAYERS)
 TOOLS_MAY = {"src/include", "src/tools"}
 # What a tool may share with a lower layer: the drop-in's crossover model (the formula
-# tessera-crossover fits, route.c decides with), its built-in parameters, the parallel for.
-TOOLS_SHARED = {"src/blas/crossover_model.h", "src/base/dropin_defaults.h", "src/base/par.h"}
+# tessera-crossover fits, route.c decides with), its built-in parameters, the parallel for,
+# the glue's public header (tessera-solve reads its counters).
+TOOLS_SHARED = {
+    "src/blas/crossover_model.h",
+    "src/base/dropin_defaults.h",
+    "src/base/par.h",
+    "scalapack_glue/tessera_scalapack.h",
+}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -5,9 +5,9 @@
  * them (docs/scalapack.md) and everything else on ScaLAPACK. Every run is verified by its
  * scaled residual ||B - A X||_inf / (||A||_inf ||X||_inf n eps) < 16 (ScaLAPACK's testers'
  * threshold; A X by p?gemv_, A regenerated, not kept); the rate is the factorization's
- * (2/3 n^3 or 1/3 n^3 flops) over the median of the timed runs after one warm-up; then each
- * rank's glue counters. Real precisions. Exit 0 when every run passed, 1 when one failed, 2
- * on a usage error.
+ * (2/3 n^3 or 1/3 n^3 flops, four times that complex) over the median of the timed runs
+ * after one warm-up; then each rank's glue counters. s, d, c, z. Exit 0 when every run
+ * passed, 1 when one failed, 2 on a usage error.
  */
 #include <float.h>
 #include <stdbool.h>
@@ -33,25 +33,76 @@ void Cblacs_exit(int);
 int numroc_(const int *n, const int *nb, const int *iproc, const int *isrc, const int *nprocs);
 void descinit_(int *desc, const int *m, const int *n, const int *mb, const int *nb,
                const int *irsrc, const int *icsrc, const int *ictxt, const int *lld, int *info);
-#define FACT(p, T)                                                                              \
-    void p##getrf_(const int *m, const int *n, T *A, const int *ia, const int *ja,              \
-                   const int *desca, int *ipiv, int *info);                                     \
-    void p##getrs_(const char *trans, const int *n, const int *nrhs, const T *A, const int *ia, \
-                   const int *ja, const int *desca, const int *ipiv, T *B, const int *ib,       \
-                   const int *jb, const int *descb, int *info, size_t ltrans);                  \
-    void p##potrf_(const char *uplo, const int *n, T *A, const int *ia, const int *ja,          \
-                   const int *desca, int *info, size_t luplo);                                  \
-    void p##potrs_(const char *uplo, const int *n, const int *nrhs, const T *A, const int *ia,  \
-                   const int *ja, const int *desca, T *B, const int *ib, const int *jb,         \
-                   const int *descb, int *info, size_t luplo);                                  \
-    T p##lange_(const char *norm, const int *m, const int *n, const T *A, const int *ia,        \
-                const int *ja, const int *desca, T *work, size_t lnorm);                        \
-    void p##gemv_(const char *trans, const int *m, const int *n, const T *alpha, const T *A,    \
-                  const int *ia, const int *ja, const int *desca, const T *x, const int *ix,    \
-                  const int *jx, const int *descx, const int *incx, const T *beta, T *y,        \
-                  const int *iy, const int *jy, const int *descy, const int *incy);
-FACT(pd, double)
+/* one precision's routines, element pointers untyped (the table below picks them); R:
+ * p?lange_'s (real) result */
+#define FACT(p, R)                                                                                 \
+    void p##getrf_(const int *m, const int *n, void *A, const int *ia, const int *ja,              \
+                   const int *desca, int *ipiv, int *info);                                        \
+    void p##getrs_(const char *trans, const int *n, const int *nrhs, const void *A, const int *ia, \
+                   const int *ja, const int *desca, const int *ipiv, void *B, const int *ib,       \
+                   const int *jb, const int *descb, int *info, size_t ltrans);                     \
+    void p##potrf_(const char *uplo, const int *n, void *A, const int *ia, const int *ja,          \
+                   const int *desca, int *info, size_t luplo);                                     \
+    void p##potrs_(const char *uplo, const int *n, const int *nrhs, const void *A, const int *ia,  \
+                   const int *ja, const int *desca, void *B, const int *ib, const int *jb,         \
+                   const int *descb, int *info, size_t luplo);                                     \
+    R p##lange_(const char *norm, const int *m, const int *n, const void *A, const int *ia,        \
+                const int *ja, const int *desca, void *work, size_t lnorm);                        \
+    void p##gemv_(const char *trans, const int *m, const int *n, const void *alpha, const void *A, \
+                  const int *ia, const int *ja, const int *desca, const void *x, const int *ix,    \
+                  const int *jx, const int *descx, const int *incx, const void *beta, void *y,     \
+                  const int *iy, const int *jy, const int *descy, const int *incy);                \
+    static double p##lange_d(const char *norm, const int *m, const int *n, const void *A,          \
+                             const int *desca, void *work) {                                       \
+        static const int one = 1;                                                                  \
+        return (double)p##lange_(norm, m, n, A, &one, &one, desca, work, 1);                       \
+    }
 FACT(ps, float)
+FACT(pd, double)
+FACT(pc, float)
+FACT(pz, double)
+
+/* A precision: its letter, element and real sizes, eps (half ULP), routines. */
+struct prec {
+    char p;
+    size_t es, rs;
+    bool cplx;
+    double eps;
+    void (*getrf)(const int *, const int *, void *, const int *, const int *, const int *, int *,
+                  int *);
+    void (*getrs)(const char *, const int *, const int *, const void *, const int *, const int *,
+                  const int *, const int *, void *, const int *, const int *, const int *, int *,
+                  size_t);
+    void (*potrf)(const char *, const int *, void *, const int *, const int *, const int *, int *,
+                  size_t);
+    void (*potrs)(const char *, const int *, const int *, const void *, const int *, const int *,
+                  const int *, void *, const int *, const int *, const int *, int *, size_t);
+    double (*lange)(const char *, const int *, const int *, const void *, const int *, void *);
+    void (*gemv)(const char *, const int *, const int *, const void *, const void *, const int *,
+                 const int *, const int *, const void *, const int *, const int *, const int *,
+                 const int *, const void *, void *, const int *, const int *, const int *,
+                 const int *);
+};
+
+static const float FM1[2] = {-1, 0}, FP1[2] = {1, 0};
+static const double DM1[2] = {-1, 0}, DP1[2] = {1, 0};
+
+static const struct prec PRECS[] = {
+#define PREC(c, p, R, cx)                                                                      \
+    {                                                                                          \
+        c, (cx ? 2 : 1) * sizeof(R), sizeof(R), cx,                                            \
+            (sizeof(R) == 4 ? FLT_EPSILON : DBL_EPSILON) / 2, p##getrf_, p##getrs_, p##potrf_, \
+            p##potrs_, p##lange_d, p##gemv_                                                    \
+    }
+    PREC('s', ps, float, false),
+    PREC('d', pd, double, false),
+    PREC('c', pc, float, true),
+    PREC('z', pz, double, true),
+#undef PREC
+};
+
+static const void *minus_one(const struct prec *P) { return P->rs == 4 ? (const void *)FM1 : DM1; }
+static const void *plus_one(const struct prec *P) { return P->rs == 4 ? (const void *)FP1 : DP1; }
 
 static int me, nprocs, ctxt, nprow, npcol, myrow, mycol;
 
@@ -59,7 +110,7 @@ static int me, nprocs, ctxt, nprow, npcol, myrow, mycol;
 
 struct opts {
     int n, nb, nrhs, nprow, runs, threads;
-    char prec; /* 's' or 'd' */
+    const struct prec *P;
     bool lu, chol;
 };
 
@@ -74,7 +125,7 @@ static void usage(FILE *f) {
             "  --nrhs K      right-hand sides (default 1)\n"
             "  -P ROWS       process rows (a divisor of the ranks; default the squarest grid,\n"
             "                rows <= columns)\n"
-            "  -p s|d        precision (default d)\n"
+            "  -p s|d|c|z    precision (default d)\n"
             "  -r RUNS       timed runs after one warm-up (default 3)\n"
             "  --routine getrf|potrf|both   (default both)\n"
             "  --threads T   threads generating the matrices on each rank (default 8)\n"
@@ -99,7 +150,7 @@ static int parse(int argc, char **argv, struct opts *o) {
                        .nrhs = 1,
                        .runs = 3,
                        .threads = 8,
-                       .prec = 'd',
+                       .P = &PRECS[1],
                        .lu = true,
                        .chol = true};
     for (int i = 1; i < argc; i++) {
@@ -123,8 +174,10 @@ static int parse(int argc, char **argv, struct opts *o) {
                 return say("%s %s: not a valid count", a, v), 2;
             *num = (int)x;
         } else if (!strcmp(a, "-p")) {
-            if ((v[0] != 's' && v[0] != 'd') || v[1]) return say("-p %s: s or d", v), 2;
-            o->prec = v[0];
+            o->P = NULL;
+            for (size_t k = 0; k < sizeof PRECS / sizeof *PRECS && !v[1]; k++)
+                if (PRECS[k].p == v[0]) o->P = &PRECS[k];
+            if (!o->P) return say("-p %s: s, d, c or z", v), 2;
         } else if (!strcmp(a, "--routine")) {
             o->lu = !strcmp(v, "getrf") || !strcmp(v, "both");
             o->chol = !strcmp(v, "potrf") || !strcmp(v, "both");
@@ -140,37 +193,35 @@ static int parse(int argc, char **argv, struct opts *o) {
 
 struct dmat {
     int desc[9], lr, lc;
-    size_t es;
+    const struct prec *P;
     void *a;
 };
 
-static int dmat_make(struct dmat *x, int m, int n, int nb, size_t es) {
+static int dmat_make(struct dmat *x, int m, int n, int nb, const struct prec *P) {
     static const int zero = 0;
-    x->es = es;
+    x->P = P;
     x->lr = numroc_(&m, &nb, &myrow, &zero, &nprow);
     x->lc = numroc_(&n, &nb, &mycol, &zero, &npcol);
     int lld = x->lr > 1 ? x->lr : 1, info;
     descinit_(x->desc, &m, &n, &nb, &nb, &zero, &zero, &ctxt, &lld, &info);
-    x->a = calloc((size_t)lld * (size_t)(x->lc > 0 ? x->lc : 1), es);
+    x->a = calloc((size_t)lld * (size_t)(x->lc > 0 ? x->lc : 1), P->es);
     return info == 0 && x->a != NULL;
 }
 
-/* the same pseudo-random value of (id, i, j) on every rank, in [-1, 1) */
+/* the same pseudo-random value of (id, i, j) on every rank, in [-1, 1): splitmix64's
+ * finaliser of the three (i, j < 2^28) */
 static double val(int id, int64_t i, int64_t j) {
-    uint64_t h = 0x9E3779B97F4A7C15ull * (uint64_t)(id + 1);
-    h ^= (uint64_t)i * 0xBF58476D1CE4E5B9ull;
-    h ^= (uint64_t)j * 0x94D049BB133111EBull;
-    h ^= h >> 31;
-    h *= 0xD6E8FEB86659FD93ull;
-    h ^= h >> 32;
-    return (double)(h >> 11) / (double)(1ull << 52) - 1.0;
+    uint64_t z = ((uint64_t)id << 56 | (uint64_t)i << 28 | (uint64_t)j) + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull, z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (double)((z ^ (z >> 31)) >> 11) / (double)(1ull << 52) - 1.0;
 }
 
 /* global index of local index l (source process 0) */
 static int64_t l2g(int64_t l, int nb, int p, int np) { return ((l / nb) * np + p) * nb + l % nb; }
 
-/* kind 0: general, diagonal raised by 2; 1: symmetric, diagonal raised by n (positive
- * definite); 2: right-hand sides */
+/* kind 0: general, diagonal raised by 2; 1: symmetric (Hermitian), diagonal raised by n
+ * (positive definite); 2: right-hand sides. Entry (i, j): v(i, j), real and imaginary
+ * parts from ids 2 id and 2 id + 1; kind 1 v(i, j) + conj(v(j, i)). */
 struct fill {
     struct dmat *x;
     int kind, n;
@@ -179,18 +230,23 @@ struct fill {
 static void fill_col(void *ctx, int lj) {
     const struct fill *f = ctx;
     struct dmat *x = f->x;
-    int nb = x->desc[4];
+    const struct prec *P = x->P;
+    int nb = x->desc[4], id = 2 * (f->kind + 1);
     int64_t j = l2g(lj, x->desc[5], mycol, npcol);
     size_t col = (size_t)lj * (size_t)x->desc[8];
     for (int li = 0; li < x->lr; li++) {
         int64_t i = l2g(li, nb, myrow, nprow);
-        double v = f->kind == 0   ? val(1, i, j) + (i == j ? 2.0 : 0.0)
-                   : f->kind == 1 ? val(2, i, j) + val(2, j, i) + (i == j ? (double)f->n : 0.0)
-                                  : val(3, i, j);
-        if (x->es == sizeof(double))
-            ((double *)x->a)[col + (size_t)li] = v;
-        else
-            ((float *)x->a)[col + (size_t)li] = (float)v;
+        double re = val(id, i, j), im = P->cplx ? val(id + 1, i, j) : 0;
+        if (f->kind == 1) re += val(id, j, i), im -= P->cplx ? val(id + 1, j, i) : 0;
+        if (i == j) re += f->kind == 0 ? 2.0 : f->kind == 1 ? (double)f->n : 0.0;
+        size_t at = (col + (size_t)li) * (P->cplx ? 2 : 1);
+        if (P->rs == sizeof(double)) {
+            ((double *)x->a)[at] = re;
+            if (P->cplx) ((double *)x->a)[at + 1] = im;
+        } else {
+            ((float *)x->a)[at] = (float)re;
+            if (P->cplx) ((float *)x->a)[at + 1] = (float)im;
+        }
     }
 }
 
@@ -199,65 +255,22 @@ static void dmat_fill(struct dmat *x, int kind, int n, int threads) {
     tess__par_run(threads, x->lc, fill_col, &f);
 }
 
-/* ---- one precision's calls ----------------------------------------------------------- */
-
 static const int ONE = 1;
-
-static void getrf(const struct dmat *A, int *ipiv, int *info) {
-    if (A->es == sizeof(double))
-        pdgetrf_(&A->desc[2], &A->desc[3], A->a, &ONE, &ONE, A->desc, ipiv, info);
-    else
-        psgetrf_(&A->desc[2], &A->desc[3], A->a, &ONE, &ONE, A->desc, ipiv, info);
-}
-
-static void getrs(const struct dmat *A, const int *ipiv, struct dmat *X, int *info) {
-    if (A->es == sizeof(double))
-        pdgetrs_("N", &A->desc[2], &X->desc[3], A->a, &ONE, &ONE, A->desc, ipiv, X->a, &ONE, &ONE,
-                 X->desc, info, 1);
-    else
-        psgetrs_("N", &A->desc[2], &X->desc[3], A->a, &ONE, &ONE, A->desc, ipiv, X->a, &ONE, &ONE,
-                 X->desc, info, 1);
-}
-
-static void potrf(const struct dmat *A, int *info) {
-    if (A->es == sizeof(double))
-        pdpotrf_("L", &A->desc[2], A->a, &ONE, &ONE, A->desc, info, 1);
-    else
-        pspotrf_("L", &A->desc[2], A->a, &ONE, &ONE, A->desc, info, 1);
-}
-
-static void potrs(const struct dmat *A, struct dmat *X, int *info) {
-    if (A->es == sizeof(double))
-        pdpotrs_("L", &A->desc[2], &X->desc[3], A->a, &ONE, &ONE, A->desc, X->a, &ONE, &ONE,
-                 X->desc, info, 1);
-    else
-        pspotrs_("L", &A->desc[2], &X->desc[3], A->a, &ONE, &ONE, A->desc, X->a, &ONE, &ONE,
-                 X->desc, info, 1);
-}
 
 static double norm_inf(const struct dmat *x) {
     size_t lw = (size_t)(x->lr + x->desc[4] + 16);
-    void *work = calloc(lw, x->es);
-    double r = x->es == sizeof(double)
-                   ? pdlange_("I", &x->desc[2], &x->desc[3], x->a, &ONE, &ONE, x->desc, work, 1)
-                   : (double)pslange_("I", &x->desc[2], &x->desc[3], x->a, &ONE, &ONE, x->desc,
-                                      work, 1);
+    void *work = calloc(lw, x->P->rs);
+    double r = x->P->lange("I", &x->desc[2], &x->desc[3], x->a, x->desc, work);
     free(work);
     return r;
 }
 
 /* R -= A X, column by column */
 static void resid_update(const struct dmat *A, const struct dmat *X, struct dmat *R) {
-    const double md = -1.0, pd = 1.0;
-    const float ms = -1.0f, ps = 1.0f;
-    for (int j = 1; j <= X->desc[3]; j++) {
-        if (A->es == sizeof(double))
-            pdgemv_("N", &A->desc[2], &A->desc[3], &md, A->a, &ONE, &ONE, A->desc, X->a, &ONE, &j,
-                    X->desc, &ONE, &pd, R->a, &ONE, &j, R->desc, &ONE);
-        else
-            psgemv_("N", &A->desc[2], &A->desc[3], &ms, A->a, &ONE, &ONE, A->desc, X->a, &ONE, &j,
-                    X->desc, &ONE, &ps, R->a, &ONE, &j, R->desc, &ONE);
-    }
+    const struct prec *P = A->P;
+    for (int j = 1; j <= X->desc[3]; j++)
+        P->gemv("N", &A->desc[2], &A->desc[3], minus_one(P), A->a, &ONE, &ONE, A->desc, X->a, &ONE,
+                &j, X->desc, &ONE, plus_one(P), R->a, &ONE, &j, R->desc, &ONE);
 }
 
 /* ---- the runs ------------------------------------------------------------------------ */
@@ -275,11 +288,12 @@ static int cmp_double(const void *a, const void *b) {
 /* One routine's runs (the first the warm-up): factor, solve, regenerate A, residual.
  * Returns whether every run passed; prints on rank 0. */
 static bool runs_of(const struct opts *o, bool lu, struct dmat *A, struct dmat *X, struct dmat *B) {
-    const char *name = lu ? (o->prec == 'd' ? "pdgetrf" : "psgetrf")
-                          : (o->prec == 'd' ? "pdpotrf" : "pspotrf");
+    const struct prec *P = A->P;
+    char name[16];
+    snprintf(name, sizeof name, "p%c%s", P->p, lu ? "getrf" : "potrf");
     const int kind = lu ? 0 : 1;
-    const double n = o->n, flops = lu ? 2.0 / 3.0 * n * n * n : n * n * n / 3.0,
-                 eps = (o->prec == 'd' ? DBL_EPSILON : FLT_EPSILON) / 2;
+    const double n = o->n, flops = (P->cplx ? 4 : 1) * (lu ? 2.0 / 3.0 : 1.0 / 3.0) * n * n * n,
+                 eps = P->eps;
     int *ipiv = calloc((size_t)(A->lr + o->nb), sizeof(int));
     double *tf = calloc((size_t)o->runs + 1, sizeof(double));
     int mine = ipiv && tf, all = 0;
@@ -291,15 +305,17 @@ static bool runs_of(const struct opts *o, bool lu, struct dmat *A, struct dmat *
         dmat_fill(X, 2, o->n, o->threads);
         double t0 = now();
         if (lu)
-            getrf(A, ipiv, &info);
+            P->getrf(&A->desc[2], &A->desc[3], A->a, &ONE, &ONE, A->desc, ipiv, &info);
         else
-            potrf(A, &info);
+            P->potrf("L", &A->desc[2], A->a, &ONE, &ONE, A->desc, &info, 1);
         double t1 = now();
         if (!info) {
             if (lu)
-                getrs(A, ipiv, X, &info);
+                P->getrs("N", &A->desc[2], &X->desc[3], A->a, &ONE, &ONE, A->desc, ipiv, X->a, &ONE,
+                         &ONE, X->desc, &info, 1);
             else
-                potrs(A, X, &info);
+                P->potrs("L", &A->desc[2], &X->desc[3], A->a, &ONE, &ONE, A->desc, X->a, &ONE, &ONE,
+                         X->desc, &info, 1);
         }
         double t2 = now(), res = INFINITY;
         if (!info) { /* B - A0 X, A0 regenerated */
@@ -381,10 +397,9 @@ int main(int argc, char **argv) {
     Cblacs_gridinit(&ctxt, "R", nprow, npcol);
     Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
 
-    size_t es = o.prec == 'd' ? sizeof(double) : sizeof(float);
     struct dmat A = {0}, X = {0}, B = {0};
-    int made = dmat_make(&A, o.n, o.n, o.nb, es) && dmat_make(&X, o.n, o.nrhs, o.nb, es) &&
-               dmat_make(&B, o.n, o.nrhs, o.nb, es),
+    int made = dmat_make(&A, o.n, o.n, o.nb, o.P) && dmat_make(&X, o.n, o.nrhs, o.nb, o.P) &&
+               dmat_make(&B, o.n, o.nrhs, o.nb, o.P),
         all = 0;
     MPI_Allreduce(&made, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     bool ok = all != 0;
